@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs what the test tiers need on a bare Debian 12 machine. Idempotent: each step checks
+# first, so a second run costs seconds. Go tools are installed by the Makefile into ./bin.
+set -euo pipefail
+
+APT_PACKAGES=(
+  git make gcc
+)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: apt-get install ${missing[*]}"
+  apt-get -o DPkg::Lock::Timeout=600 update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+command -v go >/dev/null || { echo "install-deps: Go is required (expected at /usr/local/go/bin)"; exit 1; }
+make -s tools
