@@ -1,0 +1,250 @@
+package v1alpha1
+
+// PortSpec is one DPDK port F-Stack drives ([portN]); its DPDK port id is assigned at start-up
+// from the devices the pod really got.
+// +kubebuilder:validation:XValidation:rule="!has(self.vipInterface) || has(self.vips) || has(self.vips6)",message="vipInterface needs vips or vips6"
+type PortSpec struct {
+	// Name identifies the port within the stack.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=32
+	Name string `json:"name"`
+
+	// Attachment is the pod's network attachment (the CNI interface name, such as net1) whose
+	// device information and addresses this port uses. Defaults to the port name.
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.-]+$`
+	// +kubebuilder:validation:MaxLength=15
+	// +optional
+	Attachment string `json:"attachment,omitempty"`
+
+	// Device is what backs the port: exactly one of vhostUser, pci or bond.
+	Device PortDevice `json:"device"`
+
+	// IfName is F-Stack's interface name (if_name); default f-stack-<port id>.
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.-]+$`
+	// +kubebuilder:validation:MaxLength=15
+	// +optional
+	IfName string `json:"ifName,omitempty"`
+
+	// Processes are the indices of the F-Stack processes that serve this port (lcore_list), one
+	// RX/TX queue each. Default: every process.
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:Minimum=0
+	// +optional
+	Processes []int32 `json:"processes,omitempty"`
+
+	// VIPInterface is the interface VIPs are attached to (vip_ifname), e.g. lo0. Default: the port.
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.-]+$`
+	// +kubebuilder:validation:MaxLength=15
+	// +optional
+	VIPInterface string `json:"vipInterface,omitempty"`
+
+	Addressing `json:",inline"`
+}
+
+// Addressing is the layer-3 configuration of a port or a VLAN sub-interface.
+type Addressing struct {
+	// IPv4 is the interface address (addr, netmask, broadcast, gateway). F-Stack requires one on
+	// every port; a port with VLANs may omit it (the first VLAN's address fills the unused keys).
+	// +optional
+	IPv4 *IPv4Address `json:"ipv4,omitempty"`
+
+	// IPv6 is the interface's IPv6 address (addr6, prefix_len, gateway6).
+	// +optional
+	IPv6 *IPv6Address `json:"ipv6,omitempty"`
+
+	// VIPs are extra IPv4 addresses, each added as a /32 (vip_addr, at most 64).
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=15
+	// +optional
+	VIPs []string `json:"vips,omitempty"`
+
+	// VIPs6 are extra IPv6 addresses (vip_addr6, at most 64).
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=39
+	// +optional
+	VIPs6 []string `json:"vips6,omitempty"`
+
+	// VIPPrefixLength is the prefix length of every IPv6 VIP (vip_prefix_len); default 64.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=128
+	// +optional
+	VIPPrefixLength int32 `json:"vipPrefixLength,omitempty"`
+
+	// PolicyRoutes are source CIDRs whose outgoing traffic uses this interface's routing table
+	// (ipfw_pr). They take effect only if the dataplane's F-Stack was built with FF_IPFW.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=18
+	// +optional
+	PolicyRoutes []string `json:"policyRoutes,omitempty"`
+}
+
+// AddressSource says where an address comes from.
+// +kubebuilder:validation:Enum=Static;Attachment
+type AddressSource string
+
+const (
+	// AddressStatic takes the address from the spec.
+	AddressStatic AddressSource = "Static"
+	// AddressAttachment takes the address the network attachment's IPAM gave the pod, read by the
+	// dataplane at start-up.
+	AddressAttachment AddressSource = "Attachment"
+)
+
+// IPv4Address is an interface's IPv4 configuration.
+// +kubebuilder:validation:XValidation:rule="self.from != 'Static' || has(self.address)",message="address is required when from is Static"
+// +kubebuilder:validation:XValidation:rule="self.from != 'Static' || has(self.gateway)",message="gateway is required when from is Static: F-Stack refuses a port without one"
+type IPv4Address struct {
+	// From says whether the address is given here or taken from the attachment's IPAM result.
+	// +kubebuilder:default=Static
+	// +optional
+	From AddressSource `json:"from,omitempty"`
+
+	// Address in CIDR notation, e.g. 10.0.0.10/24 (addr and netmask).
+	// +kubebuilder:validation:MaxLength=18
+	// +optional
+	Address string `json:"address,omitempty"`
+
+	// Gateway is the default route of this interface's routing table (gateway).
+	// +kubebuilder:validation:MaxLength=15
+	// +optional
+	Gateway string `json:"gateway,omitempty"`
+
+	// Broadcast address; default: derived from the address.
+	// +kubebuilder:validation:MaxLength=15
+	// +optional
+	Broadcast string `json:"broadcast,omitempty"`
+}
+
+// IPv6Address is an interface's IPv6 configuration.
+// +kubebuilder:validation:XValidation:rule="self.from != 'Static' || has(self.address)",message="address is required when from is Static"
+type IPv6Address struct {
+	// From says whether the address is given here or taken from the attachment's IPAM result.
+	// +kubebuilder:default=Static
+	// +optional
+	From AddressSource `json:"from,omitempty"`
+
+	// Address in CIDR notation, e.g. 2001:db8::10/64 (addr6 and prefix_len).
+	// +kubebuilder:validation:MaxLength=43
+	// +optional
+	Address string `json:"address,omitempty"`
+
+	// Gateway is the IPv6 default route (gateway6); F-Stack installs it in the default table only.
+	// +kubebuilder:validation:MaxLength=39
+	// +optional
+	Gateway string `json:"gateway,omitempty"`
+}
+
+// PortDevice is what backs a port. Exactly one member is set.
+// +kubebuilder:validation:XValidation:rule="(has(self.vhostUser) ? 1 : 0) + (has(self.pci) ? 1 : 0) + (has(self.bond) ? 1 : 0) == 1",message="set exactly one of vhostUser, pci or bond"
+type PortDevice struct {
+	// VhostUser is a virtio_user port over the vhost-user socket the CNI plugin made ([vdevN]).
+	// +optional
+	VhostUser *VhostUserDevice `json:"vhostUser,omitempty"`
+
+	// PCI is a physical NIC or SR-IOV VF bound to a DPDK driver (allow).
+	// +optional
+	PCI *PCIDevice `json:"pci,omitempty"`
+
+	// Bond is a DPDK bonding port over PCI members ([bondN]). Single process only, and broken with
+	// F-Stack v1.25 (it emits the slave= key that DPDK 23.11 rejects).
+	// +optional
+	Bond *BondDevice `json:"bond,omitempty"`
+}
+
+// VhostUserDevice is a virtio_user port; the socket path comes from the attachment at start-up.
+type VhostUserDevice struct {
+	// Queues is the number of queue pairs (queues); default: the number of processes serving the
+	// port, and never fewer.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=255
+	// +optional
+	Queues int32 `json:"queues,omitempty"`
+
+	// QueueSize is the ring size (queue_size), a power of two; DPDK's default is 256.
+	// +kubebuilder:validation:Minimum=64
+	// +kubebuilder:validation:Maximum=32768
+	// +optional
+	QueueSize int32 `json:"queueSize,omitempty"`
+
+	// MAC is the port's MAC address; default: the attachment's MAC.
+	// +kubebuilder:validation:Pattern=`^([0-9A-Fa-f]{2}:){5}[0-9A-Fa-f]{2}$`
+	// +optional
+	MAC string `json:"mac,omitempty"`
+
+	// ControlQueue enables the virtio control queue (cq=1). DPDK turns it on anyway when queues > 1.
+	// +optional
+	ControlQueue bool `json:"controlQueue,omitempty"`
+}
+
+// PCIDevice is a PCI function, named literally or through an SR-IOV device-plugin resource.
+// +kubebuilder:validation:XValidation:rule="has(self.address) != has(self.resource)",message="set exactly one of address or resource"
+type PCIDevice struct {
+	// Address is a literal PCI address (domain:bus:device.function), e.g. 0000:3b:02.0.
+	// +kubebuilder:validation:Pattern=`^([0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$`
+	// +optional
+	Address string `json:"address,omitempty"`
+
+	// Resource is an SR-IOV device-plugin resource (e.g. intel.com/sriov_dpdk). The pod requests
+	// it and the device plugin passes the allocated addresses in PCIDEVICE_<RESOURCE>; ports that
+	// share a resource take its addresses in port order.
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9.-]+/[A-Za-z0-9_.-]+$`
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Resource string `json:"resource,omitempty"`
+}
+
+// BondMode is a DPDK bonding mode (0 round-robin … 6 adaptive load balancing).
+// +kubebuilder:validation:Minimum=0
+// +kubebuilder:validation:Maximum=6
+type BondMode int32
+
+// BondDevice is a DPDK bonding port. F-Stack's lsc_poll_period_ms, up_delay and down_delay are
+// deliberately absent: the bonding driver rejects them in every DPDK version.
+type BondDevice struct {
+	// Mode is the bonding mode (mode).
+	Mode BondMode `json:"mode"`
+
+	// Members are the PCI functions bonded together (slave).
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	Members []PCIDevice `json:"members"`
+
+	// PrimaryMember is the index in members of the primary member (primary).
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	PrimaryMember *int32 `json:"primaryMember,omitempty"`
+
+	// MAC of the bond (mac).
+	// +kubebuilder:validation:Pattern=`^([0-9A-Fa-f]{2}:){5}[0-9A-Fa-f]{2}$`
+	// +optional
+	MAC string `json:"mac,omitempty"`
+
+	// XmitPolicy is the balance transmit policy (xmit_policy).
+	// +kubebuilder:validation:Enum=l2;l23;l34
+	// +optional
+	XmitPolicy string `json:"xmitPolicy,omitempty"`
+
+	// SocketID is the NUMA socket of the bond (socket_id).
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=255
+	// +optional
+	SocketID int32 `json:"socketID,omitempty"`
+}
+
+// VLANSpec is an 802.1Q sub-interface <port interface>.<id> ([vlan<id>]).
+type VLANSpec struct {
+	// ID is the VLAN id.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=4094
+	ID int32 `json:"id"`
+
+	// Port is the name of the parent port.
+	Port string `json:"port"`
+
+	Addressing `json:",inline"`
+}

@@ -1,0 +1,130 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// StackInstanceSpec is the F-Stack stack that every pod bound to this StackInstance runs: one
+// F-Stack process per exclusive CPU of the pod's dataplane container.
+//
+// Values only the pod knows at start-up (its exclusive CPUs and so the lcore mask, the PCI
+// address of an SR-IOV VF, the vhost-user socket, an address from IPAM) are not in the spec: the
+// dataplane fills them in before F-Stack starts.
+// +kubebuilder:validation:XValidation:rule="!has(self.vlans) || self.vlans.all(v, self.ports.exists(p, p.name == v.port))",message="every vlans[].port must name an entry of spec.ports"
+// +kubebuilder:validation:XValidation:rule="!has(self.rssCheck) || !has(self.rssCheck.entries) || self.rssCheck.entries.all(e, self.ports.exists(p, p.name == e.port))",message="every rssCheck.entries[].port must name an entry of spec.ports"
+// +kubebuilder:validation:XValidation:rule="self.ports.all(p, !has(p.processes) || p.processes.all(i, i < self.processes))",message="ports[].processes may only name process indices below spec.processes"
+type StackInstanceSpec struct {
+	// FStackVersion is the F-Stack release the dataplane runs; key names differ between versions.
+	// +kubebuilder:default="v1.25"
+	// +optional
+	FStackVersion FStackVersion `json:"fstackVersion,omitempty"`
+
+	// Processes is the number of F-Stack processes (= lcores = exclusive CPUs of the dataplane
+	// container). Process 0 is the DPDK primary. The lcore mask is taken from the container's real
+	// cpuset at start-up, never from the spec.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=64
+	// +kubebuilder:default=1
+	// +optional
+	Processes int32 `json:"processes,omitempty"`
+
+	// DPDK holds the [dpdk] knobs of config.ini other than lcores and ports.
+	// +optional
+	DPDK DPDKSpec `json:"dpdk,omitempty"`
+
+	// Ports are the DPDK ports F-Stack drives, each backed by a vhost-user attachment, a PCI device
+	// or a bond.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	Ports []PortSpec `json:"ports"`
+
+	// VLANs put addresses and VIPs on 802.1Q sub-interfaces of a port ([vlanN] sections). A port with
+	// VLANs gets its addresses only on those sub-interfaces.
+	// +listType=map
+	// +listMapKey=id
+	// +kubebuilder:validation:MaxItems=128
+	// +optional
+	VLANs []VLANSpec `json:"vlans,omitempty"`
+
+	// KNI is the exception path that hands selected traffic to the kernel ([kni]).
+	// +optional
+	KNI *KNISpec `json:"kni,omitempty"`
+
+	// FreeBSD tunes the user-space FreeBSD stack ([freebsd.boot] and [freebsd.sysctl]). F-Stack's
+	// shipped defaults apply to every key not set here.
+	// +optional
+	FreeBSD FreeBSDSpec `json:"freebsd,omitempty"`
+
+	// RSSCheck is the static table of local ports per outgoing tuple ([rss_check], v1.25+), for
+	// stacks that connect out as clients with several processes.
+	// +optional
+	RSSCheck *RSSCheckSpec `json:"rssCheck,omitempty"`
+
+	// Pcap dumps every packet each process receives and sends ([pcap]).
+	// +optional
+	Pcap *PcapSpec `json:"pcap,omitempty"`
+
+	// Shim describes how the app containers reach the stack through libff_syscall.so.
+	// +optional
+	Shim ShimSpec `json:"shim,omitempty"`
+
+	// Dataplane is the injected container that runs the F-Stack processes.
+	// +optional
+	Dataplane DataplaneSpec `json:"dataplane,omitempty"`
+}
+
+// StackInstanceStatus is what the operator observed of the spec and the pods bound to it.
+type StackInstanceStatus struct {
+	// ObservedGeneration is the spec generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Valid (the spec passes every check possible before a pod starts) and Ready (every
+	// bound pod runs the stack).
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// BoundPods counts the pods that name this StackInstance.
+	// +optional
+	BoundPods int32 `json:"boundPods,omitempty"`
+
+	// ReadyPods counts the bound pods whose dataplane reports ready.
+	// +optional
+	ReadyPods int32 `json:"readyPods,omitempty"`
+
+	// ConfigHash is the hash of the config rendered from the current spec; a pod running another
+	// hash runs an older config.
+	// +optional
+	ConfigHash string `json:"configHash,omitempty"`
+}
+
+// StackInstance is the F-Stack stack (processes, ports, addresses, FreeBSD tuning, shim) that every
+// pod bound to it runs.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=fsi,categories=fstack
+// +kubebuilder:printcolumn:name="Processes",type=integer,JSONPath=`.spec.processes`
+// +kubebuilder:printcolumn:name="Ports",type=string,JSONPath=`.spec.ports[*].name`
+// +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=="Valid")].status`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.readyPods`
+// +kubebuilder:printcolumn:name="Bound",type=string,JSONPath=`.status.boundPods`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type StackInstance struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   StackInstanceSpec   `json:"spec"`
+	Status StackInstanceStatus `json:"status,omitempty"`
+}
+
+// StackInstanceList is a list of StackInstances.
+// +kubebuilder:object:root=true
+type StackInstanceList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []StackInstance `json:"items"`
+}
