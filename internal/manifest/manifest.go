@@ -1,0 +1,50 @@
+// Package manifest reads StackInstance manifests (YAML or JSON, several documents per file) the
+// way the API server would: unknown fields are errors, so a typo never silently drops a setting.
+package manifest
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+)
+
+// StackInstances decodes every StackInstance in data; documents of other kinds are skipped.
+func StackInstances(data []byte) ([]fsv1.StackInstance, error) {
+	var out []fsv1.StackInstance
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for i := 0; ; i++ {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		var meta struct{ APIVersion, Kind string }
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		if meta.Kind != "StackInstance" {
+			continue
+		}
+		if meta.APIVersion != fsv1.GroupVersion.String() {
+			return nil, fmt.Errorf("document %d: apiVersion %q, want %s", i, meta.APIVersion, fsv1.GroupVersion)
+		}
+		var si fsv1.StackInstance
+		if err := yaml.UnmarshalStrict(doc, &si); err != nil {
+			return nil, fmt.Errorf("document %d (%s): %w", i, meta.Kind, err)
+		}
+		out = append(out, si)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no StackInstance (apiVersion %s) found", fsv1.GroupVersion)
+	}
+	return out, nil
+}

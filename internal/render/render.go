@@ -1,0 +1,154 @@
+// Package render turns a StackInstance spec and the facts of one pod into what F-Stack runs:
+// config.ini, the EAL argv F-Stack builds from it for each process, and the shim environment of
+// the app containers. It validates everything F-Stack itself would crash on or silently ignore,
+// returning every problem at once with its field path. It is pure: the operator, the dataplane
+// supervisor and the CLI share it.
+package render
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+)
+
+// Result is what one pod's F-Stack runs.
+type Result struct {
+	// Config is config.ini.
+	Config []byte
+	// EAL[k] is the argv F-Stack builds for process k (argv[0] included).
+	EAL [][]string
+	// LcoreMask is the lcore_mask written to config.ini.
+	LcoreMask string
+	// PortIDs maps a port name to its DPDK port id.
+	PortIDs map[string]int
+	// ShimEnv is the environment of the app containers that use the shim, in a stable order.
+	ShimEnv []EnvVar
+	// ShimEAL is the argv the shim passes to DPDK as a secondary; nil when the app's CPU is unknown.
+	ShimEAL []string
+	// Spec is the spec with every default applied.
+	Spec *fsv1.StackInstanceSpec
+}
+
+// EnvVar is one environment variable.
+type EnvVar struct{ Name, Value string }
+
+// ValidationError carries every problem found, each with its field path.
+type ValidationError struct{ Errs field.ErrorList }
+
+func (e *ValidationError) Error() string {
+	return fmt.Sprintf("invalid StackInstance: %s", e.Errs.ToAggregate().Error())
+}
+
+// Render validates spec against facts and renders it. On any problem it returns a
+// *ValidationError listing all of them.
+func Render(spec *fsv1.StackInstanceSpec, facts *Facts) (*Result, error) {
+	s := Defaults(spec)
+	errs := checkSpec(s)
+	p, e := resolve(s, facts)
+	errs = append(errs, e...)
+	boot, sysctl, e := freebsdSections(s)
+	errs = append(errs, e...)
+	if len(errs) > 0 {
+		return nil, &ValidationError{Errs: dedupe(errs)}
+	}
+	cfg, errs := p.emit(boot, sysctl)
+	res := &Result{Config: cfg, LcoreMask: p.lcoreMask(), PortIDs: map[string]int{}, Spec: s}
+	for k := range p.lcores {
+		res.EAL = append(res.EAL, p.ealArgs(k))
+	}
+	errs = append(errs, checkEAL(res.EAL[0])...)
+	if len(errs) > 0 {
+		return nil, &ValidationError{Errs: dedupe(errs)}
+	}
+	for _, pp := range p.ports {
+		res.PortIDs[pp.spec.Name] = pp.id
+	}
+	res.ShimEnv = p.shimEnv()
+	res.ShimEAL = p.shimEAL()
+	return res, nil
+}
+
+// Validate runs every check possible before a pod exists, rendering with PlaceholderFacts.
+func Validate(spec *fsv1.StackInstanceSpec) field.ErrorList {
+	_, err := Render(spec, PlaceholderFacts(spec))
+	if ve, ok := err.(*ValidationError); ok {
+		return ve.Errs
+	}
+	return nil
+}
+
+// PlaceholderFacts stands in for a pod that does not exist yet: consecutive CPUs from 1 (CPU 0
+// is left to the node and F-Stack's tools), one device per PCI port, the CNI plugin's socket
+// paths, and documentation-range addresses for attachments.
+func PlaceholderFacts(spec *fsv1.StackInstanceSpec) *Facts {
+	s := Defaults(spec)
+	f := &Facts{PCIResources: map[string][]string{}, Attachments: map[string]Attachment{}}
+	for i := 0; i < int(s.Processes); i++ {
+		f.DataplaneCPUs = append(f.DataplaneCPUs, 1+i)
+	}
+	f.AppCPUs = []int{1 + int(s.Processes)}
+	dev := 0
+	addDev := func(d *fsv1.PCIDevice) {
+		if d.Resource != "" {
+			f.PCIResources[d.Resource] = append(f.PCIResources[d.Resource], fmt.Sprintf("0000:00:%02x.%d", 1+dev/8, dev%8))
+			dev++
+		}
+	}
+	for i := range s.Ports {
+		ps := &s.Ports[i]
+		if ps.Device.PCI != nil {
+			addDev(ps.Device.PCI)
+		}
+		if ps.Device.Bond != nil {
+			for j := range ps.Device.Bond.Members {
+				addDev(&ps.Device.Bond.Members[j])
+			}
+		}
+		f.Attachments[ps.Attachment] = Attachment{
+			SocketPath:  DefaultPodSocketDir + "/" + ps.Attachment + ".sock",
+			IPs:         []string{fmt.Sprintf("192.0.2.%d/24", 10+i), fmt.Sprintf("2001:db8::%x/64", 10+i)},
+			Gateways:    []string{"192.0.2.1", "2001:db8::1"},
+			Placeholder: true,
+		}
+	}
+	return f
+}
+
+// ConfigHash identifies a rendered config; pods record the hash they run.
+func ConfigHash(cfg []byte) string {
+	sum := sha256.Sum256(cfg)
+	return hex.EncodeToString(sum[:8])
+}
+
+func (p *plan) shimEnv() []EnvVar {
+	if !*p.spec.Shim.Enabled {
+		return nil
+	}
+	env := []EnvVar{
+		{Name: "LD_PRELOAD", Value: p.shimLib},
+		{Name: "FF_NB_FSTACK_INSTANCE", Value: strconv.Itoa(len(p.lcores))},
+		{Name: "FF_PROC_ID", Value: "0"},
+	}
+	if p.appCPU >= 0 {
+		env = append(env, EnvVar{Name: "FF_INITIAL_LCORE_ID", Value: "0x" + hexMask([]int{p.appCPU})})
+	}
+	return env
+}
+
+// dedupe drops repeated errors (the same check reached from two places).
+func dedupe(errs field.ErrorList) field.ErrorList {
+	seen := map[string]bool{}
+	out := errs[:0]
+	for _, e := range errs {
+		if k := e.Error(); !seen[k] {
+			seen[k] = true
+			out = append(out, e)
+		}
+	}
+	return out
+}

@@ -1,0 +1,239 @@
+package render
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+)
+
+// checkSpec runs the checks that need no pod facts: combinations F-Stack accepts but then
+// crashes on, silently ignores, or cannot serve. s has its defaults applied.
+func checkSpec(s *fsv1.StackInstanceSpec) field.ErrorList {
+	var errs field.ErrorList
+	errs = append(errs, checkVersion(s)...)
+	errs = append(errs, checkMemory(s)...)
+	errs = append(errs, checkShim(s)...)
+	errs = append(errs, checkVhostUser(s)...)
+	errs = append(errs, checkBonds(s)...)
+	errs = append(errs, checkKNI(s)...)
+	errs = append(errs, checkPcap(s)...)
+	errs = append(errs, checkRSS(s)...)
+	return errs
+}
+
+func checkVersion(s *fsv1.StackInstanceSpec) field.ErrorList {
+	var errs field.ErrorList
+	v := field.NewPath("spec", "fstackVersion")
+	switch s.FStackVersion {
+	case fsv1.FStackV125, fsv1.FStackV124:
+	default:
+		return field.ErrorList{field.NotSupported(v, s.FStackVersion,
+			[]string{string(fsv1.FStackV125), string(fsv1.FStackV124)})}
+	}
+	if s.FStackVersion == fsv1.FStackV124 {
+		if s.RSSCheck != nil {
+			errs = append(errs, field.Forbidden(field.NewPath("spec", "rssCheck"),
+				"[rss_check] exists from F-Stack v1.25 on; 1.24 would silently ignore it"))
+		}
+		if s.DPDK.FStackLogLevel != 0 || s.DPDK.FStackLogFilePrefix != "" {
+			errs = append(errs, field.Forbidden(field.NewPath("spec", "dpdk", "fstackLogLevel"),
+				"fstack_log_level and fstack_log_file_prefix exist from F-Stack v1.25 on"))
+		}
+	}
+	return errs
+}
+
+func checkMemory(s *fsv1.StackInstanceSpec) field.ErrorList {
+	var errs field.ErrorList
+	d := &s.DPDK
+	path := field.NewPath("spec", "dpdk")
+	if d.Memory != nil {
+		if _, ok := wholeMiB(d.Memory); !ok {
+			errs = append(errs, field.Invalid(path.Child("memory"), d.Memory.String(),
+				"must be a positive whole number of MiB, e.g. 512Mi"))
+		} else if !d.NoHuge && d.Memory.Cmp(*s.Dataplane.HugePages.Amount) > 0 {
+			errs = append(errs, field.Invalid(path.Child("memory"), d.Memory.String(), fmt.Sprintf(
+				"exceeds the dataplane's hugepages (%s): raise spec.dataplane.hugePages.amount or lower memory",
+				s.Dataplane.HugePages.Amount)))
+		}
+	}
+	if d.NoHuge {
+		if s.Processes > 1 {
+			errs = append(errs, field.Invalid(path.Child("noHuge"), true,
+				"without hugepages DPDK memory is private to the primary: secondaries cannot attach, so only one process can run"))
+		}
+		if *s.Shim.Enabled {
+			errs = append(errs, field.Invalid(path.Child("noHuge"), true,
+				"without hugepages the shim (a DPDK secondary) cannot attach: set spec.shim.enabled=false"))
+		}
+	}
+	hp := field.NewPath("spec", "dataplane", "hugePages")
+	if a := s.Dataplane.HugePages.Amount; a.Sign() <= 0 {
+		errs = append(errs, field.Invalid(hp.Child("amount"), a.String(), "must be positive"))
+	} else if page := resource.MustParse(string(s.Dataplane.HugePages.PageSize)); a.Value()%page.Value() != 0 {
+		errs = append(errs, field.Invalid(hp.Child("amount"), a.String(), fmt.Sprintf(
+			"must be a whole number of %s pages", s.Dataplane.HugePages.PageSize)))
+	}
+	return errs
+}
+
+func wholeMiB(q *resource.Quantity) (int64, bool) {
+	v := q.Value()
+	return v >> 20, v > 0 && v%(1<<20) == 0
+}
+
+func checkShim(s *fsv1.StackInstanceSpec) field.ErrorList {
+	sh := &s.Shim
+	path := field.NewPath("spec", "shim")
+	if !*sh.Enabled {
+		return nil
+	}
+	var errs field.ErrorList
+	if sh.Polling && *sh.KernelEvent {
+		errs = append(errs, field.Invalid(path.Child("polling"), true,
+			"polling cannot be combined with kernelEvent (the shim silently stops polling): set kernelEvent=false or polling=false"))
+	}
+	if s.DPDK.FilePrefix != "" {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "dpdk", "filePrefix"), s.DPDK.FilePrefix,
+			"the shim (libff_syscall.so) and F-Stack's tools only attach to DPDK's default file prefix "+
+				"'rte', but F-Stack runs with prefix 'container-"+s.DPDK.FilePrefix+"': remove filePrefix "+
+				"(each pod has its own DPDK runtime directory anyway) or disable the shim"))
+	}
+	if s.Dataplane.Flavor == fsv1.FlavorUpstream && hasVhostUser(s) {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "dataplane", "flavor"), s.Dataplane.Flavor,
+			"with a vhost-user port, upstream F-Stack forces DPDK file prefix 'container', but the shim "+
+				"and the tools only attach to prefix 'rte', so Nginx would silently fall back to kernel "+
+				"sockets: use the KubeFStack flavor (patched to keep 'rte') or disable the shim"))
+	}
+	return errs
+}
+
+func checkVhostUser(s *fsv1.StackInstanceSpec) field.ErrorList {
+	var errs field.ErrorList
+	for i := range s.Ports {
+		vu := s.Ports[i].Device.VhostUser
+		if vu == nil {
+			continue
+		}
+		path := field.NewPath("spec", "ports").Index(i).Child("device", "vhostUser")
+		procs := int32(len(s.Ports[i].Processes))
+		if procs == 0 {
+			procs = s.Processes
+		}
+		if vu.Queues != 0 && vu.Queues < procs {
+			errs = append(errs, field.Invalid(path.Child("queues"), vu.Queues, fmt.Sprintf(
+				"%d processes serve this port and each needs its own queue pair (F-Stack exits "+
+					"\"num_procs bigger than max_rx_queues\"): set queues to at least %d", procs, procs)))
+		}
+		if q := vu.QueueSize; q != 0 && q&(q-1) != 0 {
+			errs = append(errs, field.Invalid(path.Child("queueSize"), q, "must be a power of two"))
+		}
+	}
+	if hasVhostUser(s) && s.Dataplane.Flavor == fsv1.FlavorUpstream &&
+		s.Dataplane.HugePages.PageSize != fsv1.HugePages1Gi && !s.DPDK.NoHuge {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "dataplane", "hugePages", "pageSize"),
+			s.Dataplane.HugePages.PageSize, "upstream F-Stack maps every 2Mi page as its own region and "+
+				"vhost-user carries at most 8: the port connects but never passes a packet; use 1Gi pages "+
+				"or the KubeFStack flavor (which adds --single-file-segments)"))
+	}
+	return errs
+}
+
+func checkBonds(s *fsv1.StackInstanceSpec) field.ErrorList {
+	var errs field.ErrorList
+	for i := range s.Ports {
+		b := s.Ports[i].Device.Bond
+		if b == nil {
+			continue
+		}
+		path := field.NewPath("spec", "ports").Index(i).Child("device", "bond")
+		if s.FStackVersion == fsv1.FStackV125 {
+			errs = append(errs, field.Forbidden(path, "F-Stack v1.25 configures bonds with the slave= key, "+
+				"which its DPDK 23.11 no longer accepts: the bond never probes. Use fstackVersion 1.24 or "+
+				"separate ports"))
+		}
+		if s.Processes > 1 {
+			errs = append(errs, field.Forbidden(path, "DPDK bonding works in a single process only: set "+
+				"spec.processes to 1"))
+		}
+		if b.PrimaryMember != nil && int(*b.PrimaryMember) >= len(b.Members) {
+			errs = append(errs, field.Invalid(path.Child("primaryMember"), *b.PrimaryMember,
+				fmt.Sprintf("there are %d members", len(b.Members))))
+		}
+	}
+	return errs
+}
+
+func checkKNI(s *fsv1.StackInstanceSpec) field.ErrorList {
+	k := s.KNI
+	if k == nil || !k.Enabled {
+		return nil
+	}
+	path := field.NewPath("spec", "kni")
+	var errs field.ErrorList
+	if k.Method != fsv1.KNIAccept && k.Method != fsv1.KNIReject {
+		errs = append(errs, field.NotSupported(path.Child("method"), k.Method,
+			[]string{string(fsv1.KNIAccept), string(fsv1.KNIReject)}))
+	}
+	errs = append(errs, checkPortRanges(k.TCPPorts, path.Child("tcpPorts"))...)
+	errs = append(errs, checkPortRanges(k.UDPPorts, path.Child("udpPorts"))...)
+	for i := range s.Ports {
+		procs := s.Ports[i].Processes
+		if len(procs) > 0 && !containsInt32(procs, 0) {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "ports").Index(i).Child("processes"), procs,
+				"with KNI enabled the primary (process 0) moves every port's exception traffic and must serve every port: add 0"))
+		}
+	}
+	return errs
+}
+
+func checkPortRanges(list []string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, r := range list {
+		lo, hi, isRange := strings.Cut(r, "-")
+		a, err1 := strconv.Atoi(lo)
+		b := a
+		var err2 error
+		if isRange {
+			b, err2 = strconv.Atoi(hi)
+		}
+		if err1 != nil || err2 != nil || a < 0 || b > 65535 || b < a {
+			errs = append(errs, field.Invalid(path.Index(i), r, "must be a port 0-65535 or a range low-high"))
+		}
+	}
+	return errs
+}
+
+// pcapNameBudget is the longest file name F-Stack appends to savepath: "/cpu127_4294967295.pcap".
+const pcapNameBudget = 23
+
+func checkPcap(s *fsv1.StackInstanceSpec) field.ErrorList {
+	pc := s.Pcap
+	if pc == nil {
+		return nil
+	}
+	path := field.NewPath("spec", "pcap")
+	var errs field.ErrorList
+	if pc.FileSize != nil && pc.FileSize.Value() < 8<<20 {
+		errs = append(errs, field.Invalid(path.Child("fileSize"), pc.FileSize.String(),
+			"must be at least 8Mi (F-Stack raises smaller values)"))
+	}
+	if len(pc.Directory)+pcapNameBudget > 63 {
+		errs = append(errs, field.TooLong(path.Child("directory"), pc.Directory, 63-pcapNameBudget))
+	}
+	return errs
+}
+
+func containsInt32(xs []int32, x int32) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
