@@ -156,10 +156,10 @@ func mapKVs(m map[string]string, path *field.Path, owner map[string]*field.Path,
 		switch {
 		case !sysctlKey.MatchString(k):
 			errs = append(errs, field.Invalid(p, k, "must be a FreeBSD tunable name of letters, digits, '_' and '.'"))
-		case owner[k] != nil:
-			errs = append(errs, field.Duplicate(p, fmt.Sprintf("%s is already set by %s: set it in one place", k, owner[k])))
 		case isSysctl && bootOnly[k]:
 			errs = append(errs, field.Invalid(p, k, "is a boot-time tunable that FreeBSD reads once: set it in spec.freebsd.boot"))
+		case owner[k] != nil:
+			errs = append(errs, field.Duplicate(p, fmt.Sprintf("%s is already set by %s: set it in one place", k, owner[k])))
 		default:
 			if why := safeValue(m[k]); why != "" {
 				errs = append(errs, field.Invalid(p, m[k], why))

@@ -48,8 +48,9 @@ func (w *iniWriter) Key(key, value string, path *field.Path) {
 	}
 	w.seen[key] = true
 	if n := len(key) + 1 + len(value); n > MaxLineLength {
-		w.errs = append(w.errs, field.TooLong(path, fmt.Sprintf("%s=%s...", key, truncate(value, 40)),
-			MaxLineLength-len(key)-1))
+		w.errs = append(w.errs, field.Invalid(path, truncate(value, 40)+"...", fmt.Sprintf(
+			"the config.ini line %s=... would be %d bytes, but F-Stack reads at most %d and fails on the "+
+				"rest: shorten the list", key, n, MaxLineLength)))
 		return
 	}
 	w.buf.WriteString(key)

@@ -1,0 +1,31 @@
+package render_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kube-fstack/kube-fstack/internal/manifest"
+	"github.com/kube-fstack/kube-fstack/internal/render"
+)
+
+// BenchmarkRender renders every golden scenario (goal: under 50 µs for the largest).
+func BenchmarkRender(b *testing.B) {
+	scenarios, _ := filepath.Glob(filepath.Join(goldenDir, "*.facts.yaml"))
+	for _, sc := range scenarios {
+		_, facts, stack := loadScenario(b, sc)
+		sis, err := manifest.StackInstances(stack)
+		if err != nil {
+			b.Fatal(err)
+		}
+		spec := &sis[0].Spec
+		b.Run(strings.TrimSuffix(filepath.Base(sc), ".facts.yaml"), func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if _, err := render.Render(spec, facts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
