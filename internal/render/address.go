@@ -236,11 +236,9 @@ func netmask4(bits int) string {
 
 func broadcast4(pfx netip.Prefix) string {
 	b := pfx.Masked().Addr().As4()
-	host := ^uint32(0)
+	var host uint32
 	if pfx.Bits() < 32 {
 		host = ^uint32(0) >> pfx.Bits()
-	} else {
-		host = 0
 	}
 	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]) | host
 	return fmt.Sprintf("%d.%d.%d.%d", v>>24, v>>16&0xff, v>>8&0xff, v&0xff)

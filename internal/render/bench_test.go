@@ -13,7 +13,7 @@ import (
 func BenchmarkRender(b *testing.B) {
 	scenarios, _ := filepath.Glob(filepath.Join(goldenDir, "*.facts.yaml"))
 	for _, sc := range scenarios {
-		_, facts, stack := loadScenario(b, sc)
+		facts, stack := loadScenario(b, sc)
 		sis, err := manifest.StackInstances(stack)
 		if err != nil {
 			b.Fatal(err)

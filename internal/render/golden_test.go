@@ -37,7 +37,7 @@ type attachmentFixture struct {
 	Gateways   []string `json:"gateways"`
 }
 
-func loadScenario(t testing.TB, factsPath string) (*factsFile, *render.Facts, []byte) {
+func loadScenario(t testing.TB, factsPath string) (*render.Facts, []byte) {
 	t.Helper()
 	raw, err := os.ReadFile(factsPath)
 	if err != nil {
@@ -61,7 +61,7 @@ func loadScenario(t testing.TB, factsPath string) (*factsFile, *render.Facts, []
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &ff, f, stack
+	return f, stack
 }
 
 func TestGolden(t *testing.T) {
@@ -72,7 +72,7 @@ func TestGolden(t *testing.T) {
 	for _, sc := range scenarios {
 		name := strings.TrimSuffix(filepath.Base(sc), ".facts.yaml")
 		t.Run(name, func(t *testing.T) {
-			_, facts, stack := loadScenario(t, sc)
+			facts, stack := loadScenario(t, sc)
 			sis, err := manifest.StackInstances(stack)
 			if err != nil {
 				t.Fatal(err)

@@ -8,6 +8,7 @@ package render
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -76,7 +77,8 @@ func Render(spec *fsv1.StackInstanceSpec, facts *Facts) (*Result, error) {
 // Validate runs every check possible before a pod exists, rendering with PlaceholderFacts.
 func Validate(spec *fsv1.StackInstanceSpec) field.ErrorList {
 	_, err := Render(spec, PlaceholderFacts(spec))
-	if ve, ok := err.(*ValidationError); ok {
+	var ve *ValidationError
+	if errors.As(err, &ve) {
 		return ve.Errs
 	}
 	return nil

@@ -1,0 +1,210 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/manifest"
+	"github.com/kube-fstack/kube-fstack/internal/render"
+)
+
+type renderOptions struct {
+	file, name, cpus, appCPUs string
+	pci, vhost, addr          []string
+	eal                       bool
+	procID                    int
+}
+
+func newRenderCommand(stdout, stderr io.Writer) *cobra.Command {
+	o := &renderOptions{procID: -1}
+	cmd := &cobra.Command{
+		Use:   "render -f stack.yaml [--cpus 8-11] [--app-cpus 12-15] [--pci RESOURCE=BDF] [--vhost PORT=PATH] [--addr PORT=IP/PREFIX,GW] [--eal [--proc-id N]]",
+		Short: "Print the config.ini a pod bound to the StackInstance would run",
+		Long: `Render F-Stack's config.ini for a StackInstance, as the dataplane does at pod start.
+
+What only the pod knows is given with flags; anything not given is a placeholder (CPUs from 1,
+the CNI plugin's socket paths, documentation addresses), and a note on stderr says which.
+With --eal the EAL argv F-Stack builds for each process follows as '#' comment lines, so the
+output stays a valid config.ini. Invalid input prints every problem with its field path to
+stderr and exits 1.`,
+		Args: cobra.NoArgs,
+		RunE: func(_ *cobra.Command, _ []string) error { return o.run(stdout, stderr) },
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.file, "filename", "f", "", "StackInstance manifest (YAML or JSON; - for stdin)")
+	f.StringVar(&o.name, "name", "", "which StackInstance of a multi-document file")
+	f.StringVar(&o.cpus, "cpus", "", "the dataplane container's CPUs, e.g. 8-11")
+	f.StringVar(&o.appCPUs, "app-cpus", "", "the app container's CPUs, e.g. 12-15 (sets FF_INITIAL_LCORE_ID)")
+	f.StringSliceVar(&o.pci, "pci", nil, "RESOURCE=BDF for an SR-IOV resource (repeat for more devices)")
+	f.StringArrayVar(&o.vhost, "vhost", nil, "PORT=PATH: the vhost-user socket of a port, as the dataplane sees it")
+	f.StringArrayVar(&o.addr, "addr", nil, "PORT=IP/PREFIX,GW: the address IPAM gave a port's attachment")
+	f.BoolVar(&o.eal, "eal", false, "also print the EAL argv of each process")
+	f.IntVar(&o.procID, "proc-id", -1, "with --eal, only this process")
+	_ = cmd.MarkFlagRequired("filename")
+	return cmd
+}
+
+func (o *renderOptions) run(stdout, stderr io.Writer) error {
+	si, err := o.load()
+	if err != nil {
+		return err
+	}
+	facts, notes, err := o.facts(&si.Spec)
+	if err != nil {
+		return err
+	}
+	res, err := render.Render(&si.Spec, facts)
+	var ve *render.ValidationError
+	if errors.As(err, &ve) {
+		fmt.Fprintf(stderr, "StackInstance %s is invalid:\n", si.Name)
+		for _, e := range ve.Errs {
+			fmt.Fprintf(stderr, "  %s\n", e.Error())
+		}
+		return errReported
+	}
+	if err != nil {
+		return err
+	}
+	for _, n := range notes {
+		fmt.Fprintln(stderr, "note:", n)
+	}
+	if _, err := stdout.Write(res.Config); err != nil {
+		return err
+	}
+	if o.eal {
+		return o.printEAL(stdout, res)
+	}
+	return nil
+}
+
+func (o *renderOptions) load() (*fsv1.StackInstance, error) {
+	var data []byte
+	var err error
+	if o.file == "-" {
+		data, err = io.ReadAll(os.Stdin)
+	} else {
+		data, err = os.ReadFile(o.file)
+	}
+	if err != nil {
+		return nil, err
+	}
+	sis, err := manifest.StackInstances(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", o.file, err)
+	}
+	if o.name == "" {
+		if len(sis) > 1 {
+			return nil, fmt.Errorf("%s holds %d StackInstances: choose one with --name", o.file, len(sis))
+		}
+		return &sis[0], nil
+	}
+	for i := range sis {
+		if sis[i].Name == o.name {
+			return &sis[i], nil
+		}
+	}
+	return nil, fmt.Errorf("%s has no StackInstance named %q", o.file, o.name)
+}
+
+// facts starts from placeholders and replaces each with what the flags say.
+func (o *renderOptions) facts(spec *fsv1.StackInstanceSpec) (*render.Facts, []string, error) {
+	f := render.PlaceholderFacts(spec)
+	var notes []string
+	var err error
+	if o.cpus == "" {
+		notes = append(notes, fmt.Sprintf("no --cpus: placeholder dataplane CPUs %s", render.FormatCPUList(f.DataplaneCPUs)))
+	} else if f.DataplaneCPUs, err = render.ParseCPUList(o.cpus); err != nil {
+		return nil, nil, fmt.Errorf("--cpus: %w", err)
+	}
+	if o.appCPUs == "" {
+		f.AppCPUs = nil
+	} else if f.AppCPUs, err = render.ParseCPUList(o.appCPUs); err != nil {
+		return nil, nil, fmt.Errorf("--app-cpus: %w", err)
+	}
+	if len(o.pci) > 0 {
+		f.PCIResources = map[string][]string{}
+		for _, kv := range o.pci {
+			res, bdf, ok := strings.Cut(kv, "=")
+			if !ok {
+				return nil, nil, fmt.Errorf("--pci %q: want RESOURCE=BDF", kv)
+			}
+			f.PCIResources[res] = append(f.PCIResources[res], bdf)
+		}
+	}
+	attOf := attachmentsByPort(spec)
+	for _, kv := range o.vhost {
+		port, path, ok := strings.Cut(kv, "=")
+		att, known := attOf[port]
+		if !ok || !known {
+			return nil, nil, fmt.Errorf("--vhost %q: want PORT=PATH with PORT one of the spec's ports", kv)
+		}
+		a := f.Attachments[att]
+		a.SocketPath, a.Placeholder = path, false
+		f.Attachments[att] = a
+	}
+	for _, kv := range o.addr {
+		if err := setAddr(f, attOf, kv); err != nil {
+			return nil, nil, err
+		}
+	}
+	return f, append(notes, placeholderNotes(spec, f)...), nil
+}
+
+func setAddr(f *render.Facts, attOf map[string]string, kv string) error {
+	port, val, ok := strings.Cut(kv, "=")
+	att, known := attOf[port]
+	cidr, gw, hasGW := strings.Cut(val, ",")
+	if !ok || !known || !hasGW {
+		return fmt.Errorf("--addr %q: want PORT=IP/PREFIX,GW with PORT one of the spec's ports", kv)
+	}
+	a := f.Attachments[att]
+	a.IPs, a.Gateways, a.Placeholder = []string{cidr}, []string{gw}, false
+	f.Attachments[att] = a
+	return nil
+}
+
+func attachmentsByPort(spec *fsv1.StackInstanceSpec) map[string]string {
+	m := map[string]string{}
+	for _, p := range render.Defaults(spec).Ports {
+		m[p.Name] = p.Attachment
+	}
+	return m
+}
+
+func placeholderNotes(spec *fsv1.StackInstanceSpec, f *render.Facts) []string {
+	var notes []string
+	for _, p := range render.Defaults(spec).Ports {
+		a := f.Attachments[p.Attachment]
+		if !a.Placeholder {
+			continue
+		}
+		if p.Device.VhostUser != nil {
+			notes = append(notes, fmt.Sprintf("port %s: socket path %s is the CNI plugin's default (--vhost to set)", p.Name, a.SocketPath))
+		}
+		if (p.IPv4 != nil && p.IPv4.From == fsv1.AddressAttachment) || (p.IPv6 != nil && p.IPv6.From == fsv1.AddressAttachment) {
+			notes = append(notes, fmt.Sprintf("port %s: placeholder attachment address %s (--addr to set)", p.Name, strings.Join(a.IPs, ", ")))
+		}
+	}
+	return notes
+}
+
+func (o *renderOptions) printEAL(w io.Writer, res *render.Result) error {
+	if o.procID >= len(res.EAL) {
+		return fmt.Errorf("--proc-id %d: the stack has %d processes", o.procID, len(res.EAL))
+	}
+	for k, argv := range res.EAL {
+		if o.procID < 0 || o.procID == k {
+			if _, err := fmt.Fprintf(w, "# eal proc %s: %s\n", strconv.Itoa(k), strings.Join(argv, " ")); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

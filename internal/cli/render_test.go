@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kube-fstack/kube-fstack/internal/fstackini"
+)
+
+func run(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = Run(args, &o, &e)
+	return o.String(), e.String(), code
+}
+
+func sample(name string) string { return filepath.Join("..", "..", "config", "samples", name) }
+
+func TestRenderMatchesGolden(t *testing.T) {
+	out, errOut, code := run(t, "render", "-f", sample("nginx-shim.yaml"), "--cpus", "8-11", "--app-cpus", "12-15")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	want, err := os.ReadFile(filepath.Join("..", "render", "testdata", "golden", "nginx-shim.ini"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != string(want) {
+		t.Errorf("CLI output differs from the renderer's golden:\n%s", out)
+	}
+}
+
+func TestRenderFactsFromFlags(t *testing.T) {
+	out, errOut, code := run(t, "render", "-f", sample("sriov.yaml"), "--cpus", "4,6",
+		"--pci", "intel.com/sriov_dpdk=0000:5e:02.3", "--addr", "vf=10.1.2.3/24,10.1.2.1", "--eal", "--proc-id", "1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"lcore_mask=50", "allow=0000:5e:02.3", "addr=10.1.2.3", "gateway=10.1.2.1",
+		"# eal proc 1: f-stack -c40 -n4 --proc-type=secondary --allow=0000:5e:02.3"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "# eal proc 0") {
+		t.Error("--proc-id 1 printed process 0 too")
+	}
+	if _, err := fstackini.Parse([]byte(out), fstackini.V125); err != nil {
+		t.Errorf("output with --eal must stay a config F-Stack reads: %v", err)
+	}
+}
+
+func TestRenderVhostFlagAndNotes(t *testing.T) {
+	out, errOut, code := run(t, "render", "-f", sample("vhost-user.yaml"), "--cpus", "2-3", "--vhost", "data=/x/net1.sock")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "path=/x/net1.sock") {
+		t.Errorf("--vhost ignored:\n%s", out)
+	}
+	out, errOut, _ = run(t, "render", "-f", sample("vhost-user.yaml"))
+	if !strings.Contains(errOut, "no --cpus") || !strings.Contains(errOut, "socket path") || !strings.Contains(out, "[vdev0]") {
+		t.Errorf("placeholders must be announced on stderr; got %q", errOut)
+	}
+}
+
+func TestRenderInvalidPrintsEveryFieldPath(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte(`apiVersion: kubefstack.io/v1alpha1
+kind: StackInstance
+metadata: {name: bad}
+spec:
+  processes: 4
+  ports:
+  - name: a
+    device: {pci: {address: "0000:01:00.0"}}
+    ipv4: {address: 10.0.0.1/24, gateway: 10.0.0.300}
+  freebsd: {tcbHashSize: 1000}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := run(t, "render", "-f", bad, "--cpus", "2-3")
+	if code != 1 || out != "" {
+		t.Fatalf("want exit 1 and no stdout, got %d and %q", code, out)
+	}
+	for _, want := range []string{"spec.processes", "spec.ports[0].ipv4.gateway", "spec.freebsd.tcbHashSize"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %s:\n%s", want, errOut)
+		}
+	}
+}
+
+func TestRenderRejectsUnknownFields(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "typo.yaml")
+	if err := os.WriteFile(bad, []byte("apiVersion: kubefstack.io/v1alpha1\nkind: StackInstance\nmetadata: {name: t}\nspec:\n  proceses: 2\n  ports: []\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := run(t, "render", "-f", bad)
+	if code != 1 || !strings.Contains(errOut, "proceses") {
+		t.Errorf("a typo must be an error naming the field, got %d %q", code, errOut)
+	}
+}
