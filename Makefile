@@ -25,6 +25,10 @@ run: build ## The main job: render every sample StackInstance to config.ini and 
 	hack/render-samples.sh
 
 ##@ Build
+.PHONY: install-plugin
+install-plugin: ## Install kubectl-fstack into GOBIN, so `kubectl fstack` finds it on PATH.
+	$(GO) install ./cmd/kubectl-fstack
+
 .PHONY: build
 build: ## Build every binary into ./bin.
 	$(GO) build -o $(LOCALBIN)/ ./cmd/...
@@ -45,15 +49,19 @@ verify: generate ## Regenerate everything and fail if anything drifted from what
 
 ##@ Test
 .PHONY: test
-test: lint test-unit ## Every test tier (what CI runs).
+test: lint test-unit test-fuzz ## Every test tier (what CI runs).
 
 .PHONY: test-unit
 test-unit: ## Unit, golden, property and fuzz-seed tests of the pure packages and the CLI.
 	$(GO) test $(GOTEST_FLAGS) $(PKGS_UNIT)
 
 .PHONY: fuzz
-fuzz: ## Run the renderer fuzz target for FUZZTIME (default 30s).
-	$(GO) test ./internal/render -run '^$$' -fuzz FuzzRender -fuzztime $${FUZZTIME:-30s}
+fuzz: ## Run the renderer fuzz target for FUZZTIME (default 60s).
+	$(GO) test ./internal/render -run '^$$' -fuzz FuzzRender -fuzztime $${FUZZTIME:-60s}
+
+.PHONY: test-fuzz
+test-fuzz: ## A short fuzz run of the renderer (part of test).
+	FUZZTIME=15s $(MAKE) -s fuzz
 
 .PHONY: bench
 bench: ## Benchmarks of the pure packages.
