@@ -190,5 +190,5 @@ func vsctlGet(t *testing.T, args ...string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return strings.TrimSpace(out)
+	return strings.Trim(strings.TrimSpace(out), `"`)
 }

@@ -50,10 +50,10 @@ func assertAttachment(t *testing.T, n *netw, p pod) {
 	if len(names) != 1 {
 		t.Fatalf("want one vhost-user port, have %v", names)
 	}
-	if got := vsctlGet(t, "Interface", names[0], "options:vhost-server-path"); got != `"`+sock+`"` {
+	if got := vsctlGet(t, "Interface", names[0], "options:vhost-server-path"); got != sock {
 		t.Errorf("vhost-server-path %s, want %s", got, sock)
 	}
-	if got := vsctlGet(t, "Interface", names[0], "external_ids:kube-fstack.io/pod-uid"); got != `"`+p.uid+`"` {
+	if got := vsctlGet(t, "Interface", names[0], "external_ids:kube-fstack.io/pod-uid"); got != p.uid {
 		t.Errorf("pod-uid external id %s", got)
 	}
 	if got := vsctlGet(t, "Port", names[0], "_uuid"); !strings.Contains(vsctlGet(t, "Bridge", bridge, "ports"), got) {
