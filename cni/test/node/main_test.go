@@ -47,7 +47,7 @@ func run(m *testing.M) (int, error) {
 	if err := buildPlugins(tmp); err != nil {
 		return 0, err
 	}
-	env.huge, err = nodetest.MountHugepages(filepath.Join(tmp, "huge"), nodetest.OVSPages+80)
+	env.huge, err = nodetest.MountHugepages(filepath.Join(tmp, "huge"), nodetest.OVSPages+testpmdPages)
 	if err != nil {
 		return 0, err
 	}
