@@ -16,6 +16,13 @@ import (
 )
 
 func main() {
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "fstack-cni-installer: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
 	in := &installer.Installer{Log: os.Stderr}
 	var plugin string
 	var once bool
@@ -30,12 +37,9 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	run := in.Run
+	install := in.Run
 	if once {
-		run = func(context.Context) error { return in.Once() }
+		install = func(context.Context) error { return in.Once() }
 	}
-	if err := run(ctx); err != nil {
-		fmt.Fprintf(os.Stderr, "fstack-cni-installer: %v\n", err)
-		os.Exit(1)
-	}
+	return install(ctx)
 }

@@ -85,11 +85,6 @@ func removeDirIfEmpty(dir string) error {
 	return fmt.Errorf("remove %s: %w", dir, err)
 }
 
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
-}
-
 func dirExists(path string) bool {
 	st, err := os.Stat(path)
 	return err == nil && st.IsDir()

@@ -118,4 +118,3 @@ func TestRollbackWhenOVSDBDiesMidAdd(t *testing.T) {
 		})
 	}
 }
-
