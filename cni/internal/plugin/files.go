@@ -57,8 +57,20 @@ func removeFiles(root string, a *attachment) error {
 		if !ownedBy(a.devInfoInPodDir(), a.ContainerID) {
 			return nil
 		}
+		removeStaleTemps(a.PodDir, filepath.Dir(a.DevInfoFile))
 		return errors.Join(removeIfExists(a.devInfoInPodDir()), removeIfExists(a.Socket), removeDirIfEmpty(a.PodDir))
 	}))
+}
+
+// removeStaleTemps deletes the temp files of a device-info write that was killed half-way.
+// Every write happens under the root lock the caller holds, so none of them is in progress.
+func removeStaleTemps(dirs ...string) {
+	for _, dir := range dirs {
+		temps, _ := filepath.Glob(filepath.Join(dir, devinfo.TempPattern))
+		for _, t := range temps {
+			_ = os.Remove(t)
+		}
+	}
 }
 
 // ownedBy reports whether the pod-dir device info is absent or belongs to containerID.

@@ -67,7 +67,10 @@ func (c *command) gcFiles(valid map[string]bool) error {
 		for _, f := range files {
 			errs = append(errs, c.gcFile(valid, dir, f))
 		}
-		errs = append(errs, withRootLock(c.conf.SocketRoot, func() error { return removeDirIfEmpty(dir) }))
+		errs = append(errs, withRootLock(c.conf.SocketRoot, func() error {
+			removeStaleTemps(dir)
+			return removeDirIfEmpty(dir)
+		}))
 	}
 	return errors.Join(errs...)
 }

@@ -21,6 +21,8 @@ const (
 	TypeVhostUser = "vhost-user"
 	// ModeServer means the pod's side (DPDK virtio_user with server=1) owns the socket.
 	ModeServer = "server"
+	// TempPattern names the temp files of Write; a writer killed mid-write leaves one behind.
+	TempPattern = ".devinfo-*"
 )
 
 // Info is one attachment's device information.
@@ -102,7 +104,7 @@ func Write(path string, info *Info) error {
 }
 
 func writeAtomic(dir, path string, data []byte) error {
-	tmp, err := os.CreateTemp(dir, ".devinfo-*")
+	tmp, err := os.CreateTemp(dir, TempPattern)
 	if err != nil {
 		return fmt.Errorf("devinfo: %w", err)
 	}
