@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"time"
 )
@@ -145,6 +146,10 @@ func (c *Client) fail(ctx context.Context, err error) error {
 	_ = c.conn.Close()
 	if ctx.Err() != nil {
 		return fmt.Errorf("ovsdb: %w", ctx.Err())
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// The socket deadline can fire a moment before the context's own timer.
+		return fmt.Errorf("ovsdb: %w: %w", context.DeadlineExceeded, err)
 	}
 	return fmt.Errorf("ovsdb: %w: %w", ErrClosed, err)
 }

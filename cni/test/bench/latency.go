@@ -119,8 +119,8 @@ func (b *bench) vsctl(i int, noWait bool) error {
 		pre = []string{"--no-wait"}
 	}
 	sock := filepath.Join(b.tmp, "vhost", name+".sock")
-	add := append(pre, "add-port", b.ovs.Bridge, name, "--", "set", "Interface", name, "type=dpdkvhostuserclient",
-		"options:vhost-server-path="+sock, "external_ids:kube-fstack.io/owner=bench")
+	add := slices.Concat(pre, []string{"add-port", b.ovs.Bridge, name, "--", "set", "Interface", name, "type=dpdkvhostuserclient",
+		"options:vhost-server-path=" + sock, "external_ids:kube-fstack.io/owner=bench"})
 	if _, err := b.ovs.Vsctl(add...); err != nil {
 		return err
 	}
