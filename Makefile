@@ -31,7 +31,7 @@ install-plugin: ## Install kubectl-fstack into GOBIN, so `kubectl fstack` finds 
 
 .PHONY: build
 build: ## Build every binary into ./bin.
-	$(GO) build -o $(LOCALBIN)/ ./cmd/...
+	$(GO) build -o $(LOCALBIN)/ ./cmd/... ./cni/cmd/...
 
 ##@ Generate and verify
 .PHONY: generate
@@ -49,11 +49,19 @@ verify: generate ## Regenerate everything and fail if anything drifted from what
 
 ##@ Test
 .PHONY: test
-test: lint test-unit test-fuzz ## Every test tier (what CI runs).
+test: lint test-unit test-fuzz test-node ## Every test tier (what CI runs).
 
 .PHONY: test-unit
 test-unit: ## Unit, golden, property and fuzz-seed tests of the pure packages and the CLI.
 	$(GO) test $(GOTEST_FLAGS) $(PKGS_UNIT)
+
+.PHONY: test-node
+test-node: ## CNI plugin against real OVS-DPDK, DPDK testpmd, hugepages and netns (root; hack/install-deps.sh).
+	$(GO) test $(GOTEST_FLAGS) -p 1 -timeout 15m ./cni/...
+
+.PHONY: bench-cni
+bench-cni: ## CNI ADD+DEL latency vs the bridge plugin and ovs-vsctl, and a 1000-cycle fault run (prints ratios).
+	hack/bench-cni.sh
 
 .PHONY: fuzz
 fuzz: ## Run the renderer fuzz target for FUZZTIME (default 60s).

@@ -1,0 +1,45 @@
+// Command fstack-cni-installer is the entrypoint of the node DaemonSet: it copies fstack-cni
+// into the host's CNI bin dir atomically, optionally merges it into a chained conflist, keeps
+// both in place, and exits 0 on SIGTERM.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/kube-fstack/kube-fstack/cni/internal/installer"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "fstack-cni-installer: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	in := &installer.Installer{Log: os.Stderr}
+	var plugin string
+	var once bool
+	flag.StringVar(&in.Source, "source", "/usr/local/bin/fstack-cni", "the fstack-cni binary to install")
+	flag.StringVar(&in.BinDir, "bin-dir", "/host/opt/cni/bin", "the host's CNI bin dir")
+	flag.StringVar(&in.Conflist, "conflist", "", "a chained conflist to merge the plugin into (empty: leave CNI config alone, e.g. with Multus)")
+	flag.StringVar(&plugin, "plugin-config", `{"type":"fstack-cni"}`, "the plugin's JSON object for the conflist")
+	flag.DurationVar(&in.Interval, "interval", 10*time.Second, "how often to re-check and re-install")
+	flag.BoolVar(&once, "once", false, "install once and exit")
+	flag.Parse()
+	in.Plugin = []byte(plugin)
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	install := in.Run
+	if once {
+		install = func(context.Context) error { return in.Once() }
+	}
+	return install(ctx)
+}

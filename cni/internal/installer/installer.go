@@ -1,0 +1,110 @@
+// Package installer puts fstack-cni on a node from the DaemonSet: the binary into the host's
+// CNI bin dir, and optionally the plugin appended to the node's chained conflist. It keeps
+// both in place (a node cleanup or a package upgrade may remove them) until told to stop.
+package installer
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Installer holds the paths; all are on the host (mounted into the DaemonSet pod).
+type Installer struct {
+	Source   string        // the fstack-cni binary shipped in the image
+	BinDir   string        // the host's CNI bin dir, e.g. /opt/cni/bin
+	Conflist string        // optional: the chained conflist to merge the plugin into
+	Plugin   []byte        // the plugin's JSON object for the conflist
+	Interval time.Duration // how often to re-check
+	Log      io.Writer
+}
+
+// Run installs, then re-installs whatever went missing every Interval, until ctx ends.
+func (in *Installer) Run(ctx context.Context) error {
+	if err := in.Once(); err != nil {
+		return err
+	}
+	t := time.NewTicker(in.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if err := in.Once(); err != nil {
+				fmt.Fprintf(in.Log, "fstack-cni-installer: %v\n", err)
+			}
+		}
+	}
+}
+
+// Once makes the node right: the binary identical to Source, and the plugin in the conflist.
+func (in *Installer) Once() error {
+	if err := in.installBinary(); err != nil {
+		return err
+	}
+	if in.Conflist == "" {
+		return nil
+	}
+	return MergeConflist(in.Conflist, in.Plugin)
+}
+
+func (in *Installer) installBinary() error {
+	want, err := os.ReadFile(in.Source)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", in.Source, err)
+	}
+	dst := filepath.Join(in.BinDir, filepath.Base(in.Source))
+	if have, err := os.ReadFile(dst); err == nil && bytes.Equal(have, want) {
+		return nil
+	}
+	if err := WriteAtomic(dst, want, 0o755); err != nil {
+		return err
+	}
+	fmt.Fprintf(in.Log, "fstack-cni-installer: installed %s\n", dst)
+	return nil
+}
+
+// WriteAtomic writes data to path so that a reader (the runtime exec'ing the plugin) sees the
+// old file or the new one, never a part: temp file in the same dir, fsync, rename, fsync dir.
+func WriteAtomic(path string, data []byte, mode os.FileMode) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := writeSync(tmp, data, mode); err != nil {
+		return fmt.Errorf("write %s: %w", tmp.Name(), err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+func writeSync(f *os.File, data []byte, mode os.FileMode) error {
+	_, err := f.Write(data)
+	if err == nil {
+		err = f.Chmod(mode)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

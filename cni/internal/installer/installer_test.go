@@ -1,0 +1,102 @@
+package installer
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func newInstaller(t *testing.T) *Installer {
+	t.Helper()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "fstack-cni")
+	if err := os.WriteFile(src, []byte("#!/bin/true\nv1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return &Installer{Source: src, BinDir: filepath.Join(dir, "bin"), Conflist: filepath.Join(dir, "net.d", "10-kube.conflist"),
+		Plugin: []byte(`{"type":"fstack-cni","bridge":"br-fstack"}`), Interval: 10 * time.Millisecond, Log: &bytes.Buffer{}}
+}
+
+func TestOnceInstallsBinaryAndMergesConflist(t *testing.T) {
+	in := newInstaller(t)
+	if err := os.MkdirAll(filepath.Dir(in.Conflist), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	prev := `{"cniVersion":"1.0.0","name":"k8s","plugins":[{"type":"bridge","bridge":"cni0"},{"type":"fstack-cni","bridge":"old"}]}`
+	if err := os.WriteFile(in.Conflist, []byte(prev), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Once(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(in.BinDir, "fstack-cni"))
+	if err != nil || string(got) != "#!/bin/true\nv1" {
+		t.Fatalf("binary not installed: %q %v", got, err)
+	}
+	if st, _ := os.Stat(filepath.Join(in.BinDir, "fstack-cni")); st.Mode().Perm() != 0o755 {
+		t.Fatalf("binary mode %v, want 0755", st.Mode())
+	}
+	var list struct {
+		Name    string           `json:"name"`
+		Plugins []map[string]any `json:"plugins"`
+	}
+	data, _ := os.ReadFile(in.Conflist)
+	if err := json.Unmarshal(data, &list); err != nil {
+		t.Fatal(err)
+	}
+	if list.Name != "k8s" || len(list.Plugins) != 2 || list.Plugins[0]["type"] != "bridge" || list.Plugins[1]["bridge"] != "br-fstack" {
+		t.Fatalf("merge lost or duplicated entries: %s", data)
+	}
+}
+
+func TestMergeCreatesConflistAndIsIdempotent(t *testing.T) {
+	in := newInstaller(t)
+	for range 2 {
+		if err := MergeConflist(in.Conflist, in.Plugin); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, _ := os.ReadFile(in.Conflist)
+	if bytes.Count(data, []byte(`"fstack-cni"`)) != 1 {
+		t.Fatalf("want exactly one fstack-cni entry: %s", data)
+	}
+	if err := MergeConflist(in.Conflist, []byte(`{"bridge":"x"}`)); err == nil {
+		t.Fatal("a plugin without type was accepted")
+	}
+}
+
+func TestRunReinstallsWhatWasRemovedAndStopsOnCancel(t *testing.T) {
+	in := newInstaller(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- in.Run(ctx) }()
+	dst := filepath.Join(in.BinDir, "fstack-cni")
+	waitExists(t, dst)
+	if err := os.Remove(dst); err != nil {
+		t.Fatal(err)
+	}
+	waitExists(t, dst)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run returned %v on cancel, want nil", err)
+	}
+	leftovers, _ := filepath.Glob(filepath.Join(in.BinDir, ".*tmp*"))
+	if len(leftovers) != 0 {
+		t.Fatalf("temp files left: %v", leftovers)
+	}
+}
+
+func waitExists(t *testing.T, path string) {
+	t.Helper()
+	for range 1000 {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("%s never appeared", path)
+}

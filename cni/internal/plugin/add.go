@@ -1,0 +1,118 @@
+package plugin
+
+import (
+	"errors"
+
+	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+)
+
+// Add creates the pod directory, the device info and the OVS port, after running IPAM. Every
+// step registers its undo; any failure runs them in reverse, so a failed ADD leaves no port, no
+// directory and no IPAM lease.
+func (p *Plugin) Add(args *skel.CmdArgs) error {
+	c, err := p.start(args.StdinData, "ADD")
+	if err != nil {
+		return err
+	}
+	defer c.closer()
+	a, err := c.addAttachment(args)
+	if err != nil {
+		return c.logResult(err, "container", args.ContainerID, "ifname", args.IfName)
+	}
+	c.log = c.log.With("container", a.ContainerID, "ifname", a.IfName, "port", a.PortName, "pod", a.Pod.Namespace+"/"+a.Pod.Name)
+	res, err := p.add(c, a, args.StdinData)
+	if err != nil {
+		return c.logResult(err)
+	}
+	c.log.Info("done", "socket", a.Socket)
+	return types.PrintResult(res, c.conf.CNIVersion)
+}
+
+func (c *command) addAttachment(args *skel.CmdArgs) (*attachment, error) {
+	pod := parseCNIArgs(args.Args)
+	if err := validPodUID(pod.UID); err != nil {
+		return nil, types.NewError(types.ErrInvalidEnvironmentVariables, err.Error(), "")
+	}
+	a := newAttachment(c.conf, args, pod)
+	if err := a.checkSocketPath(); err != nil {
+		return nil, types.NewError(types.ErrInvalidNetworkConfig, err.Error(), "")
+	}
+	return a, nil
+}
+
+func (p *Plugin) add(c *command, a *attachment, stdin []byte) (res *current.Result, err error) {
+	var undo []func() error
+	defer func() {
+		if err != nil {
+			c.rollback(undo)
+		}
+	}()
+	if err := c.ovs.checkBridge(c.ctx, c.conf.Bridge); err != nil {
+		return nil, ovsErr(err)
+	}
+	ipamRes, err := p.ipamAdd(c, stdin, &undo)
+	if err != nil {
+		return nil, err
+	}
+	res, err = buildResult(c.conf, a, ipamRes)
+	if err != nil {
+		return nil, err
+	}
+	undo = append(undo, func() error { return removeFiles(c.conf.SocketRoot, a) })
+	if err := writeFiles(c.conf.SocketRoot, a, deviceInfo(c.conf, a, ipamRes)); err != nil {
+		return nil, cniErr(types.ErrIOFailure, "write the attachment's files", err)
+	}
+	undo = append(undo, func() error { return c.ovs.deletePort(c.ctx, a.PortName) })
+	if err := c.replacePort(a); err != nil {
+		return nil, ovsErr(err)
+	}
+	return res, nil
+}
+
+// replacePort deletes a port left by an earlier ADD of the same attachment in its own
+// transaction (OVS keeps the old socket path when delete and add share one), then adds.
+func (c *command) replacePort(a *attachment) error {
+	if err := c.ovs.deletePort(c.ctx, a.PortName); err != nil {
+		return err
+	}
+	return c.ovs.addPort(c.ctx, c.conf.Bridge, a.portSpec(c.conf.MTU))
+}
+
+func (p *Plugin) ipamAdd(c *command, stdin []byte, undo *[]func() error) (*current.Result, error) {
+	if c.conf.IPAM.Type == "" {
+		return nil, nil
+	}
+	// Registered before the call: an IPAM plugin that fails half-way may still hold a lease.
+	*undo = append(*undo, func() error { return p.IPAM.Del(c.ctx, c.conf.IPAM.Type, stdin) })
+	r, err := p.IPAM.Add(c.ctx, c.conf.IPAM.Type, stdin)
+	if err != nil {
+		return nil, cniErr(types.ErrInternal, "IPAM plugin "+c.conf.IPAM.Type+" failed", err)
+	}
+	res, err := current.NewResultFromResult(r)
+	if err != nil {
+		return nil, cniErr(types.ErrDecodingFailure, "IPAM result", err)
+	}
+	return res, nil
+}
+
+func (c *command) rollback(undo []func() error) {
+	for i := len(undo) - 1; i >= 0; i-- {
+		if err := undo[i](); err != nil {
+			c.log.Error("rollback step failed; DEL or GC will finish it", "err", err)
+		}
+	}
+}
+
+// ovsErr maps OVS failures to the spec's codes: configuration mistakes are permanent, an
+// unreachable OVSDB is worth retrying.
+func ovsErr(err error) error {
+	switch {
+	case errors.Is(err, errBridgeMissing), errors.Is(err, errBridgeNotNetdev):
+		return cniErr(types.ErrInvalidNetworkConfig, "", err)
+	case errors.Is(err, errOVSDBUnreachable):
+		return cniErr(types.ErrTryAgainLater, "", err)
+	}
+	return cniErr(types.ErrInternal, "OVSDB", err)
+}

@@ -1,0 +1,102 @@
+package plugin
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+
+	"github.com/containernetworking/cni/pkg/skel"
+)
+
+// attachment is everything derived from one CNI call: names, paths and identity.
+type attachment struct {
+	Network     string
+	ContainerID string
+	IfName      string
+	Netns       string
+	Pod         podArgs
+	PortName    string
+	PodDir      string // <socketRoot>/<pod UID> on the host
+	Socket      string // the socket on the host (OVS's vhost-server-path)
+	PodSocket   string // the same socket as the pod sees it
+	DevInfoFile string // the NPWG CNI device-info file
+	MAC         string
+}
+
+// portName is short (15 bytes, like a kernel ifname) and a pure function of the attachment, so
+// DEL can find the port with no cached state.
+func portName(containerID, ifname string) string {
+	sum := sha256.Sum256([]byte(containerID + "/" + ifname))
+	return "fsk" + hex.EncodeToString(sum[:6])
+}
+
+// stableMAC is locally administered and unicast, and the same on every ADD of the pod's
+// interface, so a restarted sandbox keeps its neighbours' ARP entries valid.
+func stableMAC(podUID, ifname string) string {
+	sum := sha256.Sum256([]byte(podUID + "/" + ifname))
+	mac := net.HardwareAddr(sum[:6])
+	mac[0] = (mac[0] | 0x02) &^ 0x01
+	return mac.String()
+}
+
+// newAttachment derives the attachment; podUID may be empty for DEL and GC.
+func newAttachment(conf *NetConf, args *skel.CmdArgs, pod podArgs) *attachment {
+	a := &attachment{
+		Network: conf.Name, ContainerID: args.ContainerID, IfName: args.IfName, Netns: args.Netns,
+		Pod: pod, PortName: portName(args.ContainerID, args.IfName),
+		DevInfoFile: conf.RuntimeConfig.CNIDeviceInfoFile,
+	}
+	if a.DevInfoFile == "" {
+		name := fmt.Sprintf("%s-%s-%s-device-info.json", conf.Name, args.ContainerID, args.IfName)
+		a.DevInfoFile = filepath.Join(conf.DeviceInfoDir, strings.ReplaceAll(name, "/", "-"))
+	}
+	if pod.UID != "" {
+		a.setPodDir(conf, filepath.Join(conf.SocketRoot, pod.UID))
+	}
+	a.MAC = firstNonEmpty(conf.RuntimeConfig.MAC, conf.MAC, stableMAC(pod.UID, args.IfName))
+	return a
+}
+
+func (a *attachment) setPodDir(conf *NetConf, dir string) {
+	a.PodDir = dir
+	a.Socket = filepath.Join(dir, a.IfName+".sock")
+	a.PodSocket = filepath.Join(conf.PodSocketDir, a.IfName+".sock")
+}
+
+func (a *attachment) devInfoInPodDir() string { return filepath.Join(a.PodDir, a.IfName+".json") }
+
+func (a *attachment) checkSocketPath() error {
+	for _, p := range []string{a.Socket, a.PodSocket} {
+		if len(p) > maxSocketPath {
+			return fmt.Errorf("vhost-user socket path %q is %d bytes, a unix socket path holds at most %d: shorten socketRoot/podSocketDir or the interface name", p, len(p), maxSocketPath)
+		}
+	}
+	return nil
+}
+
+func (a *attachment) portSpec(mtu int) *portSpec {
+	return &portSpec{Name: a.PortName, Socket: a.Socket, MTU: mtu, IDs: map[string]string{
+		idOwner: pluginType, idNetwork: a.Network, idContainerID: a.ContainerID, idIfName: a.IfName,
+		idPodNamespace: a.Pod.Namespace, idPodName: a.Pod.Name, idPodUID: a.Pod.UID,
+	}}
+}
+
+// portSpec is the OVS port an ADD creates.
+type portSpec struct {
+	Name   string
+	Socket string
+	MTU    int
+	IDs    map[string]string
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

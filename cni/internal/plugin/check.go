@@ -1,0 +1,94 @@
+package plugin
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+
+	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
+)
+
+// Check verifies that what ADD made is still there: the port with the right type, socket and
+// owner, the pod directory and its device info, and the interface in prevResult.
+func (p *Plugin) Check(args *skel.CmdArgs) error {
+	c, err := p.start(args.StdinData, "CHECK")
+	if err != nil {
+		return err
+	}
+	defer c.closer()
+	a := newAttachment(c.conf, args, parseCNIArgs(args.Args))
+	c.log = c.log.With("container", a.ContainerID, "ifname", a.IfName, "port", a.PortName)
+	if err := c.check(a); err != nil {
+		return c.logResult(err)
+	}
+	if c.conf.IPAM.Type != "" {
+		if err := p.IPAM.Check(c.ctx, c.conf.IPAM.Type, args.StdinData); err != nil {
+			return c.logResult(cniErr(types.ErrInternal, "IPAM check failed", err))
+		}
+	}
+	return c.logResult(nil)
+}
+
+func (c *command) check(a *attachment) error {
+	if c.conf.PrevResult == nil {
+		return types.NewError(types.ErrInvalidNetworkConfig, "CHECK needs prevResult", "")
+	}
+	port, err := c.ovs.findPort(c.ctx, a.PortName)
+	if err != nil {
+		return ovsErr(err)
+	}
+	if err := checkPort(port, a); err != nil {
+		return types.NewError(types.ErrInternal, err.Error(), "")
+	}
+	a.setPodDir(c.conf, filepath.Dir(port.Socket))
+	if err := checkFiles(a); err != nil {
+		return types.NewError(types.ErrInternal, err.Error(), "")
+	}
+	return checkPrevResult(c.conf, a)
+}
+
+func checkPort(port *portInfo, a *attachment) error {
+	switch {
+	case port == nil:
+		return fmt.Errorf("OVS port %s of %s does not exist", a.PortName, describe(a))
+	case port.Type != portType:
+		return fmt.Errorf("OVS port %s has type %q, want %q", a.PortName, port.Type, portType)
+	case port.IDs[idContainerID] != a.ContainerID || port.IDs[idIfName] != a.IfName:
+		return fmt.Errorf("OVS port %s belongs to container %q interface %q", a.PortName, port.IDs[idContainerID], port.IDs[idIfName])
+	case a.Socket != "" && port.Socket != a.Socket:
+		return fmt.Errorf("OVS port %s uses socket %q, want %q", a.PortName, port.Socket, a.Socket)
+	case filepath.Base(port.Socket) != a.IfName+".sock":
+		return fmt.Errorf("OVS port %s uses socket %q, not one named after %s", a.PortName, port.Socket, a.IfName)
+	}
+	return nil
+}
+
+func checkFiles(a *attachment) error {
+	if !dirExists(a.PodDir) {
+		return fmt.Errorf("pod socket directory %s does not exist", a.PodDir)
+	}
+	info, err := devinfo.Read(a.devInfoInPodDir())
+	if err != nil {
+		return err
+	}
+	if info.Attachment == nil || info.Attachment.ContainerID != a.ContainerID {
+		return fmt.Errorf("%s does not describe %s", a.devInfoInPodDir(), describe(a))
+	}
+	return nil
+}
+
+func checkPrevResult(conf *NetConf, a *attachment) error {
+	prev, err := current.NewResultFromResult(conf.PrevResult)
+	if err != nil {
+		return types.NewError(types.ErrDecodingFailure, "cannot convert prevResult", err.Error())
+	}
+	for _, iface := range prev.Interfaces {
+		if iface.Name == a.IfName && iface.Sandbox == a.Netns {
+			return nil
+		}
+	}
+	return types.NewError(types.ErrInternal, fmt.Sprintf("prevResult has no interface %s in %s", a.IfName, a.Netns), "")
+}

@@ -1,0 +1,160 @@
+package plugin
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strings"
+
+	"github.com/containernetworking/cni/pkg/types"
+	"github.com/containernetworking/cni/pkg/version"
+)
+
+// Defaults of the node contract (see cni/README.md): the dataplane mounts
+// <SocketRoot>/<pod UID>/ at PodSocketDir inside the pod.
+const (
+	DefaultBridge        = "br-fstack"
+	DefaultOVSDBSocket   = "/var/run/openvswitch/db.sock"
+	DefaultSocketRoot    = "/var/run/kube-fstack/vhost"
+	DefaultPodSocketDir  = "/var/run/kube-fstack/vhost"
+	DefaultDeviceInfoDir = "/var/run/k8s.cni.cncf.io/devinfo/cni"
+	DefaultLogFile       = "/var/log/kube-fstack/fstack-cni.log"
+	DefaultMTU           = 1500
+	DefaultQueues        = 1
+	DefaultQueueSize     = 256
+
+	// maxSocketPath is what fits in sockaddr_un.sun_path (108 bytes with the NUL).
+	maxSocketPath = 107
+	pluginType    = "fstack-cni"
+)
+
+// NetConf is the plugin's configuration (the network config on stdin).
+type NetConf struct {
+	types.PluginConf
+	Bridge        string        `json:"bridge,omitempty"`
+	OVSDBSocket   string        `json:"ovsdbSocket,omitempty"`
+	SocketRoot    string        `json:"socketRoot,omitempty"`
+	PodSocketDir  string        `json:"podSocketDir,omitempty"`
+	DeviceInfoDir string        `json:"deviceInfoDir,omitempty"`
+	Queues        int           `json:"queues,omitempty"`
+	QueueSize     int           `json:"queueSize,omitempty"`
+	MTU           int           `json:"mtu,omitempty"`
+	MAC           string        `json:"mac,omitempty"`
+	LogFile       string        `json:"logFile,omitempty"`
+	RuntimeConfig runtimeConfig `json:"runtimeConfig,omitzero"`
+}
+
+// runtimeConfig carries the capabilities the plugin honours: "mac" and the NPWG
+// "CNIDeviceInfoFile" that Multus fills in.
+type runtimeConfig struct {
+	MAC               string `json:"mac,omitempty"`
+	CNIDeviceInfoFile string `json:"CNIDeviceInfoFile,omitempty"`
+}
+
+// parseConf decodes, defaults and validates the network config.
+func parseConf(stdin []byte) (*NetConf, error) {
+	conf := &NetConf{}
+	if err := json.Unmarshal(stdin, conf); err != nil {
+		return nil, types.NewError(types.ErrDecodingFailure, "malformed network config JSON", err.Error())
+	}
+	if err := version.ParsePrevResult(&conf.PluginConf); err != nil {
+		return nil, types.NewError(types.ErrDecodingFailure, "malformed prevResult", err.Error())
+	}
+	conf.applyDefaults()
+	if err := conf.validate(); err != nil {
+		return nil, types.NewError(types.ErrInvalidNetworkConfig, err.Error(), "")
+	}
+	return conf, nil
+}
+
+func (c *NetConf) applyDefaults() {
+	setDefault(&c.Bridge, DefaultBridge)
+	setDefault(&c.OVSDBSocket, DefaultOVSDBSocket)
+	setDefault(&c.SocketRoot, DefaultSocketRoot)
+	setDefault(&c.PodSocketDir, DefaultPodSocketDir)
+	setDefault(&c.DeviceInfoDir, DefaultDeviceInfoDir)
+	setDefault(&c.LogFile, DefaultLogFile)
+	if c.MTU == 0 {
+		c.MTU = DefaultMTU
+	}
+	if c.Queues == 0 {
+		c.Queues = DefaultQueues
+	}
+	if c.QueueSize == 0 {
+		c.QueueSize = DefaultQueueSize
+	}
+}
+
+func setDefault(s *string, def string) {
+	if *s == "" {
+		*s = def
+	}
+}
+
+func (c *NetConf) validate() error {
+	switch {
+	case c.Type != "" && c.Type != pluginType:
+		return fmt.Errorf("type is %q, this plugin is %q", c.Type, pluginType)
+	case !filepath.IsAbs(c.SocketRoot) || !filepath.IsAbs(c.PodSocketDir):
+		return fmt.Errorf("socketRoot %q and podSocketDir %q must be absolute paths", c.SocketRoot, c.PodSocketDir)
+	case c.Queues < 1 || c.Queues > 16:
+		return fmt.Errorf("queues is %d, want 1..16", c.Queues)
+	case c.QueueSize < 64 || c.QueueSize > 32768 || c.QueueSize&(c.QueueSize-1) != 0:
+		return fmt.Errorf("queueSize is %d, want a power of two in 64..32768", c.QueueSize)
+	case c.MTU < 68 || c.MTU > 9702:
+		return fmt.Errorf("mtu is %d, want 68..9702", c.MTU)
+	case strings.ContainsAny(c.Bridge, " \t\n\"") || c.Bridge == "":
+		return fmt.Errorf("bridge %q is not a valid OVS bridge name", c.Bridge)
+	}
+	for _, m := range []string{c.MAC, c.RuntimeConfig.MAC} {
+		if _, err := parseUnicastMAC(m); m != "" && err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func parseUnicastMAC(s string) (net.HardwareAddr, error) {
+	mac, err := net.ParseMAC(s)
+	if err != nil || len(mac) != 6 || mac[0]&1 != 0 {
+		return nil, fmt.Errorf("mac %q is not a unicast Ethernet address", s)
+	}
+	return mac, nil
+}
+
+// podArgs are the Kubernetes facts runtimes pass in CNI_ARGS.
+type podArgs struct {
+	Namespace, Name, UID, InfraContainerID string
+}
+
+// parseCNIArgs reads "K=V;K=V". It is hand-rolled because the keys (K8S_POD_UID ...) are not Go
+// names, and unknown keys must be ignored anyway.
+func parseCNIArgs(s string) podArgs {
+	var a podArgs
+	for _, kv := range strings.Split(s, ";") {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "K8S_POD_NAMESPACE":
+			a.Namespace = v
+		case "K8S_POD_NAME":
+			a.Name = v
+		case "K8S_POD_UID":
+			a.UID = v
+		case "K8S_POD_INFRA_CONTAINER_ID":
+			a.InfraContainerID = v
+		}
+	}
+	return a
+}
+
+// validPodUID guards the one CNI_ARGS value that becomes a path element.
+func validPodUID(uid string) error {
+	if uid == "" {
+		return fmt.Errorf("K8S_POD_UID is missing from CNI_ARGS: the runtime must pass it (kubelet runtimes and Multus do)")
+	}
+	if strings.ContainsAny(uid, "/\x00") || uid == "." || uid == ".." || len(uid) > 64 {
+		return fmt.Errorf("K8S_POD_UID %q cannot name a directory", uid)
+	}
+	return nil
+}

@@ -1,0 +1,51 @@
+package plugin
+
+import (
+	"errors"
+	"path/filepath"
+
+	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/types"
+)
+
+// Del removes the port, the files and the IPAM lease. Whatever is already gone is success: the
+// runtime retries a failed DEL forever. The one failure it reports is an unreachable OVSDB, since
+// the port may still exist and a retry is what removes it.
+func (p *Plugin) Del(args *skel.CmdArgs) error {
+	c, err := p.start(args.StdinData, "DEL")
+	if err != nil {
+		return err
+	}
+	defer c.closer()
+	pod := parseCNIArgs(args.Args)
+	if validPodUID(pod.UID) != nil {
+		pod.UID = "" // DEL never fails on its arguments; the port tells where the files are
+	}
+	a := newAttachment(c.conf, args, pod)
+	c.log = c.log.With("container", a.ContainerID, "ifname", a.IfName, "port", a.PortName)
+	return c.logResult(p.del(c, a, args.StdinData))
+}
+
+func (p *Plugin) del(c *command, a *attachment, stdin []byte) error {
+	port, findErr := c.ovs.findPort(c.ctx, a.PortName)
+	if port != nil && port.Socket != "" {
+		a.setPodDir(c.conf, filepath.Dir(port.Socket)) // what ADD made wins over today's config
+	}
+	var errs []error
+	if port != nil {
+		errs = append(errs, c.ovs.deletePort(c.ctx, a.PortName))
+	}
+	errs = append(errs, removeFiles(c.conf.SocketRoot, a))
+	if c.conf.IPAM.Type != "" {
+		errs = append(errs, p.IPAM.Del(c.ctx, c.conf.IPAM.Type, stdin))
+	}
+	errs = append(errs, findErr)
+	err := errors.Join(errs...)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, errOVSDBUnreachable) {
+		return cniErr(types.ErrTryAgainLater, "cannot remove the OVS port of "+describe(a)+": "+err.Error(), err)
+	}
+	return cniErr(types.ErrInternal, "DEL of "+describe(a)+" incomplete: "+err.Error(), err)
+}

@@ -1,0 +1,176 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/kube-fstack/kube-fstack/cni/pkg/ovsdb"
+)
+
+const (
+	ovsDB        = "Open_vSwitch"
+	portType     = "dpdkvhostuserclient"
+	optionSocket = "vhost-server-path"
+	// The external_ids keys that identify an attachment on its OVS port. CHECK, DEL and GC find
+	// everything they need here, so the port is the plugin's only state.
+	idOwner        = "kube-fstack.io/owner"
+	idNetwork      = "kube-fstack.io/network"
+	idContainerID  = "kube-fstack.io/container-id"
+	idIfName       = "kube-fstack.io/ifname"
+	idPodNamespace = "kube-fstack.io/pod-namespace"
+	idPodName      = "kube-fstack.io/pod-name"
+	idPodUID       = "kube-fstack.io/pod-uid"
+)
+
+var (
+	errBridgeMissing    = errors.New("bridge does not exist")
+	errBridgeNotNetdev  = errors.New("bridge is not a netdev (userspace) bridge")
+	errOVSDBUnreachable = errors.New("OVSDB unreachable")
+)
+
+// ovs holds one OVSDB connection for the life of a CNI command, redialling after a failure so a
+// rollback can still reach a restarted server.
+type ovs struct {
+	path string
+	c    *ovsdb.Client
+}
+
+// portInfo is what the plugin reads back from an Interface row.
+type portInfo struct {
+	Name   string
+	Type   string
+	Socket string
+	IDs    map[string]string
+}
+
+func (o *ovs) close() {
+	if o.c != nil {
+		_ = o.c.Close()
+		o.c = nil
+	}
+}
+
+func (o *ovs) transact(ctx context.Context, ops ...ovsdb.Op) ([]ovsdb.Result, error) {
+	if o.c == nil {
+		c, err := ovsdb.Dial(ctx, o.path)
+		if err != nil {
+			return nil, fmt.Errorf("%w at %s (is ovsdb-server running?): %w", errOVSDBUnreachable, o.path, err)
+		}
+		o.c = c
+	}
+	res, err := o.c.Transact(ctx, ovsDB, ops...)
+	if errors.Is(err, ovsdb.ErrClosed) || ctx.Err() != nil {
+		o.close()
+		return nil, fmt.Errorf("%w at %s: %w", errOVSDBUnreachable, o.path, err)
+	}
+	return res, err
+}
+
+func nameIs(name string) [][]any { return [][]any{ovsdb.Cond("name", "==", name)} }
+
+// checkBridge tells apart the two configuration mistakes a user can fix.
+func (o *ovs) checkBridge(ctx context.Context, bridge string) error {
+	res, err := o.transact(ctx, ovsdb.Select("Bridge", nameIs(bridge), "datapath_type"))
+	if err != nil {
+		return err
+	}
+	if len(res[0].Rows) == 0 {
+		return fmt.Errorf("%w: %q (create it with datapath_type=netdev)", errBridgeMissing, bridge)
+	}
+	dt, err := res[0].Rows[0].String("datapath_type")
+	if err != nil {
+		return err
+	}
+	if dt != "netdev" {
+		return fmt.Errorf("%w: %q has datapath_type %q; vhost-user ports need netdev", errBridgeNotNetdev, bridge, dt)
+	}
+	return nil
+}
+
+// addPort creates Interface + Port and links them to the bridge in one transaction. The wait
+// makes the server refuse the whole transaction if the bridge vanished or changed type since
+// checkBridge; mutate (not a rewrite of the ports column) lets many ADDs run concurrently.
+func (o *ovs) addPort(ctx context.Context, bridge string, p *portSpec) error {
+	iface := map[string]any{
+		"name": p.Name, "type": portType, "external_ids": ovsdb.Map(p.IDs),
+		"options": ovsdb.Map(map[string]string{optionSocket: p.Socket}), "mtu_request": p.MTU,
+	}
+	port := map[string]any{"name": p.Name, "interfaces": ovsdb.NamedUUID("iface"), "external_ids": ovsdb.Map(p.IDs)}
+	_, err := o.transact(ctx,
+		ovsdb.WaitEqual("Bridge", nameIs(bridge), []string{"datapath_type"}, []map[string]any{{"datapath_type": "netdev"}}),
+		ovsdb.Insert("Interface", iface, "iface"),
+		ovsdb.Insert("Port", port, "port"),
+		ovsdb.Mutate("Bridge", nameIs(bridge), []any{"ports", "insert", ovsdb.Set(ovsdb.NamedUUID("port"))}),
+	)
+	if ovsdb.IsConditionFailed(err) {
+		return fmt.Errorf("%w or is not netdev: %q", errBridgeMissing, bridge)
+	}
+	return err
+}
+
+// deletePort unlinks the port from every bridge; OVSDB then garbage-collects the Port and its
+// Interface, which are not root rows. A missing port is success.
+func (o *ovs) deletePort(ctx context.Context, name string) error {
+	res, err := o.transact(ctx, ovsdb.Select("Port", nameIs(name), "_uuid"))
+	if err != nil || len(res[0].Rows) == 0 {
+		return err
+	}
+	id, err := res[0].Rows[0].UUID("_uuid")
+	if err != nil {
+		return err
+	}
+	_, err = o.transact(ctx, ovsdb.Mutate("Bridge",
+		[][]any{ovsdb.Cond("ports", "includes", ovsdb.UUID(id))},
+		[]any{"ports", "delete", ovsdb.Set(ovsdb.UUID(id))}))
+	return err
+}
+
+// findPort returns the port's Interface, or nil when there is none.
+func (o *ovs) findPort(ctx context.Context, name string) (*portInfo, error) {
+	ports, err := o.selectPorts(ctx, nameIs(name))
+	if err != nil || len(ports) == 0 {
+		return nil, err
+	}
+	return &ports[0], nil
+}
+
+// listPorts returns every port this plugin made for network.
+func (o *ovs) listPorts(ctx context.Context, network string) ([]portInfo, error) {
+	ids := ovsdb.Map(map[string]string{idOwner: pluginType, idNetwork: network})
+	return o.selectPorts(ctx, [][]any{ovsdb.Cond("external_ids", "includes", ids)})
+}
+
+func (o *ovs) selectPorts(ctx context.Context, where [][]any) ([]portInfo, error) {
+	res, err := o.transact(ctx, ovsdb.Select("Interface", where, "name", "type", "options", "external_ids"))
+	if err != nil {
+		return nil, err
+	}
+	ports := make([]portInfo, 0, len(res[0].Rows))
+	for _, row := range res[0].Rows {
+		p, err := decodePort(row)
+		if err != nil {
+			return nil, err
+		}
+		ports = append(ports, p)
+	}
+	return ports, nil
+}
+
+func decodePort(row ovsdb.Row) (portInfo, error) {
+	var p portInfo
+	var err error
+	if p.Name, err = row.String("name"); err != nil {
+		return p, err
+	}
+	if p.Type, err = row.String("type"); err != nil {
+		return p, err
+	}
+	opts, err := row.Map("options")
+	if err != nil {
+		return p, err
+	}
+	p.Socket = opts[optionSocket]
+	p.IDs, err = row.Map("external_ids")
+	return p, err
+}

@@ -1,0 +1,79 @@
+// Package plugin implements fstack-cni: a CNI plugin that gives a pod a vhost-user port on an
+// OVS-DPDK netdev bridge. OVS is the vhost-user client; the pod's DPDK (F-Stack) is the server of
+// the socket <socketRoot>/<K8S_POD_UID>/<ifname>.sock, which the dataplane container mounts at
+// <podSocketDir>. The attachment's device info (devinfo package) is written beside the socket as
+// <ifname>.json and at the NPWG CNI device-info path.
+package plugin
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/containernetworking/cni/pkg/skel"
+)
+
+// Plugin runs the CNI commands. Its fields are the dependencies tests replace.
+type Plugin struct {
+	// Timeout bounds a whole command, so a hung OVSDB cannot hang the runtime.
+	Timeout time.Duration
+	// IPAM runs the IPAM plugin named in the config.
+	IPAM IPAM
+	// Stderr receives log lines when the log file cannot be opened.
+	Stderr io.Writer
+}
+
+// New returns a Plugin wired to the real world.
+func New() *Plugin {
+	return &Plugin{Timeout: 60 * time.Second, IPAM: execIPAM{}, Stderr: os.Stderr}
+}
+
+// Funcs returns the skel callbacks.
+func (p *Plugin) Funcs() skel.CNIFuncs {
+	return skel.CNIFuncs{Add: p.Add, Del: p.Del, Check: p.Check, Status: p.Status, GC: p.GC}
+}
+
+// command is the state every CNI command starts from.
+type command struct {
+	ctx    context.Context
+	conf   *NetConf
+	log    *slog.Logger
+	ovs    *ovs
+	closer func()
+}
+
+func (p *Plugin) start(stdin []byte, verb string) (*command, error) {
+	conf, err := parseConf(stdin)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.Timeout)
+	logger, closeLog := p.openLog(conf.LogFile)
+	cmd := &command{ctx: ctx, conf: conf, ovs: &ovs{path: conf.OVSDBSocket},
+		log: logger.With("cmd", verb, "network", conf.Name)}
+	cmd.closer = func() { cmd.ovs.close(); cancel(); closeLog() }
+	return cmd, nil
+}
+
+// openLog appends to the configured file; stdout is never used, it carries the result.
+func (p *Plugin) openLog(path string) (*slog.Logger, func()) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
+		if f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+			return slog.New(slog.NewJSONHandler(f, nil)), func() { _ = f.Close() }
+		}
+	}
+	return slog.New(slog.NewTextHandler(p.Stderr, nil)), func() {}
+}
+
+// logResult records how a command ended and returns err unchanged.
+func (c *command) logResult(err error, attrs ...any) error {
+	if err != nil {
+		c.log.Error("failed", append(attrs, "err", err)...)
+	} else {
+		c.log.Info("done", attrs...)
+	}
+	return err
+}

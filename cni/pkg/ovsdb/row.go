@@ -1,0 +1,66 @@
+package ovsdb
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Row is one row of a select result, column by column in wire form.
+type Row map[string]json.RawMessage
+
+// String returns a string (or an empty optional) column.
+func (r Row) String(column string) (string, error) {
+	raw, ok := r[column]
+	if !ok {
+		return "", fmt.Errorf("ovsdb: column %q not in row", column)
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var set []json.RawMessage
+	if err := json.Unmarshal(raw, &set); err != nil || len(set) != 2 {
+		return "", fmt.Errorf("ovsdb: column %q is not a string: %s", column, raw)
+	}
+	return "", nil // ["set", []]: an optional string that is not set
+}
+
+// UUID returns a uuid column, such as "_uuid".
+func (r Row) UUID(column string) (string, error) {
+	raw, ok := r[column]
+	if !ok {
+		return "", fmt.Errorf("ovsdb: column %q not in row", column)
+	}
+	var pair [2]string
+	if err := json.Unmarshal(raw, &pair); err != nil || pair[0] != "uuid" {
+		return "", fmt.Errorf("ovsdb: column %q is not a uuid: %s", column, raw)
+	}
+	return pair[1], nil
+}
+
+// Map returns a map column with string keys and values (options, external_ids, status).
+func (r Row) Map(column string) (map[string]string, error) {
+	raw, ok := r[column]
+	if !ok {
+		return nil, fmt.Errorf("ovsdb: column %q not in row", column)
+	}
+	var wire struct {
+		Tag   string
+		Pairs [][2]string
+	}
+	var parts []json.RawMessage
+	if err := json.Unmarshal(raw, &parts); err != nil || len(parts) != 2 {
+		return nil, fmt.Errorf("ovsdb: column %q is not a map: %s", column, raw)
+	}
+	if err := json.Unmarshal(parts[0], &wire.Tag); err != nil || wire.Tag != "map" {
+		return nil, fmt.Errorf("ovsdb: column %q is not a map: %s", column, raw)
+	}
+	if err := json.Unmarshal(parts[1], &wire.Pairs); err != nil {
+		return nil, fmt.Errorf("ovsdb: column %q is not a string map: %w", column, err)
+	}
+	m := make(map[string]string, len(wire.Pairs))
+	for _, p := range wire.Pairs {
+		m[p[0]] = p[1]
+	}
+	return m, nil
+}

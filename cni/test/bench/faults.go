@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/containernetworking/cni/libcni"
+)
+
+// faults runs ADD/DEL cycles with the faults a node sees, behaving as a runtime does (a failed
+// or killed ADD is followed by DEL; a failed DEL is retried), and counts what leaked.
+func (b *bench) faults(cycles int) error {
+	root := filepath.Join(b.tmp, "faults")
+	conf := map[string]any{"type": "fstack-cni", "bridge": b.ovs.Bridge, "ovsdbSocket": b.ovs.DBSock(),
+		"socketRoot": filepath.Join(root, "vhost"), "deviceInfoDir": filepath.Join(root, "devinfo"),
+		"logFile": filepath.Join(root, "fstack-cni.log"),
+		"ipam":    map[string]any{"type": "host-local", "subnet": "10.97.0.0/16", "dataDir": filepath.Join(root, "ipam")}}
+	list := mustList("faults", conf)
+	stdin, _ := json.Marshal(map[string]any{"cniVersion": "1.1.0", "name": "faults", "type": "fstack-cni",
+		"bridge": conf["bridge"], "ovsdbSocket": conf["ovsdbSocket"], "socketRoot": conf["socketRoot"],
+		"deviceInfoDir": conf["deviceInfoDir"], "logFile": conf["logFile"], "ipam": conf["ipam"]})
+	counts := map[string]int{}
+	for i := range cycles {
+		kind, err := b.faultCycle(list, stdin, i)
+		if err != nil {
+			return fmt.Errorf("cycle %d (%s): %w", i, kind, err)
+		}
+		counts[kind]++
+	}
+	return b.reportLeaks(root, cycles, counts)
+}
+
+func (b *bench) faultCycle(list *libcni.NetworkConfigList, stdin []byte, i int) (string, error) {
+	ctx, rt := context.Background(), podRT(100000+i, "fsk-bench-pod")
+	switch {
+	case i%100 == 50:
+		done := make(chan error, 1)
+		go func() { done <- b.ovs.Restart() }()
+		_, _ = b.cni().AddNetworkList(ctx, list, rt) // may fail: OVSDB is going away
+		if err := <-done; err != nil {
+			return "OVS restarted mid-ADD", err
+		}
+		return "OVS restarted mid-ADD", b.delUntilDone(list, rt)
+	case i%10 == 1:
+		if _, err := b.cni().AddNetworkList(ctx, list, rt); err != nil {
+			return "DEL twice", err
+		}
+		if err := b.delUntilDone(list, rt); err != nil {
+			return "DEL twice", err
+		}
+		return "DEL twice", b.delUntilDone(list, rt)
+	case i%10 == 2:
+		return "DEL without ADD", b.delUntilDone(list, rt)
+	case i%10 == 3:
+		b.killedAdd(stdin, rt)
+		return "killed ADD", b.delUntilDone(list, rt)
+	}
+	if _, err := b.cni().AddNetworkList(ctx, list, rt); err != nil {
+		return "plain", err
+	}
+	return "plain", b.delUntilDone(list, rt)
+}
+
+// delUntilDone retries like kubelet does; the bound only keeps a broken build from spinning.
+func (b *bench) delUntilDone(list *libcni.NetworkConfigList, rt *libcni.RuntimeConf) error {
+	var err error
+	for range 200 {
+		if err = b.cni().DelNetworkList(context.Background(), list, rt); err == nil {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return err
+}
+
+// killedAdd SIGKILLs an ADD at a random point of its run.
+func (b *bench) killedAdd(stdin []byte, rt *libcni.RuntimeConf) {
+	cmd := exec.Command(filepath.Join(b.bin, "fstack-cni"))
+	args := make([]string, 0, len(rt.Args))
+	for _, kv := range rt.Args {
+		args = append(args, kv[0]+"="+kv[1])
+	}
+	cmd.Env = []string{"CNI_COMMAND=ADD", "CNI_CONTAINERID=" + rt.ContainerID, "CNI_NETNS=" + rt.NetNS,
+		"CNI_IFNAME=" + rt.IfName, "CNI_PATH=" + b.bin, "CNI_ARGS=" + strings.Join(args, ";")}
+	cmd.Stdin = strings.NewReader(string(stdin))
+	if cmd.Start() != nil {
+		return
+	}
+	time.Sleep(time.Duration(rand.IntN(15000)) * time.Microsecond)
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+}
+
+func (b *bench) reportLeaks(root string, cycles int, counts map[string]int) error {
+	out, err := b.ovs.Vsctl("--no-headings", "--columns=name", "find", "Interface", "external_ids:kube-fstack.io/network=faults")
+	if err != nil {
+		return err
+	}
+	leakedPorts := len(strings.Fields(out))
+	dirs, _ := os.ReadDir(filepath.Join(root, "vhost"))
+	devinfos, _ := os.ReadDir(filepath.Join(root, "devinfo"))
+	leases, _ := filepath.Glob(filepath.Join(root, "ipam", "*", "10.*"))
+	fmt.Printf("fault run: %d ADD/DEL cycles %v\n", cycles, counts)
+	fmt.Printf("  leaked: ports=%d directories=%d device-info files=%d IPAM leases=%d\n", leakedPorts, len(dirs), len(devinfos), len(leases))
+	if leakedPorts+len(dirs)+len(devinfos)+len(leases) != 0 {
+		return fmt.Errorf("the fault run leaked")
+	}
+	return nil
+}

@@ -1,0 +1,127 @@
+package node
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/kube-fstack/kube-fstack/cni/internal/nodetest"
+	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
+)
+
+// testpmdPages is what one small testpmd takes (-m 128, 2 MiB pages), with room to spare.
+const testpmdPages = 80
+
+// The data path: DPDK testpmd, in a mount+network namespace of its own that sees only the
+// CNI-made directory (at the in-pod path), serves the vhost-user socket with the device info's
+// path and MAC; OVS connects to it; a veth peer on the same bridge pings the pod's IPAM address.
+func TestDataPathPingThroughVhostUserPort(t *testing.T) {
+	n, p := newNet(t, "1.1.0"), newPod(1000)
+	n.mustAdd(p)
+	t.Cleanup(func() { n.mustDel(p); n.assertNothingLeft() })
+	info, err := devinfo.Read(filepath.Join(n.socketRoot(), p.uid, p.ifname+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	startTestpmd(t, filepath.Join(n.socketRoot(), p.uid), info)
+	port := ports(t)[0]
+	if out, err := env.ovs.Vsctl("--timeout=60", "wait-until", "Interface", port, "status:status=connected"); err != nil {
+		t.Fatalf("OVS never reported %s connected: %v %s", port, err, out)
+	}
+	peer := addVethPeer(t, "10.99.0.200/24")
+	podIP := strings.Split(info.IPs[0], "/")[0]
+	if err := pingUntilReply(peer, podIP); err != nil {
+		t.Fatal(err)
+	}
+	out, err := nodetest.Run("ip", "netns", "exec", peer, "ping", "-c", "3", "-i", "0.2", "-W", "2", podIP)
+	if err != nil || !strings.Contains(out, "3 received") {
+		t.Fatalf("ping %s through the vhost-user port: %v\n%s", podIP, err, out)
+	}
+}
+
+func startTestpmd(t *testing.T, podDir string, info *devinfo.Info) {
+	t.Helper()
+	prefix := fmt.Sprintf("fsktp%d", os.Getpid())
+	script := `mount -t tmpfs tmpfs /run && mkdir -p /run/kube-fstack/vhost && mount --bind "$0" /run/kube-fstack/vhost &&
+exec dpdk-testpmd --no-pci --single-file-segments -m 128 --huge-dir="$1" --file-prefix="$2" -l 0,1 \
+  --vdev="virtio_user0,path=$3,server=1,queues=1,mac=$4" -- --nb-cores=1 --total-num-mbufs=16384 --forward-mode=icmpecho --auto-start`
+	cmd := exec.Command("unshare", "--mount", "--net", "--propagation", "private", "--", "sh", "-c", script,
+		podDir, env.huge.Dir, prefix, info.VhostUser.Path, info.MAC)
+	stdin, err := cmd.StdinPipe() // testpmd runs until its stdin gets a line or closes
+	if err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(env.tmp, prefix+".log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopTestpmd(t, cmd, stdin, logPath, prefix) })
+}
+
+func stopTestpmd(t *testing.T, cmd *exec.Cmd, stdin io.WriteCloser, logPath, prefix string) {
+	_, _ = stdin.Write([]byte("\n"))
+	_ = stdin.Close()
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	_ = cmd.Wait()
+	if t.Failed() {
+		log, _ := os.ReadFile(logPath)
+		t.Logf("testpmd output:\n%s", log)
+	}
+	files, _ := filepath.Glob(filepath.Join(env.huge.Dir, prefix+"*"))
+	for _, f := range files {
+		_ = os.Remove(f)
+	}
+}
+
+// addVethPeer attaches one end of a veth to the bridge (in OVS's namespace) and puts the other,
+// with addr, in a new namespace; it returns that namespace.
+func addVethPeer(t *testing.T, addr string) string {
+	t.Helper()
+	ns := fmt.Sprintf("fsk-peer-%d", os.Getpid())
+	if err := nodetest.AddNetns(ns); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nodetest.DelNetns(ns) })
+	steps := [][]string{
+		{"ip", "-n", env.ovs.Netns, "link", "add", "fskvo", "type", "veth", "peer", "name", "fskvp", "netns", ns},
+		{"ip", "-n", env.ovs.Netns, "link", "set", "fskvo", "up"},
+		{"ip", "-n", ns, "addr", "add", addr, "dev", "fskvp"},
+		{"ip", "-n", ns, "link", "set", "fskvp", "up"},
+	}
+	for _, s := range steps {
+		if _, err := nodetest.Run(s[0], s[1:]...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := env.ovs.Vsctl("--timeout=30", "add-port", bridge, "fskvo"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = env.ovs.Vsctl("--timeout=30", "del-port", bridge, "fskvo")
+		_, _ = nodetest.Run("ip", "-n", env.ovs.Netns, "link", "del", "fskvo")
+	})
+	return ns
+}
+
+// pingUntilReply allows the first packets to go while ports come up and ARP resolves; it is a
+// bounded number of tries, not a time limit.
+func pingUntilReply(ns, ip string) error {
+	var out string
+	var err error
+	for range 20 {
+		if out, err = nodetest.Run("ip", "netns", "exec", ns, "ping", "-c", "1", "-W", "1", ip); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("no reply from %s after 20 pings: %w\n%s", ip, err, out)
+}

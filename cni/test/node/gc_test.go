@@ -1,0 +1,53 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
+)
+
+func asTypesError(err error, te **types.Error) bool { return errors.As(err, te) }
+
+// GC keeps the valid attachments and removes the others, including the files of an ADD killed
+// before it made its port.
+func TestGCRemovesWhatIsNotValid(t *testing.T) {
+	n := newNet(t, "1.1.0")
+	keep, drop1, drop2 := newPod(700), newPod(701), newPod(702)
+	for _, p := range []pod{keep, drop1, drop2} {
+		n.mustAdd(p)
+		t.Cleanup(func() { _ = n.del(p) })
+	}
+	orphan := newPod(703)
+	orphanDir := filepath.Join(n.socketRoot(), orphan.uid)
+	err := devinfo.Write(filepath.Join(orphanDir, "net1.json"), &devinfo.Info{Type: "vhost-user", Version: "1.1.0",
+		VhostUser:  &devinfo.VhostUser{Mode: "server", Path: "/x/net1.sock"},
+		Attachment: &devinfo.Attachment{Network: n.name, ContainerID: orphan.containerID, IfName: "net1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(n.socketRoot(), "empty-leftover"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gcArgs := &libcni.GCArgs{ValidAttachments: []types.GCAttachment{{ContainerID: keep.containerID, IfName: "net1"}}}
+	if err := n.cni().GCNetworkList(context.Background(), n.confList(), gcArgs); err != nil {
+		t.Fatalf("GC: %v", err)
+	}
+	if p := ports(t); len(p) != 1 || vsctlGet(t, "Interface", p[0], "external_ids:kube-fstack.io/container-id") != keep.containerID {
+		t.Fatalf("after GC, ports %v", p)
+	}
+	if d := entries(n.socketRoot()); len(d) != 1 || d[0] != keep.uid {
+		t.Fatalf("after GC, pod dirs %v", d)
+	}
+	if leases := ipamLeases(n.ipamDir()); len(leases) != 1 {
+		t.Fatalf("after GC, IPAM leases %v", leases)
+	}
+	n.mustDel(keep)
+	n.assertNothingLeft()
+}

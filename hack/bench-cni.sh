@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Benchmarks fstack-cni on a private OVS-DPDK instance (root; hack/install-deps.sh installs the
+# prerequisites): ADD+DEL p50/p99 against the reference bridge plugin and against ovs-vsctl
+# exec, measured round-robin in one run, then a fault run that must leak nothing.
+# Usage: hack/bench-cni.sh [-n 100] [-cycles 1000]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/usr/local/go/bin:$PATH"
+
+work=$(mktemp -d /tmp/fsk-bench.XXXXXX)
+ns="fsk-bench-host-$$"
+cleanup() { ip netns del "$ns" 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+echo "bench-cni: building fstack-cni, and installing the reference bridge and host-local plugins"
+go build -o "$work/bin/" ./cni/cmd/fstack-cni
+GOBIN="$work/bin" go install github.com/containernetworking/plugins/plugins/main/bridge@v1.9.1 \
+  github.com/containernetworking/plugins/plugins/ipam/host-local@v1.9.1
+go build -o "$work/bench" ./cni/test/bench
+
+# The bridge plugin makes a Linux bridge in the "host" namespace: give it one of its own.
+ip netns add "$ns"
+ip -n "$ns" link set lo up
+ip netns exec "$ns" "$work/bench" -bin "$work/bin" "$@"
