@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -342,11 +343,7 @@ func (p *plan) portsByID() []*portPlan {
 	for i := range p.ports {
 		out[i] = &p.ports[i]
 	}
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j].id < out[j-1].id; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
+	sort.SliceStable(out, func(a, b int) bool { return out[a].id < out[b].id })
 	return out
 }
 

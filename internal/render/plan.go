@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -124,7 +125,7 @@ func (p *plan) checkAppCPU() field.ErrorList {
 		return field.ErrorList{field.Invalid(path, p.appCPU, fmt.Sprintf(
 			"the app container's first CPU is %d, but the shim's FF_INITIAL_LCORE_ID only names CPUs "+
 				"0-%d (larger values silently become CPU 2)", p.appCPU, maxShimLcore))}
-	case containsInt(p.lcores, p.appCPU):
+	case slices.Contains(p.lcores, p.appCPU):
 		return field.ErrorList{field.Invalid(path, p.appCPU, fmt.Sprintf(
 			"the app container's CPU %d is also an F-Stack lcore: DPDK processes must use distinct "+
 				"lcores; give the app container CPUs of its own", p.appCPU))}
@@ -320,13 +321,4 @@ func (p *plan) resolvePortLcores() field.ErrorList {
 		}
 	}
 	return errs
-}
-
-func containsInt(xs []int, x int) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }

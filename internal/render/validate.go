@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -184,7 +185,7 @@ func checkKNI(s *fsv1.StackInstanceSpec) field.ErrorList {
 	errs = append(errs, checkPortRanges(k.UDPPorts, path.Child("udpPorts"))...)
 	for i := range s.Ports {
 		procs := s.Ports[i].Processes
-		if len(procs) > 0 && !containsInt32(procs, 0) {
+		if len(procs) > 0 && !slices.Contains(procs, 0) {
 			errs = append(errs, field.Invalid(field.NewPath("spec", "ports").Index(i).Child("processes"), procs,
 				"with KNI enabled the primary (process 0) moves every port's exception traffic and must serve every port: add 0"))
 		}
@@ -227,13 +228,4 @@ func checkPcap(s *fsv1.StackInstanceSpec) field.ErrorList {
 		errs = append(errs, field.TooLong(path.Child("directory"), pc.Directory, 63-pcapNameBudget))
 	}
 	return errs
-}
-
-func containsInt32(xs []int32, x int32) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }
