@@ -48,12 +48,8 @@ func ipv4For(spec *fsv1.IPv4Address, att Attachment, attName string, path *field
 	if spec == nil {
 		return nil, nil
 	}
-	cidr, gw := spec.Address, spec.Gateway
+	cidr, gw := sourced(spec.From, spec.Address, spec.Gateway, att, true)
 	if spec.From == fsv1.AddressAttachment {
-		cidr = firstOfFamily(att.IPs, true)
-		if gw == "" {
-			gw = firstOfFamily(att.Gateways, true)
-		}
 		if cidr == "" {
 			return nil, field.ErrorList{field.Invalid(path.Child("from"), spec.From, fmt.Sprintf(
 				"attachment %q reported no IPv4 address: give its network an IPAM section, or set a "+
@@ -89,17 +85,11 @@ func ipv6For(spec *fsv1.IPv6Address, att Attachment, attName string, path *field
 	if spec == nil {
 		return nil, nil
 	}
-	cidr, gw := spec.Address, spec.Gateway
-	if spec.From == fsv1.AddressAttachment {
-		cidr = firstOfFamily(att.IPs, false)
-		if gw == "" {
-			gw = firstOfFamily(att.Gateways, false)
-		}
-		if cidr == "" {
-			return nil, field.ErrorList{field.Invalid(path.Child("from"), spec.From, fmt.Sprintf(
-				"attachment %q reported no IPv6 address: give its network an IPv6 range, or set a "+
-					"static address", attName))}
-		}
+	cidr, gw := sourced(spec.From, spec.Address, spec.Gateway, att, false)
+	if spec.From == fsv1.AddressAttachment && cidr == "" {
+		return nil, field.ErrorList{field.Invalid(path.Child("from"), spec.From, fmt.Sprintf(
+			"attachment %q reported no IPv6 address: give its network an IPv6 range, or set a "+
+				"static address", attName))}
 	}
 	pfx, err := netip.ParsePrefix(cidr)
 	if err != nil || !pfx.Addr().Is6() || pfx.Addr().Is4In6() {
@@ -203,6 +193,18 @@ func checkStaticOnly(v4 *fsv1.IPv4Address, v6 *fsv1.IPv6Address, path *field.Pat
 		errs = append(errs, field.NotSupported(path.Child("ipv6", "from"), v6.From, []string{string(fsv1.AddressStatic)}))
 	}
 	return errs
+}
+
+// sourced returns the address and gateway an interface uses: the spec's, or for an address from
+// the attachment what its IPAM reported (a gateway set in the spec still wins).
+func sourced(from fsv1.AddressSource, cidr, gw string, att Attachment, v4 bool) (string, string) {
+	if from != fsv1.AddressAttachment {
+		return cidr, gw
+	}
+	if gw == "" {
+		gw = firstOfFamily(att.Gateways, v4)
+	}
+	return firstOfFamily(att.IPs, v4), gw
 }
 
 func firstOfFamily(cidrs []string, v4 bool) string {
