@@ -1,0 +1,104 @@
+// Package podcontract holds the names and paths an injected pod is built from. The injector
+// (operator and CLI) writes them into the pod; the dataplane supervisor and the app-side launcher
+// read them at run time. Changing a value here changes the contract between all three, so each
+// constant says who relies on it.
+package podcontract
+
+// The injected dataplane container.
+const (
+	// DataplaneContainer is the name of the injected native sidecar.
+	DataplaneContainer = "fstack-dataplane"
+	// SupervisorPort serves /readyz, /healthz and /metrics on the pod's kernel network; the
+	// startup, readiness and liveness probes of the dataplane use it.
+	SupervisorPort = 9180
+	// ReadyzPath answers 200 once every F-Stack process is up and the shim is in place.
+	ReadyzPath = "/readyz"
+	// HealthzPath answers 200 while every F-Stack process is alive.
+	HealthzPath = "/healthz"
+	// MetricsPath is the Prometheus endpoint.
+	MetricsPath = "/metrics"
+)
+
+// Volumes shared between the dataplane and the app containers, with where they are mounted.
+const (
+	// HugePagesVolume is an emptyDir{medium: HugePages-<size>}. DPDK secondaries reopen the
+	// primary's hugepage files by the path the primary recorded, so every container mounts it at
+	// the same HugePagesDir.
+	HugePagesVolume = "fstack-hugepages"
+	HugePagesDir    = "/dev/hugepages"
+
+	// DPDKRuntimeVolume is an emptyDir holding DPDK's runtime directory (config, mp_socket,
+	// telemetry) that secondaries find by the default path for root.
+	DPDKRuntimeVolume = "fstack-dpdk-runtime"
+	DPDKRuntimeDir    = "/var/run/dpdk"
+
+	// ShimVolume is an emptyDir the supervisor fills from ImageShimDir before it reports ready:
+	// libff_syscall.so, the launcher, and the generation and ready markers.
+	ShimVolume = "fstack-shim"
+	ShimDir    = "/var/run/kube-fstack/shim"
+
+	// VhostVolume is a hostPath of HostSocketRoot mounted with subPathExpr $(POD_UID): the pod's
+	// own directory that the CNI plugin fills with vhost-user sockets and device-info files.
+	VhostVolume    = "fstack-vhost"
+	HostSocketRoot = "/var/run/kube-fstack/vhost"
+	PodSocketDir   = "/var/run/kube-fstack/vhost"
+
+	// PodInfoVolume is a downward-API volume: the spec snapshot the pod was admitted with and the
+	// pod's identity (files named below).
+	PodInfoVolume = "fstack-podinfo"
+	PodInfoDir    = "/etc/kube-fstack/podinfo"
+)
+
+// Files of the downward-API volume (in PodInfoDir).
+const (
+	// PodInfoSpec is the StackInstance spec (JSON) from SpecAnnotation.
+	PodInfoSpec = "spec"
+	// PodInfoConfigHash is the placeholder-rendered config hash from ConfigHashAnnotation.
+	PodInfoConfigHash = "config-hash"
+	// PodInfoStack is the StackInstance name.
+	PodInfoStack     = "stack"
+	PodInfoName      = "name"
+	PodInfoNamespace = "namespace"
+	PodInfoUID       = "uid"
+	PodInfoLabels    = "labels"
+)
+
+// Pod annotations written at injection.
+const (
+	// SpecAnnotation snapshots the StackInstance spec (defaults applied, JSON) at admission, so a
+	// running pod keeps the config it was created with when the StackInstance changes.
+	SpecAnnotation = "kubefstack.io/spec"
+	// ConfigHashAnnotation is render.ConfigHash of the spec rendered with placeholder facts; the
+	// controller compares it with the StackInstance's current hash.
+	ConfigHashAnnotation = "kubefstack.io/config-hash"
+)
+
+// What the image carries and what lands in ShimDir.
+const (
+	// ImageShimDir holds, in the dataplane image, everything copied into ShimDir.
+	ImageShimDir = "/opt/kube-fstack/shim"
+	// ShimLibrary is libff_syscall.so's file name (LD_PRELOAD = ShimDir/ShimLibrary).
+	ShimLibrary = "libff_syscall.so"
+	// Launcher is a static binary the app containers run as their command: it waits for the
+	// dataplane, sets FF_INITIAL_LCORE_ID to a CPU of its own cpuset, records the generation it
+	// started against, and execs the original command. `Launcher probe` is the app's liveness.
+	Launcher = "fstack-launcher"
+	// GenerationFile holds a decimal counter the supervisor increments each time it starts, before
+	// starting F-Stack. It survives container restarts (the emptyDir does).
+	GenerationFile = "generation"
+	// ReadyFile holds the generation whose F-Stack processes are all up; the supervisor removes it
+	// when any process dies or it stops.
+	ReadyFile = "ready"
+	// AppsDir holds one file per app container (named after the container) with the generation
+	// that container started against.
+	AppsDir = "apps"
+)
+
+// Environment variables of the injected containers.
+const (
+	EnvPodUID       = "POD_UID"
+	EnvPodName      = "POD_NAME"
+	EnvPodNamespace = "POD_NAMESPACE"
+	// EnvContainerName tells the launcher which AppsDir file is its own.
+	EnvContainerName = "FSTACK_CONTAINER_NAME"
+)
