@@ -10,7 +10,7 @@ import (
 
 	"github.com/containernetworking/cni/libcni"
 
-	"github.com/kube-fstack/kube-fstack/cni/internal/nodetest"
+	"github.com/kube-fstack/kube-fstack/internal/nodetest"
 )
 
 type bench struct {

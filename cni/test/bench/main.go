@@ -10,7 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/kube-fstack/kube-fstack/cni/internal/nodetest"
+	"github.com/kube-fstack/kube-fstack/internal/nodetest"
 )
 
 func main() {

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/kube-fstack/kube-fstack/cni/internal/nodetest"
+	"github.com/kube-fstack/kube-fstack/internal/nodetest"
 	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
 )
 
