@@ -74,7 +74,11 @@ func ipv4For(spec *fsv1.IPv4Address, att Attachment, attName string, path *field
 	} else if !isIPv4(v.broadcast) {
 		errs = append(errs, field.Invalid(path.Child("broadcast"), spec.Broadcast, "must be an IPv4 address"))
 	}
-	if !isIPv4(gw) {
+	switch {
+	case gw == "":
+		errs = append(errs, field.Required(path.Child("gateway"),
+			"F-Stack needs a gateway on every port and VLAN (it installs the default route of the port's FIB): set one, e.g. the subnet's .1"))
+	case !isIPv4(gw):
 		errs = append(errs, field.Invalid(path.Child("gateway"), gw, "must be an IPv4 address"))
 	}
 	v.gateway = gw

@@ -1,0 +1,20 @@
+package inject
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+)
+
+// addShim makes an app container start through the launcher with the shim preloaded. The
+// launcher waits for the dataplane, sets FF_INITIAL_LCORE_ID to a CPU of this container's own
+// cpuset (only the container knows it), runs the original command, and ends it when the
+// dataplane restarts: a DPDK secondary cannot survive its primary, so kubelet then restarts the
+// app against the new dataplane.
+func (p *plan) addShim(c *corev1.Container) {
+	c.Command = append([]string{launcherPath(), "--"}, c.Command...)
+	env := append([]corev1.EnvVar{}, p.shimEnv...)
+	env = append(env, corev1.EnvVar{Name: podcontract.EnvContainerName, Value: c.Name})
+	c.Env = append(c.Env, env...)
+	c.VolumeMounts = append(c.VolumeMounts, sharedMounts()...)
+}

@@ -1,0 +1,203 @@
+package inject
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/render"
+)
+
+// Prepared is what injection needs from one StackInstance, rendered once: the webhook keeps it
+// per StackInstance generation, so a pod costs no rendering.
+type Prepared struct {
+	stack    string
+	spec     *fsv1.StackInstanceSpec // defaults applied
+	cfg      Config
+	hash     string
+	specJSON string
+	shimEnv  []corev1.EnvVar
+	vhost    bool
+}
+
+// plan is everything decided about one pod before it is changed, so a rejected pod is never
+// half-mutated.
+type plan struct {
+	*Prepared
+	pod  *corev1.Pod
+	shim []int // indices into pod.Spec.Containers that get the shim
+}
+
+// Prepare validates and renders stack for injection; an invalid stack gives a *RejectError.
+func Prepare(stack *fsv1.StackInstance, cfg Config) (*Prepared, error) {
+	p := &Prepared{stack: stack.Name, cfg: cfg}
+	res, err := render.Render(&stack.Spec, render.PlaceholderFacts(&stack.Spec))
+	if err != nil {
+		var ve *render.ValidationError
+		if !errors.As(err, &ve) {
+			return nil, p.reject(field.InternalError(stackLabelPath(), err))
+		}
+		return nil, p.reject(field.Invalid(stackLabelPath(), stack.Name, fmt.Sprintf(
+			"StackInstance %q is not valid (%s); fix it, `kubectl describe stackinstance %s` shows every problem",
+			stack.Name, ve.Errs.ToAggregate().Error(), stack.Name)))
+	}
+	p.spec = res.Spec
+	p.hash = render.ConfigHash(res.Config)
+	raw, err := json.Marshal(res.Spec)
+	if err != nil {
+		return nil, p.reject(field.InternalError(stackLabelPath(), err))
+	}
+	p.specJSON = string(raw)
+	for _, e := range res.ShimEnv {
+		// Only the app container knows its own CPUs: the launcher sets FF_INITIAL_LCORE_ID.
+		if e.Name != "FF_INITIAL_LCORE_ID" {
+			p.shimEnv = append(p.shimEnv, corev1.EnvVar{Name: e.Name, Value: e.Value})
+		}
+	}
+	p.vhost = hasVhostUser(p.spec)
+	return p, nil
+}
+
+// ConfigHash is the hash of the stack's placeholder-rendered config, as the pods record it.
+func (p *Prepared) ConfigHash() string { return p.hash }
+
+func newPlan(pod *corev1.Pod, prep *Prepared) (*plan, error) {
+	p := &plan{Prepared: prep, pod: pod}
+	errs := p.checkConflicts()
+	errs = append(errs, p.chooseShimContainers()...)
+	errs = append(errs, checkGuaranteed(&pod.Spec)...)
+	if len(errs) > 0 {
+		return nil, p.reject(errs...)
+	}
+	return p, nil
+}
+
+func (p *Prepared) reject(errs ...*field.Error) error {
+	return &RejectError{Stack: p.stack, Errs: errs}
+}
+
+func stackLabelPath() *field.Path {
+	return field.NewPath("metadata", "labels").Key(fsv1.StackLabel)
+}
+
+// checkConflicts refuses pods that already use a name the injection adds.
+func (p *plan) checkConflicts() field.ErrorList {
+	var errs field.ErrorList
+	for i, c := range p.pod.Spec.InitContainers {
+		if c.Name == podcontract.DataplaneContainer {
+			errs = append(errs, field.Duplicate(field.NewPath("spec", "initContainers").Index(i).Child("name"), c.Name))
+		}
+	}
+	for i, c := range p.pod.Spec.Containers {
+		if c.Name == podcontract.DataplaneContainer {
+			errs = append(errs, field.Duplicate(field.NewPath("spec", "containers").Index(i).Child("name"), c.Name))
+		}
+	}
+	ours := p.volumeNames()
+	for i, v := range p.pod.Spec.Volumes {
+		if slices.Contains(ours, v.Name) {
+			errs = append(errs, field.Duplicate(field.NewPath("spec", "volumes").Index(i).Child("name"), v.Name))
+		}
+	}
+	return errs
+}
+
+// chooseShimContainers picks the app containers that get the shim and checks each can be
+// started by the launcher.
+func (p *plan) chooseShimContainers() field.ErrorList {
+	if !*p.spec.Shim.Enabled {
+		return nil
+	}
+	var errs field.ErrorList
+	want := p.spec.Shim.Containers
+	for _, name := range want {
+		if !slices.ContainsFunc(p.pod.Spec.Containers, func(c corev1.Container) bool { return c.Name == name }) {
+			errs = append(errs, field.NotFound(stackLabelPath(), fmt.Sprintf(
+				"StackInstance %q spec.shim.containers names container %q, which this pod does not have", p.stack, name)))
+		}
+	}
+	for i := range p.pod.Spec.Containers {
+		c := &p.pod.Spec.Containers[i]
+		if len(want) > 0 && !slices.Contains(want, c.Name) {
+			continue
+		}
+		p.shim = append(p.shim, i)
+		path := field.NewPath("spec", "containers").Index(i)
+		if len(c.Command) == 0 {
+			errs = append(errs, field.Required(path.Child("command"), fmt.Sprintf(
+				"container %q must set command (the image's entrypoint, e.g. [nginx, -g, daemon off;]): the shim's launcher starts it after the dataplane is ready and cannot read the image's entrypoint", c.Name)))
+		}
+		for j, m := range c.VolumeMounts {
+			if slices.ContainsFunc(sharedMounts(), func(s corev1.VolumeMount) bool { return s.MountPath == m.MountPath }) {
+				errs = append(errs, field.Forbidden(path.Child("volumeMounts").Index(j).Child("mountPath"), fmt.Sprintf(
+					"%s is where the injection mounts the volume the F-Stack processes share; mount elsewhere", m.MountPath)))
+			}
+		}
+		for j, e := range c.Env {
+			if p.ownsEnv(e.Name) {
+				errs = append(errs, field.Forbidden(path.Child("env").Index(j).Child("name"), fmt.Sprintf(
+					"%s is set by the F-Stack shim injection; remove it, or leave this container out of the StackInstance's spec.shim.containers", e.Name)))
+			}
+		}
+	}
+	return errs
+}
+
+func (p *Prepared) ownsEnv(name string) bool {
+	if name == podcontract.EnvContainerName || name == "FF_INITIAL_LCORE_ID" {
+		return true
+	}
+	return slices.ContainsFunc(p.shimEnv, func(e corev1.EnvVar) bool { return e.Name == name })
+}
+
+func hasVhostUser(s *fsv1.StackInstanceSpec) bool {
+	return slices.ContainsFunc(s.Ports, func(p fsv1.PortSpec) bool { return p.Device.VhostUser != nil })
+}
+
+// apply changes the pod; every check has passed.
+func (p *plan) apply() {
+	pod := p.pod
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	pod.Labels[fsv1.StackLabel] = p.stack
+	pod.Spec.ShareProcessNamespace = ptr(true)
+	pod.Spec.Volumes = append(pod.Spec.Volumes, p.volumes()...)
+	pod.Spec.InitContainers = append(pod.Spec.InitContainers, p.dataplaneContainer())
+	var shimNames []string
+	for _, i := range p.shim {
+		p.addShim(&pod.Spec.Containers[i])
+		shimNames = append(shimNames, pod.Spec.Containers[i].Name)
+	}
+	status, _ := json.Marshal(Status{
+		Stack: p.stack, ConfigHash: p.hash, Dataplane: podcontract.DataplaneContainer,
+		ShimContainers: shimNames, Volumes: p.volumeNames(),
+	})
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[podcontract.SpecAnnotation] = p.specJSON
+	pod.Annotations[podcontract.ConfigHashAnnotation] = p.hash
+	pod.Annotations[fsv1.StatusAnnotation] = string(status)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// hugePagesResource is the resource name of the spec's page size, e.g. hugepages-2Mi.
+func (p *plan) hugePagesResource() corev1.ResourceName {
+	return corev1.ResourceName(corev1.ResourceHugePagesPrefix + string(p.spec.Dataplane.HugePages.PageSize))
+}
+
+func (p *plan) hugePagesMedium() corev1.StorageMedium {
+	return corev1.StorageMedium(string(corev1.StorageMediumHugePages) + "-" + string(p.spec.Dataplane.HugePages.PageSize))
+}
+
+// launcherPath is where the app containers find the launcher.
+func launcherPath() string { return strings.Join([]string{podcontract.ShimDir, podcontract.Launcher}, "/") }

@@ -1,0 +1,213 @@
+// Package launcher starts an app container's command against the pod's F-Stack dataplane. It is
+// the app side of the pod contract (internal/podcontract):
+//   - it waits until the dataplane reports its current generation ready, because the shim's DPDK
+//     secondary cannot attach before the primary exists and hangs silently if it tries;
+//   - it sets FF_INITIAL_LCORE_ID to a CPU of its own cpuset, which only the container knows (a
+//     CPU outside it makes the shim fall back to kernel sockets without a word);
+//   - it runs the command as its child, forwarding signals, and ends it when the dataplane starts
+//     a new generation: a DPDK secondary cannot survive its primary's restart, so the container
+//     must restart too, and kubelet does that when the launcher exits.
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+)
+
+// ExitDataplaneRestarted is the exit code when the app was stopped because the dataplane
+// restarted (EX_TEMPFAIL: kubelet restarts the container even under restartPolicy OnFailure).
+const ExitDataplaneRestarted = 75
+
+// Launcher holds what the launcher reads and how long it waits; tests point it at fake trees.
+type Launcher struct {
+	ShimDir     string
+	Container   string
+	WaitTimeout time.Duration
+	Poll        time.Duration
+	Grace       time.Duration
+	// CPUs returns the CPUs this process may run on.
+	CPUs func() ([]int, error)
+	Log  io.Writer
+}
+
+// New returns a Launcher with the pod contract's paths.
+func New() *Launcher {
+	name := os.Getenv(podcontract.EnvContainerName)
+	if name == "" {
+		name = "app"
+	}
+	return &Launcher{
+		ShimDir: podcontract.ShimDir, Container: name, WaitTimeout: 10 * time.Minute,
+		Poll: 200 * time.Millisecond, Grace: 10 * time.Second, CPUs: OwnCPUs, Log: os.Stderr,
+	}
+}
+
+func (l *Launcher) logf(format string, args ...any) {
+	fmt.Fprintf(l.Log, "fstack-launcher: "+format+"\n", args...)
+}
+
+// Run starts argv and returns the exit code the container should end with.
+func (l *Launcher) Run(ctx context.Context, argv []string) int {
+	if len(argv) == 0 {
+		l.logf("no command to run: usage: fstack-launcher -- COMMAND [ARGS...]")
+		return 2
+	}
+	gen, err := l.waitReady(ctx)
+	if err != nil {
+		l.logf("%v", err)
+		return 1
+	}
+	env, err := l.environ()
+	if err != nil {
+		l.logf("%v", err)
+		return 1
+	}
+	if err := l.record(gen); err != nil {
+		l.logf("%v", err)
+		return 1
+	}
+	return l.supervise(ctx, argv, env, gen)
+}
+
+// waitReady returns the generation once the dataplane reports it ready.
+func (l *Launcher) waitReady(ctx context.Context) (string, error) {
+	deadline := time.Now().Add(l.WaitTimeout)
+	nextLog := time.Now()
+	for {
+		gen := l.read(podcontract.GenerationFile)
+		if gen != "" && l.read(podcontract.ReadyFile) == gen {
+			return gen, nil
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("the F-Stack dataplane did not report ready within %s (%s/%s is %q, %s is %q): see the %s container's log",
+				l.WaitTimeout, l.ShimDir, podcontract.GenerationFile, gen, podcontract.ReadyFile, l.read(podcontract.ReadyFile), podcontract.DataplaneContainer)
+		}
+		if time.Now().After(nextLog) {
+			l.logf("waiting for the F-Stack dataplane to report ready (generation %q)", gen)
+			nextLog = time.Now().Add(10 * time.Second)
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(l.Poll):
+		}
+	}
+}
+
+func (l *Launcher) read(name string) string {
+	b, err := os.ReadFile(filepath.Join(l.ShimDir, name))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// environ is the child's environment: ours plus FF_INITIAL_LCORE_ID.
+func (l *Launcher) environ() ([]string, error) {
+	cpus, err := l.CPUs()
+	if err != nil {
+		return nil, fmt.Errorf("read this container's CPUs: %w", err)
+	}
+	if len(cpus) == 0 {
+		return nil, errors.New("this container may run on no CPU")
+	}
+	mask := new(big.Int).Lsh(big.NewInt(1), uint(cpus[0]))
+	l.logf("FF_INITIAL_LCORE_ID=0x%s (CPU %d, the first of this container's cpuset)", mask.Text(16), cpus[0])
+	return append(os.Environ(), "FF_INITIAL_LCORE_ID=0x"+mask.Text(16)), nil
+}
+
+// record notes the generation this container started against, for people and tools.
+func (l *Launcher) record(gen string) error {
+	dir := filepath.Join(l.ShimDir, podcontract.AppsDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("record the generation: %w", err)
+	}
+	return os.WriteFile(filepath.Join(dir, l.Container), []byte(gen+"\n"), 0o644)
+}
+
+// supervise runs argv until it exits or the dataplane's generation moves on.
+func (l *Launcher) supervise(ctx context.Context, argv, env []string, gen string) int {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = env, os.Stdin, os.Stdout, os.Stderr
+	// Its own process group, so a kill after the grace period also reaches what it forked.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		l.logf("start %s: %v", argv[0], err)
+		return 127
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs)
+	defer signal.Stop(sigs)
+	tick := time.NewTicker(l.Poll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return exitCode(cmd.ProcessState)
+		case s := <-sigs:
+			if s != syscall.SIGCHLD && s != syscall.SIGURG {
+				_ = cmd.Process.Signal(s)
+			}
+		case <-ctx.Done():
+			l.stop(cmd, done)
+			return exitCode(cmd.ProcessState)
+		case <-tick.C:
+			if now := l.read(podcontract.GenerationFile); now != gen {
+				l.logf("the dataplane restarted (generation %s, now %q): stopping the app so it restarts against the new dataplane", gen, now)
+				l.stop(cmd, done)
+				return ExitDataplaneRestarted
+			}
+		}
+	}
+}
+
+func (l *Launcher) stop(cmd *exec.Cmd, done <-chan struct{}) {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(l.Grace):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
+}
+
+func exitCode(ps *os.ProcessState) int {
+	if ps == nil {
+		return 1
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+// OwnCPUs is this process's CPU affinity, ascending: the container's cpuset.
+func OwnCPUs() ([]int, error) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return nil, err
+	}
+	var cpus []int
+	for c := 0; c < len(set)*64; c++ {
+		if set.IsSet(c) {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus, nil
+}

@@ -1,0 +1,124 @@
+package launcher
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+)
+
+// The dataplane is played by files in a temp dir (what the supervisor writes); the app is a
+// real child process.
+func newTest(t *testing.T, cpus ...int) (*Launcher, string, *bytes.Buffer) {
+	t.Helper()
+	dir := t.TempDir()
+	var log bytes.Buffer
+	l := &Launcher{
+		ShimDir: dir, Container: "nginx", WaitTimeout: 5 * time.Second, Poll: 20 * time.Millisecond,
+		Grace: 2 * time.Second, CPUs: func() ([]int, error) { return cpus, nil }, Log: &log,
+	}
+	return l, dir, &log
+}
+
+func write(t *testing.T, dir, name, content string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRunsCommandWithLcoreOfOwnCPU(t *testing.T) {
+	l, dir, _ := newTest(t, 5, 7)
+	write(t, dir, podcontract.GenerationFile, "3\n")
+	write(t, dir, podcontract.ReadyFile, "3\n")
+	out := filepath.Join(dir, "env")
+	code := l.Run(context.Background(), []string{"sh", "-c", `echo "$FF_INITIAL_LCORE_ID" > ` + out + `; exit 4`})
+	if code != 4 {
+		t.Fatalf("exit code %d, want the command's 4", code)
+	}
+	got, _ := os.ReadFile(out)
+	if strings.TrimSpace(string(got)) != "0x20" {
+		t.Fatalf("FF_INITIAL_LCORE_ID = %q, want 0x20 (CPU 5)", got)
+	}
+	rec, _ := os.ReadFile(filepath.Join(dir, podcontract.AppsDir, "nginx"))
+	if strings.TrimSpace(string(rec)) != "3" {
+		t.Fatalf("recorded generation %q, want 3", rec)
+	}
+}
+
+func TestWaitsForTheDataplane(t *testing.T) {
+	l, dir, log := newTest(t, 1)
+	write(t, dir, podcontract.GenerationFile, "1\n")
+	write(t, dir, podcontract.ReadyFile, "0\n") // a previous generation's marker is not ready
+	go func() {
+		time.Sleep(150 * time.Millisecond)
+		write(t, dir, podcontract.ReadyFile, "1\n")
+	}()
+	start := time.Now()
+	if code := l.Run(context.Background(), []string{"true"}); code != 0 {
+		t.Fatalf("exit code %d, log:\n%s", code, log)
+	}
+	if time.Since(start) < 100*time.Millisecond {
+		t.Fatal("the command ran before the dataplane reported its generation ready")
+	}
+}
+
+func TestGivesUpWithAClearMessage(t *testing.T) {
+	l, _, log := newTest(t, 1)
+	l.WaitTimeout = 100 * time.Millisecond
+	if code := l.Run(context.Background(), []string{"true"}); code != 1 {
+		t.Fatalf("exit code %d, want 1", code)
+	}
+	if !strings.Contains(log.String(), "did not report ready") || !strings.Contains(log.String(), podcontract.DataplaneContainer) {
+		t.Fatalf("log does not say what to look at:\n%s", log)
+	}
+}
+
+func TestStopsTheAppWhenTheDataplaneRestarts(t *testing.T) {
+	l, dir, log := newTest(t, 2)
+	write(t, dir, podcontract.GenerationFile, "1\n")
+	write(t, dir, podcontract.ReadyFile, "1\n")
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		write(t, dir, podcontract.GenerationFile, "2\n")
+	}()
+	code := l.Run(context.Background(), []string{"sleep", "30"})
+	if code != ExitDataplaneRestarted {
+		t.Fatalf("exit code %d, want %d; log:\n%s", code, ExitDataplaneRestarted, log)
+	}
+	if !strings.Contains(log.String(), "dataplane restarted") {
+		t.Fatalf("log does not say why:\n%s", log)
+	}
+}
+
+func TestKillsAnAppThatIgnoresSIGTERM(t *testing.T) {
+	l, dir, _ := newTest(t, 2)
+	l.Grace = 100 * time.Millisecond
+	write(t, dir, podcontract.GenerationFile, "1\n")
+	write(t, dir, podcontract.ReadyFile, "1\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	code := l.Run(ctx, []string{"sh", "-c", "trap '' TERM; sleep 30 & wait; sleep 30"})
+	if code != 128+9 {
+		t.Fatalf("exit code %d, want 137 (SIGKILL after the grace period)", code)
+	}
+}
+
+func TestNoCommand(t *testing.T) {
+	l, _, log := newTest(t, 1)
+	if code := l.Run(context.Background(), nil); code != 2 || !strings.Contains(log.String(), "usage") {
+		t.Fatalf("exit code %d, log %q", code, log)
+	}
+}
+
+func TestOwnCPUs(t *testing.T) {
+	cpus, err := OwnCPUs()
+	if err != nil || len(cpus) == 0 {
+		t.Fatalf("OwnCPUs() = %v, %v", cpus, err)
+	}
+}
