@@ -200,4 +200,6 @@ func (p *plan) hugePagesMedium() corev1.StorageMedium {
 }
 
 // launcherPath is where the app containers find the launcher.
-func launcherPath() string { return strings.Join([]string{podcontract.ShimDir, podcontract.Launcher}, "/") }
+func launcherPath() string {
+	return strings.Join([]string{podcontract.ShimDir, podcontract.Launcher}, "/")
+}
