@@ -1,0 +1,65 @@
+// fstack-operator is kube-fstack's manager: the StackInstance controller, the StackInstance
+// validating webhook and the Pod injection webhook, with leader election, health endpoints,
+// metrics and its own webhook certificates.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/kube-fstack/kube-fstack/internal/inject"
+	"github.com/kube-fstack/kube-fstack/operator/internal/manager"
+)
+
+func main() {
+	o, err := parseFlags()
+	log := ctrl.Log.WithName("setup")
+	if err == nil {
+		var mgr ctrl.Manager
+		if mgr, err = manager.New(ctrl.GetConfigOrDie(), o, log); err == nil {
+			log.Info("starting", "namespace", o.Namespace, "manageCerts", o.ManageCerts, "dataplaneImage", o.Inject.Image)
+			err = mgr.Start(ctrl.SetupSignalHandler())
+		}
+	}
+	if err != nil {
+		log.Error(err, "operator stopped")
+		os.Exit(1)
+	}
+}
+
+func parseFlags() (manager.Options, error) {
+	o := manager.Options{Inject: inject.DefaultConfig()}
+	var pullPolicy, memory string
+	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint (0 disables it).")
+	flag.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz.")
+	flag.BoolVar(&o.LeaderElect, "leader-elect", false, "Elect one active controller among replicas (every replica serves the webhooks).")
+	flag.StringVar(&o.Namespace, "namespace", os.Getenv("POD_NAMESPACE"), "The operator's namespace (never injected; holds the certificate secret and the lease).")
+	flag.IntVar(&o.WebhookPort, "webhook-port", 9443, "Port of the webhook server.")
+	flag.StringVar(&o.CertDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory of the webhook serving certificate (tls.crt, tls.key).")
+	flag.BoolVar(&o.ManageCerts, "manage-certs", true, "Generate and rotate the webhook certificate and inject its CA; false when cert-manager does it.")
+	flag.StringVar(&o.Certs.SecretName, "cert-secret", "kube-fstack-webhook-cert", "Secret holding the webhook certificate.")
+	flag.StringVar(&o.Certs.ServiceName, "webhook-service", "kube-fstack-webhook", "Service in front of the webhook server (the certificate's DNS name).")
+	flag.StringVar(&o.Certs.MutatingName, "mutating-webhook-configuration", "kube-fstack-injector", "MutatingWebhookConfiguration whose CA bundle the operator keeps.")
+	flag.StringVar(&o.Certs.ValidatingName, "validating-webhook-configuration", "kube-fstack-validator", "ValidatingWebhookConfiguration whose CA bundle the operator keeps.")
+	flag.StringVar(&o.Inject.Image, "dataplane-image", o.Inject.Image, "Dataplane image for StackInstances that name none.")
+	flag.StringVar(&pullPolicy, "dataplane-pull-policy", "IfNotPresent", "imagePullPolicy of the injected dataplane.")
+	flag.StringVar(&o.Inject.HostSocketRoot, "vhost-socket-root", o.Inject.HostSocketRoot, "The CNI plugin's socket root on the nodes.")
+	flag.StringVar(&memory, "dataplane-memory", o.Inject.DataplaneMemory.String(), "Memory of the dataplane container when the StackInstance sets none.")
+	zo := zap.Options{}
+	zo.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zo)))
+	o.Inject.ImagePullPolicy = corev1.PullPolicy(pullPolicy)
+	mem, err := resource.ParseQuantity(memory)
+	if err != nil {
+		return o, fmt.Errorf("--dataplane-memory: %w", err)
+	}
+	o.Inject.DataplaneMemory = mem
+	return o, nil
+}

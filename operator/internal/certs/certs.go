@@ -1,0 +1,45 @@
+// Package certs keeps the webhook server's certificate: generated, rotated and its CA injected
+// into the webhook configurations by cert-controller, a library built for exactly that, or left
+// to cert-manager (which then mounts the secret and injects the CA itself).
+package certs
+
+import (
+	"fmt"
+
+	"github.com/open-policy-agent/cert-controller/pkg/rotator"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// Options names what the rotator manages.
+type Options struct {
+	Namespace      string
+	SecretName     string
+	ServiceName    string
+	CertDir        string
+	MutatingName   string
+	ValidatingName string
+}
+
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch,namespace=kube-fstack-system
+
+// AddRotator adds certificate rotation to mgr; ready is closed once the certificate is on disk.
+func AddRotator(mgr ctrl.Manager, o Options, ready chan struct{}) error {
+	dns := fmt.Sprintf("%s.%s.svc", o.ServiceName, o.Namespace)
+	return rotator.AddRotator(mgr, &rotator.CertRotator{
+		SecretKey:      types.NamespacedName{Namespace: o.Namespace, Name: o.SecretName},
+		CertDir:        o.CertDir,
+		CAName:         "kube-fstack-ca",
+		CAOrganization: "kube-fstack",
+		DNSName:        dns,
+		ExtraDNSNames:  []string{dns + ".cluster.local", o.ServiceName + "." + o.Namespace},
+		IsReady:        ready,
+		Webhooks: []rotator.WebhookInfo{
+			{Name: o.MutatingName, Type: rotator.Mutating},
+			{Name: o.ValidatingName, Type: rotator.Validating},
+		},
+		// Every replica serves webhooks, so every replica needs the certificate on disk.
+		RequireLeaderElection: false,
+	})
+}

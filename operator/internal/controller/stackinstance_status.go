@@ -1,0 +1,116 @@
+package controller
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/api/meta"
+	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+)
+
+// Condition reasons.
+const (
+	ReasonValid          = "Valid"
+	ReasonInvalidSpec    = "InvalidSpec"
+	ReasonNoBoundPods    = "NoBoundPods"
+	ReasonPodsNotReady   = "PodsNotReady"
+	ReasonAllPodsReady   = "AllPodsReady"
+	ReasonOlderConfig    = "PodsRunOlderConfig"
+	maxConditionMessage  = 32 * 1024
+	injectionNamespaceOK = "enabled"
+)
+
+// podCounts is what the controller observed of the pods bound to a StackInstance.
+type podCounts struct {
+	Bound, Ready, Older int32
+}
+
+// countPods counts the live pods, those whose dataplane reports ready, and those admitted with
+// another config than hash.
+func countPods(pods []corev1.Pod, hash string) podCounts {
+	var c podCounts
+	for i := range pods {
+		p := &pods[i]
+		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		c.Bound++
+		if dataplaneReady(p) {
+			c.Ready++
+		}
+		if h := p.Annotations[podcontract.ConfigHashAnnotation]; h != "" && h != hash {
+			c.Older++
+		}
+	}
+	return c
+}
+
+func dataplaneReady(p *corev1.Pod) bool {
+	for _, s := range p.Status.InitContainerStatuses {
+		if s.Name == podcontract.DataplaneContainer {
+			return s.Ready
+		}
+	}
+	return false
+}
+
+// validCondition says whether the spec passes every check possible before a pod starts.
+func validCondition(errs field.ErrorList, generation int64) v1.Condition {
+	c := v1.Condition{Type: fsv1.ConditionValid, ObservedGeneration: generation}
+	if len(errs) == 0 {
+		c.Status, c.Reason, c.Message = v1.ConditionTrue, ReasonValid, "the spec passes every check possible before a pod starts"
+		return c
+	}
+	c.Status, c.Reason = v1.ConditionFalse, ReasonInvalidSpec
+	c.Message = truncate(fmt.Sprintf("fix the spec; pods naming this StackInstance are refused until then: %s", errs.ToAggregate().Error()))
+	return c
+}
+
+// readyCondition says whether every bound pod runs the stack, and which pods run an older config.
+func readyCondition(valid bool, n podCounts, generation int64, name string) v1.Condition {
+	c := v1.Condition{Type: fsv1.ConditionReady, ObservedGeneration: generation, Status: v1.ConditionFalse}
+	switch {
+	case !valid:
+		c.Reason, c.Message = ReasonInvalidSpec, "the spec is not valid: see the Valid condition"
+	case n.Bound == 0:
+		c.Reason = ReasonNoBoundPods
+		c.Message = fmt.Sprintf("no pod names this StackInstance: label pods %s=%s in a namespace labelled %s=%s",
+			fsv1.StackLabel, name, fsv1.InjectionLabel, injectionNamespaceOK)
+	case n.Ready < n.Bound:
+		c.Reason = ReasonPodsNotReady
+		c.Message = fmt.Sprintf("%d of %d pods have a ready dataplane", n.Ready, n.Bound)
+	default:
+		c.Status, c.Reason = v1.ConditionTrue, ReasonAllPodsReady
+		c.Message = fmt.Sprintf("%d of %d pods have a ready dataplane", n.Ready, n.Bound)
+	}
+	if valid && n.Older > 0 {
+		if c.Status == v1.ConditionTrue {
+			c.Reason = ReasonOlderConfig
+		}
+		c.Message += fmt.Sprintf("; %d of %d pods run an older config: running pods keep the config they started with, recreate them (e.g. kubectl rollout restart) to apply the current spec", n.Older, n.Bound)
+	}
+	return c
+}
+
+func truncate(s string) string {
+	if len(s) > maxConditionMessage {
+		return s[:maxConditionMessage-3] + "..."
+	}
+	return s
+}
+
+// transitions lists the conditions whose status or reason differ between old and updated.
+func transitions(old, updated []v1.Condition) []v1.Condition {
+	var out []v1.Condition
+	for _, c := range updated {
+		prev := metav1.FindStatusCondition(old, c.Type)
+		if prev == nil || prev.Status != c.Status || prev.Reason != c.Reason {
+			out = append(out, c)
+		}
+	}
+	return out
+}

@@ -1,0 +1,128 @@
+// Package manager wires the operator's parts into one controller-runtime manager; the binary
+// and the envtest suite build it the same way.
+package manager
+
+import (
+	"fmt"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/inject"
+	"github.com/kube-fstack/kube-fstack/operator/internal/certs"
+	"github.com/kube-fstack/kube-fstack/operator/internal/controller"
+	fswebhook "github.com/kube-fstack/kube-fstack/operator/internal/webhook"
+)
+
+// Options configure the manager.
+type Options struct {
+	MetricsAddr, ProbeAddr string
+	LeaderElect            bool
+	// Namespace is the operator's own: never injected; holds the certificate secret and lease.
+	Namespace   string
+	WebhookHost string
+	WebhookPort int
+	CertDir     string
+	// ManageCerts makes the operator generate, rotate and inject its webhook certificate.
+	ManageCerts bool
+	Certs       certs.Options
+	Inject      inject.Config
+}
+
+// Scheme has the core types and StackInstance.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = fsv1.AddToScheme(s)
+	return s
+}
+
+// New builds the manager with the controller, the webhooks, health checks and, when asked,
+// certificate rotation.
+func New(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
+	if o.Namespace == "" {
+		return nil, fmt.Errorf("the operator's namespace must be set (--namespace or POD_NAMESPACE)")
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrlOptions(o))
+	if err != nil {
+		return nil, err
+	}
+	ready := make(chan struct{})
+	if o.ManageCerts {
+		o.Certs.Namespace, o.Certs.CertDir = o.Namespace, o.CertDir
+		if err := certs.AddRotator(mgr, o.Certs, ready); err != nil {
+			return nil, err
+		}
+	} else {
+		close(ready)
+	}
+	rec := &controller.StackInstanceReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kube-fstack")}
+	if err := rec.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+		return nil, err
+	}
+	// The webhook server cannot start before its certificate exists.
+	errs := make(chan error, 1)
+	go func() {
+		<-ready
+		errs <- registerWebhooks(mgr, o)
+	}()
+	if !o.ManageCerts {
+		if err := <-errs; err != nil {
+			return nil, err
+		}
+	} else {
+		go func() {
+			if err := <-errs; err != nil {
+				log.Error(err, "register webhooks")
+			}
+		}()
+	}
+	return mgr, nil
+}
+
+func registerWebhooks(mgr ctrl.Manager, o Options) error {
+	if err := (&fswebhook.StackInstanceValidator{}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	injector := fswebhook.NewPodInjector(mgr.GetCache(), admission.NewDecoder(mgr.GetScheme()), o.Inject, o.Namespace)
+	mgr.GetWebhookServer().Register(fswebhook.InjectPath, &webhook.Admission{Handler: injector})
+	return nil
+}
+
+func ctrlOptions(o Options) ctrl.Options {
+	hasStack, _ := labels.NewRequirement(fsv1.StackLabel, selection.Exists, nil)
+	return ctrl.Options{
+		Scheme:                  Scheme(),
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:  o.ProbeAddr,
+		LeaderElection:          o.LeaderElect,
+		LeaderElectionID:        "kube-fstack-operator.kubefstack.io",
+		LeaderElectionNamespace: o.Namespace,
+		WebhookServer:           webhook.NewServer(webhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.CertDir}),
+		// Only the pods and ConfigMaps that concern a StackInstance are cached: the operator's
+		// memory stays flat however many other pods the cluster runs.
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}:       {Label: labels.NewSelector().Add(*hasStack)},
+			&corev1.ConfigMap{}: {Label: labels.SelectorFromSet(labels.Set{controller.ManagedByLabel: controller.ManagedBy})},
+		}},
+	}
+}

@@ -1,0 +1,141 @@
+// Package webhook adapts the pure packages to admission: the StackInstance validator and the
+// Pod injector. The decisions live in internal/render and internal/inject.
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/inject"
+)
+
+// InjectPath is where the Pod injector is served.
+const InjectPath = "/inject-v1-pod"
+
+// PodInjector injects the F-Stack dataplane into pods that name a StackInstance. The webhook
+// configuration sends it only pods of opted-in namespaces that carry the stack label.
+type PodInjector struct {
+	// Reader reads StackInstances (the manager's cache).
+	Reader client.Reader
+	// Config is the injector's settings.
+	Config inject.Config
+	// OwnNamespace is the operator's namespace, never injected: the operator must be able to
+	// start when its webhook is down.
+	OwnNamespace string
+	decoder      admission.Decoder
+
+	mu       sync.Mutex
+	prepared map[preparedKey]*inject.Prepared
+}
+
+type preparedKey struct {
+	uid        types.UID
+	generation int64
+}
+
+// NewPodInjector returns an injector decoding with scheme's types.
+func NewPodInjector(reader client.Reader, decoder admission.Decoder, cfg inject.Config, ownNamespace string) *PodInjector {
+	return &PodInjector{Reader: reader, decoder: decoder, Config: cfg, OwnNamespace: ownNamespace, prepared: map[preparedKey]*inject.Prepared{}}
+}
+
+// Handle answers one Pod CREATE.
+func (h *PodInjector) Handle(ctx context.Context, req admission.Request) admission.Response {
+	injectRequests.Inc()
+	pod := &corev1.Pod{}
+	if err := h.decoder.Decode(req, pod); err != nil {
+		injectFailed.WithLabelValues("decode").Inc()
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	if req.Namespace == h.OwnNamespace {
+		return skip("operator-namespace", "the operator's own namespace is never injected")
+	}
+	if d := inject.Decide(pod); d != inject.Injected {
+		return skip(string(d), "not injected: "+string(d))
+	}
+	prep, resp := h.prepare(ctx, req.Namespace, inject.StackName(pod))
+	if prep == nil {
+		return resp
+	}
+	out, _, err := prep.Inject(pod)
+	if err != nil {
+		return refuse(pod, err)
+	}
+	raw, err := json.Marshal(out)
+	if err != nil {
+		injectFailed.WithLabelValues("encode").Inc()
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	injectInjected.Inc()
+	log.FromContext(ctx).V(1).Info("injected", "namespace", req.Namespace, "stack", inject.StackName(pod))
+	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+}
+
+// prepare finds the named StackInstance and renders it once per generation.
+func (h *PodInjector) prepare(ctx context.Context, namespace, name string) (*inject.Prepared, admission.Response) {
+	si := &fsv1.StackInstance{}
+	if err := h.Reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, si); err != nil {
+		if apierrors.IsNotFound(err) {
+			injectFailed.WithLabelValues("stack-not-found").Inc()
+			return nil, admission.Denied(fmt.Sprintf(
+				"StackInstance %q not found in namespace %q: create it before the pods that name it, or remove the pod label %s",
+				name, namespace, fsv1.StackLabel))
+		}
+		injectFailed.WithLabelValues("stack-read").Inc()
+		return nil, admission.Errored(http.StatusInternalServerError, err)
+	}
+	key := preparedKey{si.UID, si.Generation}
+	h.mu.Lock()
+	prep := h.prepared[key]
+	h.mu.Unlock()
+	if prep != nil {
+		return prep, admission.Response{}
+	}
+	prep, err := inject.Prepare(si, h.Config)
+	if err != nil {
+		injectFailed.WithLabelValues("stack-invalid").Inc()
+		return nil, refuse(&corev1.Pod{}, err)
+	}
+	h.mu.Lock()
+	if len(h.prepared) > 4096 { // generations move on; forget them all rather than track age
+		clear(h.prepared)
+	}
+	h.prepared[key] = prep
+	h.mu.Unlock()
+	return prep, admission.Response{}
+}
+
+func skip(reason, msg string) admission.Response {
+	injectSkipped.WithLabelValues(reason).Inc()
+	return admission.Allowed(msg)
+}
+
+// refuse turns an injection refusal into the API's Invalid status, so kubectl prints each
+// field path and what to do.
+func refuse(pod *corev1.Pod, err error) admission.Response {
+	var re *inject.RejectError
+	if !errors.As(err, &re) {
+		injectFailed.WithLabelValues("internal").Inc()
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	injectFailed.WithLabelValues("refused").Inc()
+	name := pod.Name
+	if name == "" {
+		name = pod.GenerateName
+	}
+	status := apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, name, re.Errs).ErrStatus
+	status.Message = re.Error()
+	return admission.Response{AdmissionResponse: admissionResponse(&status)}
+}

@@ -1,0 +1,52 @@
+package webhook
+
+import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/render"
+)
+
+// StackInstanceValidator refuses StackInstances F-Stack cannot run, with every problem's field
+// path: the rules that need the whole spec at once (port ids as DPDK assigns them, the EAL
+// argument budget, address families, the flavor's limits) live in the renderer, which CEL
+// cannot express.
+type StackInstanceValidator struct{}
+
+// SetupWithManager registers the webhook.
+func (v *StackInstanceValidator) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewWebhookManagedBy(mgr, &fsv1.StackInstance{}).WithValidator(v).Complete()
+}
+
+// ValidateCreate checks a new StackInstance.
+func (v *StackInstanceValidator) ValidateCreate(_ context.Context, si *fsv1.StackInstance) (admission.Warnings, error) {
+	return nil, validate(si)
+}
+
+// ValidateUpdate checks a changed StackInstance and says that running pods keep their config.
+func (v *StackInstanceValidator) ValidateUpdate(_ context.Context, old, si *fsv1.StackInstance) (admission.Warnings, error) {
+	if err := validate(si); err != nil {
+		return nil, err
+	}
+	if !equality.Semantic.DeepEqual(old.Spec, si.Spec) && old.Status.BoundPods > 0 {
+		return admission.Warnings{"pods already running keep the config they started with; recreate them (e.g. kubectl rollout restart) to apply this change"}, nil
+	}
+	return nil, nil
+}
+
+// ValidateDelete allows every delete.
+func (v *StackInstanceValidator) ValidateDelete(context.Context, *fsv1.StackInstance) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func validate(si *fsv1.StackInstance) error {
+	if errs := render.Validate(&si.Spec); len(errs) > 0 {
+		return apierrors.NewInvalid(fsv1.GroupVersion.WithKind("StackInstance").GroupKind(), si.Name, errs)
+	}
+	return nil
+}

@@ -1,0 +1,164 @@
+package envtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/inject"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/operator/internal/controller"
+)
+
+var goldenDir = filepath.Join(root, "internal", "inject", "testdata")
+
+// serverDefaulted is what the API server stores for pod in the plain namespace, where no webhook
+// runs: the golden with the server's defaults, to compare with what the webhook produced.
+func serverDefaulted(t *testing.T, pod *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	p := pod.DeepCopy()
+	p.Namespace = plainNS
+	if err := k8s.Create(context.Background(), p, client.DryRunAll); err != nil {
+		t.Fatalf("dry-run create of the golden: %v", err)
+	}
+	return p
+}
+
+func comparable(p *corev1.Pod) any {
+	return struct {
+		Labels, Annotations map[string]string
+		Spec                corev1.PodSpec
+	}{p.Labels, p.Annotations, p.Spec}
+}
+
+// Pods created through the API server come back exactly as the injector's goldens say, and
+// creating an already injected pod changes nothing.
+func TestPodsInjectedLikeTheGoldens(t *testing.T) {
+	ctx := context.Background()
+	for _, name := range []string{"nginx-pci", "nginx-vhost", "nginx-sriov", "two-apps", "opt-out", "no-stack"} {
+		t.Run(name, func(t *testing.T) {
+			in := readPodFile(t, filepath.Join(goldenDir, name+".yaml"))
+			if s := inject.StackName(in); s != "" {
+				ensureStack(t, stack(t, s, optedInNS, s))
+			}
+			golden := readPodFile(t, filepath.Join(goldenDir, name+".yaml.injected"))
+			want := serverDefaulted(t, golden)
+			if err := k8s.Create(ctx, in); err != nil {
+				t.Fatalf("create: %v", err)
+			}
+			if diff := cmp.Diff(comparable(want), comparable(in)); diff != "" {
+				t.Fatalf("the webhook's pod differs from %s.yaml.injected (-golden +api):\n%s", name, diff)
+			}
+			again := golden.DeepCopy()
+			again.Name += "-again"
+			if err := k8s.Create(ctx, again); err != nil {
+				t.Fatalf("create the injected pod: %v", err)
+			}
+			if diff := cmp.Diff(comparable(want), comparable(again)); diff != "" {
+				t.Fatalf("re-submitting an injected pod changed it (-golden +api):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Namespaces that did not opt in, and the operator's own, never see the webhook's changes.
+func TestPodsOutsideOptedInNamespacesUntouched(t *testing.T) {
+	for _, ns := range []string{plainNS, operatorNS} {
+		pod := readPodFile(t, filepath.Join(goldenDir, "nginx-vhost.yaml"))
+		pod.Namespace = ns
+		want := pod.DeepCopy()
+		if err := k8s.Create(context.Background(), pod); err != nil {
+			t.Fatalf("%s: %v", ns, err)
+		}
+		if len(pod.Spec.InitContainers) != 0 || pod.Annotations[fsv1.StatusAnnotation] != "" ||
+			!cmp.Equal(pod.Spec.Containers[0].Command, want.Spec.Containers[0].Command) {
+			t.Fatalf("namespace %s: the pod was changed: %+v", ns, pod.Spec)
+		}
+	}
+}
+
+// Pods the injector cannot serve are refused with the reason and the field to fix.
+func TestPodsRefusedWithReason(t *testing.T) {
+	ctx := context.Background()
+	ensureStack(t, stack(t, "nginx-shim", optedInNS, "nginx-shim"))
+	missing := readPodFile(t, filepath.Join(goldenDir, "nginx-pci.yaml"))
+	missing.Name, missing.Labels[fsv1.StackLabel] = "names-missing-stack", "nope"
+	wantErr(t, k8s.Create(ctx, missing), `StackInstance "nope" not found in namespace "web"`)
+
+	noCommand := readPodFile(t, filepath.Join(goldenDir, "no-command.yaml"))
+	msg, err := os.ReadFile(filepath.Join(goldenDir, "no-command.yaml.err"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, k8s.Create(ctx, noCommand), "spec.containers[0].command", strings.TrimSpace(string(msg)))
+}
+
+// The controller counts bound and ready pods and says when pods run an older config. No
+// kubelet runs here: the test writes the dataplane's container status as kubelet would.
+func TestStatusFollowsPods(t *testing.T) {
+	ctx := context.Background()
+	si := stack(t, "vhost-user", optedInNS, "counted")
+	ensureStack(t, si)
+	var pods []*corev1.Pod
+	for i := range 2 {
+		pod := readPodFile(t, filepath.Join(goldenDir, "nginx-vhost.yaml"))
+		pod.Name, pod.Labels[fsv1.StackLabel] = fmt.Sprintf("counted-%d", i), si.Name
+		if err := k8s.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		pods = append(pods, pod)
+	}
+	waitStatus(t, si.Name, 2, 0, controller.ReasonPodsNotReady, "0 of 2 pods have a ready dataplane")
+	for _, pod := range pods {
+		pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: podcontract.DataplaneContainer, Ready: true, Image: "x", ImageID: "x"}}
+		if err := k8s.Status().Update(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitStatus(t, si.Name, 2, 2, controller.ReasonAllPodsReady, "2 of 2 pods have a ready dataplane")
+
+	cur := &fsv1.StackInstance{}
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: optedInNS, Name: si.Name}, cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.DPDK.PktTxDelayMicroseconds = ptr(int32(20))
+	if err := k8s.Update(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, si.Name, 2, 2, controller.ReasonOlderConfig, "2 of 2 pods run an older config")
+
+	for _, pod := range pods {
+		if err := k8s.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitStatus(t, si.Name, 0, 0, controller.ReasonNoBoundPods, "no pod names this StackInstance")
+}
+
+func waitStatus(t *testing.T, name string, bound, ready int32, reason, message string) {
+	t.Helper()
+	eventually(t, 20*time.Second, func() error {
+		si := &fsv1.StackInstance{}
+		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: optedInNS, Name: name}, si); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(si.Status.Conditions, fsv1.ConditionReady)
+		if c == nil || si.Status.BoundPods != bound || si.Status.ReadyPods != ready || c.Reason != reason ||
+			!strings.Contains(c.Message, message) || si.Status.ObservedGeneration != si.Generation {
+			return fmt.Errorf("status bound=%d ready=%d generation=%d/%d Ready=%+v; want bound=%d ready=%d reason %s, %q",
+				si.Status.BoundPods, si.Status.ReadyPods, si.Status.ObservedGeneration, si.Generation, c, bound, ready, reason, message)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,122 @@
+package envtest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/render"
+	"github.com/kube-fstack/kube-fstack/operator/internal/controller"
+)
+
+// The CRD's OpenAPI schema and CEL rules refuse what a single object shows is wrong.
+func TestSchemaAndCELRefuseBadSpecs(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(*fsv1.StackInstanceSpec)
+		want   []string
+	}{
+		{"processes-zero", func(s *fsv1.StackInstanceSpec) { s.Processes = -1 }, []string{"spec.processes", "greater than or equal to 1"}},
+		{"vlan-unknown-port", func(s *fsv1.StackInstanceSpec) {
+			s.VLANs = []fsv1.VLANSpec{{ID: 10, Port: "nope"}}
+		}, []string{"every vlans[].port must name an entry of spec.ports"}},
+		{"polling-with-kernel-event", func(s *fsv1.StackInstanceSpec) {
+			s.Shim.Polling, s.Shim.KernelEvent = true, ptr(true)
+		}, []string{"polling and kernelEvent cannot be combined"}},
+		{"page-size", func(s *fsv1.StackInstanceSpec) { s.Dataplane.HugePages.PageSize = "4Mi" }, []string{"spec.dataplane.hugePages.pageSize", "Unsupported value"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			si := stack(t, "vhost-user", optedInNS, "bad-"+c.name)
+			c.mutate(&si.Spec)
+			wantErr(t, k8s.Create(context.Background(), si), c.want...)
+		})
+	}
+}
+
+// The validating webhook refuses what only the whole spec shows, with field paths, and a
+// refused StackInstance is not stored.
+func TestWebhookRefusesCrossFieldErrors(t *testing.T) {
+	ctx := context.Background()
+	si := stack(t, "nginx-shim", optedInNS, "two-ports-one-device")
+	second := si.Spec.Ports[0].DeepCopy()
+	second.Name = "second"
+	second.IPv4.Address = "192.168.2.2/24"
+	second.IPv4.Gateway = "192.168.2.1"
+	si.Spec.Ports = append(si.Spec.Ports, *second)
+	err := k8s.Create(ctx, si)
+	wantErr(t, err, "admission webhook", "spec.ports[1].device.pci", "Duplicate value")
+	if !apierrors.IsInvalid(err) {
+		t.Fatalf("want an Invalid status so kubectl lists the fields, got %v", err)
+	}
+	got := &fsv1.StackInstance{}
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: optedInNS, Name: si.Name}, got); !apierrors.IsNotFound(err) {
+		t.Fatalf("a refused StackInstance was stored: %v", err)
+	}
+	// An update that breaks a stored StackInstance is refused too, and the stored spec stays.
+	ok := stack(t, "nginx-shim", optedInNS, "update-refused")
+	ensureStack(t, ok)
+	broken := ok.DeepCopy()
+	broken.Spec.Ports = append(broken.Spec.Ports, *second)
+	// A merge patch, not an update: the controller's status writes move resourceVersion on.
+	wantErr(t, k8s.Patch(ctx, broken, client.MergeFrom(ok)), "spec.ports[1].device.pci")
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: optedInNS, Name: ok.Name}, got); err != nil || len(got.Spec.Ports) != 1 {
+		t.Fatalf("the stored StackInstance changed: %v, %d ports", err, len(got.Spec.Ports))
+	}
+}
+
+// The controller marks a StackInstance Valid, writes its ConfigMap with exactly the renderer's
+// output, and says that no pod is bound yet.
+func TestControllerValidAndConfigMap(t *testing.T) {
+	ctx := context.Background()
+	si := stack(t, "vhost-user", optedInNS, "configmap")
+	ensureStack(t, si)
+	res, err := render.Render(&si.Spec, render.PlaceholderFacts(&si.Spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash := render.ConfigHash(res.Config)
+	want, err := controller.ConfigMapData(res, hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, func() error {
+		got := &fsv1.StackInstance{}
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: optedInNS, Name: si.Name}, got); err != nil {
+			return err
+		}
+		valid := meta.FindStatusCondition(got.Status.Conditions, fsv1.ConditionValid)
+		ready := meta.FindStatusCondition(got.Status.Conditions, fsv1.ConditionReady)
+		switch {
+		case valid == nil || valid.Status != metav1.ConditionTrue:
+			return fmt.Errorf("Valid condition %+v", valid)
+		case ready == nil || ready.Reason != controller.ReasonNoBoundPods:
+			return fmt.Errorf("Ready condition %+v", ready)
+		case got.Status.ObservedGeneration != got.Generation || got.Status.ConfigHash != hash:
+			return fmt.Errorf("status %+v, want generation %d hash %s", got.Status, got.Generation, hash)
+		}
+		return nil
+	})
+	cm := &corev1.ConfigMap{}
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: optedInNS, Name: controller.ConfigMapName(si.Name)}, cm); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, cm.Data); diff != "" {
+		t.Fatalf("ConfigMap differs from the renderer's output (-want +got):\n%s", diff)
+	}
+	if len(cm.OwnerReferences) != 1 || cm.OwnerReferences[0].Name != si.Name || cm.OwnerReferences[0].Controller == nil {
+		t.Fatalf("ConfigMap is not owned by the StackInstance: %+v", cm.OwnerReferences)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
