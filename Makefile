@@ -12,7 +12,7 @@ GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
 GO ?= go
 GOTEST_FLAGS ?= -count=1
-PKGS_UNIT := ./api/... ./internal/... ./cmd/...
+PKGS_UNIT := ./api/... ./internal/... ./cmd/... ./operator/internal/...
 
 ##@ General
 .PHONY: help
@@ -31,14 +31,16 @@ install-plugin: ## Install kubectl-fstack into GOBIN, so `kubectl fstack` finds 
 
 .PHONY: build
 build: ## Build every binary into ./bin.
-	$(GO) build -o $(LOCALBIN)/ ./cmd/... ./cni/cmd/...
+	$(GO) build -o $(LOCALBIN)/ ./cmd/kubectl-fstack ./operator/cmd/... ./cni/cmd/...
+	CGO_ENABLED=0 $(GO) build -o $(LOCALBIN)/ ./cmd/fstack-launcher
 
 ##@ Generate and verify
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Regenerate deepcopy, CRDs and goldens.
+generate: $(CONTROLLER_GEN) ## Regenerate deepcopy, CRDs, RBAC and goldens.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd:maxDescLen=400 paths=./api/... output:crd:artifacts:config=config/crd/bases
-	UPDATE_GOLDEN=1 $(GO) test ./internal/render/... -run 'Golden' $(GOTEST_FLAGS) >/dev/null
+	$(CONTROLLER_GEN) rbac:roleName=kube-fstack-operator paths=./operator/... output:rbac:artifacts:config=config/rbac
+	UPDATE_GOLDEN=1 $(GO) test ./internal/render/... ./internal/inject/... -run 'Golden' $(GOTEST_FLAGS) >/dev/null
 
 .PHONY: verify
 verify: generate ## Regenerate everything and fail if anything drifted from what is committed.
@@ -49,11 +51,19 @@ verify: generate ## Regenerate everything and fail if anything drifted from what
 
 ##@ Test
 .PHONY: test
-test: lint test-unit test-fuzz test-node ## Every test tier (what CI runs).
+test: lint test-unit test-fuzz test-envtest test-node ## Every test tier (what CI runs).
 
 .PHONY: test-unit
 test-unit: ## Unit, golden, property and fuzz-seed tests of the pure packages and the CLI.
 	$(GO) test $(GOTEST_FLAGS) $(PKGS_UNIT)
+
+.PHONY: envtest-assets
+envtest-assets: ## Build kube-apiserver from source and find etcd for envtest (cached in .cache/envtest).
+	@hack/envtest-assets.sh
+
+.PHONY: test-envtest
+test-envtest: ## The operator against a real kube-apiserver and etcd: CRD schema/CEL, webhooks, controller.
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test $(GOTEST_FLAGS) -timeout 10m ./operator/test/envtest/...
 
 .PHONY: test-node
 test-node: ## CNI plugin against real OVS-DPDK, DPDK testpmd, hugepages and netns (root; hack/install-deps.sh).
@@ -68,8 +78,9 @@ fuzz: ## Run the renderer fuzz target for FUZZTIME (default 60s).
 	$(GO) test ./internal/render -run '^$$' -fuzz FuzzRender -fuzztime $${FUZZTIME:-60s}
 
 .PHONY: test-fuzz
-test-fuzz: ## A short fuzz run of the renderer (part of test).
+test-fuzz: ## Short fuzz runs of the renderer and the injector (part of test).
 	FUZZTIME=15s $(MAKE) -s fuzz
+	$(GO) test ./internal/inject -run '^$$' -fuzz FuzzInject -fuzztime 10s
 
 .PHONY: bench
 bench: ## Benchmarks of the pure packages.

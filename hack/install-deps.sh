@@ -5,6 +5,8 @@ set -euo pipefail
 
 APT_PACKAGES=(
   git make gcc
+  # Operator envtest (make test-envtest): etcd beside the kube-apiserver built from source.
+  etcd-server
   # CNI node tests (make test-node): OVS-DPDK, DPDK testpmd and its virtio PMD, netns tools.
   openvswitch-switch-dpdk dpdk-dev librte-net-virtio23 librte-mempool-ring23 iproute2 iputils-ping util-linux
 )

@@ -110,4 +110,3 @@ func podToStack(_ context.Context, obj client.Object) []reconcile.Request {
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}}
 }
-

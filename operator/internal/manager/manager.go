@@ -27,6 +27,9 @@ import (
 	fswebhook "github.com/kube-fstack/kube-fstack/operator/internal/webhook"
 )
 
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete,namespace=kube-fstack-system
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=kube-fstack-system
+
 // Options configure the manager.
 type Options struct {
 	MetricsAddr, ProbeAddr string

@@ -32,9 +32,9 @@ func eventually(t *testing.T, timeout time.Duration, check func() error) {
 	}
 }
 
-// stack loads a StackInstance from the samples or the injector's test stacks by name, placed in
-// namespace ns under name as.
-func stack(t *testing.T, name, ns, as string) *fsv1.StackInstance {
+// stack loads a StackInstance from the samples or the injector's test stacks by name, as a
+// StackInstance named as in the opted-in namespace.
+func stack(t *testing.T, name, as string) *fsv1.StackInstance {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(root, "config", "samples", "*.yaml"))
 	more, _ := filepath.Glob(filepath.Join(root, "internal", "inject", "testdata", "stacks", "*.yaml"))
@@ -50,7 +50,7 @@ func stack(t *testing.T, name, ns, as string) *fsv1.StackInstance {
 		for i := range sis {
 			if sis[i].Name == name {
 				si := sis[i].DeepCopy()
-				si.Namespace, si.Name = ns, as
+				si.Namespace, si.Name = optedInNS, as
 				return si
 			}
 		}

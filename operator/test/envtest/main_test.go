@@ -104,7 +104,7 @@ func startManager(cfg *rest.Config, wh *envtest.WebhookInstallOptions) (func(), 
 	go func() { done <- mgr.Start(ctx) }()
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		cancel()
-		return nil, fmt.Errorf("cache did not sync: %v", <-done)
+		return nil, fmt.Errorf("cache did not sync: %w", <-done)
 	}
 	// The API server calls the webhooks over TLS: wait until the server answers.
 	deadline := time.Now().Add(30 * time.Second)
@@ -122,7 +122,12 @@ func startManager(cfg *rest.Config, wh *envtest.WebhookInstallOptions) (func(), 
 		return nil, err
 	}
 	k8s = direct
-	return func() { cancel(); <-done }, nil
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			fmt.Fprintf(os.Stderr, "operator stopped: %v\n", err)
+		}
+	}, nil
 }
 
 func setupNamespaces() error {

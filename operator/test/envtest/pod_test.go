@@ -50,7 +50,7 @@ func TestPodsInjectedLikeTheGoldens(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			in := readPodFile(t, filepath.Join(goldenDir, name+".yaml"))
 			if s := inject.StackName(in); s != "" {
-				ensureStack(t, stack(t, s, optedInNS, s))
+				ensureStack(t, stack(t, s, s))
 			}
 			golden := readPodFile(t, filepath.Join(goldenDir, name+".yaml.injected"))
 			want := serverDefaulted(t, golden)
@@ -91,7 +91,7 @@ func TestPodsOutsideOptedInNamespacesUntouched(t *testing.T) {
 // Pods the injector cannot serve are refused with the reason and the field to fix.
 func TestPodsRefusedWithReason(t *testing.T) {
 	ctx := context.Background()
-	ensureStack(t, stack(t, "nginx-shim", optedInNS, "nginx-shim"))
+	ensureStack(t, stack(t, "nginx-shim", "nginx-shim"))
 	missing := readPodFile(t, filepath.Join(goldenDir, "nginx-pci.yaml"))
 	missing.Name, missing.Labels[fsv1.StackLabel] = "names-missing-stack", "nope"
 	wantErr(t, k8s.Create(ctx, missing), `StackInstance "nope" not found in namespace "web"`)
@@ -108,7 +108,7 @@ func TestPodsRefusedWithReason(t *testing.T) {
 // kubelet runs here: the test writes the dataplane's container status as kubelet would.
 func TestStatusFollowsPods(t *testing.T) {
 	ctx := context.Background()
-	si := stack(t, "vhost-user", optedInNS, "counted")
+	si := stack(t, "vhost-user", "counted")
 	ensureStack(t, si)
 	var pods []*corev1.Pod
 	for i := range 2 {

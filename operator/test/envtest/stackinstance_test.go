@@ -37,7 +37,7 @@ func TestSchemaAndCELRefuseBadSpecs(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			si := stack(t, "vhost-user", optedInNS, "bad-"+c.name)
+			si := stack(t, "vhost-user", "bad-"+c.name)
 			c.mutate(&si.Spec)
 			wantErr(t, k8s.Create(context.Background(), si), c.want...)
 		})
@@ -48,7 +48,7 @@ func TestSchemaAndCELRefuseBadSpecs(t *testing.T) {
 // refused StackInstance is not stored.
 func TestWebhookRefusesCrossFieldErrors(t *testing.T) {
 	ctx := context.Background()
-	si := stack(t, "nginx-shim", optedInNS, "two-ports-one-device")
+	si := stack(t, "nginx-shim", "two-ports-one-device")
 	second := si.Spec.Ports[0].DeepCopy()
 	second.Name = "second"
 	second.IPv4.Address = "192.168.2.2/24"
@@ -64,7 +64,7 @@ func TestWebhookRefusesCrossFieldErrors(t *testing.T) {
 		t.Fatalf("a refused StackInstance was stored: %v", err)
 	}
 	// An update that breaks a stored StackInstance is refused too, and the stored spec stays.
-	ok := stack(t, "nginx-shim", optedInNS, "update-refused")
+	ok := stack(t, "nginx-shim", "update-refused")
 	ensureStack(t, ok)
 	broken := ok.DeepCopy()
 	broken.Spec.Ports = append(broken.Spec.Ports, *second)
@@ -79,7 +79,7 @@ func TestWebhookRefusesCrossFieldErrors(t *testing.T) {
 // output, and says that no pod is bound yet.
 func TestControllerValidAndConfigMap(t *testing.T) {
 	ctx := context.Background()
-	si := stack(t, "vhost-user", optedInNS, "configmap")
+	si := stack(t, "vhost-user", "configmap")
 	ensureStack(t, si)
 	res, err := render.Render(&si.Spec, render.PlaceholderFacts(&si.Spec))
 	if err != nil {
