@@ -40,7 +40,7 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy, CRDs, RBAC and goldens.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd:maxDescLen=400 paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=kube-fstack-operator paths=./operator/... output:rbac:artifacts:config=config/rbac
-	UPDATE_GOLDEN=1 $(GO) test ./internal/render/... ./internal/inject/... -run 'Golden' $(GOTEST_FLAGS) >/dev/null
+	UPDATE_GOLDEN=1 $(GO) test ./internal/render/... ./internal/inject/... ./internal/cli/... -run 'Golden' $(GOTEST_FLAGS) >/dev/null
 
 .PHONY: verify
 verify: generate ## Regenerate everything and fail if anything drifted from what is committed.

@@ -17,14 +17,14 @@ var errReported = errors.New("reported")
 func Run(args []string, stdout, stderr io.Writer) int {
 	root := &cobra.Command{
 		Use:           "kubectl-fstack",
-		Short:         "Offline tools for kube-fstack: render F-Stack's config.ini from a StackInstance",
+		Short:         "Offline tools for kube-fstack: render F-Stack's config.ini, inject the dataplane into manifests",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetArgs(args)
-	root.AddCommand(newRenderCommand(stdout, stderr))
+	root.AddCommand(newRenderCommand(stdout, stderr), newInjectCommand(stdout, stderr))
 	if err := root.Execute(); err != nil {
 		if !errors.Is(err, errReported) {
 			fmt.Fprintln(stderr, "error:", err)

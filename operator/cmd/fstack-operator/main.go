@@ -40,6 +40,7 @@ func parseFlags() (manager.Options, error) {
 	flag.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz.")
 	flag.BoolVar(&o.LeaderElect, "leader-elect", false, "Elect one active controller among replicas (every replica serves the webhooks).")
 	flag.StringVar(&o.Namespace, "namespace", os.Getenv("POD_NAMESPACE"), "The operator's namespace (never injected; holds the certificate secret and the lease).")
+	flag.StringVar(&o.WebhookHost, "webhook-host", "", "Address the webhook server listens on (all when empty).")
 	flag.IntVar(&o.WebhookPort, "webhook-port", 9443, "Port of the webhook server.")
 	flag.StringVar(&o.CertDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory of the webhook serving certificate (tls.crt, tls.key).")
 	flag.BoolVar(&o.ManageCerts, "manage-certs", true, "Generate and rotate the webhook certificate and inject its CA; false when cert-manager does it.")

@@ -1,0 +1,274 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/inject"
+	"github.com/kube-fstack/kube-fstack/internal/manifest"
+)
+
+type injectOptions struct {
+	file, stackFile, stackName, image, pullPolicy string
+}
+
+func newInjectCommand(stdout, stderr io.Writer) *cobra.Command {
+	o := &injectOptions{}
+	cmd := &cobra.Command{
+		Use:   "inject -f workload.yaml --stack stack.yaml [--stack-name NAME] [--image IMAGE]",
+		Short: "Inject the F-Stack dataplane into Pods, Deployments, StatefulSets, DaemonSets and Jobs offline",
+		Long: `Apply the operator's pod injection to manifests, without a cluster.
+
+Every Pod and pod template (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob) gets
+the dataplane sidecar, the shared volumes and the shim exactly as the webhook would add them;
+pod templates that do not name the stack get its label. Other documents pass through unchanged.
+A workload that cannot run the stack is reported with its field paths on stderr (exit 1).`,
+		Args: cobra.NoArgs,
+		RunE: func(_ *cobra.Command, _ []string) error { return o.run(stdout, stderr) },
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.file, "filename", "f", "", "manifests to inject (YAML or JSON, several documents; - for stdin)")
+	f.StringVar(&o.stackFile, "stack", "", "the StackInstance manifest")
+	f.StringVar(&o.stackName, "stack-name", "", "which StackInstance of a multi-document --stack file")
+	f.StringVar(&o.image, "image", inject.DefaultConfig().Image, "dataplane image when the StackInstance names none")
+	f.StringVar(&o.pullPolicy, "pull-policy", "IfNotPresent", "imagePullPolicy of the dataplane container")
+	_ = cmd.MarkFlagRequired("filename")
+	_ = cmd.MarkFlagRequired("stack")
+	return cmd
+}
+
+func (o *injectOptions) run(stdout, stderr io.Writer) error {
+	si, err := o.loadStack()
+	if err != nil {
+		return err
+	}
+	cfg := inject.DefaultConfig()
+	cfg.Image, cfg.ImagePullPolicy = o.image, corev1.PullPolicy(o.pullPolicy)
+	prep, err := inject.Prepare(si, cfg)
+	if err != nil {
+		return reportReject(stderr, "", err)
+	}
+	data, err := readInput(o.file)
+	if err != nil {
+		return err
+	}
+	docs, err := splitDocuments(data)
+	if err != nil {
+		return err
+	}
+	var out [][]byte
+	var failed bool
+	for _, doc := range docs {
+		injected, err := injectDocument(doc, prep, si.Name)
+		if err != nil {
+			failed = true
+			_ = reportReject(stderr, describe(doc), err)
+			continue
+		}
+		out = append(out, injected)
+	}
+	if failed {
+		return errReported
+	}
+	_, err = stdout.Write(bytes.Join(out, []byte("---\n")))
+	return err
+}
+
+func (o *injectOptions) loadStack() (*fsv1.StackInstance, error) {
+	data, err := readInput(o.stackFile)
+	if err != nil {
+		return nil, err
+	}
+	sis, err := manifest.StackInstances(data)
+	if err != nil {
+		return nil, fmt.Errorf("--stack %s: %w", o.stackFile, err)
+	}
+	for i := range sis {
+		if o.stackName == "" && len(sis) == 1 || sis[i].Name == o.stackName {
+			return &sis[i], nil
+		}
+	}
+	if o.stackName == "" {
+		return nil, fmt.Errorf("--stack %s holds %d StackInstances: choose one with --stack-name", o.stackFile, len(sis))
+	}
+	return nil, fmt.Errorf("--stack %s has no StackInstance named %q", o.stackFile, o.stackName)
+}
+
+func readInput(path string) ([]byte, error) {
+	if path == "-" {
+		return io.ReadAll(os.Stdin)
+	}
+	return os.ReadFile(path)
+}
+
+func splitDocuments(data []byte) ([][]byte, error) {
+	var docs [][]byte
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return docs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(bytes.TrimSpace(doc)) > 0 {
+			docs = append(docs, doc)
+		}
+	}
+}
+
+// templatePaths says where each workload kind keeps its pod template; a Pod is its own.
+var templatePaths = map[string][]string{
+	"Pod":         {},
+	"Deployment":  {"spec", "template"},
+	"StatefulSet": {"spec", "template"},
+	"DaemonSet":   {"spec", "template"},
+	"ReplicaSet":  {"spec", "template"},
+	"Job":         {"spec", "template"},
+	"CronJob":     {"spec", "jobTemplate", "spec", "template"},
+}
+
+// injectDocument injects the pod template of one document, leaving every other field as
+// written; documents of other kinds come back unchanged.
+func injectDocument(doc []byte, prep *inject.Prepared, stack string) ([]byte, error) {
+	var obj map[string]any
+	if err := yaml.Unmarshal(doc, &obj); err != nil {
+		return nil, err
+	}
+	kind, _ := obj["kind"].(string)
+	path, ok := templatePaths[kind]
+	if !ok {
+		return doc, nil
+	}
+	tmpl, err := lookup(obj, path)
+	if err != nil {
+		return nil, err
+	}
+	pod, err := toPod(tmpl)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", strings.Join(append(path, "spec"), "."), err)
+	}
+	if pod.Labels[fsv1.StackLabel] == "" {
+		if pod.Labels == nil {
+			pod.Labels = map[string]string{}
+		}
+		pod.Labels[fsv1.StackLabel] = stack
+	}
+	injected, _, err := prep.Inject(pod)
+	if err != nil {
+		var re *inject.RejectError
+		if errors.As(err, &re) && len(path) > 0 {
+			prefixPaths(re, strings.Join(path, ".")+".")
+		}
+		return nil, err
+	}
+	if err := fromPod(injected, tmpl); err != nil {
+		return nil, err
+	}
+	return yaml.Marshal(obj)
+}
+
+func lookup(obj map[string]any, path []string) (map[string]any, error) {
+	cur := obj
+	for i, k := range path {
+		next, ok := cur[k].(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%s is missing", strings.Join(path[:i+1], "."))
+		}
+		cur = next
+	}
+	return cur, nil
+}
+
+// toPod reads the metadata and spec of a pod or pod template.
+func toPod(tmpl map[string]any) (*corev1.Pod, error) {
+	raw, err := json.Marshal(map[string]any{"metadata": tmpl["metadata"], "spec": tmpl["spec"]})
+	if err != nil {
+		return nil, err
+	}
+	pod := &corev1.Pod{}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(pod); err != nil {
+		return nil, err
+	}
+	return pod, nil
+}
+
+// fromPod writes the injected metadata and spec back into the template.
+func fromPod(pod *corev1.Pod, tmpl map[string]any) error {
+	raw, err := json.Marshal(struct {
+		Metadata any `json:"metadata"`
+		Spec     any `json:"spec"`
+	}{podMeta(pod), pod.Spec})
+	if err != nil {
+		return err
+	}
+	var back map[string]any
+	if err := json.Unmarshal(raw, &back); err != nil {
+		return err
+	}
+	tmpl["metadata"], tmpl["spec"] = back["metadata"], back["spec"]
+	return nil
+}
+
+// podMeta drops the zero creationTimestamp a typed ObjectMeta would print.
+func podMeta(pod *corev1.Pod) map[string]any {
+	raw, _ := json.Marshal(pod.ObjectMeta)
+	var m map[string]any
+	_ = json.Unmarshal(raw, &m)
+	if m["creationTimestamp"] == nil {
+		delete(m, "creationTimestamp")
+	}
+	return m
+}
+
+func prefixPaths(re *inject.RejectError, prefix string) {
+	for _, e := range re.Errs {
+		e.Field = prefix + e.Field
+	}
+}
+
+func describe(doc []byte) string {
+	var meta struct {
+		Kind     string `json:"kind"`
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	}
+	_ = yaml.Unmarshal(doc, &meta)
+	return fmt.Sprintf("%s %s", meta.Kind, meta.Metadata.Name)
+}
+
+// reportReject prints every field problem of a refusal on its own line.
+func reportReject(stderr io.Writer, what string, err error) error {
+	var re *inject.RejectError
+	if !errors.As(err, &re) {
+		if what != "" {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		return err
+	}
+	if what != "" {
+		fmt.Fprintf(stderr, "%s cannot run StackInstance %q:\n", what, re.Stack)
+	} else {
+		fmt.Fprintf(stderr, "StackInstance %q cannot be injected:\n", re.Stack)
+	}
+	for _, e := range re.Errs {
+		fmt.Fprintf(stderr, "  %s\n", e.Error())
+	}
+	return errReported
+}

@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kube-fstack/kube-fstack/internal/inject"
+	"github.com/kube-fstack/kube-fstack/internal/manifest"
+)
+
+func TestInjectWorkloadMatchesGolden(t *testing.T) {
+	out, errOut, code := run(t, "inject", "-f", sample("workloads/nginx-vhost.yaml"), "--stack", sample("vhost-user.yaml"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	golden := filepath.Join("testdata", "inject-nginx-vhost.yaml")
+	if os.Getenv("UPDATE_GOLDEN") != "" {
+		if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), out); diff != "" {
+		t.Fatalf("stale golden %s (refresh with UPDATE_GOLDEN=1):\n%s", golden, diff)
+	}
+	if !strings.Contains(out, "kind: Service") {
+		t.Fatal("the Service document was dropped; other kinds must pass through")
+	}
+}
+
+// The offline CLI gives exactly what the webhook's pure function gives.
+func TestInjectPodEqualsThePackage(t *testing.T) {
+	in := filepath.Join("..", "inject", "testdata", "nginx-vhost.yaml")
+	out, errOut, code := run(t, "inject", "-f", in, "--stack", sample("vhost-user.yaml"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	got := &corev1.Pod{}
+	if err := yaml.UnmarshalStrict([]byte(out), got); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(in)
+	pod := &corev1.Pod{}
+	if err := yaml.UnmarshalStrict(raw, pod); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(sample("vhost-user.yaml"))
+	sis, err := manifest.StackInstances(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := inject.DefaultConfig()
+	cfg.ImagePullPolicy = corev1.PullIfNotPresent
+	want, _, err := inject.Inject(pod, &sis[0], cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want.Spec, got.Spec); diff != "" {
+		t.Fatalf("CLI and package differ:\n%s", diff)
+	}
+}
+
+func TestInjectRefusalNamesTemplateFields(t *testing.T) {
+	dir := t.TempDir()
+	raw, _ := os.ReadFile(sample("workloads/nginx-vhost.yaml"))
+	broken := strings.Replace(string(raw), `command: [nginx, -g, "daemon off;"]`, "", 1)
+	path := filepath.Join(dir, "w.yaml")
+	if err := os.WriteFile(path, []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := run(t, "inject", "-f", path, "--stack", sample("vhost-user.yaml"))
+	if code != 1 || out != "" {
+		t.Fatalf("exit %d with output %q; want 1 and nothing on stdout", code, out)
+	}
+	for _, want := range []string{"Deployment nginx-fstack cannot run StackInstance \"vhost-user\"", "spec.template.spec.containers[0].command: Required value"} {
+		if !strings.Contains(errOut, want) {
+			t.Fatalf("stderr %q lacks %q", errOut, want)
+		}
+	}
+}
+
+func TestInjectInvalidStack(t *testing.T) {
+	_, errOut, code := run(t, "inject", "-f", sample("workloads/nginx-vhost.yaml"), "--stack", filepath.Join("..", "inject", "testdata", "stacks", "broken.yaml"))
+	if code != 1 || !strings.Contains(errOut, "spec.ports[1].device.pci: Duplicate value") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+}
