@@ -22,7 +22,9 @@ func main() {
 	log := ctrl.Log.WithName("setup")
 	if err == nil {
 		var mgr ctrl.Manager
-		if mgr, err = manager.New(ctrl.GetConfigOrDie(), o, log); err == nil {
+		cfg := ctrl.GetConfigOrDie()
+		cfg.QPS, cfg.Burst = o.QPS, o.Burst
+		if mgr, err = manager.New(cfg, o, log); err == nil {
 			log.Info("starting", "namespace", o.Namespace, "manageCerts", o.ManageCerts, "dataplaneImage", o.Inject.Image)
 			err = mgr.Start(ctrl.SetupSignalHandler())
 		}
@@ -36,6 +38,8 @@ func main() {
 func parseFlags() (manager.Options, error) {
 	o := manager.Options{Inject: inject.DefaultConfig()}
 	var pullPolicy, memory string
+	var qps float64
+	var burst int
 	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint (0 disables it).")
 	flag.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz.")
 	flag.BoolVar(&o.LeaderElect, "leader-elect", false, "Elect one active controller among replicas (every replica serves the webhooks).")
@@ -52,6 +56,9 @@ func parseFlags() (manager.Options, error) {
 	flag.StringVar(&pullPolicy, "dataplane-pull-policy", "IfNotPresent", "imagePullPolicy of the injected dataplane.")
 	flag.StringVar(&o.Inject.HostSocketRoot, "vhost-socket-root", o.Inject.HostSocketRoot, "The CNI plugin's socket root on the nodes.")
 	flag.StringVar(&memory, "dataplane-memory", o.Inject.DataplaneMemory.String(), "Memory of the dataplane container when the StackInstance sets none.")
+	flag.IntVar(&o.Workers, "workers", 4, "StackInstances reconciled in parallel.")
+	flag.Float64Var(&qps, "kube-api-qps", 50, "Requests per second to the API server (client-side limit).")
+	flag.IntVar(&burst, "kube-api-burst", 100, "Burst of requests to the API server.")
 	zo := zap.Options{}
 	zo.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -62,5 +69,6 @@ func parseFlags() (manager.Options, error) {
 		return o, fmt.Errorf("--dataplane-memory: %w", err)
 	}
 	o.Inject.DataplaneMemory = mem
+	o.QPS, o.Burst = float32(qps), burst
 	return o, nil
 }

@@ -7,10 +7,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 )
 
@@ -23,6 +25,8 @@ const (
 	KeyConfig      = "config.ini"
 	KeyEAL         = "eal.txt"
 	KeyConfigHash  = "config-hash"
+	// FieldOwner is the operator's field manager for server-side apply.
+	FieldOwner = "kube-fstack-operator"
 )
 
 // ConfigMapName is the name of a StackInstance's ConfigMap.
@@ -47,20 +51,29 @@ func ConfigMapData(res *render.Result, hash string) (map[string]string, error) {
 	}, nil
 }
 
+// ensureConfigMap writes the ConfigMap when it is missing or holds another config. Only its
+// metadata is cached (the data of a thousand ConfigMaps would double the operator's memory), so
+// the hash annotation tells whether the data is current, and a server-side apply writes it.
 func (r *StackInstanceReconciler) ensureConfigMap(ctx context.Context, si *fsv1.StackInstance, res *render.Result, hash string) error {
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: si.Namespace, Name: ConfigMapName(si.Name)}, meta)
+	if err == nil && meta.Annotations[podcontract.ConfigHashAnnotation] == hash && metav1.IsControlledBy(meta, si) {
+		return nil
+	}
+	if client.IgnoreNotFound(err) != nil {
+		return err
+	}
 	data, err := ConfigMapData(res, hash)
 	if err != nil {
 		return err
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: ConfigMapName(si.Name), Namespace: si.Namespace}}
-	_, err = controllerutil.CreateOrPatch(ctx, r.Client, cm, func() error {
-		if cm.Labels == nil {
-			cm.Labels = map[string]string{}
-		}
-		cm.Labels[ManagedByLabel] = ManagedBy
-		cm.Labels[fsv1.StackLabel] = si.Name
-		cm.Data = data
-		return controllerutil.SetControllerReference(si, cm, r.Client.Scheme())
-	})
-	return client.IgnoreNotFound(err)
+	gvk := fsv1.GroupVersion.WithKind("StackInstance")
+	cm := corev1ac.ConfigMap(ConfigMapName(si.Name), si.Namespace).
+		WithLabels(map[string]string{ManagedByLabel: ManagedBy, fsv1.StackLabel: si.Name}).
+		WithAnnotations(map[string]string{podcontract.ConfigHashAnnotation: hash}).
+		WithOwnerReferences(metav1ac.OwnerReference().WithAPIVersion(gvk.GroupVersion().String()).WithKind(gvk.Kind).
+			WithName(si.Name).WithUID(si.UID).WithController(true).WithBlockOwnerDeletion(true)).
+		WithData(data)
+	return client.IgnoreNotFound(r.Client.Apply(ctx, cm, client.FieldOwner(FieldOwner), client.ForceOwnership))
 }

@@ -8,14 +8,18 @@ import (
 	"errors"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
@@ -26,6 +30,8 @@ import (
 type StackInstanceReconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
+	// Workers is how many StackInstances are reconciled at once; each waits on API writes.
+	Workers int
 }
 
 // +kubebuilder:rbac:groups=kubefstack.io,resources=stackinstances,verbs=get;list;watch
@@ -78,6 +84,9 @@ func (r *StackInstanceReconciler) patchStatus(ctx context.Context, si *fsv1.Stac
 	meta.SetStatusCondition(&st.Conditions, valid)
 	meta.SetStatusCondition(&st.Conditions, ready)
 	st.ObservedGeneration, st.BoundPods, st.ReadyPods, st.ConfigHash = si.Generation, n.Bound, n.Ready, hash
+	if equality.Semantic.DeepEqual(before.Status, si.Status) {
+		return nil // nothing to write: a no-op patch still costs the API server a write path
+	}
 	if err := r.Client.Status().Patch(ctx, si, client.MergeFrom(before)); err != nil {
 		return client.IgnoreNotFound(err)
 	}
@@ -97,9 +106,11 @@ func (r *StackInstanceReconciler) patchStatus(ctx context.Context, si *fsv1.Stac
 // SetupWithManager watches StackInstances, their ConfigMaps, and the pods that name them.
 func (r *StackInstanceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&fsv1.StackInstance{}).
-		Owns(&corev1.ConfigMap{}).
+		// Status writes (our own) and metadata changes say nothing new about the spec.
+		For(&fsv1.StackInstance{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&corev1.ConfigMap{}, builder.OnlyMetadata).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToStack)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Workers)}).
 		Complete(r)
 }
 

@@ -43,6 +43,11 @@ type Options struct {
 	ManageCerts bool
 	Certs       certs.Options
 	Inject      inject.Config
+	// Workers reconcile StackInstances in parallel.
+	Workers int
+	// QPS and Burst limit the client's requests to the API server.
+	QPS   float32
+	Burst int
 }
 
 // Scheme has the core types and StackInstance.
@@ -72,7 +77,7 @@ func New(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
 	} else {
 		close(ready)
 	}
-	rec := &controller.StackInstanceReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kube-fstack")}
+	rec := &controller.StackInstanceReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kube-fstack"), Workers: o.Workers}
 	if err := rec.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}

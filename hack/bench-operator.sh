@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Operator benchmarks with real components (kube-apiserver from source, etcd, the operator as its
+# own process): the pure injection (go test -bench), pod create through the API server with the
+# webhook vs without it, and 1000 StackInstances to Valid with the operator's peak RSS.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/usr/local/go/bin:$PATH"
+assets="$(hack/envtest-assets.sh)"
+mkdir -p bin
+go build -o bin/ ./operator/cmd/fstack-operator
+echo "== inject one pod (pure function; 'prepared' is the webhook's per-pod path)"
+go test ./internal/inject -run '^$' -bench BenchmarkInject -benchmem -count 1 | grep -E '^Benchmark'
+echo
+KUBEBUILDER_ASSETS="$assets" go run ./operator/test/bench -root . -operator bin/fstack-operator "$@"

@@ -1,0 +1,92 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	"sigs.k8s.io/yaml"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/inject"
+	"github.com/kube-fstack/kube-fstack/internal/manifest"
+)
+
+// The adapter's own decisions; the API-server path is covered by operator/test/envtest. The
+// StackInstance is read from controller-runtime's fake client here, standing in for the cache.
+func newInjector(t testing.TB) (*PodInjector, []byte) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	_ = corev1.AddToScheme(scheme)
+	_ = fsv1.AddToScheme(scheme)
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "config", "samples", "vhost-user.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sis, err := manifest.StackInstances(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	si := &sis[0]
+	si.Namespace = "web"
+	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(si).Build()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "internal", "inject", "testdata", "nginx-vhost.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{}
+	if err := yaml.UnmarshalStrict(raw, pod); err != nil {
+		t.Fatal(err)
+	}
+	podJSON, _ := json.Marshal(pod)
+	return NewPodInjector(reader, admission.NewDecoder(scheme), inject.DefaultConfig(), "kube-fstack-system"), podJSON
+}
+
+func request(ns string, pod []byte) admission.Request {
+	return admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		Operation: admissionv1.Create, Namespace: ns, Object: runtime.RawExtension{Raw: pod},
+	}}
+}
+
+func TestHandle(t *testing.T) {
+	h, pod := newInjector(t)
+	ctx := context.Background()
+	resp := h.Handle(ctx, request("web", pod))
+	if !resp.Allowed || len(resp.Patches) == 0 {
+		t.Fatalf("want an allowed response with patches, got %+v", resp.Result)
+	}
+	if resp := h.Handle(ctx, request("kube-fstack-system", pod)); !resp.Allowed || len(resp.Patches) != 0 {
+		t.Fatal("the operator's own namespace was injected")
+	}
+	missing := strings.Replace(string(pod), `"kubefstack.io/stack":"vhost-user"`, `"kubefstack.io/stack":"nope"`, 1)
+	resp = h.Handle(ctx, request("web", []byte(missing)))
+	if resp.Allowed || !strings.Contains(resp.Result.Message, `StackInstance "nope" not found`) {
+		t.Fatalf("missing stack: %+v", resp.Result)
+	}
+	noCmd := strings.Replace(string(pod), `"command":["nginx","-g","daemon off;"],`, "", 1)
+	resp = h.Handle(ctx, request("web", []byte(noCmd)))
+	if resp.Allowed || resp.Result.Code != 422 || len(resp.Result.Details.Causes) == 0 || resp.Result.Details.Causes[0].Field != "spec.containers[0].command" {
+		t.Fatalf("no command: %+v", resp.Result)
+	}
+}
+
+// BenchmarkHandle is the webhook's work per pod: decode, read the stack, inject, diff to a patch.
+func BenchmarkHandle(b *testing.B) {
+	h, pod := newInjector(b)
+	req := request("web", pod)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if resp := h.Handle(ctx, req); !resp.Allowed {
+			b.Fatal(resp.Result)
+		}
+	}
+}
