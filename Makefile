@@ -12,7 +12,7 @@ GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
 GO ?= go
 GOTEST_FLAGS ?= -count=1
-PKGS_UNIT := ./api/... ./internal/... ./cmd/...
+PKGS_UNIT := ./api/... ./internal/... ./cmd/... ./dataplane-image/internal/... ./dataplane-image/cmd/...
 
 ##@ General
 .PHONY: help
@@ -49,7 +49,7 @@ verify: generate ## Regenerate everything and fail if anything drifted from what
 
 ##@ Test
 .PHONY: test
-test: lint test-unit test-fuzz test-node ## Every test tier (what CI runs).
+test: lint test-unit test-fuzz test-node test-dataplane ## Every test tier (what CI runs).
 
 .PHONY: test-unit
 test-unit: ## Unit, golden, property and fuzz-seed tests of the pure packages and the CLI.
@@ -58,6 +58,14 @@ test-unit: ## Unit, golden, property and fuzz-seed tests of the pure packages an
 .PHONY: test-node
 test-node: ## CNI plugin against real OVS-DPDK, DPDK testpmd, hugepages and netns (root; hack/install-deps.sh).
 	$(GO) test $(GOTEST_FLAGS) -p 1 -timeout 15m ./cni/...
+
+.PHONY: test-dataplane
+test-dataplane: ## The dataplane supervisor driving real DPDK (testpmd, proc-info) behind a private OVS-DPDK (root).
+	$(GO) test $(GOTEST_FLAGS) -p 1 -timeout 10m ./dataplane-image/test/...
+
+.PHONY: bench-dataplane
+bench-dataplane: ## Stand-in dataplane: time from container start to ready (1 and 2 processes) and supervisor RSS (root).
+	hack/bench-dataplane.sh
 
 .PHONY: bench-cni
 bench-cni: ## CNI ADD+DEL latency vs the bridge plugin and ovs-vsctl, and a 1000-cycle fault run (prints ratios).
@@ -74,6 +82,11 @@ test-fuzz: ## A short fuzz run of the renderer (part of test).
 .PHONY: bench
 bench: ## Benchmarks of the pure packages.
 	$(GO) test ./internal/... -run '^$$' -bench . -benchmem
+
+##@ Images
+.PHONY: image-dataplane-standin
+image-dataplane-standin: ## Build the stand-in dataplane image (Debian DPDK + supervisor) as an OCI tarball, no daemon (root).
+	hack/image-dataplane-standin.sh
 
 ##@ Lint
 .PHONY: lint
