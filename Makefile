@@ -31,7 +31,7 @@ install-plugin: ## Install kubectl-fstack into GOBIN, so `kubectl fstack` finds 
 
 .PHONY: build
 build: ## Build every binary into ./bin.
-	$(GO) build -o $(LOCALBIN)/ ./cmd/... ./cni/cmd/...
+	$(GO) build -o $(LOCALBIN)/ ./cmd/... ./cni/cmd/... ./dataplane-image/cmd/...
 
 ##@ Generate and verify
 .PHONY: generate

@@ -59,6 +59,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&t.Grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL when stopping")
 	fs.DurationVar(&t.Poll, "poll", 20*time.Millisecond, "readiness polling interval")
 	fs.StringVar(&o.readyCmd, "ready-command", "", "command (space-separated, {proc} expands) that must succeed for a process to be ready, e.g. \"/usr/local/bin/ff_traffic -p {proc} -s\"")
+	fs.Var((*listFlag)(&o.cfg.ReadyTelemetry), "ready-telemetry", "telemetry check the primary must pass before secondaries start: \"command\" (non-empty reply) or \"command~text\" (repeat), e.g. /mempool/list~mb_pool_0 for testpmd")
 	fs.BoolVar(&o.cfg.RequireShim, "require-shim", true, "fail when the image has no libff_syscall.so for the spec's shim mode")
 	fs.StringVar(&o.ffTraffic, "ff-traffic", "/usr/local/bin/ff_traffic", "ff_traffic for per-process metrics (skipped when absent)")
 	fs.StringVar(&o.listen, "listen", ":"+strconv.Itoa(podcontract.SupervisorPort), "address of /readyz, /healthz and /metrics")

@@ -85,6 +85,11 @@ type Config struct {
 	// ff_traffic -p {proc} -s). Without it the primary is ready when its EAL finished init and
 	// a secondary when it has joined the primary's IPC channel.
 	ReadyCommand []string
+	// ReadyTelemetry are telemetry commands the primary must answer before secondaries start,
+	// each "command" (any non-empty reply) or "command~text" (the reply contains text). EAL
+	// init is not enough for an application that creates its shared objects after it: a
+	// secondary started then dies looking them up (testpmd: /mempool/list~mb_pool_0).
+	ReadyTelemetry []string
 	// RequireShim fails the start when the image has no libff_syscall.so for the spec's shim
 	// mode. The stand-in image has none and turns it off.
 	RequireShim bool

@@ -18,7 +18,10 @@ import (
 // as a fake: it plays a DPDK primary the way the supervisor observes one (the runtime config
 // file, its fcntl lock, the RTE magic written when "EAL init" is done) or a secondary (its
 // mp_socket file), and dies or hangs on demand. The dataplane tier runs the real ones.
-const fakeEnv = "SUPERVISOR_FAKE_PROCESS"
+const (
+	fakeEnv     = "SUPERVISOR_FAKE_PROCESS"
+	fakeHugeEnv = "SUPERVISOR_FAKE_HUGEPAGES"
+)
 
 func TestMain(m *testing.M) {
 	if os.Getenv(fakeEnv) == "1" {
@@ -51,6 +54,7 @@ func fakeProcess(args []string) int {
 		return 3
 	case "secondary", "secondary-dies":
 		_ = os.WriteFile(filepath.Join(rd, fmt.Sprintf("mp_socket_%d_1f", os.Getpid())), nil, 0o600)
+		fakeMapHugepages(os.Getenv(fakeHugeEnv))
 		if mode == "secondary-dies" {
 			time.Sleep(300 * time.Millisecond)
 			return 7
@@ -76,4 +80,16 @@ func fakePrimary(rd string, magic uint32) {
 	time.Sleep(50 * time.Millisecond) // readiness must wait for the magic, not the file
 	binary.NativeEndian.PutUint32(word[:], magic)
 	_, _ = f.WriteAt(word[:], 0)
+}
+
+// fakeMapHugepages maps the primary's page file, as an attaching secondary does.
+func fakeMapHugepages(dir string) {
+	f, err := os.OpenFile(filepath.Join(dir, DefaultPrefix+"map_0"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		os.Exit(6)
+	}
+	_ = f.Truncate(4096)
+	if _, err := unix.Mmap(int(f.Fd()), 0, 4096, unix.PROT_READ, unix.MAP_SHARED); err != nil {
+		os.Exit(6)
+	}
 }

@@ -116,7 +116,7 @@ func (h *harness) supervisor(primary, secondary string) *Supervisor {
 		Timing: Timing{StartTimeout: 5 * time.Second, Grace: time.Second, Poll: 10 * time.Millisecond},
 	}
 	s := New(cfg, h.facts(), h.log)
-	s.Env = append(os.Environ(), fakeEnv+"=1")
+	s.Env = append(os.Environ(), fakeEnv+"=1", fakeHugeEnv+"="+h.paths.HugePagesDir)
 	return s
 }
 

@@ -52,23 +52,46 @@ func lockHeld(f *os.File) bool {
 	return lk.Type != unix.F_UNLCK
 }
 
-// telemetryAnswers is a last check on the primary: it serves its telemetry socket.
-func telemetryAnswers(runtimeDir, prefix string) error {
+// telemetryAnswers checks the primary serves its telemetry socket and, for each check
+// ("command" or "command~text"), answers the command with a reply (containing text).
+func telemetryAnswers(runtimeDir, prefix string, checks []string) error {
 	c, err := telemetry.Dial(telemetry.SocketPath(runtimeDir, prefix), time.Second)
 	if err != nil {
 		return err
 	}
-	return c.Close()
+	defer c.Close()
+	for _, check := range checks {
+		cmd, want, _ := strings.Cut(check, "~")
+		reply, err := c.Command(cmd)
+		if err != nil {
+			return err
+		}
+		if r := string(reply); r == "[]" || r == "{}" || !strings.Contains(r, want) {
+			return fmt.Errorf("telemetry %s answers %s, not yet %q", cmd, r, want)
+		}
+	}
+	return nil
 }
 
-// secondaryJoined reports whether a secondary with this pid has opened its IPC socket in the
-// primary's runtime directory (mp_socket_<pid>_<tsc>), which EAL does while attaching.
-func secondaryJoined(runtimeDir, prefix string, pid int) error {
+// secondaryJoined reports whether a secondary with this pid has joined the primary: its IPC
+// socket in the runtime directory (mp_socket_<pid>_<tsc>) and, when memory is on hugepages, the
+// primary's hugepage files mapped (EAL's memory init, the step that fails across containers).
+func secondaryJoined(runtimeDir, hugeDir, prefix string, pid int) error {
 	pattern := filepath.Join(runtimeDir, prefix, "mp_socket_"+strconv.Itoa(pid)+"_*")
-	if m, _ := filepath.Glob(pattern); len(m) > 0 {
+	if m, _ := filepath.Glob(pattern); len(m) == 0 {
+		return fmt.Errorf("no %s yet: the secondary has not joined the primary", pattern)
+	}
+	if hugeDir == "" {
 		return nil
 	}
-	return fmt.Errorf("no %s yet: the secondary has not joined the primary", pattern)
+	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		return fmt.Errorf("secondary's memory maps: %w", err)
+	}
+	if file := filepath.Join(hugeDir, prefix+"map_"); !strings.Contains(string(maps), file) {
+		return fmt.Errorf("the secondary has not mapped the primary's hugepages (%s*) yet", file)
+	}
+	return nil
 }
 
 // readyCommand runs the configured probe for process k (F-Stack: ff_traffic -p k -s).

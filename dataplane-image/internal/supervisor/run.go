@@ -29,6 +29,7 @@ type Supervisor struct {
 	Now func() time.Time
 
 	log     *lineLog
+	noHuge  bool
 	health  health
 	metrics *metrics
 }
@@ -101,6 +102,7 @@ func (s *Supervisor) prepare() (*render.Result, error) {
 		return nil, fmt.Errorf("render config.ini from the StackInstance spec and the pod's facts: %w", err)
 	}
 	s.metrics.expected.Set(float64(len(res.EAL)))
+	s.noHuge = res.Spec.DPDK.NoHuge
 	if err := writeAtomic(s.Cfg.Paths.ConfigFile, res.Config, 0o644); err != nil {
 		return nil, fmt.Errorf("write config.ini: %w", err)
 	}
@@ -166,17 +168,25 @@ func (s *Supervisor) readyCheck(prefix string, c *child) func() error {
 		var err error
 		if c.id == 0 {
 			err = primaryState(rd, prefix)
-			if sock := telemetry.SocketPath(rd, prefix); err == nil && exists(sock) {
-				err = telemetryAnswers(rd, prefix)
+			if sock := telemetry.SocketPath(rd, prefix); err == nil && (exists(sock) || len(s.Cfg.ReadyTelemetry) > 0) {
+				err = telemetryAnswers(rd, prefix, s.Cfg.ReadyTelemetry)
 			}
 		} else {
-			err = secondaryJoined(rd, prefix, c.cmd.Process.Pid)
+			err = secondaryJoined(rd, s.hugeDirIfUsed(), prefix, c.cmd.Process.Pid)
 		}
 		if err == nil {
 			err = readyCommand(context.Background(), s.Cfg.ReadyCommand, c.id)
 		}
 		return err
 	}
+}
+
+// hugeDirIfUsed is where secondaries map the primary's pages; empty with --no-huge.
+func (s *Supervisor) hugeDirIfUsed() string {
+	if s.noHuge {
+		return ""
+	}
+	return s.Cfg.Paths.HugePagesDir
 }
 
 func exists(path string) bool { _, err := os.Stat(path); return err == nil }

@@ -26,7 +26,7 @@ import (
 func TestSupervisorRunsDPDKPrimaryBehindOVS(t *testing.T) {
 	p := newPod(t, "fsdp1", "10.99.7.10", 1)
 	d := p.startDataplane(t, "0")
-	d.waitReady(t, 120*time.Second)
+	d.waitReady(t)
 
 	assertShimPlaced(t, p, "1")
 	assertRenderedEAL(t, d)
@@ -50,7 +50,7 @@ func TestSupervisorRunsDPDKPrimaryBehindOVS(t *testing.T) {
 
 	// The container restarts: a new generation, ready again, and a SIGTERM is a clean stop.
 	d2 := p.startDataplane(t, "0")
-	d2.waitReady(t, 120*time.Second)
+	d2.waitReady(t)
 	if g := p.file(podcontract.GenerationFile); g != "2" {
 		t.Errorf("generation after a restart = %q, want 2", g)
 	}

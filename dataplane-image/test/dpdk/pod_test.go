@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -147,11 +148,11 @@ func (p *pod) startDataplane(t *testing.T, cpus string, extra ...string) *datapl
 	t.Helper()
 	d := &dataplane{addr: freeAddr(t), done: make(chan struct{}),
 		logPath: filepath.Join(p.dir, fmt.Sprintf("supervisor-%d.log", time.Now().UnixNano()))}
-	args := []string{"--mount", "--pid", "--fork", "--propagation", "private", "--", "sh", "-c", containerScript, "sh",
+	args := []string{"--mount", "--pid", "--fork", "--mount-proc", "--propagation", "private", "--", "sh", "-c", containerScript, "sh",
 		p.socketDir, p.shimDir, p.runDir, env.huge.Dir, cpus,
 		env.supervisor, "--spec-file=" + p.specFile, "--hugepages-dir=" + podHugeDir, "--config-file=" + podConfig,
 		"--image-shim-dir=" + p.imgShim, "--listen=" + d.addr, "--start-timeout=90s", "--grace=5s",
-		"--program-mode", "--program=dpdk-testpmd", "--program-lcores-per-proc=2",
+		"--program-mode", "--program=dpdk-testpmd", "--program-lcores-per-proc=2", "--ready-telemetry=/mempool/list~mb_pool_0",
 		"--primary-args=--total-num-mbufs=8192", "--primary-args=--forward-mode=icmpecho", "--primary-args=--auto-start"}
 	d.cmd = exec.Command("unshare", append(args, extra...)...)
 	logFile, err := os.Create(d.logPath)
@@ -199,8 +200,10 @@ func (d *dataplane) exitCode(t *testing.T, within time.Duration) int {
 	return d.cmd.ProcessState.ExitCode()
 }
 
-func (d *dataplane) waitReady(t *testing.T, within time.Duration) {
+// waitReady bounds the start: EAL init waits for OVS to connect to the vhost-user socket.
+func (d *dataplane) waitReady(t *testing.T) {
 	t.Helper()
+	const within = 120 * time.Second
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
 		select {
@@ -285,7 +288,19 @@ func (d *dataplane) pidOf(t *testing.T, name string) int {
 // namespaces, seeing only the hugepage volume and the DPDK runtime volume at the pod's paths.
 // It is bounded: a secondary that cannot attach may wait forever.
 func (p *pod) appSecondary(cpus string, args ...string) (string, error) {
-	script := append([]string{"--mount", "--pid", "--fork", "--propagation", "private", "--", "sh", "-c", containerScript, "sh",
+	script := append([]string{"--mount", "--pid", "--fork", "--mount-proc", "--propagation", "private", "--", "sh", "-c", containerScript, "sh",
 		filepath.Join(p.dir, "empty"), p.shimDir, p.runDir, env.huge.Dir, cpus, "timeout", "60"}, args...)
 	return nodetest.Run("unshare", script...)
+}
+
+// pidsOf lists the processes named name under the supervisor, oldest first.
+func (d *dataplane) pidsOf(name string) []int {
+	var pids []int
+	for _, pid := range descendants(d.cmd.Process.Pid) {
+		if comm(pid) == name {
+			pids = append(pids, pid)
+		}
+	}
+	slices.Sort(pids)
+	return pids
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // The --single-file-segments question, answered with real DPDK (Debian 22.11): the primary
@@ -18,7 +17,7 @@ import (
 func TestSecondaryAttachesWithAndWithoutSingleFileSegments(t *testing.T) {
 	p := newPod(t, "fsdp2", "10.99.7.11", 1)
 	d := p.startDataplane(t, "0")
-	d.waitReady(t, 120*time.Second)
+	d.waitReady(t)
 	peer := addVethPeer(t, "10.99.7.201/24")
 	pingThrough(t, peer, p.ip) // (a) the port passes pings with 2 MiB pages + --single-file-segments
 	assertSingleFileSegments(t)
