@@ -53,7 +53,8 @@ build_rootfs() {
 }
 
 build_overlay() {
-  rm -rf "$WORK/overlay" && mkdir -p "$WORK/overlay/usr/local/bin" "$WORK/overlay/opt/kube-fstack/shim"
+  rm -rf "$WORK/overlay" && mkdir -p "$WORK/overlay/usr/local/bin" "$WORK/overlay/opt/kube-fstack/shim" \
+    "$WORK/overlay/etc/kube-fstack/podinfo" "$WORK/overlay/etc/f-stack" "$WORK/overlay/dev/hugepages"
   CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$WORK/overlay/usr/local/bin/fstack-supervisor" \
     ./dataplane-image/cmd/fstack-supervisor
   if [ -d cmd/fstack-launcher ]; then
@@ -67,19 +68,25 @@ build_overlay() {
     >"$WORK/overlay/opt/kube-fstack/shim/README.standin"
 }
 
+# The stand-in's supervisor arguments: testpmd as every F-Stack process (one queue pair each,
+# as F-Stack's processes), held back until the primary's mbuf pool exists; no shim library.
+CMD=(--program-mode --program=/usr/bin/dpdk-testpmd --program-lcores-per-proc=2
+  --ready-telemetry=/mempool/list~mb_pool_0 --require-shim=false
+  --primary-args=--total-num-mbufs=8192)
+for a in --rxq={procs} --txq={procs} --num-procs={procs} --proc-id={proc} --forward-mode=icmpecho --auto-start; do
+  CMD+=("--primary-args=$a" "--secondary-args=$a")
+done
+
 build_layout() {
   local layout=$WORK/layout
   rm -rf "$layout"
   umoci init --layout "$layout"
   umoci new --image "$layout:$TAG"
-  umoci insert --rootless=false --image "$layout:$TAG" "$ROOTFS" / 2>/dev/null || umoci insert --image "$layout:$TAG" "$ROOTFS" /
+  umoci insert --image "$layout:$TAG" "$ROOTFS" /
   umoci insert --image "$layout:$TAG" "$WORK/overlay" /
   umoci config --image "$layout:$TAG" \
     --config.entrypoint /usr/local/bin/fstack-supervisor \
-    --config.cmd=--program-mode --config.cmd=--program=/usr/bin/dpdk-testpmd \
-    --config.cmd=--program-lcores-per-proc=2 \
-    --config.cmd=--primary-args=--total-num-mbufs=8192 --config.cmd=--primary-args=--forward-mode=icmpecho \
-    --config.cmd=--primary-args=--auto-start \
+    "${CMD[@]/#/--config.cmd=}" \
     --config.label io.kubefstack.fstack-version=none \
     --config.label io.kubefstack.flavor=KubeFStack \
     --config.label io.kubefstack.shim-modes=none \

@@ -53,7 +53,7 @@ type pod struct {
 	ip                                       string
 }
 
-func newPod(t *testing.T, name, ip string, processes int) *pod {
+func newPod(t testing.TB, name, ip string, processes int) *pod {
 	t.Helper()
 	dir := t.TempDir()
 	p := &pod{name: name, dir: dir, ip: ip, specFile: filepath.Join(dir, "spec.json")}
@@ -68,7 +68,7 @@ func newPod(t *testing.T, name, ip string, processes int) *pod {
 	return p
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
@@ -78,14 +78,14 @@ func must(t *testing.T, err error) {
 // writeImageShim stands in for what the image carries: the launcher (an executable) and the
 // library of the default shim mode. Their content does not matter, only that they land in the
 // shim volume with their mode bits.
-func (p *pod) writeImageShim(t *testing.T) {
+func (p *pod) writeImageShim(t testing.TB) {
 	must(t, os.WriteFile(filepath.Join(p.imgShim, podcontract.Launcher), []byte("#!/bin/sh\n"), 0o755))
 	must(t, os.WriteFile(filepath.Join(p.imgShim, "kernel-event+multi-sc", podcontract.ShimLibrary), []byte("not a library"), 0o644))
 }
 
 // writeSpec is the spec snapshot the injector would expose: one vhost-user port whose address
 // comes from the attachment (the CNI plugin's IPAM).
-func (p *pod) writeSpec(t *testing.T, processes int) {
+func (p *pod) writeSpec(t testing.TB, processes int) {
 	spec := fsv1.StackInstanceSpec{
 		Processes: int32(processes),
 		Ports: []fsv1.PortSpec{{
@@ -99,7 +99,7 @@ func (p *pod) writeSpec(t *testing.T, processes int) {
 	must(t, os.WriteFile(p.specFile, data, 0o644))
 }
 
-func (p *pod) writeDevinfo(t *testing.T) {
+func (p *pod) writeDevinfo(t testing.TB) {
 	info := &devinfo.Info{
 		Type: devinfo.TypeVhostUser, Version: devinfo.SpecVersion,
 		VhostUser: &devinfo.VhostUser{Mode: devinfo.ModeServer, Path: podSocketDir + "/net1.sock"},
@@ -111,7 +111,7 @@ func (p *pod) writeDevinfo(t *testing.T) {
 
 // addOVSPort is what fstack-cni does for the attachment: OVS is the vhost-user client of the
 // socket in the pod's directory.
-func (p *pod) addOVSPort(t *testing.T) {
+func (p *pod) addOVSPort(t testing.TB) {
 	t.Helper()
 	sock := filepath.Join(p.socketDir, "net1.sock")
 	if _, err := env.ovs.Vsctl("--timeout=30", "add-port", bridge, p.name, "--", "set", "Interface", p.name,
@@ -135,7 +135,7 @@ type dataplane struct {
 	err     error
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	must(t, err)
 	defer l.Close()
@@ -144,7 +144,7 @@ func freeAddr(t *testing.T) string {
 
 // startDataplane runs the supervisor as the dataplane container would, with dpdk-testpmd as
 // every F-Stack process.
-func (p *pod) startDataplane(t *testing.T, cpus string, extra ...string) *dataplane {
+func (p *pod) startDataplane(t testing.TB, cpus string, extra ...string) *dataplane {
 	t.Helper()
 	d := &dataplane{addr: freeAddr(t), done: make(chan struct{}),
 		logPath: filepath.Join(p.dir, fmt.Sprintf("supervisor-%d.log", time.Now().UnixNano()))}
@@ -201,7 +201,7 @@ func (d *dataplane) exitCode(t *testing.T, within time.Duration) int {
 }
 
 // waitReady bounds the start: EAL init waits for OVS to connect to the vhost-user socket.
-func (d *dataplane) waitReady(t *testing.T) {
+func (d *dataplane) waitReady(t testing.TB) {
 	t.Helper()
 	const within = 120 * time.Second
 	deadline := time.Now().Add(within)
@@ -273,7 +273,7 @@ func comm(pid int) string {
 	return strings.TrimSpace(string(b))
 }
 
-func (d *dataplane) pidOf(t *testing.T, name string) int {
+func (d *dataplane) pidOf(t testing.TB, name string) int {
 	t.Helper()
 	for _, pid := range descendants(d.cmd.Process.Pid) {
 		if comm(pid) == name {
