@@ -48,7 +48,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&p.ImageShimDir, "image-shim-dir", p.ImageShimDir, "what the image carries for the shim dir: top-level files and <mode>/libff_syscall.so")
 	fs.StringVar(&p.ConfigFile, "config-file", p.ConfigFile, "where config.ini is written")
 	fs.StringVar(&p.CpusetFile, "cpuset-file", p.CpusetFile, "the container's cpuset, to cross-check the CPU affinity (empty: no check)")
-	fs.StringVar(&l.FStack, "fstack", "/usr/local/bin/fstack", "F-Stack's binary, run as <fstack> --conf <config> --proc-type=... --proc-id=k")
+	fs.StringVar(&l.FStack, "fstack", "", "F-Stack's binary, run as <fstack> --conf <config> --proc-type=... --proc-id=k (default: <image-shim-dir>/<shim mode>/fstack)")
 	fs.BoolVar(&l.ProgramMode, "program-mode", false, "run --program with the rendered EAL argv instead of F-Stack (tests, the stand-in image)")
 	fs.StringVar(&l.Program, "program", "", "program mode: the DPDK program run as every process")
 	fs.StringVar(&l.SecondaryProgram, "secondary-program", "", "program mode: another program for processes 1..n-1")

@@ -54,6 +54,10 @@ func (s *Supervisor) Run(stop <-chan struct{}) error {
 		s.health.set(err.Error())
 		return err
 	}
+	if err := s.resolveFStack(res); err != nil {
+		s.health.set(err.Error())
+		return err
+	}
 	if err := removeReady(s.Cfg.Paths.ShimDir); err != nil {
 		return fmt.Errorf("ready file: %w", err)
 	}
@@ -118,6 +122,21 @@ func (s *Supervisor) registerCollectors(prefix string, procs int) {
 	if s.Traffic != nil {
 		s.metrics.reg.MustRegister(newTrafficCollector(s.Traffic, procs))
 	}
+}
+
+// resolveFStack picks the fstack binary built with the spec's shim mode when none is given:
+// the fstack server and libff_syscall.so share their build flags, so they come in pairs.
+func (s *Supervisor) resolveFStack(res *render.Result) error {
+	l := &s.Cfg.Launch
+	if l.ProgramMode || l.FStack != "" {
+		return nil
+	}
+	mode := ShimMode(&res.Spec.Shim)
+	l.FStack = filepath.Join(s.Cfg.Paths.ImageShimDir, mode, "fstack")
+	if !exists(l.FStack) {
+		return fmt.Errorf("the image has no fstack built for shim mode %s (%s); use an image built with that mode or change spec.shim", mode, l.FStack)
+	}
+	return nil
 }
 
 // childEnv relocates DPDK's runtime directory when the paths say so (DPDK appends /dpdk to

@@ -179,3 +179,23 @@ func TestInvalidFactsStopBeforeAnyProcess(t *testing.T) {
 		t.Error("the generation moved although nothing started")
 	}
 }
+
+func TestFStackModeIsResolvedFromTheSpec(t *testing.T) {
+	h := newHarness(t, vhostSpec(1))
+	h.writeDevinfo()
+	s := h.supervisor("primary", "secondary")
+	s.Cfg.Launch.ProgramMode = false
+	err := waitResult(t, run(s, make(chan struct{})))
+	if err == nil || !strings.Contains(err.Error(), "no fstack built for shim mode kernel-event+multi-sc") {
+		t.Fatalf("want the missing mode named, got %v", err)
+	}
+	mustDo(t, os.MkdirAll(filepath.Join(h.paths.ImageShimDir, "kernel-event+multi-sc"), 0o755))
+	mustDo(t, os.WriteFile(filepath.Join(h.paths.ImageShimDir, "kernel-event+multi-sc", "fstack"), []byte("#!/bin/sh\nexit 9\n"), 0o755))
+	s = h.supervisor("primary", "secondary")
+	s.Cfg.Launch.ProgramMode = false
+	err = waitResult(t, run(s, make(chan struct{})))
+	if err == nil || !strings.Contains(err.Error(), "process 0 died while starting (exit status 9)") ||
+		!strings.Contains(h.log.String(), "kernel-event+multi-sc/fstack --conf "+h.paths.ConfigFile+" --proc-type=primary --proc-id=0") {
+		t.Fatalf("want F-Stack's own command line for the mode's fstack, got %v\n%s", err, h.log)
+	}
+}
