@@ -116,7 +116,8 @@ func (h *harness) supervisor(primary, secondary string) *Supervisor {
 		Timing: Timing{StartTimeout: 5 * time.Second, Grace: time.Second, Poll: 10 * time.Millisecond},
 	}
 	s := New(cfg, h.facts(), h.log)
-	s.Env = append(os.Environ(), fakeEnv+"=1", fakeHugeEnv+"="+h.paths.HugePagesDir)
+	// GORACE: under -race the fake would otherwise linger a second at exit, past the grace.
+	s.Env = append(os.Environ(), fakeEnv+"=1", fakeHugeEnv+"="+h.paths.HugePagesDir, "GORACE=atexit_sleep_ms=0")
 	return s
 }
 
