@@ -25,7 +25,7 @@ import (
 // non-zero; the next start moves the generation.
 func TestSupervisorRunsDPDKPrimaryBehindOVS(t *testing.T) {
 	p := newPod(t, "fsdp1", "10.99.7.10", 1)
-	d := p.startDataplane(t, "0")
+	d := p.startDataplane(t, "1") // the container's cpuset: process 0 must land on CPU 1
 	d.waitReady(t)
 
 	assertShimPlaced(t, p, "1")
@@ -49,7 +49,7 @@ func TestSupervisorRunsDPDKPrimaryBehindOVS(t *testing.T) {
 	}
 
 	// The container restarts: a new generation, ready again, and a SIGTERM is a clean stop.
-	d2 := p.startDataplane(t, "0")
+	d2 := p.startDataplane(t, "1")
 	d2.waitReady(t)
 	if g := p.file(podcontract.GenerationFile); g != "2" {
 		t.Errorf("generation after a restart = %q, want 2", g)
@@ -89,7 +89,7 @@ func assertShimPlaced(t *testing.T, p *pod, gen string) {
 // assertRenderedEAL checks the primary got F-Stack's EAL argv from the renderer.
 func assertRenderedEAL(t *testing.T, d *dataplane) {
 	t.Helper()
-	want := "dpdk-testpmd --lcores=0@0,1@0 -n4 --proc-type=primary --vdev=virtio_user0,path=" + podSocketDir +
+	want := "dpdk-testpmd --lcores=0@1,1@1 -n4 --proc-type=primary --vdev=virtio_user0,path=" + podSocketDir +
 		"/net1.sock,server=1,queues=1,mac=02:fe:00:00:07:01 --no-pci --single-file-segments -- "
 	if !strings.Contains(d.log(), want) {
 		t.Errorf("the primary's command line is not F-Stack's EAL argv; want it to contain %q\n%s", want, d.log())
@@ -180,4 +180,18 @@ func addVethPeer(t *testing.T, addr string) string {
 		_, _ = nodetest.Run("ip", "-n", env.ovs.Netns, "link", "del", "fskdo")
 	})
 	return ns
+}
+
+// The CPUs come from the container's real cpuset cgroup: one CPU cannot host two processes, and
+// the supervisor says so before starting anything.
+func TestTooFewCPUsInTheCpuset(t *testing.T) {
+	p := newPod(t, "fsdp4", "10.99.7.13", 2)
+	d := p.startDataplane(t, "1")
+	if code := d.exitCode(t, 30*time.Second); code != 1 {
+		t.Fatalf("exit code %d, want 1\n%s", code, d.log())
+	}
+	want := "the dataplane container has CPUs 1 but the StackInstance asks for 2 processes; kubelet's static CPU manager must give it 2 exclusive CPUs (Guaranteed pod, integer cpu)"
+	if !strings.Contains(d.log(), want) || strings.Contains(d.log(), "starting process") {
+		t.Errorf("want %q and no process started:\n%s", want, d.log())
+	}
 }

@@ -43,7 +43,8 @@ mount --bind "$3" /run/dpdk
 mount --bind "$4" ` + podHugeDir + `
 for m in $(awk '$3=="hugetlbfs"{print $2}' /proc/mounts); do [ "$m" = ` + podHugeDir + ` ] || umount -l "$m"; done
 cpus=$5; shift 5
-exec taskset -c "$cpus" "$@"`
+if [ -n "$cpus" ]; then exec taskset -c "$cpus" "$@"; fi
+exec "$@"`
 
 // pod is one pod's shared volumes on the host and its OVS port.
 type pod struct {
@@ -142,19 +143,44 @@ func freeAddr(t testing.TB) string {
 	return l.Addr().String()
 }
 
-// startDataplane runs the supervisor as the dataplane container would, with dpdk-testpmd as
-// every F-Stack process.
+// cpusetCgroup makes a cpuset cgroup (v1) with cpus, as kubelet's static CPU manager gives a
+// container its exclusive CPUs: the affinity the supervisor reads comes from it, not taskset.
+func cpusetCgroup(t testing.TB, name, cpus string) string {
+	t.Helper()
+	root := "/sys/fs/cgroup/cpuset"
+	dir := filepath.Join(root, name)
+	mems, err := os.ReadFile(filepath.Join(root, "cpuset.mems"))
+	must(t, err)
+	must(t, os.Mkdir(dir, 0o755))
+	t.Cleanup(func() {
+		for range 100 { // the last process leaves the cgroup a moment after it exits
+			if os.Remove(dir) == nil {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Errorf("cpuset cgroup %s left behind", dir)
+	})
+	must(t, os.WriteFile(filepath.Join(dir, "cpuset.mems"), mems, 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "cpuset.cpus"), []byte(cpus), 0o644))
+	return dir
+}
+
+// startDataplane runs the supervisor as the dataplane container would, in a cpuset cgroup of
+// cpus, with dpdk-testpmd as every F-Stack process.
 func (p *pod) startDataplane(t testing.TB, cpus string, extra ...string) *dataplane {
 	t.Helper()
+	cg := cpusetCgroup(t, fmt.Sprintf("fsk-dp-%s-%d", p.name, time.Now().UnixNano()), cpus)
 	d := &dataplane{addr: freeAddr(t), done: make(chan struct{}),
 		logPath: filepath.Join(p.dir, fmt.Sprintf("supervisor-%d.log", time.Now().UnixNano()))}
-	args := []string{"--mount", "--pid", "--fork", "--mount-proc", "--propagation", "private", "--", "sh", "-c", containerScript, "sh",
-		p.socketDir, p.shimDir, p.runDir, env.huge.Dir, cpus,
-		env.supervisor, "--spec-file=" + p.specFile, "--hugepages-dir=" + podHugeDir, "--config-file=" + podConfig,
+	args := []string{"-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, cg,
+		"unshare", "--mount", "--pid", "--fork", "--mount-proc", "--propagation", "private", "--", "sh", "-c", containerScript, "sh",
+		p.socketDir, p.shimDir, p.runDir, env.huge.Dir, "",
+		env.supervisor, "--spec-file=" + p.specFile, "--cpuset-file=" + filepath.Join(cg, "cpuset.cpus"), "--hugepages-dir=" + podHugeDir, "--config-file=" + podConfig,
 		"--image-shim-dir=" + p.imgShim, "--listen=" + d.addr, "--start-timeout=90s", "--grace=5s",
 		"--program-mode", "--program=dpdk-testpmd", "--program-lcores-per-proc=2", "--ready-telemetry=/mempool/list~mb_pool_0",
 		"--primary-args=--total-num-mbufs=8192", "--primary-args=--forward-mode=icmpecho", "--primary-args=--auto-start"}
-	d.cmd = exec.Command("unshare", append(args, extra...)...)
+	d.cmd = exec.Command("sh", append(args, extra...)...)
 	logFile, err := os.Create(d.logPath)
 	must(t, err)
 	d.cmd.Stdout, d.cmd.Stderr = logFile, logFile
