@@ -12,7 +12,7 @@ GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
 GO ?= go
 GOTEST_FLAGS ?= -count=1
-PKGS_UNIT := ./api/... ./internal/... ./cmd/... ./operator/internal/...
+PKGS_UNIT := ./api/... ./internal/... ./cmd/... ./operator/internal/... ./dataplane-image/internal/... ./dataplane-image/cmd/...
 
 ##@ General
 .PHONY: help
@@ -31,7 +31,7 @@ install-plugin: ## Install kubectl-fstack into GOBIN, so `kubectl fstack` finds 
 
 .PHONY: build
 build: ## Build every binary into ./bin.
-	$(GO) build -o $(LOCALBIN)/ ./cmd/kubectl-fstack ./operator/cmd/... ./cni/cmd/...
+	$(GO) build -o $(LOCALBIN)/ ./cmd/kubectl-fstack ./operator/cmd/... ./cni/cmd/... ./dataplane-image/cmd/...
 	CGO_ENABLED=0 $(GO) build -o $(LOCALBIN)/ ./cmd/fstack-launcher
 
 ##@ Generate and verify
@@ -51,7 +51,7 @@ verify: generate ## Regenerate everything and fail if anything drifted from what
 
 ##@ Test
 .PHONY: test
-test: lint test-unit test-fuzz test-envtest test-node ## Every test tier (what CI runs).
+test: lint test-unit test-fuzz test-envtest test-node test-dataplane ## Every test tier (what CI runs).
 
 .PHONY: test-unit
 test-unit: ## Unit, golden, property and fuzz-seed tests of the pure packages and the CLI.
@@ -69,6 +69,14 @@ test-envtest: ## The operator against a real kube-apiserver and etcd: CRD schema
 test-node: ## CNI plugin against real OVS-DPDK, DPDK testpmd, hugepages and netns (root; hack/install-deps.sh).
 	$(GO) test $(GOTEST_FLAGS) -p 1 -timeout 15m ./cni/...
 
+.PHONY: test-dataplane
+test-dataplane: ## The dataplane supervisor driving real DPDK (testpmd, proc-info) behind a private OVS-DPDK (root).
+	$(GO) test $(GOTEST_FLAGS) -p 1 -timeout 10m ./dataplane-image/test/...
+
+.PHONY: bench-dataplane
+bench-dataplane: ## Stand-in dataplane: time from container start to ready (1 and 2 processes) and supervisor RSS (root).
+	hack/bench-dataplane.sh
+
 .PHONY: bench-cni
 bench-cni: ## CNI ADD+DEL latency vs the bridge plugin and ovs-vsctl, and a 1000-cycle fault run (prints ratios).
 	hack/bench-cni.sh
@@ -85,6 +93,11 @@ test-fuzz: ## Short fuzz runs of the renderer and the injector (part of test).
 .PHONY: bench
 bench: ## Benchmarks of the pure packages.
 	$(GO) test ./internal/... -run '^$$' -bench . -benchmem
+
+##@ Images
+.PHONY: image-dataplane-standin
+image-dataplane-standin: ## Build the stand-in dataplane image (Debian DPDK + supervisor) as an OCI tarball, no daemon (root).
+	hack/image-dataplane-standin.sh
 
 ##@ Lint
 .PHONY: lint

@@ -9,6 +9,8 @@ APT_PACKAGES=(
   etcd-server
   # CNI node tests (make test-node): OVS-DPDK, DPDK testpmd and its virtio PMD, netns tools.
   openvswitch-switch-dpdk dpdk-dev librte-net-virtio23 librte-mempool-ring23 iproute2 iputils-ping util-linux
+  # Dataplane tests and the stand-in image (make test-dataplane, make image-dataplane-standin).
+  librte-net-null23 debootstrap umoci
 )
 
 missing=()

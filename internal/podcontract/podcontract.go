@@ -75,7 +75,10 @@ const (
 
 // What the image carries and what lands in ShimDir.
 const (
-	// ImageShimDir holds, in the dataplane image, everything copied into ShimDir.
+	// ImageShimDir holds, in the dataplane image, what is copied into ShimDir: its top-level
+	// files (the launcher) as they are, and <mode>/ShimLibrary of the spec's shim mode (one
+	// directory per build mode, named by the supervisor's ShimMode, e.g. kernel-event+multi-sc,
+	// each with the fstack binary built with the same flags).
 	ImageShimDir = "/opt/kube-fstack/shim"
 	// ShimLibrary is libff_syscall.so's file name (LD_PRELOAD = ShimDir/ShimLibrary).
 	ShimLibrary = "libff_syscall.so"

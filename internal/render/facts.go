@@ -29,6 +29,9 @@ type Facts struct {
 type Attachment struct {
 	// SocketPath is the vhost-user socket as the dataplane container sees it.
 	SocketPath string
+	// Server means the pod's DPDK owns the socket (the CNI plugin's device info says mode
+	// "server": OVS is the client and reconnects across dataplane restarts).
+	Server bool
 	// MAC of the attachment.
 	MAC string
 	// IPs in CIDR notation, IPv4 and IPv6.

@@ -240,6 +240,11 @@ func vdevFor(ps *fsv1.PortSpec, vu *fsv1.VhostUserDevice, f *Facts, path *field.
 			ps.Attachment, ps.Attachment))}
 	}
 	v.path = att.SocketPath
+	if att.Server {
+		// F-Stack has no [vdevN] key for it, but pastes path verbatim into the virtio_user
+		// devargs, so the option rides on the path, unpatched, in config.ini and the EAL argv.
+		v.path += ",server=1"
+	}
 	if v.mac == "" {
 		v.mac = att.MAC
 	}

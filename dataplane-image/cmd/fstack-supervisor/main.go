@@ -1,0 +1,114 @@
+// fstack-supervisor is the dataplane image's entrypoint: it renders F-Stack's config.ini from
+// the StackInstance spec the pod was admitted with and the pod's own facts, starts the F-Stack
+// processes in order, places the shim for the app containers and serves /readyz, /healthz and
+// /metrics. It exits non-zero as soon as any F-Stack process dies.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/fftraffic"
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+)
+
+// listFlag collects a repeatable flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, " ") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+type options struct {
+	cfg         supervisor.Config
+	podInfoSpec string
+	listen      string
+	ffTraffic   string
+	readyCmd    string
+}
+
+func parseFlags(args []string) (*options, error) {
+	o := &options{cfg: supervisor.Config{Paths: supervisor.DefaultPaths()}}
+	p, l, t := &o.cfg.Paths, &o.cfg.Launch, &o.cfg.Timing
+	fs := flag.NewFlagSet("fstack-supervisor", flag.ContinueOnError)
+	fs.StringVar(&p.PodInfoDir, "podinfo-dir", p.PodInfoDir, "downward-API volume; the spec is its file \"spec\"")
+	fs.StringVar(&o.podInfoSpec, "spec-file", "", "read the StackInstance spec (JSON) from this file instead of <podinfo-dir>/spec")
+	fs.StringVar(&p.PodSocketDir, "pod-socket-dir", p.PodSocketDir, "the CNI plugin's per-pod directory (<ifname>.json device info, sockets)")
+	fs.StringVar(&p.HugePagesDir, "hugepages-dir", p.HugePagesDir, "hugetlbfs mount shared with the app containers")
+	fs.StringVar(&p.RuntimeDir, "dpdk-runtime-dir", p.RuntimeDir, "DPDK runtime directory (another path sets RUNTIME_DIRECTORY for the children; it must end in /dpdk)")
+	fs.StringVar(&p.ShimDir, "shim-dir", p.ShimDir, "volume shared with the app containers (shim, generation and ready markers)")
+	fs.StringVar(&p.ImageShimDir, "image-shim-dir", p.ImageShimDir, "what the image carries for the shim dir: top-level files and <mode>/libff_syscall.so")
+	fs.StringVar(&p.ConfigFile, "config-file", p.ConfigFile, "where config.ini is written")
+	fs.StringVar(&p.CpusetFile, "cpuset-file", p.CpusetFile, "the container's cpuset, to cross-check the CPU affinity (empty: no check)")
+	fs.StringVar(&l.FStack, "fstack", "", "F-Stack's binary, run as <fstack> --conf <config> --proc-type=... --proc-id=k (default: <image-shim-dir>/<shim mode>/fstack)")
+	fs.BoolVar(&l.ProgramMode, "program-mode", false, "run --program with the rendered EAL argv instead of F-Stack (tests, the stand-in image)")
+	fs.StringVar(&l.Program, "program", "", "program mode: the DPDK program run as every process")
+	fs.StringVar(&l.SecondaryProgram, "secondary-program", "", "program mode: another program for processes 1..n-1")
+	fs.Var((*listFlag)(&l.PrimaryArgs), "primary-args", "program mode: an argument after -- for process 0 (repeat; {proc} and {procs} expand)")
+	fs.Var((*listFlag)(&l.SecondaryArgs), "secondary-args", "program mode: an argument after -- for processes 1..n-1 (repeat)")
+	fs.IntVar(&l.LcoresPerProc, "program-lcores-per-proc", 1, "program mode: replace -c<cpu> by this many lcores pinned on that CPU")
+	fs.DurationVar(&t.StartTimeout, "start-timeout", 60*time.Second, "bound on each process becoming ready")
+	fs.DurationVar(&t.Grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL when stopping")
+	fs.DurationVar(&t.Poll, "poll", 20*time.Millisecond, "readiness polling interval")
+	fs.StringVar(&o.readyCmd, "ready-command", "", "command (space-separated, {proc} expands) that must succeed for a process to be ready, e.g. \"/usr/local/bin/ff_traffic -p {proc} -s\"")
+	fs.Var((*listFlag)(&o.cfg.ReadyTelemetry), "ready-telemetry", "telemetry check the primary must pass before secondaries start: \"command\" (non-empty reply) or \"command~text\" (repeat), e.g. /mempool/list~mb_pool_0 for testpmd")
+	fs.BoolVar(&o.cfg.RequireShim, "require-shim", true, "fail when the image has no libff_syscall.so for the spec's shim mode")
+	fs.StringVar(&o.ffTraffic, "ff-traffic", "/usr/local/bin/ff_traffic", "ff_traffic for per-process metrics (skipped when absent)")
+	fs.StringVar(&o.listen, "listen", ":"+strconv.Itoa(podcontract.SupervisorPort), "address of /readyz, /healthz and /metrics")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	p.SpecFile = filepath.Join(p.PodInfoDir, podcontract.PodInfoSpec)
+	if o.podInfoSpec != "" {
+		p.SpecFile = o.podInfoSpec
+	}
+	if o.readyCmd != "" {
+		o.cfg.ReadyCommand = strings.Fields(o.readyCmd)
+	}
+	return o, o.validate()
+}
+
+func (o *options) validate() error {
+	l, rd := &o.cfg.Launch, o.cfg.Paths.RuntimeDir
+	if l.ProgramMode && l.Program == "" {
+		return fmt.Errorf("--program-mode needs --program")
+	}
+	if rd != podcontract.DPDKRuntimeDir && filepath.Base(rd) != "dpdk" {
+		return fmt.Errorf("--dpdk-runtime-dir %s must end in /dpdk: DPDK only relocates it as $RUNTIME_DIRECTORY/dpdk", rd)
+	}
+	return nil
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fstack-supervisor:", err)
+		os.Exit(2)
+	}
+	s := supervisor.New(o.cfg, supervisor.OSFactSource(o.cfg.Paths), os.Stdout)
+	if _, err := os.Stat(o.ffTraffic); err == nil {
+		s.Traffic = &fftraffic.Reader{Binary: o.ffTraffic, Timeout: 3 * time.Second}
+	}
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fstack-supervisor: listen:", err)
+		os.Exit(1)
+	}
+	go func() { _ = s.Serve(ln) }()
+	stop := make(chan struct{})
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	go func() { <-sigs; close(stop) }()
+	if err := s.Run(stop); err != nil {
+		fmt.Fprintln(os.Stderr, "fstack-supervisor:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,132 @@
+package supervisor
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// child is one running F-Stack process.
+type child struct {
+	id    int
+	cmd   *exec.Cmd
+	stdin *os.File // held open: testpmd, like any program reading stdin, must not see EOF
+	done  chan struct{}
+	state *os.ProcessState
+	err   error
+	logs  sync.WaitGroup
+}
+
+// lineLog serialises the children's output, one prefixed line at a time.
+type lineLog struct {
+	mu  sync.Mutex
+	out io.Writer
+}
+
+func (l *lineLog) printf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(l.out, format, args...)
+}
+
+func (l *lineLog) copyLines(id int, r io.Reader) {
+	s := bufio.NewScanner(r)
+	s.Buffer(make([]byte, 64*1024), 1024*1024)
+	for s.Scan() {
+		l.printf("[proc %d] %s\n", id, s.Text())
+	}
+}
+
+// startChild starts argv as process id; exited receives it once it has exited and its output
+// has been logged.
+func startChild(id int, argv, env []string, log *lineLog, exited chan<- *child) (*child, error) {
+	c := &child{id: id, done: make(chan struct{})}
+	c.cmd = exec.Command(argv[0], argv[1:]...)
+	c.cmd.Env = env
+	// Its own process group keeps a terminal's Ctrl-C away from it (the supervisor forwards
+	// signals in order); Pdeathsig takes it down if the supervisor itself is killed.
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	c.cmd.Stdin, c.stdin = stdinR, stdinW
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		stdinR.Close()
+		stdinW.Close()
+		return nil, err
+	}
+	c.cmd.Stdout, c.cmd.Stderr = outW, outW
+	if err := c.cmd.Start(); err != nil {
+		for _, f := range []*os.File{stdinR, stdinW, outR, outW} {
+			f.Close()
+		}
+		return nil, fmt.Errorf("start process %d (%s): %w", id, argv[0], err)
+	}
+	stdinR.Close()
+	outW.Close()
+	c.logs.Add(1)
+	go func() { defer c.logs.Done(); log.copyLines(id, outR); outR.Close() }()
+	go c.wait(exited)
+	return c, nil
+}
+
+func (c *child) wait(exited chan<- *child) {
+	c.err = c.cmd.Wait()
+	c.state = c.cmd.ProcessState
+	c.logs.Wait()
+	c.stdin.Close()
+	close(c.done)
+	exited <- c
+}
+
+func (c *child) alive() bool {
+	select {
+	case <-c.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// status says how it ended, for the exit message.
+func (c *child) status() string {
+	if c.state == nil {
+		return "still running"
+	}
+	if ws, ok := c.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return "killed by signal " + ws.Signal().String()
+	}
+	return fmt.Sprintf("exit status %d", c.state.ExitCode())
+}
+
+func (c *child) signal(sig syscall.Signal) {
+	if c.alive() {
+		_ = c.cmd.Process.Signal(sig)
+	}
+}
+
+// stopAll sends SIGTERM to the children in the given order, each waited for until deadline,
+// then SIGKILLs whatever is left. Secondaries go first: a primary that leaves first strands them.
+func stopAll(order []*child, grace time.Duration) {
+	deadline := time.Now().Add(grace)
+	for _, c := range order {
+		c.signal(syscall.SIGTERM)
+		select {
+		case <-c.done:
+		case <-time.After(time.Until(deadline)):
+		}
+	}
+	for _, c := range order {
+		if c.alive() {
+			c.signal(syscall.SIGKILL)
+			<-c.done
+		}
+	}
+}

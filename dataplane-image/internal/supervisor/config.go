@@ -1,0 +1,96 @@
+// Package supervisor is the dataplane container's entrypoint logic: it gathers the facts only
+// the pod knows, renders config.ini with the shared renderer, starts F-Stack's processes in the
+// order DPDK multi-process needs (primary, readiness, secondaries), places the shim for the app
+// containers, reports readiness and metrics, and exits as soon as any process dies.
+package supervisor
+
+import (
+	"path/filepath"
+	"time"
+
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+)
+
+// Paths are every place the supervisor reads or writes; tests relocate them.
+type Paths struct {
+	// SpecFile is the StackInstance spec snapshot (JSON).
+	SpecFile string
+	// PodInfoDir is the downward-API volume (identity files).
+	PodInfoDir string
+	// PodSocketDir holds the CNI plugin's <ifname>.json device-info files and sockets.
+	PodSocketDir string
+	// HugePagesDir is the hugetlbfs mount shared with the app containers.
+	HugePagesDir string
+	// RuntimeDir is DPDK's runtime root (prefix directories live in it).
+	RuntimeDir string
+	// ShimDir is the volume shared with the app containers.
+	ShimDir string
+	// ImageShimDir is what the image carries for ShimDir.
+	ImageShimDir string
+	// ConfigFile is where config.ini is written for F-Stack.
+	ConfigFile string
+	// CpusetFile is the container's cpuset (cgroup v1 cpuset.cpus or v2 cpuset.cpus.effective),
+	// used to cross-check the affinity; empty or unreadable skips the check.
+	CpusetFile string
+}
+
+// DefaultPaths are the in-pod paths of the contract.
+func DefaultPaths() Paths {
+	return Paths{
+		SpecFile:     filepath.Join(podcontract.PodInfoDir, podcontract.PodInfoSpec),
+		PodInfoDir:   podcontract.PodInfoDir,
+		PodSocketDir: podcontract.PodSocketDir,
+		HugePagesDir: podcontract.HugePagesDir,
+		RuntimeDir:   podcontract.DPDKRuntimeDir,
+		ShimDir:      podcontract.ShimDir,
+		ImageShimDir: podcontract.ImageShimDir,
+		ConfigFile:   "/etc/f-stack/config.ini",
+		CpusetFile:   "/sys/fs/cgroup/cpuset/cpuset.cpus",
+	}
+}
+
+// Launch says what program runs as each F-Stack process.
+type Launch struct {
+	// FStack is F-Stack's binary (adapter/syscall's fstack), run with F-Stack's own CLI.
+	FStack string
+	// ProgramMode runs Program (and SecondaryProgram) with the renderer's EAL argv instead, so a
+	// plain DPDK program stands in for F-Stack with exactly the arguments F-Stack would build.
+	ProgramMode      bool
+	Program          string
+	SecondaryProgram string // empty: Program
+	// PrimaryArgs and SecondaryArgs are the program's own arguments, after "--". {proc} and
+	// {procs} expand to the process index and count.
+	PrimaryArgs, SecondaryArgs []string
+	// LcoresPerProc > 1 replaces F-Stack's -c<one CPU> with that many lcores all pinned on that
+	// same CPU (--lcores=0@c,1@c): testpmd wants a forwarding lcore besides its main one.
+	LcoresPerProc int
+}
+
+// Timing bounds every wait.
+type Timing struct {
+	// StartTimeout bounds the primary's readiness (and each secondary's).
+	StartTimeout time.Duration
+	// Grace is how long children get between SIGTERM and SIGKILL.
+	Grace time.Duration
+	// Poll is the readiness polling interval.
+	Poll time.Duration
+}
+
+// Config is everything the supervisor is told.
+type Config struct {
+	Paths  Paths
+	Launch Launch
+	Timing Timing
+	// ReadyCommand, when set, must exit 0 for process {proc} to count as ready (real F-Stack:
+	// ff_traffic -p {proc} -s). Without it the primary is ready when its EAL finished init and
+	// a secondary when it has joined the primary's IPC channel.
+	ReadyCommand []string
+	// ReadyTelemetry are telemetry commands the primary must answer before secondaries start,
+	// each "command" (any non-empty reply) or "command~text" (the reply contains text). EAL
+	// init is not enough for an application that creates its shared objects after it: a
+	// secondary started then dies looking them up (testpmd: /mempool/list~mb_pool_0).
+	ReadyTelemetry []string
+	// RequireShim fails the start when the image has no libff_syscall.so for the spec's shim
+	// mode. The stand-in image has none and turns it off.
+	RequireShim bool
+}

@@ -1,0 +1,203 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/render"
+)
+
+// hugetlbfsMagic is HUGETLBFS_MAGIC from linux/magic.h.
+const hugetlbfsMagic = 0x958458f6
+
+// FactSource is where the pod's facts come from; every source is a field so tests use fakes.
+type FactSource struct {
+	Paths Paths
+	// Affinity is the supervisor's own CPU affinity (sched_getaffinity): kubelet's static CPU
+	// manager gives the dataplane container its exclusive CPUs through it.
+	Affinity func() ([]int, error)
+	// LookupEnv reads the environment (PCIDEVICE_* of the SR-IOV device plugin).
+	LookupEnv func(string) (string, bool)
+	// Statfs reports the filesystem of a path.
+	Statfs func(string, *unix.Statfs_t) error
+}
+
+// OSFactSource reads the real process and filesystem.
+func OSFactSource(p Paths) *FactSource {
+	return &FactSource{Paths: p, Affinity: schedAffinity, LookupEnv: os.LookupEnv, Statfs: unix.Statfs}
+}
+
+func schedAffinity() ([]int, error) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return nil, fmt.Errorf("sched_getaffinity: %w", err)
+	}
+	var cpus []int
+	for c := 0; c < len(set)*64; c++ {
+		if set.IsSet(c) {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus, nil
+}
+
+// Gather collects the facts the spec needs and checks them, naming the fact that is missing or
+// wrong and what provides it. Every problem is reported, not only the first.
+func (f *FactSource) Gather(spec *fsv1.StackInstanceSpec) (*render.Facts, error) {
+	s := render.Defaults(spec)
+	facts := &render.Facts{
+		PCIResources: map[string][]string{},
+		Attachments:  map[string]render.Attachment{},
+		ShimLibrary:  filepath.Join(podcontract.ShimDir, podcontract.ShimLibrary),
+	}
+	var errs []error
+	var err error
+	if facts.DataplaneCPUs, err = f.cpus(int(s.Processes)); err != nil {
+		errs = append(errs, err)
+	}
+	errs = append(errs, f.attachments(s, facts)...)
+	errs = append(errs, f.pciResources(s, facts)...)
+	if !s.DPDK.NoHuge {
+		if err := f.hugepages(s.Dataplane.HugePages.PageSize); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("the pod's facts do not fit the StackInstance:\n  %w", joinLines(errs))
+	}
+	return facts, nil
+}
+
+func joinLines(errs []error) error {
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return errors.New(strings.Join(msgs, "\n  "))
+}
+
+func (f *FactSource) cpus(processes int) ([]int, error) {
+	cpus, err := f.Affinity()
+	if err != nil {
+		return nil, fmt.Errorf("dataplane CPUs: %w", err)
+	}
+	if err := f.crossCheckCpuset(cpus); err != nil {
+		return nil, err
+	}
+	if len(cpus) < processes {
+		return nil, fmt.Errorf("dataplane CPUs: the dataplane container has CPUs %s but the StackInstance asks for %d processes; "+
+			"kubelet's static CPU manager must give it %d exclusive CPUs (Guaranteed pod, integer cpu)",
+			render.FormatCPUList(cpus), processes, processes)
+	}
+	return cpus, nil
+}
+
+// crossCheckCpuset refuses an affinity wider than the cgroup's cpuset: EAL pins to CPUs outside
+// it fail ("Cannot set affinity") or abort the process.
+func (f *FactSource) crossCheckCpuset(cpus []int) error {
+	if f.Paths.CpusetFile == "" {
+		return nil
+	}
+	data, err := os.ReadFile(f.Paths.CpusetFile)
+	if err != nil {
+		return nil // no cpuset controller visible: the affinity is all there is
+	}
+	set, err := render.ParseCPUList(string(data))
+	if err != nil || len(set) == 0 {
+		return nil
+	}
+	for _, c := range cpus {
+		if !slices.Contains(set, c) {
+			return fmt.Errorf("dataplane CPUs: CPU %d of the supervisor's affinity (%s) is outside the container's cpuset %s (%s); do not start it under taskset",
+				c, render.FormatCPUList(cpus), render.FormatCPUList(set), f.Paths.CpusetFile)
+		}
+	}
+	return nil
+}
+
+// attachments reads the CNI plugin's device-info file of every port: required for vhost-user
+// ports (the socket path), optional otherwise (addresses "from the attachment").
+func (f *FactSource) attachments(s *fsv1.StackInstanceSpec, facts *render.Facts) []error {
+	var errs []error
+	for i := range s.Ports {
+		p := &s.Ports[i]
+		path := filepath.Join(f.Paths.PodSocketDir, p.Attachment+".json")
+		info, err := devinfo.Read(path)
+		if err != nil {
+			if p.Device.VhostUser != nil || !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("port %s: attachment %q: %w; the CNI plugin (fstack-cni) writes %s when it attaches the pod's interface %s",
+					p.Name, p.Attachment, err, path, p.Attachment))
+			}
+			continue
+		}
+		a := render.Attachment{SocketPath: info.VhostUser.Path, Server: info.VhostUser.Mode == devinfo.ModeServer, MAC: info.MAC, IPs: info.IPs}
+		if info.Gateway != "" {
+			a.Gateways = []string{info.Gateway}
+		}
+		facts.Attachments[p.Attachment] = a
+	}
+	return errs
+}
+
+// pciResources reads PCIDEVICE_<RESOURCE> for every device that names a device-plugin resource.
+func (f *FactSource) pciResources(s *fsv1.StackInstanceSpec, facts *render.Facts) []error {
+	var errs []error
+	add := func(where string, d *fsv1.PCIDevice) {
+		if d.Resource == "" || facts.PCIResources[d.Resource] != nil {
+			return
+		}
+		env := render.PCIResourceEnv(d.Resource)
+		v, ok := f.LookupEnv(env)
+		if !ok || strings.TrimSpace(v) == "" {
+			errs = append(errs, fmt.Errorf("%s: resource %s: environment variable %s is not set; the SR-IOV device plugin sets it when the dataplane container requests %s",
+				where, d.Resource, env, d.Resource))
+			return
+		}
+		for _, bdf := range strings.Split(v, ",") {
+			if bdf = strings.TrimSpace(bdf); bdf != "" {
+				facts.PCIResources[d.Resource] = append(facts.PCIResources[d.Resource], bdf)
+			}
+		}
+	}
+	for i := range s.Ports {
+		p := &s.Ports[i]
+		if p.Device.PCI != nil {
+			add("port "+p.Name, p.Device.PCI)
+		}
+		if p.Device.Bond != nil {
+			for j := range p.Device.Bond.Members {
+				add(fmt.Sprintf("port %s bond member %d", p.Name, j), &p.Device.Bond.Members[j])
+			}
+		}
+	}
+	return errs
+}
+
+// hugepages checks that the shared hugepage volume is mounted and has the spec's page size:
+// DPDK would otherwise fall back to whatever mount it finds, which secondaries cannot share.
+func (f *FactSource) hugepages(pageSize fsv1.HugePageSize) error {
+	dir := f.Paths.HugePagesDir
+	var st unix.Statfs_t
+	if err := f.Statfs(dir, &st); err != nil {
+		return fmt.Errorf("hugepages: %s: %w; the pod needs an emptyDir{medium: HugePages-%s} mounted there", dir, err, pageSize)
+	}
+	if uint32(st.Type) != hugetlbfsMagic {
+		return fmt.Errorf("hugepages: %s is not a hugetlbfs mount (filesystem type 0x%x); the pod needs an emptyDir{medium: HugePages-%s} mounted there and a hugepages-%s request",
+			dir, uint32(st.Type), pageSize, pageSize)
+	}
+	want := map[fsv1.HugePageSize]int64{fsv1.HugePages2Mi: 2 << 20, fsv1.HugePages1Gi: 1 << 30}[pageSize]
+	if want != 0 && st.Bsize != want {
+		return fmt.Errorf("hugepages: %s has %d KiB pages but the StackInstance asks for %s (dataplane.hugePages.pageSize); mount an emptyDir{medium: HugePages-%s}",
+			dir, st.Bsize>>10, pageSize, pageSize)
+	}
+	return nil
+}

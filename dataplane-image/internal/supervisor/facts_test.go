@@ -1,0 +1,112 @@
+package supervisor
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+)
+
+func TestGatherReadsEveryFact(t *testing.T) {
+	spec := vhostSpec(2)
+	spec.Ports = append(spec.Ports, fsv1.PortSpec{Name: "vf", Device: fsv1.PortDevice{PCI: &fsv1.PCIDevice{Resource: "intel.com/sriov_dpdk"}},
+		Addressing: fsv1.Addressing{IPv4: &fsv1.IPv4Address{Address: "192.168.1.2/24", Gateway: "192.168.1.1"}}})
+	h := newHarness(t, spec)
+	h.writeDevinfo()
+	h.env["PCIDEVICE_INTEL_COM_SRIOV_DPDK"] = "0000:3b:02.1, 0000:3b:02.0"
+	h.cpus = []int{4, 5, 6}
+	facts, err := h.facts().Gather(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(facts.DataplaneCPUs, []int{4, 5, 6}) {
+		t.Errorf("CPUs = %v", facts.DataplaneCPUs)
+	}
+	a := facts.Attachments["net1"]
+	if a.SocketPath != "/var/run/kube-fstack/vhost/net1.sock" || !a.Server || a.MAC != "02:00:00:00:00:01" ||
+		!reflect.DeepEqual(a.IPs, []string{"10.1.0.5/24"}) || !reflect.DeepEqual(a.Gateways, []string{"10.1.0.1"}) {
+		t.Errorf("attachment = %+v", a)
+	}
+	if got := facts.PCIResources["intel.com/sriov_dpdk"]; !reflect.DeepEqual(got, []string{"0000:3b:02.1", "0000:3b:02.0"}) {
+		t.Errorf("PCI = %v (the device plugin's order must be kept)", got)
+	}
+	if facts.ShimLibrary != "/var/run/kube-fstack/shim/libff_syscall.so" {
+		t.Errorf("shim library = %s", facts.ShimLibrary)
+	}
+}
+
+func TestGatherNamesEachBadFact(t *testing.T) {
+	cases := map[string]struct {
+		mutate func(*harness, *fsv1.StackInstanceSpec)
+		want   []string
+	}{
+		"too few CPUs": {func(h *harness, _ *fsv1.StackInstanceSpec) { h.cpus = []int{3} },
+			[]string{"the dataplane container has CPUs 3 but the StackInstance asks for 2 processes; kubelet's static CPU manager must give it 2 exclusive CPUs (Guaranteed pod, integer cpu)"}},
+		"no device info": {func(h *harness, _ *fsv1.StackInstanceSpec) {
+			_ = os.Remove(filepath.Join(h.paths.PodSocketDir, "net1.json"))
+		},
+			[]string{`port data: attachment "net1"`, "net1.json", "fstack-cni"}},
+		"broken device info": {func(h *harness, _ *fsv1.StackInstanceSpec) {
+			_ = os.WriteFile(filepath.Join(h.paths.PodSocketDir, "net1.json"), []byte(`{"type":"vhost-user"}`), 0o644)
+		}, []string{"vhost-user.path is missing"}},
+		"no PCIDEVICE": {func(_ *harness, s *fsv1.StackInstanceSpec) {
+			s.Ports[0].Device = fsv1.PortDevice{PCI: &fsv1.PCIDevice{Resource: "intel.com/vf"}}
+		}, []string{"environment variable PCIDEVICE_INTEL_COM_VF is not set", "SR-IOV device plugin"}},
+		"not hugetlbfs": {func(h *harness, _ *fsv1.StackInstanceSpec) { h.fsType = 0x01021994 },
+			[]string{"is not a hugetlbfs mount (filesystem type 0x1021994)", "emptyDir{medium: HugePages-2Mi}"}},
+		"wrong page size": {func(h *harness, _ *fsv1.StackInstanceSpec) { h.bsize = 1 << 30 },
+			[]string{"has 1048576 KiB pages but the StackInstance asks for 2Mi"}},
+		"cpuset narrower than affinity": {func(h *harness, _ *fsv1.StackInstanceSpec) {
+			h.paths.CpusetFile = filepath.Join(h.t.TempDir(), "cpuset.cpus")
+			_ = os.WriteFile(h.paths.CpusetFile, []byte("2\n"), 0o644)
+		}, []string{"CPU 3 of the supervisor's affinity (2-3) is outside the container's cpuset 2"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			spec := vhostSpec(2)
+			h := newHarness(t, spec)
+			h.writeDevinfo()
+			tc.mutate(h, spec)
+			_, err := h.facts().Gather(spec)
+			if err == nil {
+				t.Fatal("Gather accepted a bad fact")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+func TestNoHugeSkipsTheHugepageCheck(t *testing.T) {
+	spec := vhostSpec(1)
+	spec.DPDK.NoHuge = true
+	h := newHarness(t, spec)
+	h.writeDevinfo()
+	h.fsType = 0
+	if _, err := h.facts().Gather(spec); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoadSpecErrors(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := LoadSpec(filepath.Join(dir, "missing")); err == nil || !strings.Contains(err.Error(), "downward API") {
+		t.Errorf("missing: %v", err)
+	}
+	empty := filepath.Join(dir, "empty")
+	_ = os.WriteFile(empty, nil, 0o644)
+	if _, err := LoadSpec(empty); err == nil || !strings.Contains(err.Error(), "no kubefstack.io/spec annotation") {
+		t.Errorf("empty: %v", err)
+	}
+	bad := filepath.Join(dir, "bad")
+	_ = os.WriteFile(bad, []byte(`{"processes": "two"}`), 0o644)
+	if _, err := LoadSpec(bad); err == nil || !strings.Contains(err.Error(), "not valid JSON") {
+		t.Errorf("bad: %v", err)
+	}
+}

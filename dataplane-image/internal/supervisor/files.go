@@ -1,0 +1,159 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+)
+
+// writeAtomic replaces path with data so a reader in another container never sees half a file.
+func writeAtomic(path string, data []byte, mode os.FileMode) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // no-op once renamed
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Chmod(mode)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// bumpGeneration increments the counter in ShimDir before any process starts, so an app that
+// recorded an older generation knows its DPDK secondary state belongs to a dead primary.
+func bumpGeneration(shimDir string) (int, error) {
+	path := filepath.Join(shimDir, podcontract.GenerationFile)
+	old := 0
+	data, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		if old, err = strconv.Atoi(strings.TrimSpace(string(data))); err != nil {
+			return 0, fmt.Errorf("generation file %s holds %q, not a number: %w", path, data, err)
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return 0, fmt.Errorf("generation file: %w", err)
+	}
+	gen := old + 1
+	if err := writeAtomic(path, []byte(strconv.Itoa(gen)+"\n"), 0o644); err != nil {
+		return 0, fmt.Errorf("generation file: %w", err)
+	}
+	return gen, nil
+}
+
+func writeReady(shimDir string, gen int) error {
+	return writeAtomic(filepath.Join(shimDir, podcontract.ReadyFile), []byte(strconv.Itoa(gen)+"\n"), 0o644)
+}
+
+func removeReady(shimDir string) error {
+	err := os.Remove(filepath.Join(shimDir, podcontract.ReadyFile))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// ShimMode names the directory of ImageShimDir holding the libff_syscall.so built for a shim
+// spec: the enabled build flags in a fixed order, or "pipeline" (F-Stack's default) for none.
+func ShimMode(sh *fsv1.ShimSpec) string {
+	var parts []string
+	if sh.KernelEvent != nil && *sh.KernelEvent {
+		parts = append(parts, "kernel-event")
+	}
+	if sh.MultiSC != nil && *sh.MultiSC {
+		parts = append(parts, "multi-sc")
+	}
+	if sh.ThreadSocket {
+		parts = append(parts, "thread-socket")
+	}
+	if sh.Polling {
+		parts = append(parts, "polling")
+	}
+	if len(parts) == 0 {
+		return "pipeline"
+	}
+	return strings.Join(parts, "+")
+}
+
+// placeShim copies the image's top-level shim files (the launcher) and, when the spec enables
+// the shim, the library of its mode into ShimDir, each atomically with its mode bits kept.
+// A missing library is an error when required: without it the app would silently use kernel
+// sockets.
+func placeShim(imageDir, shimDir string, sh *fsv1.ShimSpec, require bool) (warning string, err error) {
+	entries, err := os.ReadDir(imageDir)
+	if err != nil && require {
+		return "", fmt.Errorf("shim: the image has no %s: %w", imageDir, err)
+	}
+	for _, e := range entries {
+		if e.Type().IsRegular() {
+			if err := copyFile(filepath.Join(imageDir, e.Name()), filepath.Join(shimDir, e.Name())); err != nil {
+				return "", fmt.Errorf("shim: %w", err)
+			}
+		}
+	}
+	if sh.Enabled == nil || !*sh.Enabled {
+		return "", nil
+	}
+	mode := ShimMode(sh)
+	lib := filepath.Join(imageDir, mode, podcontract.ShimLibrary)
+	if _, err := os.Stat(lib); err != nil {
+		msg := fmt.Sprintf("shim: the image has no %s for shim mode %s (it has: %s)", podcontract.ShimLibrary, mode, strings.Join(modeDirs(entries), ", "))
+		if require {
+			return "", errors.New(msg + "; use an image built with that mode or change spec.shim")
+		}
+		return msg + "; apps will use kernel sockets", nil
+	}
+	return "", copyFile(lib, filepath.Join(shimDir, podcontract.ShimLibrary))
+}
+
+func modeDirs(entries []os.DirEntry) []string {
+	var dirs []string
+	for _, e := range entries {
+		if e.IsDir() {
+			dirs = append(dirs, e.Name())
+		}
+	}
+	sort.Strings(dirs)
+	if len(dirs) == 0 {
+		return []string{"none"}
+	}
+	return dirs
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	st, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	data, err := io.ReadAll(in)
+	if err != nil {
+		return err
+	}
+	return writeAtomic(dst, data, st.Mode().Perm())
+}

@@ -1,0 +1,159 @@
+package supervisor
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
+)
+
+// syncBuffer is the supervisor's log, read while it runs.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// harness is a fake pod tree: spec, device info, volumes, and fake fact sources.
+type harness struct {
+	t      *testing.T
+	paths  Paths
+	cpus   []int
+	env    map[string]string
+	fsType int64
+	bsize  int64
+	log    *syncBuffer
+}
+
+func newHarness(t *testing.T, spec *fsv1.StackInstanceSpec) *harness {
+	t.Helper()
+	root := t.TempDir()
+	h := &harness{t: t, cpus: []int{2, 3}, env: map[string]string{}, fsType: hugetlbfsMagic, bsize: 2 << 20, log: &syncBuffer{}}
+	h.paths = Paths{
+		SpecFile: filepath.Join(root, "podinfo", "spec"), PodInfoDir: filepath.Join(root, "podinfo"),
+		PodSocketDir: filepath.Join(root, "vhost"), HugePagesDir: filepath.Join(root, "huge"),
+		RuntimeDir: filepath.Join(root, "run", "dpdk"), ShimDir: filepath.Join(root, "shim"),
+		ImageShimDir: filepath.Join(root, "image-shim"), ConfigFile: filepath.Join(root, "etc", "config.ini"),
+	}
+	for _, d := range []string{h.paths.PodInfoDir, h.paths.PodSocketDir, h.paths.HugePagesDir, h.paths.RuntimeDir, h.paths.ImageShimDir} {
+		mustDo(t, os.MkdirAll(d, 0o755))
+	}
+	data, err := json.Marshal(spec)
+	mustDo(t, err)
+	mustDo(t, os.WriteFile(h.paths.SpecFile, data, 0o644))
+	return h
+}
+
+func mustDo(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// vhostSpec is a spec with one vhost-user port on attachment net1.
+func vhostSpec(processes int32) *fsv1.StackInstanceSpec {
+	f := false
+	return &fsv1.StackInstanceSpec{
+		Processes: processes,
+		Ports: []fsv1.PortSpec{{Name: "data", Attachment: "net1",
+			Device:     fsv1.PortDevice{VhostUser: &fsv1.VhostUserDevice{Queues: processes}},
+			Addressing: fsv1.Addressing{IPv4: &fsv1.IPv4Address{From: fsv1.AddressAttachment}}}},
+		Shim: fsv1.ShimSpec{Enabled: &f},
+	}
+}
+
+func (h *harness) writeDevinfo() {
+	const ifname = "net1"
+	mustDo(h.t, devinfo.Write(filepath.Join(h.paths.PodSocketDir, ifname+".json"), &devinfo.Info{
+		Type: devinfo.TypeVhostUser, Version: devinfo.SpecVersion,
+		VhostUser: &devinfo.VhostUser{Mode: devinfo.ModeServer, Path: "/var/run/kube-fstack/vhost/" + ifname + ".sock"},
+		MAC:       "02:00:00:00:00:01", IPs: []string{"10.1.0.5/24"}, Gateway: "10.1.0.1",
+	}))
+}
+
+func (h *harness) facts() *FactSource {
+	return &FactSource{
+		Paths:    h.paths,
+		Affinity: func() ([]int, error) { return h.cpus, nil },
+		LookupEnv: func(k string) (string, bool) {
+			v, ok := h.env[k]
+			return v, ok
+		},
+		Statfs: func(_ string, st *unix.Statfs_t) error {
+			st.Type, st.Bsize = h.fsType, h.bsize
+			return nil
+		},
+	}
+}
+
+// supervisor runs the fake processes with the given modes for the primary and the secondaries.
+func (h *harness) supervisor(primary, secondary string) *Supervisor {
+	cfg := Config{
+		Paths: h.paths,
+		Launch: Launch{ProgramMode: true, Program: os.Args[0],
+			PrimaryArgs: []string{primary}, SecondaryArgs: []string{secondary}},
+		Timing: Timing{StartTimeout: 5 * time.Second, Grace: time.Second, Poll: 10 * time.Millisecond},
+	}
+	s := New(cfg, h.facts(), h.log)
+	// GORACE: under -race the fake would otherwise linger a second at exit, past the grace.
+	s.Env = append(os.Environ(), fakeEnv+"=1", fakeHugeEnv+"="+h.paths.HugePagesDir, "GORACE=atexit_sleep_ms=0")
+	return s
+}
+
+// run starts Run in the background; the result arrives on the channel.
+func run(s *Supervisor, stop <-chan struct{}) <-chan error {
+	ch := make(chan error, 1)
+	go func() { ch <- s.Run(stop) }()
+	return ch
+}
+
+func (h *harness) shimFile(name string) string {
+	b, err := os.ReadFile(filepath.Join(h.paths.ShimDir, name))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func waitResult(t *testing.T, ch <-chan error) error {
+	t.Helper()
+	const within = 10 * time.Second
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(within):
+		t.Fatalf("Run did not return within %s", within)
+		return nil
+	}
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}

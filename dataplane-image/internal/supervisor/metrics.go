@@ -1,0 +1,126 @@
+package supervisor
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/fftraffic"
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/telemetry"
+)
+
+// metrics are the supervisor's own gauges and counters.
+type metrics struct {
+	reg         *prometheus.Registry
+	up          prometheus.Gauge
+	expected    prometheus.Gauge
+	starts      *prometheus.CounterVec
+	timeToReady prometheus.Gauge
+	generation  prometheus.Gauge
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		up: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fstack_processes_up",
+			Help: "F-Stack processes running."}),
+		expected: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fstack_processes_expected",
+			Help: "F-Stack processes the StackInstance asks for."}),
+		starts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fstack_process_starts_total",
+			Help: "Starts of each F-Stack process by this supervisor."}, []string{"proc"}),
+		timeToReady: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fstack_time_to_ready_seconds",
+			Help: "Seconds from supervisor start to every process ready; 0 until ready."}),
+		generation: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fstack_generation",
+			Help: "Dataplane generation (starts of the dataplane container in this pod); generation-1 is its restarts."}),
+	}
+	m.reg.MustRegister(m.up, m.expected, m.starts, m.timeToReady, m.generation)
+	return m
+}
+
+// nicCollector reads NIC counters from the primary's DPDK telemetry at scrape time.
+type nicCollector struct {
+	socket string
+	up     *prometheus.Desc
+	descs  map[string]*prometheus.Desc
+}
+
+// telemetry key -> metric name.
+var nicCounters = map[string]string{
+	"ipackets": "fstack_nic_rx_packets_total", "opackets": "fstack_nic_tx_packets_total",
+	"ibytes": "fstack_nic_rx_bytes_total", "obytes": "fstack_nic_tx_bytes_total",
+	"imissed": "fstack_nic_rx_missed_total", "ierrors": "fstack_nic_rx_errors_total",
+	"oerrors": "fstack_nic_tx_errors_total", "rx_nombuf": "fstack_nic_rx_nombuf_total",
+}
+
+func newNICCollector(socket string) *nicCollector {
+	c := &nicCollector{socket: socket, descs: map[string]*prometheus.Desc{},
+		up: prometheus.NewDesc("fstack_nic_telemetry_up", "1 if the DPDK telemetry socket answered this scrape.", nil, nil)}
+	for key, name := range nicCounters {
+		c.descs[key] = prometheus.NewDesc(name, "DPDK ethdev counter "+key+" (telemetry /ethdev/stats).", []string{"port"}, nil)
+	}
+	return c
+}
+
+func (c *nicCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.up
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+
+func (c *nicCollector) Collect(ch chan<- prometheus.Metric) {
+	ports, err := telemetry.AllEthdevStats(c.socket, 2*time.Second)
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
+	for _, p := range ports {
+		for key, v := range p.Stats {
+			if d, ok := c.descs[key]; ok {
+				ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), strconv.Itoa(p.Port))
+			}
+		}
+	}
+}
+
+// trafficCollector runs ff_traffic for every process at scrape time. The tool must run
+// serially, so scrapes take turns.
+type trafficCollector struct {
+	mu     sync.Mutex
+	reader *fftraffic.Reader
+	procs  int
+	descs  [6]*prometheus.Desc
+}
+
+func newTrafficCollector(reader *fftraffic.Reader, procs int) *trafficCollector {
+	c := &trafficCollector{reader: reader, procs: procs}
+	for i, n := range []string{"rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "rx_dropped", "tx_dropped"} {
+		c.descs[i] = prometheus.NewDesc("fstack_traffic_"+n+"_total", "F-Stack per-process "+n+" (ff_traffic -s; mbuf segments).", []string{"proc"}, nil)
+	}
+	return c
+}
+
+func (c *trafficCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+
+func (c *trafficCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := 0; k < c.procs; k++ {
+		t, err := c.reader.Read(context.Background(), k)
+		if err != nil {
+			continue
+		}
+		proc := strconv.Itoa(k)
+		for i, v := range []uint64{t.RxPackets, t.RxBytes, t.TxPackets, t.TxBytes, t.RxDropped, t.TxDropped} {
+			ch <- prometheus.MustNewConstMetric(c.descs[i], prometheus.CounterValue, float64(v), proc)
+		}
+	}
+}

@@ -1,0 +1,138 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/telemetry"
+)
+
+// rteMagic is RTE_MAGIC: EAL writes it into the shared config's first word when its init is
+// complete, so a config file with another value belongs to a primary still starting.
+const rteMagic = 19820526
+
+// primaryState says how far a primary has got; the text is what a timeout reports.
+func primaryState(runtimeDir, prefix string) error {
+	cfg := filepath.Join(runtimeDir, prefix, "config")
+	f, err := os.Open(cfg)
+	if err != nil {
+		return fmt.Errorf("no DPDK runtime config yet (%s)", cfg)
+	}
+	defer f.Close()
+	if !lockHeld(f) {
+		return fmt.Errorf("%s exists but no process holds its lock (a primary that died, or not yet started)", cfg)
+	}
+	var word [4]byte
+	if _, err := f.ReadAt(word[:], 0); err != nil {
+		return fmt.Errorf("%s: %w", cfg, err)
+	}
+	if m := binary.NativeEndian.Uint32(word[:]); m != rteMagic {
+		return fmt.Errorf("EAL init not finished (%s magic %d)", cfg, m)
+	}
+	return nil
+}
+
+// lockHeld asks whether some process holds the write lock a DPDK primary keeps on its config
+// for as long as it lives; a stale file from a dead primary has none.
+func lockHeld(f *os.File) bool {
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: 0, Len: 0}
+	if err := unix.FcntlFlock(f.Fd(), unix.F_GETLK, &lk); err != nil {
+		return false
+	}
+	return lk.Type != unix.F_UNLCK
+}
+
+// telemetryAnswers checks the primary serves its telemetry socket and, for each check
+// ("command" or "command~text"), answers the command with a reply (containing text).
+func telemetryAnswers(runtimeDir, prefix string, checks []string) error {
+	c, err := telemetry.Dial(telemetry.SocketPath(runtimeDir, prefix), time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	for _, check := range checks {
+		cmd, want, _ := strings.Cut(check, "~")
+		reply, err := c.Command(cmd)
+		if err != nil {
+			return err
+		}
+		if r := string(reply); r == "[]" || r == "{}" || !strings.Contains(r, want) {
+			return fmt.Errorf("telemetry %s answers %s, not yet %q", cmd, r, want)
+		}
+	}
+	return nil
+}
+
+// secondaryJoined reports whether a secondary with this pid has joined the primary: its IPC
+// socket in the runtime directory (mp_socket_<pid>_<tsc>) and, when memory is on hugepages, the
+// primary's hugepage files mapped (EAL's memory init, the step that fails across containers).
+func secondaryJoined(runtimeDir, hugeDir, prefix string, pid int) error {
+	pattern := filepath.Join(runtimeDir, prefix, "mp_socket_"+strconv.Itoa(pid)+"_*")
+	if m, _ := filepath.Glob(pattern); len(m) == 0 {
+		return fmt.Errorf("no %s yet: the secondary has not joined the primary", pattern)
+	}
+	if hugeDir == "" {
+		return nil
+	}
+	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		return fmt.Errorf("secondary's memory maps: %w", err)
+	}
+	if file := filepath.Join(hugeDir, prefix+"map_"); !strings.Contains(string(maps), file) {
+		return fmt.Errorf("the secondary has not mapped the primary's hugepages (%s*) yet", file)
+	}
+	return nil
+}
+
+// readyCommand runs the configured probe for process k (F-Stack: ff_traffic -p k -s).
+func readyCommand(ctx context.Context, argv []string, k int) error {
+	if len(argv) == 0 {
+		return nil
+	}
+	args := make([]string, len(argv))
+	for i, a := range argv {
+		args[i] = strings.ReplaceAll(a, "{proc}", strconv.Itoa(k))
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// errStopped means a signal arrived while waiting.
+var errStopped = errors.New("stopped by signal")
+
+// waitUntil polls check until it passes, the child dies, a stop is asked for, or the timeout.
+func waitUntil(what string, c *child, timing Timing, stop <-chan struct{}, check func() error) error {
+	deadline := time.NewTimer(timing.StartTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(timing.Poll)
+	defer tick.Stop()
+	last := check()
+	for last != nil {
+		select {
+		case <-c.done:
+			return fmt.Errorf("process %d died while starting (%s)", c.id, c.status())
+		case <-stop:
+			return errStopped
+		case <-deadline.C:
+			return fmt.Errorf("process %d was not ready within %s: %s: %w", c.id, timing.StartTimeout, what, last)
+		case <-tick.C:
+			last = check()
+		}
+	}
+	return nil
+}

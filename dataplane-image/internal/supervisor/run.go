@@ -1,0 +1,269 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/fftraffic"
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/telemetry"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/render"
+)
+
+// Supervisor runs one pod's F-Stack.
+type Supervisor struct {
+	Cfg   Config
+	Facts *FactSource
+	// Env is the children's environment.
+	Env []string
+	// Traffic reads ff_traffic counters; nil when the image has no ff_traffic.
+	Traffic *fftraffic.Reader
+	// Now is the clock.
+	Now func() time.Time
+
+	log     *lineLog
+	noHuge  bool
+	health  health
+	metrics *metrics
+}
+
+// New makes a supervisor that logs (its own lines and its children's) to out.
+func New(cfg Config, facts *FactSource, out io.Writer) *Supervisor {
+	return &Supervisor{Cfg: cfg, Facts: facts, Env: os.Environ(), Now: time.Now,
+		log: &lineLog{out: out}, metrics: newMetrics()}
+}
+
+func (s *Supervisor) logf(format string, args ...any) {
+	s.log.printf("[supervisor] "+format+"\n", args...)
+}
+
+// Run renders the config and runs F-Stack until a process dies (an error naming it) or stop is
+// closed (nil after stopping every process). A setup problem is an error naming the fact.
+func (s *Supervisor) Run(stop <-chan struct{}) error {
+	begin := s.Now()
+	s.health.set("starting")
+	res, err := s.prepare()
+	if err != nil {
+		s.health.set(err.Error())
+		return err
+	}
+	if err := s.resolveFStack(res); err != nil {
+		s.health.set(err.Error())
+		return err
+	}
+	if err := removeReady(s.Cfg.Paths.ShimDir); err != nil {
+		return fmt.Errorf("ready file: %w", err)
+	}
+	gen, err := bumpGeneration(s.Cfg.Paths.ShimDir)
+	if err != nil {
+		return err
+	}
+	s.metrics.generation.Set(float64(gen))
+	prefix := FilePrefix(res.EAL[0])
+	s.registerCollectors(prefix, len(res.EAL))
+	s.logf("generation %d: %d F-Stack processes, lcore_mask %s, DPDK file prefix %s", gen, len(res.EAL), res.LcoreMask, prefix)
+
+	exited := make(chan *child, len(res.EAL))
+	procs, err := s.startAll(res, prefix, exited, stop)
+	if err == nil {
+		err = s.publish(res, gen)
+	}
+	if err != nil {
+		s.health.failed.Store(true)
+		s.health.set(err.Error())
+		s.shutdown(procs, prefix)
+		if errors.Is(err, errStopped) {
+			s.logf("stopped while starting")
+			return nil
+		}
+		return err
+	}
+	elapsed := s.Now().Sub(begin)
+	s.metrics.timeToReady.Set(elapsed.Seconds())
+	s.logf("ready: generation %d, %d processes in %s", gen, len(procs), elapsed.Round(time.Millisecond))
+	return s.watch(procs, prefix, exited, stop)
+}
+
+// prepare loads the spec, gathers the facts, renders and writes config.ini.
+func (s *Supervisor) prepare() (*render.Result, error) {
+	spec, err := LoadSpec(s.Cfg.Paths.SpecFile)
+	if err != nil {
+		return nil, err
+	}
+	facts, err := s.Facts.Gather(spec)
+	if err != nil {
+		return nil, err
+	}
+	res, err := render.Render(spec, facts)
+	if err != nil {
+		return nil, fmt.Errorf("render config.ini from the StackInstance spec and the pod's facts: %w", err)
+	}
+	s.metrics.expected.Set(float64(len(res.EAL)))
+	s.noHuge = res.Spec.DPDK.NoHuge
+	if err := writeAtomic(s.Cfg.Paths.ConfigFile, res.Config, 0o644); err != nil {
+		return nil, fmt.Errorf("write config.ini: %w", err)
+	}
+	// A copy beside the shim, for whoever debugs the app side.
+	if err := writeAtomic(filepath.Join(s.Cfg.Paths.ShimDir, "config.ini"), res.Config, 0o644); err != nil {
+		return nil, fmt.Errorf("write config.ini: %w", err)
+	}
+	return res, nil
+}
+
+func (s *Supervisor) registerCollectors(prefix string, procs int) {
+	s.metrics.reg.MustRegister(newNICCollector(telemetry.SocketPath(s.Cfg.Paths.RuntimeDir, prefix)))
+	if s.Traffic != nil {
+		s.metrics.reg.MustRegister(newTrafficCollector(s.Traffic, procs))
+	}
+}
+
+// resolveFStack picks the fstack binary built with the spec's shim mode when none is given:
+// the fstack server and libff_syscall.so share their build flags, so they come in pairs.
+func (s *Supervisor) resolveFStack(res *render.Result) error {
+	l := &s.Cfg.Launch
+	if l.ProgramMode || l.FStack != "" {
+		return nil
+	}
+	mode := ShimMode(&res.Spec.Shim)
+	l.FStack = filepath.Join(s.Cfg.Paths.ImageShimDir, mode, "fstack")
+	if !exists(l.FStack) {
+		return fmt.Errorf("the image has no fstack built for shim mode %s (%s); use an image built with that mode or change spec.shim", mode, l.FStack)
+	}
+	return nil
+}
+
+// childEnv relocates DPDK's runtime directory when the paths say so (DPDK appends /dpdk to
+// RUNTIME_DIRECTORY).
+func (s *Supervisor) childEnv() []string {
+	env := slices.Clone(s.Env)
+	if rd := s.Cfg.Paths.RuntimeDir; rd != podcontract.DPDKRuntimeDir {
+		env = append(env, "RUNTIME_DIRECTORY="+filepath.Dir(rd))
+	}
+	return env
+}
+
+// startAll starts the primary, waits for it, then each secondary in turn. It returns what it
+// started, also on error, so the caller can stop it.
+func (s *Supervisor) startAll(res *render.Result, prefix string, exited chan<- *child, stop <-chan struct{}) ([]*child, error) {
+	var procs []*child
+	for k := range res.EAL {
+		argv, err := s.Cfg.Launch.Argv(res, s.Cfg.Paths.ConfigFile, k)
+		if err != nil {
+			return procs, err
+		}
+		s.logf("starting process %d: %s", k, strings.Join(argv, " "))
+		c, err := startChild(k, argv, s.childEnv(), s.log, exited)
+		if err != nil {
+			return procs, err
+		}
+		procs = append(procs, c)
+		s.metrics.starts.WithLabelValues(fmt.Sprint(k)).Inc()
+		if err := waitUntil(s.readyWhat(k), c, s.Cfg.Timing, stop, s.readyCheck(prefix, c)); err != nil {
+			return procs, err
+		}
+		s.metrics.up.Inc()
+		s.logf("process %d is up", k)
+	}
+	return procs, nil
+}
+
+func (s *Supervisor) readyWhat(k int) string {
+	if k == 0 {
+		return "the primary's EAL init (runtime config, its lock and magic) and telemetry"
+	}
+	return "the secondary joining the primary"
+}
+
+func (s *Supervisor) readyCheck(prefix string, c *child) func() error {
+	rd := s.Cfg.Paths.RuntimeDir
+	return func() error {
+		var err error
+		if c.id == 0 {
+			err = primaryState(rd, prefix)
+			if sock := telemetry.SocketPath(rd, prefix); err == nil && (exists(sock) || len(s.Cfg.ReadyTelemetry) > 0) {
+				err = telemetryAnswers(rd, prefix, s.Cfg.ReadyTelemetry)
+			}
+		} else {
+			err = secondaryJoined(rd, s.hugeDirIfUsed(), prefix, c.cmd.Process.Pid)
+		}
+		if err == nil {
+			err = readyCommand(context.Background(), s.Cfg.ReadyCommand, c.id)
+		}
+		return err
+	}
+}
+
+// hugeDirIfUsed is where secondaries map the primary's pages; empty with --no-huge.
+func (s *Supervisor) hugeDirIfUsed() string {
+	if s.noHuge {
+		return ""
+	}
+	return s.Cfg.Paths.HugePagesDir
+}
+
+func exists(path string) bool { _, err := os.Stat(path); return err == nil }
+
+// publish puts the shim in place and then the ready marker the launcher waits for.
+func (s *Supervisor) publish(res *render.Result, gen int) error {
+	warning, err := placeShim(s.Cfg.Paths.ImageShimDir, s.Cfg.Paths.ShimDir, &res.Spec.Shim, s.Cfg.RequireShim)
+	if err != nil {
+		return err
+	}
+	if warning != "" {
+		s.logf("WARNING: %s", warning)
+	}
+	if err := writeReady(s.Cfg.Paths.ShimDir, gen); err != nil {
+		return fmt.Errorf("ready file: %w", err)
+	}
+	s.health.ready.Store(true)
+	s.health.set("ready")
+	return nil
+}
+
+// watch waits for the first process exit (an error) or a stop (nil).
+func (s *Supervisor) watch(procs []*child, prefix string, exited <-chan *child, stop <-chan struct{}) error {
+	select {
+	case c := <-exited:
+		s.health.ready.Store(false)
+		s.health.failed.Store(true)
+		msg := fmt.Sprintf("F-Stack process %d (%s) exited: %s", c.id, procType(c.id), c.status())
+		if c.id == 0 {
+			msg += "; a dead primary strands every secondary, so the whole dataplane stops"
+		}
+		s.health.set(msg)
+		s.logf("%s", msg)
+		s.shutdown(procs, prefix)
+		return errors.New(msg)
+	case <-stop:
+		s.logf("stopping: SIGTERM to the secondaries, then the primary; SIGKILL after %s", s.Cfg.Timing.Grace)
+		s.shutdown(procs, prefix)
+		return nil
+	}
+}
+
+// shutdown withdraws readiness first (apps must not attach to what is going away), stops every
+// process, and deletes the primary's hugepage files, which would otherwise hold the pod's pages.
+func (s *Supervisor) shutdown(procs []*child, prefix string) {
+	s.health.ready.Store(false)
+	if err := removeReady(s.Cfg.Paths.ShimDir); err != nil {
+		s.logf("remove ready file: %v", err)
+	}
+	order := slices.Clone(procs)
+	slices.Reverse(order)
+	stopAll(order, s.Cfg.Timing.Grace)
+	s.metrics.up.Set(0)
+	files, _ := filepath.Glob(filepath.Join(s.Cfg.Paths.HugePagesDir, prefix+"map_*"))
+	for _, f := range files {
+		_ = os.Remove(f)
+	}
+	for _, c := range procs {
+		s.logf("process %d: %s", c.id, c.status())
+	}
+}

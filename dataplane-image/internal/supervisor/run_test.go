@@ -1,0 +1,201 @@
+package supervisor
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+)
+
+func TestStartsPrimaryThenSecondariesAndStopsCleanly(t *testing.T) {
+	h := newHarness(t, vhostSpec(2))
+	h.writeDevinfo()
+	stop := make(chan struct{})
+	res := run(h.supervisor("primary", "secondary"), stop)
+	eventually(t, "the ready marker", func() bool { return h.shimFile(podcontract.ReadyFile) == "1" })
+
+	log := h.log.String()
+	up0, start1 := strings.Index(log, "process 0 is up"), strings.Index(log, "starting process 1")
+	if up0 < 0 || start1 < 0 || up0 > start1 {
+		t.Errorf("the secondary must start after the primary is ready:\n%s", log)
+	}
+	if !strings.Contains(log, "[proc 0] fake primary pid") || !strings.Contains(log, "[proc 1] second line") {
+		t.Errorf("children's output is not logged line by line with its proc-id:\n%s", log)
+	}
+	if !strings.Contains(log, "--proc-type=secondary") || !strings.Contains(log, "-c8 ") {
+		t.Errorf("process 1 did not get its own EAL argv (secondary, CPU 3):\n%s", log)
+	}
+	if g := h.shimFile(podcontract.GenerationFile); g != "1" {
+		t.Errorf("generation = %q, want 1", g)
+	}
+	if cfg, _ := os.ReadFile(h.paths.ConfigFile); !strings.Contains(string(cfg), "lcore_mask=c") {
+		t.Errorf("config.ini lacks the lcore mask of CPUs 2,3:\n%s", cfg)
+	}
+	if h.shimFile("config.ini") == "" {
+		t.Error("no copy of config.ini in the shim dir")
+	}
+
+	close(stop)
+	if err := waitResult(t, res); err != nil {
+		t.Fatalf("a SIGTERM stop must return nil, got %v", err)
+	}
+	if h.shimFile(podcontract.ReadyFile) != "" {
+		t.Error("the ready marker survived the stop")
+	}
+	log = h.log.String()
+	if !strings.Contains(log, "process 1: exit status 0") || !strings.Contains(log, "process 0: exit status 0") {
+		t.Errorf("both processes must have ended on SIGTERM:\n%s", log)
+	}
+}
+
+func TestPrimaryNeverReadyTimesOut(t *testing.T) {
+	h := newHarness(t, vhostSpec(1))
+	h.writeDevinfo()
+	s := h.supervisor("primary-never-ready", "secondary")
+	s.Cfg.Timing.StartTimeout = 400 * time.Millisecond
+	err := waitResult(t, run(s, make(chan struct{})))
+	if err == nil || !strings.Contains(err.Error(), "process 0 was not ready within 400ms") || !strings.Contains(err.Error(), "EAL init not finished") {
+		t.Fatalf("want a timeout naming the primary and what it lacked, got %v", err)
+	}
+	if h.shimFile(podcontract.ReadyFile) != "" {
+		t.Error("ready marker written for a primary that never became ready")
+	}
+	if g := h.shimFile(podcontract.GenerationFile); g != "1" {
+		t.Errorf("the generation moves before processes start: got %q", g)
+	}
+	if !strings.Contains(h.log.String(), "process 0: exit status 0") {
+		t.Errorf("the primary must be stopped after the timeout:\n%s", h.log)
+	}
+}
+
+func TestPrimaryDyingWhileStarting(t *testing.T) {
+	h := newHarness(t, vhostSpec(2))
+	h.writeDevinfo()
+	err := waitResult(t, run(h.supervisor("primary-dies", "secondary"), make(chan struct{})))
+	if err == nil || !strings.Contains(err.Error(), "process 0 died while starting (exit status 3)") {
+		t.Fatalf("got %v", err)
+	}
+	if strings.Contains(h.log.String(), "starting process 1") {
+		t.Error("a secondary was started without a primary")
+	}
+}
+
+func TestSecondaryDeathStopsEverythingNonZero(t *testing.T) {
+	h := newHarness(t, vhostSpec(2))
+	h.writeDevinfo()
+	res := run(h.supervisor("primary", "secondary-dies"), make(chan struct{}))
+	eventually(t, "ready", func() bool { return h.shimFile(podcontract.ReadyFile) == "1" })
+	err := waitResult(t, res)
+	if err == nil || !strings.Contains(err.Error(), "F-Stack process 1 (secondary) exited: exit status 7") {
+		t.Fatalf("want an error naming process 1 and its status, got %v", err)
+	}
+	if h.shimFile(podcontract.ReadyFile) != "" {
+		t.Error("the ready marker survived a dead process")
+	}
+	if !strings.Contains(h.log.String(), "process 0: exit status 0") {
+		t.Errorf("the primary must be stopped when a secondary dies:\n%s", h.log)
+	}
+}
+
+func TestSIGTERMDuringStart(t *testing.T) {
+	h := newHarness(t, vhostSpec(1))
+	h.writeDevinfo()
+	s := h.supervisor("primary-never-ready", "secondary")
+	s.Cfg.Timing.StartTimeout = time.Minute
+	stop := make(chan struct{})
+	res := run(s, stop)
+	eventually(t, "the primary to start", func() bool { return strings.Contains(h.log.String(), "[proc 0] fake") })
+	begin := time.Now()
+	close(stop)
+	if err := waitResult(t, res); err != nil {
+		t.Fatalf("SIGTERM while starting must stop cleanly, got %v", err)
+	}
+	if time.Since(begin) > 5*time.Second {
+		t.Error("the stop waited for the start timeout")
+	}
+	if !strings.Contains(h.log.String(), "process 0: exit status 0") {
+		t.Errorf("the primary was not stopped:\n%s", h.log)
+	}
+}
+
+func TestKillAfterGrace(t *testing.T) {
+	h := newHarness(t, vhostSpec(1))
+	h.writeDevinfo()
+	s := h.supervisor("primary-ignores-term", "secondary")
+	s.Cfg.Timing.Grace = 300 * time.Millisecond
+	stop := make(chan struct{})
+	res := run(s, stop)
+	eventually(t, "ready", func() bool { return h.shimFile(podcontract.ReadyFile) == "1" })
+	close(stop)
+	if err := waitResult(t, res); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(h.log.String(), "process 0: killed by signal killed") {
+		t.Errorf("a process ignoring SIGTERM must be killed after the grace period:\n%s", h.log)
+	}
+}
+
+func TestGenerationMovesOnEveryStart(t *testing.T) {
+	h := newHarness(t, vhostSpec(1))
+	h.writeDevinfo()
+	for want := 1; want <= 2; want++ {
+		stop := make(chan struct{})
+		res := run(h.supervisor("primary", "secondary"), stop)
+		eventually(t, "ready", func() bool { return h.shimFile(podcontract.ReadyFile) == string(rune('0'+want)) })
+		close(stop)
+		mustDo(t, waitResult(t, res))
+		if g := h.shimFile(podcontract.GenerationFile); g != string(rune('0'+want)) {
+			t.Errorf("start %d: generation %q", want, g)
+		}
+	}
+}
+
+// A stale config from a primary that died holds no lock: never ready.
+func TestStaleRuntimeConfigIsNotReady(t *testing.T) {
+	rd := t.TempDir()
+	mustDo(t, os.MkdirAll(filepath.Join(rd, "rte"), 0o755))
+	mustDo(t, os.WriteFile(filepath.Join(rd, "rte", "config"), []byte{0xee, 0x6b, 0x2e, 0x01}, 0o600)) // RTE magic, little-endian
+	err := primaryState(rd, "rte")
+	if err == nil || !strings.Contains(err.Error(), "no process holds its lock") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestInvalidFactsStopBeforeAnyProcess(t *testing.T) {
+	h := newHarness(t, vhostSpec(2))
+	h.cpus = []int{3}
+	err := waitResult(t, run(h.supervisor("primary", "secondary"), make(chan struct{})))
+	if err == nil || !strings.Contains(err.Error(), "has CPUs 3 but the StackInstance asks for 2 processes") ||
+		!strings.Contains(err.Error(), `attachment "net1"`) {
+		t.Fatalf("want every bad fact named, got %v", err)
+	}
+	if strings.Contains(h.log.String(), "starting process") {
+		t.Error("a process was started despite invalid facts")
+	}
+	if _, err := os.Stat(filepath.Join(h.paths.ShimDir, podcontract.GenerationFile)); err == nil {
+		t.Error("the generation moved although nothing started")
+	}
+}
+
+func TestFStackModeIsResolvedFromTheSpec(t *testing.T) {
+	h := newHarness(t, vhostSpec(1))
+	h.writeDevinfo()
+	s := h.supervisor("primary", "secondary")
+	s.Cfg.Launch.ProgramMode = false
+	err := waitResult(t, run(s, make(chan struct{})))
+	if err == nil || !strings.Contains(err.Error(), "no fstack built for shim mode kernel-event+multi-sc") {
+		t.Fatalf("want the missing mode named, got %v", err)
+	}
+	mustDo(t, os.MkdirAll(filepath.Join(h.paths.ImageShimDir, "kernel-event+multi-sc"), 0o755))
+	mustDo(t, os.WriteFile(filepath.Join(h.paths.ImageShimDir, "kernel-event+multi-sc", "fstack"), []byte("#!/bin/sh\nexit 9\n"), 0o755))
+	s = h.supervisor("primary", "secondary")
+	s.Cfg.Launch.ProgramMode = false
+	err = waitResult(t, run(s, make(chan struct{})))
+	if err == nil || !strings.Contains(err.Error(), "process 0 died while starting (exit status 9)") ||
+		!strings.Contains(h.log.String(), "kernel-event+multi-sc/fstack --conf "+h.paths.ConfigFile+" --proc-type=primary --proc-id=0") {
+		t.Fatalf("want F-Stack's own command line for the mode's fstack, got %v\n%s", err, h.log)
+	}
+}

@@ -1,0 +1,119 @@
+package telemetry
+
+import (
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fakeServer answers like DPDK's telemetry: a greeting, then one reply packet per request. It
+// is a fake because the unit tier runs without DPDK; the dataplane tier checks the client
+// against a real testpmd.
+func fakeServer(t *testing.T, replies map[string]string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), SocketName)
+	l, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: path, Net: "unixpacket"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			conn, err := l.AcceptUnix()
+			if err != nil {
+				return
+			}
+			go serve(conn, replies)
+		}
+	}()
+	return path
+}
+
+func serve(conn *net.UnixConn, replies map[string]string) {
+	defer conn.Close()
+	_, _ = conn.Write([]byte(`{"version": "DPDK 22.11.11", "pid": 42, "max_output_len": 16384}`))
+	buf := make([]byte, 1024)
+	for {
+		n, err := conn.Read(buf)
+		if err != nil {
+			return
+		}
+		reply, ok := replies[string(buf[:n])]
+		if !ok {
+			name, _, _ := strings.Cut(string(buf[:n]), ",")
+			reply = `{"` + name + `": null}`
+		}
+		_, _ = conn.Write([]byte(reply))
+	}
+}
+
+func TestAllEthdevStats(t *testing.T) {
+	path := fakeServer(t, map[string]string{
+		"/ethdev/list":    `{"/ethdev/list": [0, 1]}`,
+		"/ethdev/stats,0": `{"/ethdev/stats": {"ipackets": 12, "opackets": 7, "ibytes": 1200, "obytes": 700, "imissed": 0, "ierrors": 1, "oerrors": 0, "rx_nombuf": 0, "q_ipackets": [12, 0]}}`,
+		"/ethdev/stats,1": `{"/ethdev/stats": {"ipackets": 3, "opackets": 0}}`,
+	})
+	ports, err := AllEthdevStats(path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ports) != 2 || ports[0].Port != 0 || ports[1].Port != 1 {
+		t.Fatalf("ports = %+v", ports)
+	}
+	if got := ports[0].Stats; got["ipackets"] != 12 || got["obytes"] != 700 || got["ierrors"] != 1 {
+		t.Errorf("port 0 stats = %v", got)
+	}
+	if _, ok := ports[0].Stats["q_ipackets"]; ok {
+		t.Error("per-queue arrays must be left out of the scalar counters")
+	}
+	if ports[1].Stats["ipackets"] != 3 {
+		t.Errorf("port 1 stats = %v", ports[1].Stats)
+	}
+}
+
+func TestGreeting(t *testing.T) {
+	c, err := Dial(fakeServer(t, nil), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.Greeting.PID != 42 || !strings.HasPrefix(c.Greeting.Version, "DPDK") {
+		t.Errorf("greeting = %+v", c.Greeting)
+	}
+}
+
+func TestUnknownCommandIsAnError(t *testing.T) {
+	c, err := Dial(fakeServer(t, nil), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.EthdevStats(9); err == nil || !strings.Contains(err.Error(), "null reply") {
+		t.Fatalf("want a null-reply error, got %v", err)
+	}
+}
+
+func TestNoServer(t *testing.T) {
+	_, err := Dial(filepath.Join(t.TempDir(), SocketName), time.Second)
+	if err == nil {
+		t.Fatal("dial of a missing socket succeeded")
+	}
+}
+
+func TestSilentServerTimesOut(t *testing.T) {
+	path := filepath.Join(t.TempDir(), SocketName)
+	l, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: path, Net: "unixpacket"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	start := time.Now()
+	if _, err := Dial(path, 200*time.Millisecond); err == nil {
+		t.Fatal("a server that never greets must fail the dial")
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Fatal("the timeout was not applied")
+	}
+}

@@ -1,0 +1,197 @@
+package dpdk
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/telemetry"
+	"github.com/kube-fstack/kube-fstack/internal/nodetest"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+)
+
+// The whole contract on one pod: the supervisor renders config.ini from a spec and a CNI
+// device-info file, starts the primary with F-Stack's EAL arguments on the CNI-made vhost-user
+// port, reports ready with the shim in place, the port carries pings through OVS, an app-side
+// DPDK secondary in another mount+PID namespace reads the port's counters, the supervisor's
+// metrics read them from DPDK telemetry, and killing the primary makes the supervisor exit
+// non-zero; the next start moves the generation.
+func TestSupervisorRunsDPDKPrimaryBehindOVS(t *testing.T) {
+	p := newPod(t, "fsdp1", "10.99.7.10", 1)
+	d := p.startDataplane(t, "1") // the container's cpuset: process 0 must land on CPU 1
+	d.waitReady(t)
+
+	assertShimPlaced(t, p, "1")
+	assertRenderedEAL(t, d)
+	peer := addVethPeer(t, "10.99.7.200/24")
+	pingThrough(t, peer, p.ip)
+	assertSecondaryReadsCounters(t, p)
+	assertTelemetryAndMetrics(t, p, d)
+
+	// A dead primary strands every secondary: the supervisor must exit non-zero, withdraw
+	// readiness, and name the process.
+	must(t, syscall.Kill(d.pidOf(t, "dpdk-testpmd"), syscall.SIGKILL))
+	if code := d.exitCode(t, 30*time.Second); code == 0 {
+		t.Fatalf("the supervisor exited 0 after its primary was killed")
+	}
+	if !strings.Contains(d.log(), "F-Stack process 0 (primary) exited: killed by signal killed") {
+		t.Errorf("the exit message does not name the process and its status:\n%s", d.log())
+	}
+	if _, err := os.Stat(filepath.Join(p.shimDir, podcontract.ReadyFile)); !os.IsNotExist(err) {
+		t.Errorf("the ready marker survived the primary: %v", err)
+	}
+
+	// The container restarts: a new generation, ready again, and a SIGTERM is a clean stop.
+	d2 := p.startDataplane(t, "1")
+	d2.waitReady(t)
+	if g := p.file(podcontract.GenerationFile); g != "2" {
+		t.Errorf("generation after a restart = %q, want 2", g)
+	}
+	if r := p.file(podcontract.ReadyFile); r != "2" {
+		t.Errorf("ready marker = %q, want the new generation 2", r)
+	}
+	d2.stop()
+	if code := d2.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("SIGTERM: supervisor exit code %d, want 0\n%s", code, d2.log())
+	}
+	if left, _ := filepath.Glob(filepath.Join(env.huge.Dir, "rtemap_*")); len(left) > 0 {
+		t.Errorf("hugepage files left after a clean stop: %v", left)
+	}
+}
+
+func assertShimPlaced(t *testing.T, p *pod, gen string) {
+	t.Helper()
+	if g := p.file(podcontract.GenerationFile); g != gen {
+		t.Errorf("generation = %q, want %s", g, gen)
+	}
+	if r := p.file(podcontract.ReadyFile); r != gen {
+		t.Errorf("ready marker = %q, want %s", r, gen)
+	}
+	st, err := os.Stat(filepath.Join(p.shimDir, podcontract.Launcher))
+	if err != nil || st.Mode().Perm()&0o100 == 0 {
+		t.Errorf("launcher not placed executable: %v %v", st, err)
+	}
+	if _, err := os.Stat(filepath.Join(p.shimDir, podcontract.ShimLibrary)); err != nil {
+		t.Errorf("shim library of the default mode not placed: %v", err)
+	}
+	if cfg := p.file("config.ini"); !strings.Contains(cfg, "path="+podSocketDir+"/net1.sock,server=1\n") || !strings.Contains(cfg, "addr="+p.ip) {
+		t.Errorf("config.ini does not carry the device-info facts:\n%s", cfg)
+	}
+}
+
+// assertRenderedEAL checks the primary got F-Stack's EAL argv from the renderer.
+func assertRenderedEAL(t *testing.T, d *dataplane) {
+	t.Helper()
+	want := "dpdk-testpmd --lcores=0@1,1@1 -n4 --proc-type=primary --vdev=virtio_user0,path=" + podSocketDir +
+		"/net1.sock,server=1,queues=1,mac=02:fe:00:00:07:01 --no-pci --single-file-segments -- "
+	if !strings.Contains(d.log(), want) {
+		t.Errorf("the primary's command line is not F-Stack's EAL argv; want it to contain %q\n%s", want, d.log())
+	}
+}
+
+func pingThrough(t *testing.T, ns, ip string) {
+	t.Helper()
+	for range 30 {
+		if _, err := nodetest.Run("ip", "netns", "exec", ns, "ping", "-c", "1", "-W", "1", ip); err == nil {
+			break
+		}
+	}
+	out, err := nodetest.Run("ip", "netns", "exec", ns, "ping", "-c", "3", "-i", "0.2", "-W", "2", ip)
+	if err != nil || !strings.Contains(out, "3 received") {
+		t.Fatalf("ping %s through the vhost-user port: %v\n%s", ip, err, out)
+	}
+}
+
+var rxPackets = regexp.MustCompile(`(?m)^\s*RX-packets:\s*(\d+)`)
+
+// assertSecondaryReadsCounters is the app side: a DPDK secondary that sees only the shared
+// volumes attaches with the same --single-file-segments the shim passes and reads the port.
+func assertSecondaryReadsCounters(t *testing.T, p *pod) {
+	t.Helper()
+	out, err := p.appSecondary("1", "dpdk-proc-info", "--single-file-segments", "--log-level=5", "--", "--stats")
+	if err != nil {
+		t.Fatalf("dpdk-proc-info as an app-side secondary: %v", err)
+	}
+	m := rxPackets.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no RX-packets in dpdk-proc-info's output:\n%s", out)
+	}
+	if n, _ := strconv.Atoi(m[1]); n < 3 {
+		t.Errorf("the secondary reads RX-packets %d, want at least the 3 pings:\n%s", n, out)
+	}
+}
+
+func assertTelemetryAndMetrics(t *testing.T, p *pod, d *dataplane) {
+	t.Helper()
+	ports, err := telemetry.AllEthdevStats(telemetry.SocketPath(p.runDir, "rte"), 5*time.Second)
+	if err != nil {
+		t.Fatalf("telemetry of the real primary: %v", err)
+	}
+	if len(ports) != 1 || ports[0].Stats["ipackets"] < 3 || ports[0].Stats["opackets"] < 3 {
+		t.Errorf("telemetry /ethdev/stats of the real primary = %+v, want >= 3 packets each way", ports)
+	}
+	code, body := d.get(podcontract.MetricsPath)
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: %d %s", code, body)
+	}
+	for _, want := range []string{"fstack_processes_up 1", "fstack_nic_telemetry_up 1", "fstack_generation 1", `fstack_process_starts_total{proc="0"} 1`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if !regexp.MustCompile(`fstack_nic_rx_packets_total\{port="0"\} [1-9]`).MatchString(body) {
+		t.Errorf("/metrics has no NIC rx counter from telemetry:\n%s", body)
+	}
+	if code, _ := d.get(podcontract.HealthzPath); code != http.StatusOK {
+		t.Errorf("/healthz = %d while every process runs", code)
+	}
+}
+
+// addVethPeer attaches a veth end to the bridge (in OVS's namespace) and puts its peer, with
+// addr, in a new namespace.
+func addVethPeer(t *testing.T, addr string) string {
+	t.Helper()
+	ns := fmt.Sprintf("fsk-dpp-%d", os.Getpid())
+	must(t, nodetest.AddNetns(ns))
+	t.Cleanup(func() { nodetest.DelNetns(ns) })
+	steps := [][]string{
+		{"ip", "-n", env.ovs.Netns, "link", "add", "fskdo", "type", "veth", "peer", "name", "fskdp", "netns", ns},
+		{"ip", "-n", env.ovs.Netns, "link", "set", "fskdo", "up"},
+		{"ip", "-n", ns, "addr", "add", addr, "dev", "fskdp"},
+		{"ip", "-n", ns, "link", "set", "fskdp", "up"},
+	}
+	for _, s := range steps {
+		if _, err := nodetest.Run(s[0], s[1:]...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := env.ovs.Vsctl("--timeout=30", "add-port", bridge, "fskdo"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = env.ovs.Vsctl("--timeout=30", "del-port", bridge, "fskdo")
+		_, _ = nodetest.Run("ip", "-n", env.ovs.Netns, "link", "del", "fskdo")
+	})
+	return ns
+}
+
+// The CPUs come from the container's real cpuset cgroup: one CPU cannot host two processes, and
+// the supervisor says so before starting anything.
+func TestTooFewCPUsInTheCpuset(t *testing.T) {
+	p := newPod(t, "fsdp4", "10.99.7.13", 2)
+	d := p.startDataplane(t, "1")
+	if code := d.exitCode(t, 30*time.Second); code != 1 {
+		t.Fatalf("exit code %d, want 1\n%s", code, d.log())
+	}
+	want := "the dataplane container has CPUs 1 but the StackInstance asks for 2 processes; kubelet's static CPU manager must give it 2 exclusive CPUs (Guaranteed pod, integer cpu)"
+	if !strings.Contains(d.log(), want) || strings.Contains(d.log(), "starting process") {
+		t.Errorf("want %q and no process started:\n%s", want, d.log())
+	}
+}

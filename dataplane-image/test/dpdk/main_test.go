@@ -1,0 +1,73 @@
+// Package dpdk is the dataplane tier: the supervisor binary driving real DPDK processes. What
+// is real: the supervisor (built and exec'd), Debian's dpdk-testpmd as the F-Stack primary
+// started with exactly the EAL arguments F-Stack builds from the rendered config.ini (one
+// substitution: -c<cpu> becomes two lcores on that same CPU, because testpmd needs a forwarding
+// lcore), a private OVS-DPDK connecting to its vhost-user socket, hugepages, mount and PID
+// namespaces playing the pod's containers, and dpdk-proc-info as the app-side DPDK secondary.
+// What is not: F-Stack itself, which cannot be built here.
+package dpdk
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/kube-fstack/kube-fstack/internal/nodetest"
+)
+
+const bridge = "br-fsdp"
+
+// dataplanePages is what one testpmd primary (8192 mbufs, dynamic memory) and its secondaries
+// take, with room to spare.
+const dataplanePages = 120
+
+var env struct {
+	tmp        string
+	supervisor string
+	huge       *nodetest.Hugepages
+	ovs        *nodetest.OVS
+}
+
+func TestMain(m *testing.M) {
+	code, err := run(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "dataplane test setup:", err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func run(m *testing.M) (int, error) {
+	if err := nodetest.CheckPrereqs(); err != nil {
+		return 0, err
+	}
+	for _, bin := range []string{"dpdk-proc-info", "taskset"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			return 0, fmt.Errorf("%s not found: apt-get install --no-install-recommends dpdk-dev util-linux (hack/install-deps.sh)", bin)
+		}
+	}
+	tmp, err := os.MkdirTemp("", "fsk-dp-")
+	if err != nil {
+		return 0, err
+	}
+	env.tmp = tmp
+	defer os.RemoveAll(tmp)
+	env.supervisor = filepath.Join(tmp, "fstack-supervisor")
+	build := exec.Command("go", "build", "-o", env.supervisor, "github.com/kube-fstack/kube-fstack/dataplane-image/cmd/fstack-supervisor")
+	if out, err := build.CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("build the supervisor: %w: %s", err, out)
+	}
+	env.huge, err = nodetest.MountHugepages(filepath.Join(tmp, "huge"), nodetest.OVSPages+dataplanePages)
+	if err != nil {
+		return 0, err
+	}
+	defer env.huge.Unmount()
+	env.ovs, err = nodetest.StartOVS(filepath.Join(tmp, "ovs"), bridge, env.huge)
+	if err != nil {
+		return 0, err
+	}
+	defer env.ovs.Stop()
+	return m.Run(), nil
+}

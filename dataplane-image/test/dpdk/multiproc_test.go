@@ -1,0 +1,47 @@
+package dpdk
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// multiProcArgs make testpmd a two-process application like F-Stack: each process polls its
+// own queue pair of the shared port; the secondary gets F-Stack's secondary EAL argv.
+func multiProcArgs() []string {
+	var args []string
+	for _, a := range []string{"--rxq=2", "--txq=2", "--num-procs={procs}", "--proc-id={proc}"} {
+		args = append(args, "--primary-args="+a, "--secondary-args="+a)
+	}
+	return append(args, "--secondary-args=--forward-mode=icmpecho", "--secondary-args=--auto-start")
+}
+
+// Two processes: the secondary starts only after the primary is ready, both serve pings, and a
+// dead secondary stops the dataplane with an error naming it.
+func TestTwoProcessesAndADeadSecondary(t *testing.T) {
+	p := newPod(t, "fsdp3", "10.99.7.12", 2)
+	d := p.startDataplane(t, "0-1", multiProcArgs()...)
+	d.waitReady(t)
+	log := d.log()
+	if !strings.Contains(log, "dpdk-testpmd --lcores=0@1,1@1 -n4 --proc-type=secondary --vdev=virtio_user0,path=/var/run/kube-fstack/vhost/net1.sock,server=1,queues=2") {
+		t.Errorf("the secondary did not get F-Stack's secondary EAL argv on CPU 1:\n%s", log)
+	}
+	if strings.Index(log, "process 0 is up") > strings.Index(log, "starting process 1") {
+		t.Errorf("the secondary started before the primary was ready:\n%s", log)
+	}
+	peer := addVethPeer(t, "10.99.7.202/24")
+	pingThrough(t, peer, p.ip)
+
+	pids := d.pidsOf("dpdk-testpmd")
+	if len(pids) != 2 {
+		t.Fatalf("want 2 testpmd processes, got %v", pids)
+	}
+	must(t, syscall.Kill(pids[1], syscall.SIGKILL)) // the later-started one: the secondary
+	if code := d.exitCode(t, 30*time.Second); code == 0 {
+		t.Fatal("the supervisor exited 0 after a secondary was killed")
+	}
+	if !strings.Contains(d.log(), "F-Stack process 1 (secondary) exited: killed by signal killed") {
+		t.Errorf("the exit message does not name the secondary:\n%s", d.log())
+	}
+}

@@ -1,0 +1,332 @@
+package dpdk
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
+	"github.com/kube-fstack/kube-fstack/internal/nodetest"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+)
+
+// In-pod paths. The pod's /run is a private tmpfs in each container namespace, so nothing of
+// the host's /run is touched; the shared volumes are host directories bind-mounted at the same
+// path in every container, as kubelet does with emptyDirs.
+const (
+	podHugeDir   = "/run/kube-fstack/hugepages"
+	podConfig    = "/run/f-stack/config.ini"
+	podSocketDir = podcontract.PodSocketDir // /var/run -> /run
+)
+
+// containerScript sets up a container's mounts: $1 socket dir, $2 shim dir, $3 DPDK runtime
+// dir, $4 hugetlbfs; every other hugetlbfs mount of the machine is hidden, as in a pod, because
+// DPDK would otherwise pick whichever it finds first. $5 are the CPUs; the rest is the command.
+const containerScript = `set -e
+mount -t tmpfs tmpfs /run
+mkdir -p /run/kube-fstack/vhost /run/kube-fstack/shim /run/dpdk ` + podHugeDir + `
+mount --bind "$1" /run/kube-fstack/vhost
+mount --bind "$2" /run/kube-fstack/shim
+mount --bind "$3" /run/dpdk
+mount --bind "$4" ` + podHugeDir + `
+for m in $(awk '$3=="hugetlbfs"{print $2}' /proc/mounts); do [ "$m" = ` + podHugeDir + ` ] || umount -l "$m"; done
+cpus=$5; shift 5
+if [ -n "$cpus" ]; then exec taskset -c "$cpus" "$@"; fi
+exec "$@"`
+
+// pod is one pod's shared volumes on the host and its OVS port.
+type pod struct {
+	name                                     string
+	dir, socketDir, shimDir, runDir, imgShim string
+	specFile                                 string
+	ip                                       string
+}
+
+func newPod(t testing.TB, name, ip string, processes int) *pod {
+	t.Helper()
+	dir := t.TempDir()
+	p := &pod{name: name, dir: dir, ip: ip, specFile: filepath.Join(dir, "spec.json")}
+	p.socketDir, p.shimDir, p.runDir, p.imgShim = filepath.Join(dir, "vhost"), filepath.Join(dir, "shim"), filepath.Join(dir, "dpdk"), filepath.Join(dir, "image-shim")
+	for _, d := range []string{p.socketDir, p.shimDir, p.runDir, filepath.Join(p.imgShim, "kernel-event+multi-sc"), filepath.Join(dir, "empty")} {
+		must(t, os.MkdirAll(d, 0o755))
+	}
+	p.writeImageShim(t)
+	p.writeSpec(t, processes)
+	p.writeDevinfo(t)
+	p.addOVSPort(t)
+	return p
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeImageShim stands in for what the image carries: the launcher (an executable) and the
+// library of the default shim mode. Their content does not matter, only that they land in the
+// shim volume with their mode bits.
+func (p *pod) writeImageShim(t testing.TB) {
+	must(t, os.WriteFile(filepath.Join(p.imgShim, podcontract.Launcher), []byte("#!/bin/sh\n"), 0o755))
+	must(t, os.WriteFile(filepath.Join(p.imgShim, "kernel-event+multi-sc", podcontract.ShimLibrary), []byte("not a library"), 0o644))
+}
+
+// writeSpec is the spec snapshot the injector would expose: one vhost-user port whose address
+// comes from the attachment (the CNI plugin's IPAM).
+func (p *pod) writeSpec(t testing.TB, processes int) {
+	spec := fsv1.StackInstanceSpec{
+		Processes: int32(processes),
+		Ports: []fsv1.PortSpec{{
+			Name: "data", Attachment: "net1",
+			Device:     fsv1.PortDevice{VhostUser: &fsv1.VhostUserDevice{Queues: int32(processes)}},
+			Addressing: fsv1.Addressing{IPv4: &fsv1.IPv4Address{From: fsv1.AddressAttachment}},
+		}},
+	}
+	data, err := json.Marshal(spec)
+	must(t, err)
+	must(t, os.WriteFile(p.specFile, data, 0o644))
+}
+
+func (p *pod) writeDevinfo(t testing.TB) {
+	info := &devinfo.Info{
+		Type: devinfo.TypeVhostUser, Version: devinfo.SpecVersion,
+		VhostUser: &devinfo.VhostUser{Mode: devinfo.ModeServer, Path: podSocketDir + "/net1.sock"},
+		MAC:       "02:fe:00:00:07:01", IPs: []string{p.ip + "/24"}, Gateway: "10.99.7.1",
+		Attachment: &devinfo.Attachment{Network: "fstack", ContainerID: "c-" + p.name, IfName: "net1", PodUID: p.name},
+	}
+	must(t, devinfo.Write(filepath.Join(p.socketDir, "net1.json"), info))
+}
+
+// addOVSPort is what fstack-cni does for the attachment: OVS is the vhost-user client of the
+// socket in the pod's directory.
+func (p *pod) addOVSPort(t testing.TB) {
+	t.Helper()
+	sock := filepath.Join(p.socketDir, "net1.sock")
+	if _, err := env.ovs.Vsctl("--timeout=30", "add-port", bridge, p.name, "--", "set", "Interface", p.name,
+		"type=dpdkvhostuserclient", "options:vhost-server-path="+sock); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = env.ovs.Vsctl("--timeout=30", "del-port", bridge, p.name) })
+}
+
+func (p *pod) file(name string) string {
+	b, _ := os.ReadFile(filepath.Join(p.shimDir, name))
+	return strings.TrimSpace(string(b))
+}
+
+// dataplane is one run of the supervisor in its own mount and PID namespaces.
+type dataplane struct {
+	cmd     *exec.Cmd
+	logPath string
+	addr    string
+	done    chan struct{}
+	err     error
+}
+
+func freeAddr(t testing.TB) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// cpusetCgroup makes a cpuset cgroup (v1) with cpus, as kubelet's static CPU manager gives a
+// container its exclusive CPUs: the affinity the supervisor reads comes from it, not taskset.
+func cpusetCgroup(t testing.TB, name, cpus string) string {
+	t.Helper()
+	root := "/sys/fs/cgroup/cpuset"
+	dir := filepath.Join(root, name)
+	mems, err := os.ReadFile(filepath.Join(root, "cpuset.mems"))
+	must(t, err)
+	must(t, os.Mkdir(dir, 0o755))
+	t.Cleanup(func() {
+		for range 100 { // the last process leaves the cgroup a moment after it exits
+			if os.Remove(dir) == nil {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Errorf("cpuset cgroup %s left behind", dir)
+	})
+	must(t, os.WriteFile(filepath.Join(dir, "cpuset.mems"), mems, 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "cpuset.cpus"), []byte(cpus), 0o644))
+	return dir
+}
+
+// startDataplane runs the supervisor as the dataplane container would, in a cpuset cgroup of
+// cpus, with dpdk-testpmd as every F-Stack process.
+func (p *pod) startDataplane(t testing.TB, cpus string, extra ...string) *dataplane {
+	t.Helper()
+	cg := cpusetCgroup(t, fmt.Sprintf("fsk-dp-%s-%d", p.name, time.Now().UnixNano()), cpus)
+	d := &dataplane{addr: freeAddr(t), done: make(chan struct{}),
+		logPath: filepath.Join(p.dir, fmt.Sprintf("supervisor-%d.log", time.Now().UnixNano()))}
+	args := []string{"-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, cg,
+		"unshare", "--mount", "--pid", "--fork", "--mount-proc", "--propagation", "private", "--", "sh", "-c", containerScript, "sh",
+		p.socketDir, p.shimDir, p.runDir, env.huge.Dir, "",
+		env.supervisor, "--spec-file=" + p.specFile, "--cpuset-file=" + filepath.Join(cg, "cpuset.cpus"), "--hugepages-dir=" + podHugeDir, "--config-file=" + podConfig,
+		"--image-shim-dir=" + p.imgShim, "--listen=" + d.addr, "--start-timeout=90s", "--grace=5s",
+		"--program-mode", "--program=dpdk-testpmd", "--program-lcores-per-proc=2", "--ready-telemetry=/mempool/list~mb_pool_0",
+		"--primary-args=--total-num-mbufs=8192", "--primary-args=--forward-mode=icmpecho", "--primary-args=--auto-start"}
+	d.cmd = exec.Command("sh", append(args, extra...)...)
+	logFile, err := os.Create(d.logPath)
+	must(t, err)
+	d.cmd.Stdout, d.cmd.Stderr = logFile, logFile
+	must(t, d.cmd.Start())
+	go func() { d.err = d.cmd.Wait(); logFile.Close(); close(d.done) }()
+	t.Cleanup(func() {
+		d.stop()
+		if t.Failed() {
+			t.Logf("supervisor output:\n%s", d.log())
+		}
+		env.huge.Clean()
+	})
+	return d
+}
+
+func (d *dataplane) log() string { b, _ := os.ReadFile(d.logPath); return string(b) }
+
+// stop sends SIGTERM to the supervisor (PID 1 of its namespace, as in a container); unshare
+// only waits, so the signal goes to its child.
+func (d *dataplane) stop() {
+	for _, pid := range descendants(d.cmd.Process.Pid) {
+		if comm(pid) == "fstack-supervis" {
+			_ = syscall.Kill(pid, syscall.SIGTERM)
+		}
+	}
+	select {
+	case <-d.done:
+	case <-time.After(30 * time.Second):
+		_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
+		_ = d.cmd.Process.Kill()
+		<-d.done
+	}
+}
+
+// exitCode waits for the supervisor to end, bounded.
+func (d *dataplane) exitCode(t *testing.T, within time.Duration) int {
+	t.Helper()
+	select {
+	case <-d.done:
+	case <-time.After(within):
+		t.Fatalf("the supervisor did not exit within %s", within)
+	}
+	return d.cmd.ProcessState.ExitCode()
+}
+
+// waitReady bounds the start: EAL init waits for OVS to connect to the vhost-user socket.
+func (d *dataplane) waitReady(t testing.TB) {
+	t.Helper()
+	const within = 120 * time.Second
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		select {
+		case <-d.done:
+			t.Fatalf("the supervisor exited before ready: %v", d.err)
+		default:
+		}
+		if code, _ := d.get(podcontract.ReadyzPath); code == http.StatusOK {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("not ready within %s", within)
+}
+
+func (d *dataplane) get(path string) (int, string) {
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get("http://" + d.addr + path)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// descendants lists every process below pid, from the host's view of /proc.
+func descendants(pid int) []int {
+	children := map[int][]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if pp := ppid(p); pp > 0 {
+			children[pp] = append(children[pp], p)
+		}
+	}
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		out = append(out, children[cur]...)
+		queue = append(queue, children[cur]...)
+	}
+	return out
+}
+
+func ppid(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndex(s, ")")+1:])
+	if len(fields) < 2 {
+		return 0
+	}
+	n, _ := strconv.Atoi(fields[1])
+	return n
+}
+
+func comm(pid int) string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	return strings.TrimSpace(string(b))
+}
+
+func (d *dataplane) pidOf(t testing.TB, name string) int {
+	t.Helper()
+	for _, pid := range descendants(d.cmd.Process.Pid) {
+		if comm(pid) == name {
+			return pid
+		}
+	}
+	t.Fatalf("no %s under the supervisor", name)
+	return 0
+}
+
+// appSecondary runs a DPDK program as the app container would: its own mount and PID
+// namespaces, seeing only the hugepage volume and the DPDK runtime volume at the pod's paths.
+// It is bounded: a secondary that cannot attach may wait forever.
+func (p *pod) appSecondary(cpus string, args ...string) (string, error) {
+	script := append([]string{"--mount", "--pid", "--fork", "--mount-proc", "--propagation", "private", "--", "sh", "-c", containerScript, "sh",
+		filepath.Join(p.dir, "empty"), p.shimDir, p.runDir, env.huge.Dir, cpus, "timeout", "60"}, args...)
+	return nodetest.Run("unshare", script...)
+}
+
+// pidsOf lists the processes named name under the supervisor, oldest first.
+func (d *dataplane) pidsOf(name string) []int {
+	var pids []int
+	for _, pid := range descendants(d.cmd.Process.Pid) {
+		if comm(pid) == name {
+			pids = append(pids, pid)
+		}
+	}
+	slices.Sort(pids)
+	return pids
+}

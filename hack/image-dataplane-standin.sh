@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Builds the dataplane stand-in image as an OCI tarball without a container daemon (PLATFORM.md,
+# "Images without a registry"). F-Stack cannot be built here, so the stand-in carries Debian's
+# DPDK and runs dpdk-testpmd under the supervisor in program mode, with the EAL arguments F-Stack
+# would build from the rendered config.ini. The Debian rootfs is cached under .cache/; a rebuild
+# after a supervisor change only repacks.
+#   output: .cache/images/dataplane-standin.tar, to import as localhost/kube-fstack/dataplane-standin:dev
+#   (ctr -n k8s.io images import --base-name localhost/kube-fstack/dataplane-standin <tar>)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+IMAGE_NAME=localhost/kube-fstack/dataplane-standin
+TAG=dev
+CACHE=$PWD/.cache
+ROOTFS=$CACHE/dataplane-standin/rootfs
+WORK=$CACHE/dataplane-standin/work
+OUT=$CACHE/images/dataplane-standin.tar
+# What the stand-in's supervisor starts: DPDK's own programs, linked the same way for the
+# primary and any secondary (PLATFORM.md: mixed builds exchange garbage).
+DPDK_PACKAGES="dpdk-dev librte-net-virtio23 librte-mempool-ring23 librte-net-null23"
+APT_OPTS=(-o DPkg::Lock::Timeout=600 -y -qq --no-install-recommends)
+
+need() {
+  command -v "$1" >/dev/null && return
+  echo "image-dataplane-standin: installing $2"
+  DEBIAN_FRONTEND=noninteractive apt-get "${APT_OPTS[@]}" install "$2"
+}
+
+# The machine's own Debian mirror, so nothing here names one.
+mirror() {
+  local m
+  m=$(grep -hoE '^(URIs:|deb) +[^ ]+' /etc/apt/sources.list /etc/apt/sources.list.d/*.sources 2>/dev/null \
+        | awk '{print $2}' | grep -E '/debian/?$' | head -1)
+  [ -n "$m" ] || { echo "no Debian mirror in /etc/apt/sources.list*" >&2; exit 1; }
+  echo "$m"
+}
+
+build_rootfs() {
+  [ -f "$ROOTFS/.complete" ] && { echo "rootfs: cached at $ROOTFS"; return; }
+  rm -rf "$ROOTFS" && mkdir -p "$ROOTFS"
+  echo "rootfs: debootstrap bookworm (about 1-2 min)"
+  debootstrap --variant=minbase bookworm "$ROOTFS" "$(mirror)" >"$CACHE/dataplane-standin/debootstrap.log"
+  mount -t proc proc "$ROOTFS/proc"
+  trap 'umount "$ROOTFS/proc" 2>/dev/null || true' EXIT
+  echo "rootfs: apt-get install $DPDK_PACKAGES"
+  chroot "$ROOTFS" env DEBIAN_FRONTEND=noninteractive apt-get "${APT_OPTS[@]}" install $DPDK_PACKAGES \
+    >"$CACHE/dataplane-standin/apt.log"
+  chroot "$ROOTFS" apt-get clean
+  umount "$ROOTFS/proc"; trap - EXIT
+  # Trim what a runtime never reads.
+  rm -rf "$ROOTFS"/usr/share/{doc,man,info,locale} "$ROOTFS"/var/lib/apt/lists/* "$ROOTFS"/usr/include
+  touch "$ROOTFS/.complete"
+}
+
+build_overlay() {
+  rm -rf "$WORK/overlay" && mkdir -p "$WORK/overlay/usr/local/bin" "$WORK/overlay/opt/kube-fstack/shim" \
+    "$WORK/overlay/etc/kube-fstack/podinfo" "$WORK/overlay/etc/f-stack" "$WORK/overlay/dev/hugepages"
+  CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$WORK/overlay/usr/local/bin/fstack-supervisor" \
+    ./dataplane-image/cmd/fstack-supervisor
+  if [ -d cmd/fstack-launcher ]; then
+    CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$WORK/overlay/opt/kube-fstack/shim/fstack-launcher" ./cmd/fstack-launcher
+  else
+    echo "overlay: ./cmd/fstack-launcher does not exist yet; the stand-in ships no launcher"
+  fi
+  # No stand-in libff_syscall.so: an empty preload library would make apps look accelerated while
+  # they use kernel sockets, which is exactly F-Stack's silent fallback. The shim dir says so.
+  echo "stand-in image: no libff_syscall.so (F-Stack is not in this image; apps use kernel sockets)" \
+    >"$WORK/overlay/opt/kube-fstack/shim/README.standin"
+}
+
+# The stand-in's supervisor arguments: testpmd as every F-Stack process (one queue pair each,
+# as F-Stack's processes), held back until the primary's mbuf pool exists; no shim library.
+CMD=(--program-mode --program=/usr/bin/dpdk-testpmd --program-lcores-per-proc=2
+  --ready-telemetry=/mempool/list~mb_pool_0 --require-shim=false
+  --primary-args=--total-num-mbufs=8192)
+for a in --rxq={procs} --txq={procs} --num-procs={procs} --proc-id={proc} --forward-mode=icmpecho --auto-start; do
+  CMD+=("--primary-args=$a" "--secondary-args=$a")
+done
+
+build_layout() {
+  local layout=$WORK/layout
+  rm -rf "$layout"
+  umoci init --layout "$layout"
+  umoci new --image "$layout:$TAG"
+  umoci insert --image "$layout:$TAG" "$ROOTFS" /
+  umoci insert --image "$layout:$TAG" "$WORK/overlay" /
+  umoci config --image "$layout:$TAG" \
+    --config.entrypoint /usr/local/bin/fstack-supervisor \
+    "${CMD[@]/#/--config.cmd=}" \
+    --config.label io.kubefstack.fstack-version=none \
+    --config.label io.kubefstack.flavor=KubeFStack \
+    --config.label io.kubefstack.shim-modes=none \
+    --config.label io.kubefstack.standin=dpdk-testpmd
+  umoci gc --layout "$layout"
+  mkdir -p "$(dirname "$OUT")"
+  tar -C "$layout" -cf "$OUT" .
+}
+
+need debootstrap debootstrap
+need umoci umoci
+mkdir -p "$CACHE/dataplane-standin"
+build_rootfs
+build_overlay
+build_layout
+echo "image: $OUT ($(du -h "$OUT" | cut -f1)) as $IMAGE_NAME:$TAG"
