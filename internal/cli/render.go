@@ -146,7 +146,8 @@ func (o *renderOptions) facts(spec *fsv1.StackInstanceSpec) (*render.Facts, []st
 			return nil, nil, fmt.Errorf("--vhost %q: want PORT=PATH with PORT one of the spec's ports", kv)
 		}
 		a := f.Attachments[att]
-		a.SocketPath, a.Placeholder = path, false
+		// fstack-cni's OVS port is the client, so the pod's DPDK is the socket's server.
+		a.SocketPath, a.Placeholder, a.Server = path, false, true
 		f.Attachments[att] = a
 	}
 	for _, kv := range o.addr {

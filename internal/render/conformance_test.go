@@ -154,7 +154,12 @@ func (ck *checker) ports(ids map[string]int) {
 
 func (ck *checker) vdev(where string, id int, vu *fsv1.VhostUserDevice, att render.Attachment, procs int) {
 	v := ck.c.Vdevs[id]
-	ck.eq(where+" vdev path", v["path"], att.SocketPath)
+	path := att.SocketPath
+	if att.Server {
+		// F-Stack copies path verbatim into the devargs; ",server=1" makes the pod the server.
+		path += ",server=1"
+	}
+	ck.eq(where+" vdev path", v["path"], path)
 	q := int(vu.Queues)
 	if q == 0 {
 		q = procs

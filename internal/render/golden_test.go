@@ -35,6 +35,7 @@ type attachmentFixture struct {
 	MAC        string   `json:"mac"`
 	IPs        []string `json:"ips"`
 	Gateways   []string `json:"gateways"`
+	Server     bool     `json:"server"`
 }
 
 func loadScenario(t testing.TB, factsPath string) (*render.Facts, []byte) {
@@ -55,7 +56,7 @@ func loadScenario(t testing.TB, factsPath string) (*render.Facts, []byte) {
 		t.Fatal(err)
 	}
 	for name, a := range ff.Attachments {
-		f.Attachments[name] = render.Attachment{SocketPath: a.SocketPath, MAC: a.MAC, IPs: a.IPs, Gateways: a.Gateways}
+		f.Attachments[name] = render.Attachment{SocketPath: a.SocketPath, MAC: a.MAC, IPs: a.IPs, Gateways: a.Gateways, Server: a.Server}
 	}
 	stack, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", ff.Stack))
 	if err != nil {
