@@ -57,8 +57,8 @@ func parseFlags() (manager.Options, error) {
 	flag.StringVar(&o.Inject.HostSocketRoot, "vhost-socket-root", o.Inject.HostSocketRoot, "The CNI plugin's socket root on the nodes.")
 	flag.StringVar(&memory, "dataplane-memory", o.Inject.DataplaneMemory.String(), "Memory of the dataplane container when the StackInstance sets none.")
 	flag.IntVar(&o.Workers, "workers", 4, "StackInstances reconciled in parallel.")
-	flag.Float64Var(&qps, "kube-api-qps", 50, "Requests per second to the API server (client-side limit).")
-	flag.IntVar(&burst, "kube-api-burst", 100, "Burst of requests to the API server.")
+	flag.Float64Var(&qps, "kube-api-qps", 100, "Requests per second to the API server (client-side limit).")
+	flag.IntVar(&burst, "kube-api-burst", 200, "Burst of requests to the API server.")
 	zo := zap.Options{}
 	zo.BindFlags(flag.CommandLine)
 	flag.Parse()

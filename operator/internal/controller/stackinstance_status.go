@@ -103,11 +103,16 @@ func truncate(s string) string {
 	return s
 }
 
-// transitions lists the conditions whose status or reason differ between old and updated.
+// transitions lists the conditions whose status or reason differ between old and updated. A
+// condition seen for the first time is news only when it reports a problem: a thousand new
+// healthy StackInstances should not cost the API server two thousand events.
 func transitions(old, updated []v1.Condition) []v1.Condition {
 	var out []v1.Condition
 	for _, c := range updated {
 		prev := metav1.FindStatusCondition(old, c.Type)
+		if prev == nil && c.Reason != ReasonInvalidSpec {
+			continue
+		}
 		if prev == nil || prev.Status != c.Status || prev.Reason != c.Reason {
 			out = append(out, c)
 		}

@@ -81,8 +81,20 @@ func TestTransitions(t *testing.T) {
 		{Type: fsv1.ConditionValid, Status: metav1.ConditionTrue, Reason: ReasonValid, Message: "new words"},
 		{Type: fsv1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonNoBoundPods},
 	}
-	got := transitions(old, updated)
-	if len(got) != 1 || got[0].Type != fsv1.ConditionReady {
-		t.Fatalf("got %+v, want only Ready (a new message alone is no transition)", got)
+	if got := transitions(old, updated); len(got) != 0 {
+		t.Fatalf("got %+v, want none: a new message is no transition, a first healthy condition no news", got)
 	}
+	updated[1].Reason = ReasonPodsNotReady
+	old = append(old, v1Cond(fsv1.ConditionReady, ReasonNoBoundPods))
+	if got := transitions(old, updated); len(got) != 1 || got[0].Type != fsv1.ConditionReady {
+		t.Fatalf("got %+v, want the Ready transition", got)
+	}
+	first := []metav1.Condition{v1Cond(fsv1.ConditionValid, ReasonInvalidSpec)}
+	if got := transitions(nil, first); len(got) != 1 {
+		t.Fatalf("a first condition that reports a problem must be an event, got %+v", got)
+	}
+}
+
+func v1Cond(t, reason string) metav1.Condition {
+	return metav1.Condition{Type: t, Status: metav1.ConditionFalse, Reason: reason}
 }
