@@ -132,15 +132,12 @@ func checkEAL(args []string) field.ErrorList {
 }
 
 // shimEAL is the argv libff_syscall.so passes to rte_eal_init as a DPDK secondary: hard-coded in
-// F-Stack, so nothing but the lcore comes from the config. The KubeFStack patch adds
-// --single-file-segments so the secondary maps the primary's segment files.
+// F-Stack, so nothing but the lcore comes from the config. No flavor changes it: a secondary
+// takes --single-file-segments from the primary's shared config when it attaches (measured with
+// Debian's DPDK, dataplane-image/README.md), so the shim needs no patch.
 func (p *plan) shimEAL() []string {
 	if p.appCPU < 0 {
 		return nil
 	}
-	args := []string{"ff-adapter", "-c" + hexMask([]int{p.appCPU}), "-n4", "--proc-type=secondary", "--log-level=5"}
-	if p.spec.Dataplane.Flavor == fsv1.FlavorKubeFStack {
-		args = append(args, "--single-file-segments")
-	}
-	return args
+	return []string{"ff-adapter", "-c" + hexMask([]int{p.appCPU}), "-n4", "--proc-type=secondary", "--log-level=5"}
 }
