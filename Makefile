@@ -77,6 +77,10 @@ test-dataplane: ## The dataplane supervisor driving real DPDK (testpmd, proc-inf
 bench-dataplane: ## Stand-in dataplane: time from container start to ready (1 and 2 processes) and supervisor RSS (root).
 	hack/bench-dataplane.sh
 
+.PHONY: bench-operator
+bench-operator: ## Injection per pod, pod create with vs without the webhook, 1000 StackInstances to Valid and peak RSS.
+	hack/bench-operator.sh
+
 .PHONY: bench-cni
 bench-cni: ## CNI ADD+DEL latency vs the bridge plugin and ovs-vsctl, and a 1000-cycle fault run (prints ratios).
 	hack/bench-cni.sh

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job until the local cluster exists: render every sample StackInstance with
-# kubectl-fstack, as the dataplane would for a pod on CPUs 2.. with the app on the next CPU.
+# kubectl-fstack, as the dataplane would for a pod on CPUs 2.. with the app on the next CPU, and
+# inject the sample workload offline as the operator's webhook would.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=_output/render
@@ -12,6 +13,9 @@ for f in config/samples/*.yaml; do
   bin/kubectl-fstack render -f "$f" --cpus "$cpus" --app-cpus "$app" --eal >"$out/$name.ini" 2>"$out/$name.notes"
   printf '%-12s processes=%s cpus=%-5s -> %s (%s lines)\n' "$name" "$procs" "$cpus" "$out/$name.ini" "$(wc -l <"$out/$name.ini")"
 done
+mkdir -p _output/inject
+bin/kubectl-fstack inject -f config/samples/workloads/nginx-vhost.yaml --stack config/samples/vhost-user.yaml >_output/inject/nginx-vhost.yaml
+printf '%-12s the sample Deployment with the dataplane injected -> _output/inject/nginx-vhost.yaml\n' "inject"
 echo
 echo "config.ini and EAL argv (as '# eal' lines) are in $out/; for example:"
 echo "  cat $out/vhost-user.ini"
