@@ -112,9 +112,9 @@ func PlaceholderFacts(spec *fsv1.StackInstanceSpec) *Facts {
 			}
 		}
 		f.Attachments[ps.Attachment] = Attachment{
-			SocketPath:  DefaultPodSocketDir + "/" + ps.Attachment + ".sock",
+			SocketPath: DefaultPodSocketDir + "/" + ps.Attachment + ".sock",
 			// fstack-cni makes OVS the vhost-user client, so the pod's DPDK serves the socket.
-			Server: true,
+			Server:      true,
 			IPs:         []string{fmt.Sprintf("192.0.2.%d/24", 10+i), fmt.Sprintf("2001:db8::%x/64", 10+i)},
 			Gateways:    []string{"192.0.2.1", "2001:db8::1"},
 			Placeholder: true,
