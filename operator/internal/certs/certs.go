@@ -4,7 +4,13 @@
 package certs
 
 import (
+	"context"
 	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,6 +29,17 @@ type Options struct {
 
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch,namespace=kube-fstack-system
+
+// EnsureSecret creates the empty secret the rotator fills: cert-controller only updates an
+// existing one, and an install that forgot it would otherwise never serve its webhooks.
+func EnsureSecret(ctx context.Context, c client.Client, o Options) error {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.SecretName,
+		Labels: map[string]string{"app.kubernetes.io/managed-by": "kube-fstack"}}}
+	if err := c.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create the webhook certificate secret %s/%s: %w", o.Namespace, o.SecretName, err)
+	}
+	return nil
+}
 
 // AddRotator adds certificate rotation to mgr; ready is closed once the certificate is on disk.
 func AddRotator(mgr ctrl.Manager, o Options, ready chan struct{}) error {

@@ -3,7 +3,11 @@
 package manager
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"net/http"
+	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -48,6 +53,9 @@ type Options struct {
 	// QPS and Burst limit the client's requests to the API server.
 	QPS   float32
 	Burst int
+	// SecondInProcess lets a test run another manager beside the first (controller names are
+	// otherwise unique per process).
+	SecondInProcess bool
 }
 
 // Scheme has the core types and StackInstance.
@@ -71,6 +79,13 @@ func New(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
 	ready := make(chan struct{})
 	if o.ManageCerts {
 		o.Certs.Namespace, o.Certs.CertDir = o.Namespace, o.CertDir
+		direct, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
+		if err != nil {
+			return nil, err
+		}
+		if err := certs.EnsureSecret(context.Background(), direct, o.Certs); err != nil {
+			return nil, err
+		}
 		if err := certs.AddRotator(mgr, o.Certs, ready); err != nil {
 			return nil, err
 		}
@@ -84,14 +99,24 @@ func New(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, err
 	}
-	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+	// The webhook server must not start before its certificate is on disk: the manager starts
+	// it before the caches the certificate rotator needs, so it is added (by GetWebhookServer)
+	// only once the certificate exists, and readiness waits for it.
+	var served atomic.Bool
+	if err := mgr.AddReadyzCheck("webhook", func(req *http.Request) error {
+		if !served.Load() {
+			return errors.New("the webhook certificate is not ready yet")
+		}
+		return mgr.GetWebhookServer().StartedChecker()(req)
+	}); err != nil {
 		return nil, err
 	}
-	// The webhook server cannot start before its certificate exists.
 	errs := make(chan error, 1)
 	go func() {
 		<-ready
-		errs <- registerWebhooks(mgr, o)
+		err := registerWebhooks(mgr, o)
+		served.Store(err == nil)
+		errs <- err
 	}()
 	if !o.ManageCerts {
 		if err := <-errs; err != nil {
@@ -119,6 +144,7 @@ func registerWebhooks(mgr ctrl.Manager, o Options) error {
 func ctrlOptions(o Options) ctrl.Options {
 	hasStack, _ := labels.NewRequirement(fsv1.StackLabel, selection.Exists, nil)
 	return ctrl.Options{
+		Controller:              ctrlconfig.Controller{SkipNameValidation: &o.SecondInProcess},
 		Scheme:                  Scheme(),
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.ProbeAddr,

@@ -1,0 +1,136 @@
+package envtest
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/kube-fstack/kube-fstack/operator/internal/certs"
+	"github.com/kube-fstack/kube-fstack/operator/internal/manager"
+)
+
+// The operator manages its own webhook certificate: it creates the secret, fills it with a CA and
+// a serving certificate, puts the CA into both webhook configurations, and serves the
+// certificate once it is mounted. The configurations here are decoys (they match nothing) so the suite's own
+// webhooks, served with envtest's certificate, keep working.
+func TestOperatorManagesWebhookCertificates(t *testing.T) {
+	ctx := context.Background()
+	none := &metav1.LabelSelector{MatchLabels: map[string]string{"kubefstack.io/never": "true"}}
+	port := int32(443)
+	ref := admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
+		Namespace: operatorNS, Name: "kube-fstack-webhook", Port: &port}}
+	sideEffects := admissionregistrationv1.SideEffectClassNone
+	rules := []admissionregistrationv1.RuleWithOperations{{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+	}}
+	mut := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "certs-test-injector"},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "decoy.kubefstack.io", ClientConfig: ref, Rules: rules,
+			NamespaceSelector: none, SideEffects: &sideEffects, AdmissionReviewVersions: []string{"v1"}}}}
+	val := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "certs-test-validator"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "decoy.kubefstack.io", ClientConfig: ref, Rules: rules,
+			NamespaceSelector: none, SideEffects: &sideEffects, AdmissionReviewVersions: []string{"v1"}}}}
+	if err := k8s.Create(ctx, mut); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Create(ctx, val); err != nil {
+		t.Fatal(err)
+	}
+	certDir := t.TempDir()
+	webhookPort := freePort(t)
+	mgr, err := manager.New(restCfg, manager.Options{
+		MetricsAddr: "0", ProbeAddr: "0", Namespace: operatorNS, WebhookHost: "127.0.0.1", WebhookPort: webhookPort,
+		CertDir: certDir, ManageCerts: true, Inject: injectConfig(), SecondInProcess: true,
+		Certs: certs.Options{SecretName: "certs-test", ServiceName: "kube-fstack-webhook",
+			MutatingName: mut.Name, ValidatingName: val.Name},
+	}, ctrl.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("second manager: %v", err)
+		}
+	}()
+
+	eventually(t, 60*time.Second, func() error {
+		secret := &corev1.Secret{}
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: operatorNS, Name: "certs-test"}, secret); err != nil {
+			return err
+		}
+		ca := secret.Data["ca.crt"]
+		if len(ca) == 0 || len(secret.Data["tls.crt"]) == 0 || len(secret.Data["tls.key"]) == 0 {
+			return fmt.Errorf("secret has keys %v", keys(secret.Data))
+		}
+		m := &admissionregistrationv1.MutatingWebhookConfiguration{}
+		v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		if err := k8s.Get(ctx, types.NamespacedName{Name: mut.Name}, m); err != nil {
+			return err
+		}
+		if err := k8s.Get(ctx, types.NamespacedName{Name: val.Name}, v); err != nil {
+			return err
+		}
+		if !bytes.Equal(m.Webhooks[0].ClientConfig.CABundle, ca) || !bytes.Equal(v.Webhooks[0].ClientConfig.CABundle, ca) {
+			return fmt.Errorf("caBundle not injected into both webhook configurations yet")
+		}
+		return nil
+	})
+
+	// In a pod the secret is a volume at the cert dir; no kubelet here, so the test writes the
+	// files as the secret volume would. The webhook server then serves the rotator's
+	// certificate, valid for the Service's DNS name under the injected CA.
+	secret := &corev1.Secret{}
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: operatorNS, Name: "certs-test"}, secret); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"tls.crt", "tls.key", "ca.crt"} {
+		if err := os.WriteFile(filepath.Join(certDir, f), secret.Data[f], 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(secret.Data["ca.crt"])
+	eventually(t, 60*time.Second, func() error {
+		conn, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", webhookPort), &tls.Config{
+			RootCAs: pool, ServerName: "kube-fstack-webhook." + operatorNS + ".svc", MinVersion: tls.VersionTLS12})
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	})
+}
+
+func keys(m map[string][]byte) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
