@@ -49,7 +49,8 @@ func (p *Plugin) add(c *command, a *attachment, stdin []byte) (res *current.Resu
 			c.rollback(undo)
 		}
 	}()
-	if err := c.ovs.checkBridge(c.ctx, c.conf.Bridge); err != nil {
+	stale, err := c.ovs.prepareAdd(c.ctx, c.conf.Bridge, a.PortName)
+	if err != nil {
 		return nil, ovsErr(err)
 	}
 	ipamRes, err := p.ipamAdd(c, stdin, &undo)
@@ -65,17 +66,20 @@ func (p *Plugin) add(c *command, a *attachment, stdin []byte) (res *current.Resu
 		return nil, cniErr(types.ErrIOFailure, "write the attachment's files", err)
 	}
 	undo = append(undo, func() error { return c.ovs.deletePort(c.ctx, a.PortName) })
-	if err := c.replacePort(a); err != nil {
+	if err := c.replacePort(a, stale); err != nil {
 		return nil, ovsErr(err)
 	}
 	return res, nil
 }
 
-// replacePort deletes a port left by an earlier ADD of the same attachment in its own
-// transaction (OVS keeps the old socket path when delete and add share one), then adds.
-func (c *command) replacePort(a *attachment) error {
-	if err := c.ovs.deletePort(c.ctx, a.PortName); err != nil {
-		return err
+// replacePort removes a port left by an earlier ADD of the same attachment (stale is its
+// UUID, empty when there is none) in its own transaction, since OVS keeps the old socket path
+// when delete and add share one; then it adds the port.
+func (c *command) replacePort(a *attachment, stale string) error {
+	if stale != "" {
+		if err := c.ovs.unlinkPort(c.ctx, stale); err != nil {
+			return err
+		}
 	}
 	return c.ovs.addPort(c.ctx, c.conf.Bridge, a.portSpec(c.conf.MTU))
 }

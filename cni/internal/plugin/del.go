@@ -27,13 +27,13 @@ func (p *Plugin) Del(args *skel.CmdArgs) error {
 }
 
 func (p *Plugin) del(c *command, a *attachment, stdin []byte) error {
-	port, findErr := c.ovs.findPort(c.ctx, a.PortName)
+	port, id, findErr := c.ovs.findPortForDel(c.ctx, a.PortName)
 	if port != nil && port.Socket != "" {
 		a.setPodDir(c.conf, filepath.Dir(port.Socket)) // what ADD made wins over today's config
 	}
 	var errs []error
-	if port != nil {
-		errs = append(errs, c.ovs.deletePort(c.ctx, a.PortName))
+	if id != "" {
+		errs = append(errs, c.ovs.unlinkPort(c.ctx, id))
 	}
 	errs = append(errs, removeFiles(c.conf.SocketRoot, a))
 	if c.conf.IPAM.Type != "" {

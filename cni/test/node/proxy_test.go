@@ -98,9 +98,9 @@ func TestRollbackWhenOVSDBDiesMidAdd(t *testing.T) {
 		n       int
 		forward bool
 	}{
-		{"after IPAM and files, at the stale-port lookup", 2, false},
-		{"at the port insert, not sent", 3, false},
-		{"at the port insert, committed but unconfirmed", 3, true},
+		{"before IPAM, at the bridge check and stale-port lookup", 1, false},
+		{"after IPAM and files, at the port insert, not sent", 2, false},
+		{"at the port insert, committed but unconfirmed", 2, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
