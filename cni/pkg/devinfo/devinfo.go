@@ -86,8 +86,15 @@ func Read(path string) (*Info, error) {
 	return &info, nil
 }
 
-// Write stores info at path atomically (temp file, fsync, rename), creating the parent
-// directory, so a reader never sees half a file.
+// Write stores info at path atomically (temp file, rename), creating the parent directory, so a
+// reader never sees half a file.
+//
+// There is deliberately no fsync: the files live under /var/run, a tmpfs on every node, so they
+// cannot outlive a crash that an fsync would guard against; and after a crash of the node every
+// sandbox is recreated and ADD writes them again. On a disk-backed /var/run a crash may leave a
+// temp file or an empty file behind; the runtime's DEL of the dead sandbox removes both (the
+// plugin treats an unreadable device info as the attachment's own). An fsync costs milliseconds
+// on such a disk, a large part of an ADD.
 func Write(path string, info *Info) error {
 	if err := info.Validate(); err != nil {
 		return err
@@ -114,10 +121,6 @@ func writeAtomic(dir, path string, data []byte) error {
 		return fmt.Errorf("devinfo: %w", err)
 	}
 	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("devinfo: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
 		tmp.Close()
 		return fmt.Errorf("devinfo: %w", err)
 	}
