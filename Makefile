@@ -31,7 +31,8 @@ install-plugin: ## Install kubectl-fstack into GOBIN, so `kubectl fstack` finds 
 
 .PHONY: build
 build: ## Build every binary into ./bin.
-	$(GO) build -o $(LOCALBIN)/ ./cmd/... ./cni/cmd/...
+	$(GO) build -o $(LOCALBIN)/ ./cmd/...
+	CGO_ENABLED=0 $(GO) build -o $(LOCALBIN)/ ./cni/cmd/...
 
 ##@ Generate and verify
 .PHONY: generate
