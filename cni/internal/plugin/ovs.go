@@ -51,13 +51,23 @@ func (o *ovs) close() {
 	}
 }
 
+// connect dials unless a connection is open. It needs no round trip, and a refused or missing
+// socket is the usual sign that ovsdb-server is not running.
+func (o *ovs) connect(ctx context.Context) error {
+	if o.c != nil {
+		return nil
+	}
+	c, err := ovsdb.Dial(ctx, o.path)
+	if err != nil {
+		return fmt.Errorf("%w at %s (is ovsdb-server running?): %w", errOVSDBUnreachable, o.path, err)
+	}
+	o.c = c
+	return nil
+}
+
 func (o *ovs) transact(ctx context.Context, ops ...ovsdb.Op) ([]ovsdb.Result, error) {
-	if o.c == nil {
-		c, err := ovsdb.Dial(ctx, o.path)
-		if err != nil {
-			return nil, fmt.Errorf("%w at %s (is ovsdb-server running?): %w", errOVSDBUnreachable, o.path, err)
-		}
-		o.c = c
+	if err := o.connect(ctx); err != nil {
+		return nil, err
 	}
 	res, err := o.c.Transact(ctx, ovsDB, ops...)
 	if errors.Is(err, ovsdb.ErrClosed) || ctx.Err() != nil {
@@ -76,20 +86,6 @@ func (o *ovs) checkBridge(ctx context.Context, bridge string) error {
 		return err
 	}
 	return bridgeErr(bridge, res[0].Rows)
-}
-
-// prepareAdd checks the bridge and finds a port left by an earlier ADD of the same attachment
-// in one round trip, before IPAM runs, so a misconfigured bridge costs no lease. The returned
-// UUID is empty when there is no such port.
-func (o *ovs) prepareAdd(ctx context.Context, bridge, port string) (string, error) {
-	res, err := o.transact(ctx, selectBridge(bridge), ovsdb.Select("Port", nameIs(port), "_uuid"))
-	if err != nil {
-		return "", err
-	}
-	if err := bridgeErr(bridge, res[0].Rows); err != nil {
-		return "", err
-	}
-	return firstUUID(res[1].Rows)
 }
 
 func selectBridge(bridge string) ovsdb.Op {
@@ -118,8 +114,9 @@ func firstUUID(rows []ovsdb.Row) (string, error) {
 }
 
 // addPort creates Interface + Port and links them to the bridge in one transaction. The wait
-// makes the server refuse the whole transaction if the bridge vanished or changed type since
-// checkBridge; mutate (not a rewrite of the ports column) lets many ADDs run concurrently.
+// makes the server refuse the whole transaction unless the bridge exists and is netdev; mutate
+// (not a rewrite of the ports column) lets many ADDs run concurrently. The error is the raw
+// transaction error, which createPort tells apart.
 func (o *ovs) addPort(ctx context.Context, bridge string, p *portSpec) error {
 	iface := map[string]any{
 		"name": p.Name, "type": portType, "external_ids": ovsdb.Map(p.IDs),
@@ -132,9 +129,6 @@ func (o *ovs) addPort(ctx context.Context, bridge string, p *portSpec) error {
 		ovsdb.Insert("Port", port, "port"),
 		ovsdb.Mutate("Bridge", nameIs(bridge), []any{"ports", "insert", ovsdb.Set(ovsdb.NamedUUID("port"))}),
 	)
-	if ovsdb.IsConditionFailed(err) {
-		return fmt.Errorf("%w or is not netdev: %q", errBridgeMissing, bridge)
-	}
 	return err
 }
 

@@ -98,9 +98,8 @@ func TestRollbackWhenOVSDBDiesMidAdd(t *testing.T) {
 		n       int
 		forward bool
 	}{
-		{"before IPAM, at the bridge check and stale-port lookup", 1, false},
-		{"after IPAM and files, at the port insert, not sent", 2, false},
-		{"at the port insert, committed but unconfirmed", 2, true},
+		{"after IPAM and files, at the port insert, not sent", 1, false},
+		{"at the port insert, committed but unconfirmed", 1, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
