@@ -21,7 +21,8 @@ const (
 	TypeVhostUser = "vhost-user"
 	// ModeServer means the pod's side (DPDK virtio_user with server=1) owns the socket.
 	ModeServer = "server"
-	// TempPattern names the temp files of Write; a writer killed mid-write leaves one behind.
+	// TempPattern matches the temp files of Write (TempFor); a writer killed mid-write leaves
+	// one behind.
 	TempPattern = ".devinfo-*"
 )
 
@@ -86,8 +87,15 @@ func Read(path string) (*Info, error) {
 	return &info, nil
 }
 
+// TempFor is the temp file Write uses for path. It is a fixed name, so whoever cleans up after a
+// killed writer removes exactly it instead of scanning a directory that holds every pod's files.
+func TempFor(path string) string {
+	return filepath.Join(filepath.Dir(path), ".devinfo-"+filepath.Base(path)+".tmp")
+}
+
 // Write stores info at path atomically (temp file, rename), creating the parent directory, so a
-// reader never sees half a file.
+// reader never sees half a file. Writes of the same path must not run concurrently (they share
+// the temp file); fstack-cni makes them under its socket-root lock.
 //
 // There is deliberately no fsync: the files live under /var/run, a tmpfs on every node, so they
 // cannot outlive a crash that an fsync would guard against; and after a crash of the node every
@@ -111,11 +119,12 @@ func Write(path string, info *Info) error {
 }
 
 func writeAtomic(dir, path string, data []byte) error {
-	tmp, err := os.CreateTemp(dir, TempPattern)
+	tmp, err := os.OpenFile(TempFor(path), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("devinfo: %w", err)
 	}
 	defer os.Remove(tmp.Name()) // no-op once renamed
+	// Chmod: the umask may have narrowed the mode, and the dataplane reads as another user.
 	if _, err := tmp.Write(append(data, '\n')); err != nil {
 		tmp.Close()
 		return fmt.Errorf("devinfo: %w", err)
