@@ -115,10 +115,10 @@ func Write(path string, info *Info) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("devinfo: %w", err)
 	}
-	return writeAtomic(dir, path, data)
+	return writeAtomic(path, data)
 }
 
-func writeAtomic(dir, path string, data []byte) error {
+func writeAtomic(path string, data []byte) error {
 	tmp, err := os.OpenFile(TempFor(path), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("devinfo: %w", err)
