@@ -12,7 +12,8 @@ GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
 GO ?= go
 GOTEST_FLAGS ?= -count=1
-PKGS_UNIT := ./api/... ./internal/... ./cmd/...
+# The CNI plugin's own packages need no root either; test-node runs them again with the node tier.
+PKGS_UNIT := ./api/... ./internal/... ./cmd/... ./cni/internal/... ./cni/pkg/...
 
 ##@ General
 .PHONY: help
