@@ -18,6 +18,7 @@ import (
 type bench struct {
 	bin string
 	tmp string
+	run string // a tmpfs for the attachments' directories and device info, as /var/run is on nodes
 	ovs *nodetest.OVS
 }
 
@@ -93,7 +94,7 @@ func (b *bench) ipam(name string) map[string]any {
 
 func (b *bench) fstackNet(name string, withIPAM bool) *libcni.NetworkConfigList {
 	conf := map[string]any{"type": "fstack-cni", "bridge": b.ovs.Bridge, "ovsdbSocket": b.ovs.DBSock(),
-		"socketRoot": filepath.Join(b.tmp, "vhost"), "deviceInfoDir": filepath.Join(b.tmp, "devinfo"),
+		"socketRoot": filepath.Join(b.run, "vhost"), "deviceInfoDir": filepath.Join(b.run, "devinfo"),
 		"logFile": filepath.Join(b.tmp, "fstack-cni.log")}
 	if withIPAM {
 		conf["ipam"] = b.ipam(name)
@@ -111,7 +112,7 @@ func (b *bench) bridgeNet() *libcni.NetworkConfigList {
 // without IPAM, made by a plugin process that execs ovs-vsctl.
 func (b *bench) vsctlNet(name string, noWait bool) *libcni.NetworkConfigList {
 	return mustList(name, map[string]any{"type": "vsctl-cni", "bridge": b.ovs.Bridge, "ovsdbSocket": b.ovs.DBSock(),
-		"socketRoot": filepath.Join(b.tmp, "vhost"), "deviceInfoDir": filepath.Join(b.tmp, "devinfo"), "noWait": noWait})
+		"socketRoot": filepath.Join(b.run, "vhost"), "deviceInfoDir": filepath.Join(b.run, "devinfo"), "noWait": noWait})
 }
 
 func mustList(name string, plugin map[string]any) *libcni.NetworkConfigList {
@@ -146,7 +147,7 @@ func (b *bench) addDel(list *libcni.NetworkConfigList, i int, netns string) erro
 // be faster than this.
 func (b *bench) vsctl(i int) error {
 	name := fmt.Sprintf("vsc%d", i)
-	sock := filepath.Join(b.tmp, "vhost", name+".sock")
+	sock := filepath.Join(b.run, "vhost", name+".sock")
 	if _, err := b.ovs.Vsctl("--no-wait", "add-port", b.ovs.Bridge, name, "--", "set", "Interface", name,
 		"type=dpdkvhostuserclient", "options:vhost-server-path="+sock, "external_ids:kube-fstack.io/owner=bench"); err != nil {
 		return err
