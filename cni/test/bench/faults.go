@@ -110,7 +110,21 @@ func (b *bench) reportLeaks(root string, cycles int, counts map[string]int) erro
 	fmt.Printf("fault run: %d ADD/DEL cycles %v\n", cycles, counts)
 	fmt.Printf("  leaked: ports=%d directories=%d device-info files=%d IPAM leases=%d\n", leakedPorts, len(dirs), len(devinfos), len(leases))
 	if leakedPorts+len(dirs)+len(devinfos)+len(leases) != 0 {
-		return fmt.Errorf("the fault run leaked")
+		return fmt.Errorf("the fault run leaked:%s", leakDetails(out, dirs, devinfos, leases))
 	}
 	return nil
+}
+
+// leakDetails names what leaked; a lease file holds its container ID, whose number is the cycle.
+func leakDetails(ports string, dirs, devinfos []os.DirEntry, leases []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, " ports %q", strings.Fields(ports))
+	for _, e := range append(dirs, devinfos...) {
+		fmt.Fprintf(&b, " %s", e.Name())
+	}
+	for _, l := range leases {
+		owner, _ := os.ReadFile(l)
+		fmt.Fprintf(&b, " lease %s of %q", filepath.Base(l), strings.Fields(string(owner)))
+	}
+	return b.String()
 }
