@@ -56,7 +56,7 @@ func (p *Plugin) add(c *command, a *attachment, stdin []byte) (res *current.Resu
 	if err := c.ovs.connect(c.ctx); err != nil {
 		return nil, ovsErr(err)
 	}
-	ipamRes, err := p.ipamAdd(c, stdin, &undo)
+	ipamRes, err := p.ipamAdd(c, a, stdin, &undo)
 	if err != nil {
 		return nil, err
 	}
@@ -98,13 +98,18 @@ func (c *command) createPort(a *attachment) error {
 	return err
 }
 
-func (p *Plugin) ipamAdd(c *command, stdin []byte, undo *[]func() error) (*current.Result, error) {
+func (p *Plugin) ipamAdd(c *command, a *attachment, stdin []byte, undo *[]func() error) (*current.Result, error) {
 	if c.conf.IPAM.Type == "" {
 		return nil, nil
 	}
+	lock, err := lockIPAM(c.conf.SocketRoot, a.PortName)
+	if err != nil {
+		return nil, cniErr(types.ErrIOFailure, "lock the attachment's IPAM", err)
+	}
+	defer lock.Close()
 	// Registered before the call: an IPAM plugin that fails half-way may still hold a lease.
 	*undo = append(*undo, func() error { return p.IPAM.Del(c.ctx, c.conf.IPAM.Type, stdin) })
-	r, err := p.IPAM.Add(c.ctx, c.conf.IPAM.Type, stdin)
+	r, err := p.IPAM.Add(inheritLock(c.ctx, lock), c.conf.IPAM.Type, stdin)
 	if err != nil {
 		return nil, cniErr(types.ErrInternal, "IPAM plugin "+c.conf.IPAM.Type+" failed", err)
 	}

@@ -8,9 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"syscall"
 
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/containernetworking/cni/pkg/types/create"
@@ -70,21 +68,11 @@ func delegate(ctx context.Context, verb, plugin string, stdin []byte) ([]byte, e
 	cmd := exec.CommandContext(ctx, path)
 	cmd.Env = withCommand(os.Environ(), verb)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(stdin), &stdout, &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := runLocked(cmd); err != nil {
+	cmd.ExtraFiles = inheritedLock(ctx)
+	if err := cmd.Run(); err != nil {
 		return nil, delegateErr(plugin, err, stdout.Bytes(), stderr.Bytes())
 	}
 	return stdout.Bytes(), nil
-}
-
-// runLocked runs cmd from a thread that lives until it ends, so Pdeathsig (sent when the
-// thread that started the child exits) fires only when this process dies. A runtime that kills
-// an ADD kills only the plugin; an IPAM child left running could take its lease after the
-// runtime's DEL had released it, and nothing would ever give it back.
-func runLocked(cmd *exec.Cmd) error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	return cmd.Run()
 }
 
 // findPlugin looks plugin up in the CNI_PATH directories; a name with a slash could escape them.

@@ -3,13 +3,10 @@ package plugin
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -88,64 +85,61 @@ func TestDelegateFindsOnlyPluginsInCNIPath(t *testing.T) {
 	}
 }
 
-// A runtime that gives up on an ADD kills the plugin, not its children. The IPAM plugin it was
-// running must die with it: left alone it could take a lease after the runtime's DEL released
-// the attachment's, and nothing would ever give that lease back.
-func TestDelegatedIPAMDiesWithThePlugin(t *testing.T) {
+// A runtime that gives up on an ADD kills the plugin, not its IPAM child. DEL must not ask IPAM
+// to release the attachment's lease before that orphan has taken it, or the lease would stay
+// forever; other attachments must not wait for it.
+func TestDelWaitsForAnOrphanedIPAMAdd(t *testing.T) {
+	root := os.Getenv("FSK_TEST_ROOT")
 	if os.Getenv("FSK_TEST_DELEGATING_PLUGIN") == "1" {
-		_, _ = delegate(context.Background(), "ADD", "slow-ipam", []byte(`{"cniVersion":"1.1.0"}`))
+		lock, err := lockIPAM(root, portName("c1", "net1"))
+		if err != nil {
+			os.Exit(3)
+		}
+		_, _ = delegate(inheritLock(context.Background(), lock), "ADD", "slow-ipam", []byte(`{"cniVersion":"1.1.0"}`))
 		return
 	}
-	dir := t.TempDir()
-	script := "#!/bin/sh\necho $$ > \"$(dirname \"$0\")/pid.tmp\"\nmv \"$(dirname \"$0\")/pid.tmp\" \"$(dirname \"$0\")/pid\"\nexec sleep 60\n"
+	dir, root := t.TempDir(), t.TempDir()
+	script := "#!/bin/sh\nd=$(dirname \"$0\")\necho $$ > \"$d/pid.tmp\" && mv \"$d/pid.tmp\" \"$d/pid\"\nsleep 2\ntouch \"$d/leased\"\n"
 	if err := os.WriteFile(filepath.Join(dir, "slow-ipam"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	plugin := exec.Command(os.Args[0], "-test.run=^TestDelegatedIPAMDiesWithThePlugin$")
-	plugin.Env = append(os.Environ(), "FSK_TEST_DELEGATING_PLUGIN=1", "CNI_PATH="+dir)
+	plugin := exec.Command(os.Args[0], "-test.run=^TestDelWaitsForAnOrphanedIPAMAdd$")
+	plugin.Env = append(os.Environ(), "FSK_TEST_DELEGATING_PLUGIN=1", "CNI_PATH="+dir, "FSK_TEST_ROOT="+root)
 	if err := plugin.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = plugin.Process.Kill(); _ = plugin.Wait() })
-	pid := waitForPid(t, filepath.Join(dir, "pid"))
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	waitForFile(t, filepath.Join(dir, "pid"))
 	if err := plugin.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	_ = plugin.Wait()
-	for range 500 { // a bound on the kernel's signal delivery, not a timed assertion
-		if !running(pid) {
+
+	other, err := lockIPAM(root, portName("c2", "net1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Close()
+	if _, err := os.Stat(filepath.Join(dir, "leased")); err == nil {
+		t.Fatal("another attachment's lock waited for the orphan")
+	}
+	lock, err := lockIPAM(root, portName("c1", "net1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if _, err := os.Stat(filepath.Join(dir, "leased")); err != nil {
+		t.Fatalf("DEL's lock was granted while the orphaned IPAM ADD still ran: %v", err)
+	}
+}
+
+func waitForFile(t *testing.T, path string) {
+	t.Helper()
+	for range 1000 { // a bound on setup, not a timed assertion
+		if _, err := os.Stat(path); err == nil {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatalf("the IPAM plugin (pid %d) outlived the killed plugin", pid)
-}
-
-func waitForPid(t *testing.T, path string) int {
-	t.Helper()
-	for range 1000 {
-		if b, err := os.ReadFile(path); err == nil {
-			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return pid
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("the IPAM plugin never started")
-	return 0
-}
-
-// running is false for a process that is gone or a zombie (dead, not yet reaped by its new
-// parent).
-func running(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(stat)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
+	t.Fatalf("%s never appeared", path)
 }
