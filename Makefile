@@ -12,7 +12,8 @@ GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
 GO ?= go
 GOTEST_FLAGS ?= -count=1
-PKGS_UNIT := ./api/... ./internal/... ./cmd/... ./operator/internal/... ./dataplane-image/internal/... ./dataplane-image/cmd/...
+# The CNI plugin's own packages need no root either; test-node runs them again with the node tier.
+PKGS_UNIT := ./api/... ./internal/... ./cmd/... ./operator/internal/... ./dataplane-image/internal/... ./dataplane-image/cmd/... ./cni/internal/... ./cni/pkg/...
 
 ##@ General
 .PHONY: help
@@ -31,8 +32,8 @@ install-plugin: ## Install kubectl-fstack into GOBIN, so `kubectl fstack` finds 
 
 .PHONY: build
 build: ## Build every binary into ./bin.
-	$(GO) build -o $(LOCALBIN)/ ./cmd/kubectl-fstack ./operator/cmd/... ./cni/cmd/... ./dataplane-image/cmd/...
-	CGO_ENABLED=0 $(GO) build -o $(LOCALBIN)/ ./cmd/fstack-launcher
+	$(GO) build -o $(LOCALBIN)/ ./cmd/kubectl-fstack ./operator/cmd/... ./dataplane-image/cmd/...
+	CGO_ENABLED=0 $(GO) build -o $(LOCALBIN)/ ./cmd/fstack-launcher ./cni/cmd/...
 
 ##@ Generate and verify
 .PHONY: generate

@@ -1,19 +1,27 @@
 #!/usr/bin/env bash
 # Benchmarks fstack-cni on a private OVS-DPDK instance (root; hack/install-deps.sh installs the
-# prerequisites): ADD+DEL p50/p99 against the reference bridge plugin and against ovs-vsctl
-# exec, measured round-robin in one run, then a fault run that must leak nothing.
+# prerequisites): ADD+DEL p50/p99 against the reference bridge plugin and against the exec
+# baseline, measured round-robin in one run, then a fault run that must leak nothing.
+#
+# The exec baseline is cni/test/bench/vsctl-cni: a plugin binary the runtime execs for ADD and
+# for DEL, like fstack-cni, that makes the same directory, device info and port (same
+# external_ids) by exec'ing ovs-vsctl, as userspace-cni does. The goal ratio compares it run
+# with --no-wait, so neither side waits for ovs-vswitchd; the waiting run (userspace-cni's
+# default) and two bare ovs-vsctl runs without any plugin process are printed beside it.
+# Every plugin is built static (CGO_ENABLED=0), as the CNI project ships its own.
 # Usage: hack/bench-cni.sh [-n 100] [-cycles 1000]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
+export CGO_ENABLED=0
 
 work=$(mktemp -d /tmp/fsk-bench.XXXXXX)
 ns="fsk-bench-host-$$"
 cleanup() { ip netns del "$ns" 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
-echo "bench-cni: building fstack-cni, and installing the reference bridge and host-local plugins"
-go build -o "$work/bin/" ./cni/cmd/fstack-cni
+echo "bench-cni: building fstack-cni and the vsctl-cni baseline, and installing the reference bridge and host-local plugins"
+go build -o "$work/bin/" ./cni/cmd/fstack-cni ./cni/test/bench/vsctl-cni
 GOBIN="$work/bin" go install github.com/containernetworking/plugins/plugins/main/bridge@v1.9.1 \
   github.com/containernetworking/plugins/plugins/ipam/host-local@v1.9.1
 go build -o "$work/bench" ./cni/test/bench

@@ -6,6 +6,8 @@ import (
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
+
+	"github.com/kube-fstack/kube-fstack/cni/pkg/ovsdb"
 )
 
 // Add creates the pod directory, the device info and the OVS port, after running IPAM. Every
@@ -49,10 +51,12 @@ func (p *Plugin) add(c *command, a *attachment, stdin []byte) (res *current.Resu
 			c.rollback(undo)
 		}
 	}()
-	if err := c.ovs.checkBridge(c.ctx, c.conf.Bridge); err != nil {
+	// Connecting needs no round trip and fails at once when ovsdb-server is down, so an ADD
+	// that cannot make its port does not take a lease first.
+	if err := c.ovs.connect(c.ctx); err != nil {
 		return nil, ovsErr(err)
 	}
-	ipamRes, err := p.ipamAdd(c, stdin, &undo)
+	ipamRes, err := p.ipamAdd(c, a, stdin, &undo)
 	if err != nil {
 		return nil, err
 	}
@@ -65,28 +69,47 @@ func (p *Plugin) add(c *command, a *attachment, stdin []byte) (res *current.Resu
 		return nil, cniErr(types.ErrIOFailure, "write the attachment's files", err)
 	}
 	undo = append(undo, func() error { return c.ovs.deletePort(c.ctx, a.PortName) })
-	if err := c.replacePort(a); err != nil {
+	if err := c.createPort(a); err != nil {
 		return nil, ovsErr(err)
 	}
 	return res, nil
 }
 
-// replacePort deletes a port left by an earlier ADD of the same attachment in its own
-// transaction (OVS keeps the old socket path when delete and add share one), then adds.
-func (c *command) replacePort(a *attachment) error {
-	if err := c.ovs.deletePort(c.ctx, a.PortName); err != nil {
-		return err
+// createPort makes the port in one round trip in the usual case. The server refuses the
+// transaction whole when the bridge is missing or not netdev, or when a port of the same name
+// is left from an earlier ADD of this attachment; only then are more round trips spent: to say
+// which bridge mistake it is, or to remove the stale port in a transaction of its own (OVS keeps
+// the old socket path when delete and add share one) and insert again.
+func (c *command) createPort(a *attachment) error {
+	spec := a.portSpec(c.conf.MTU)
+	err := c.ovs.addPort(c.ctx, c.conf.Bridge, spec)
+	switch {
+	case ovsdb.IsConditionFailed(err):
+		if berr := c.ovs.checkBridge(c.ctx, c.conf.Bridge); berr != nil {
+			return berr
+		}
+		return err // the bridge was fixed meanwhile; the runtime retries
+	case ovsdb.IsConstraintViolation(err):
+		if err := c.ovs.deletePort(c.ctx, a.PortName); err != nil {
+			return err
+		}
+		return c.ovs.addPort(c.ctx, c.conf.Bridge, spec)
 	}
-	return c.ovs.addPort(c.ctx, c.conf.Bridge, a.portSpec(c.conf.MTU))
+	return err
 }
 
-func (p *Plugin) ipamAdd(c *command, stdin []byte, undo *[]func() error) (*current.Result, error) {
+func (p *Plugin) ipamAdd(c *command, a *attachment, stdin []byte, undo *[]func() error) (*current.Result, error) {
 	if c.conf.IPAM.Type == "" {
 		return nil, nil
 	}
+	lock, err := lockIPAM(c.conf.SocketRoot, a.PortName)
+	if err != nil {
+		return nil, cniErr(types.ErrIOFailure, "lock the attachment's IPAM", err)
+	}
+	defer lock.Close()
 	// Registered before the call: an IPAM plugin that fails half-way may still hold a lease.
 	*undo = append(*undo, func() error { return p.IPAM.Del(c.ctx, c.conf.IPAM.Type, stdin) })
-	r, err := p.IPAM.Add(c.ctx, c.conf.IPAM.Type, stdin)
+	r, err := p.IPAM.Add(inheritLock(c.ctx, lock), c.conf.IPAM.Type, stdin)
 	if err != nil {
 		return nil, cniErr(types.ErrInternal, "IPAM plugin "+c.conf.IPAM.Type+" failed", err)
 	}

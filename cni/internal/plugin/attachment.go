@@ -30,8 +30,10 @@ type attachment struct {
 // DEL can find the port with no cached state.
 func portName(containerID, ifname string) string {
 	sum := sha256.Sum256([]byte(containerID + "/" + ifname))
-	return "fsk" + hex.EncodeToString(sum[:6])
+	return portPrefix + hex.EncodeToString(sum[:6])
 }
+
+const portPrefix = "fsk"
 
 // stableMAC is locally administered and unicast, and the same on every ADD of the pod's
 // interface, so a restarted sandbox keeps its neighbours' ARP entries valid.

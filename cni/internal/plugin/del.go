@@ -27,17 +27,17 @@ func (p *Plugin) Del(args *skel.CmdArgs) error {
 }
 
 func (p *Plugin) del(c *command, a *attachment, stdin []byte) error {
-	port, findErr := c.ovs.findPort(c.ctx, a.PortName)
+	port, id, findErr := c.ovs.findPortForDel(c.ctx, a.PortName)
 	if port != nil && port.Socket != "" {
 		a.setPodDir(c.conf, filepath.Dir(port.Socket)) // what ADD made wins over today's config
 	}
 	var errs []error
-	if port != nil {
-		errs = append(errs, c.ovs.deletePort(c.ctx, a.PortName))
+	if id != "" {
+		errs = append(errs, c.ovs.unlinkPort(c.ctx, id))
 	}
 	errs = append(errs, removeFiles(c.conf.SocketRoot, a))
 	if c.conf.IPAM.Type != "" {
-		errs = append(errs, p.IPAM.Del(c.ctx, c.conf.IPAM.Type, stdin))
+		errs = append(errs, p.ipamDel(c, a, stdin))
 	}
 	errs = append(errs, findErr)
 	err := errors.Join(errs...)
@@ -48,4 +48,17 @@ func (p *Plugin) del(c *command, a *attachment, stdin []byte) error {
 		return cniErr(types.ErrTryAgainLater, "cannot remove the OVS port of "+describe(a)+": "+err.Error(), err)
 	}
 	return cniErr(types.ErrInternal, "DEL of "+describe(a)+" incomplete: "+err.Error(), err)
+}
+
+// ipamDel waits for any IPAM ADD of this attachment still running (see lockIPAM) before asking
+// IPAM to release the lease. Without the lock it still releases: DEL must make progress.
+func (p *Plugin) ipamDel(c *command, a *attachment, stdin []byte) error {
+	ctx := c.ctx
+	if lock, err := lockIPAM(c.conf.SocketRoot, a.PortName); err != nil {
+		c.log.Error("releasing the lease without the IPAM lock", "err", err)
+	} else {
+		defer lock.Close()
+		ctx = inheritLock(ctx, lock)
+	}
+	return p.IPAM.Del(ctx, c.conf.IPAM.Type, stdin)
 }

@@ -49,7 +49,7 @@ func writeFiles(root string, a *attachment, info *devinfo.Info) error {
 // removeFiles undoes writeFiles for this attachment only: a pod directory shared with another
 // attachment, or a file a newer sandbox of the same pod wrote, is left alone.
 func removeFiles(root string, a *attachment) error {
-	err := removeIfExists(a.DevInfoFile)
+	err := errors.Join(removeIfExists(a.DevInfoFile), removeIfExists(devinfo.TempFor(a.DevInfoFile)))
 	if a.PodDir == "" {
 		return err
 	}
@@ -57,13 +57,14 @@ func removeFiles(root string, a *attachment) error {
 		if !ownedBy(a.devInfoInPodDir(), a.ContainerID) {
 			return nil
 		}
-		removeStaleTemps(a.PodDir, filepath.Dir(a.DevInfoFile))
+		removeStaleTemps(a.PodDir)
 		return errors.Join(removeIfExists(a.devInfoInPodDir()), removeIfExists(a.Socket), removeDirIfEmpty(a.PodDir))
 	}))
 }
 
-// removeStaleTemps deletes the temp files of a device-info write that was killed half-way.
-// Every write happens under the root lock the caller holds, so none of them is in progress.
+// removeStaleTemps deletes the temp files of device-info writes that were killed half-way in a
+// pod directory (small: one pod's interfaces). Every write happens under the root lock the
+// caller holds, so none of them is in progress.
 func removeStaleTemps(dirs ...string) {
 	for _, dir := range dirs {
 		temps, _ := filepath.Glob(filepath.Join(dir, devinfo.TempPattern))

@@ -51,13 +51,23 @@ func (o *ovs) close() {
 	}
 }
 
+// connect dials unless a connection is open. It needs no round trip, and a refused or missing
+// socket is the usual sign that ovsdb-server is not running.
+func (o *ovs) connect(ctx context.Context) error {
+	if o.c != nil {
+		return nil
+	}
+	c, err := ovsdb.Dial(ctx, o.path)
+	if err != nil {
+		return fmt.Errorf("%w at %s (is ovsdb-server running?): %w", errOVSDBUnreachable, o.path, err)
+	}
+	o.c = c
+	return nil
+}
+
 func (o *ovs) transact(ctx context.Context, ops ...ovsdb.Op) ([]ovsdb.Result, error) {
-	if o.c == nil {
-		c, err := ovsdb.Dial(ctx, o.path)
-		if err != nil {
-			return nil, fmt.Errorf("%w at %s (is ovsdb-server running?): %w", errOVSDBUnreachable, o.path, err)
-		}
-		o.c = c
+	if err := o.connect(ctx); err != nil {
+		return nil, err
 	}
 	res, err := o.c.Transact(ctx, ovsDB, ops...)
 	if errors.Is(err, ovsdb.ErrClosed) || ctx.Err() != nil {
@@ -71,14 +81,22 @@ func nameIs(name string) [][]any { return [][]any{ovsdb.Cond("name", "==", name)
 
 // checkBridge tells apart the two configuration mistakes a user can fix.
 func (o *ovs) checkBridge(ctx context.Context, bridge string) error {
-	res, err := o.transact(ctx, ovsdb.Select("Bridge", nameIs(bridge), "datapath_type"))
+	res, err := o.transact(ctx, selectBridge(bridge))
 	if err != nil {
 		return err
 	}
-	if len(res[0].Rows) == 0 {
+	return bridgeErr(bridge, res[0].Rows)
+}
+
+func selectBridge(bridge string) ovsdb.Op {
+	return ovsdb.Select("Bridge", nameIs(bridge), "datapath_type")
+}
+
+func bridgeErr(bridge string, rows []ovsdb.Row) error {
+	if len(rows) == 0 {
 		return fmt.Errorf("%w: %q (create it with datapath_type=netdev)", errBridgeMissing, bridge)
 	}
-	dt, err := res[0].Rows[0].String("datapath_type")
+	dt, err := rows[0].String("datapath_type")
 	if err != nil {
 		return err
 	}
@@ -88,9 +106,17 @@ func (o *ovs) checkBridge(ctx context.Context, bridge string) error {
 	return nil
 }
 
+func firstUUID(rows []ovsdb.Row) (string, error) {
+	if len(rows) == 0 {
+		return "", nil
+	}
+	return rows[0].UUID("_uuid")
+}
+
 // addPort creates Interface + Port and links them to the bridge in one transaction. The wait
-// makes the server refuse the whole transaction if the bridge vanished or changed type since
-// checkBridge; mutate (not a rewrite of the ports column) lets many ADDs run concurrently.
+// makes the server refuse the whole transaction unless the bridge exists and is netdev; mutate
+// (not a rewrite of the ports column) lets many ADDs run concurrently. The error is the raw
+// transaction error, which createPort tells apart.
 func (o *ovs) addPort(ctx context.Context, bridge string, p *portSpec) error {
 	iface := map[string]any{
 		"name": p.Name, "type": portType, "external_ids": ovsdb.Map(p.IDs),
@@ -103,27 +129,48 @@ func (o *ovs) addPort(ctx context.Context, bridge string, p *portSpec) error {
 		ovsdb.Insert("Port", port, "port"),
 		ovsdb.Mutate("Bridge", nameIs(bridge), []any{"ports", "insert", ovsdb.Set(ovsdb.NamedUUID("port"))}),
 	)
-	if ovsdb.IsConditionFailed(err) {
-		return fmt.Errorf("%w or is not netdev: %q", errBridgeMissing, bridge)
-	}
 	return err
 }
 
-// deletePort unlinks the port from every bridge; OVSDB then garbage-collects the Port and its
-// Interface, which are not root rows. A missing port is success.
+// deletePort unlinks the named port from every bridge. A missing port is success.
 func (o *ovs) deletePort(ctx context.Context, name string) error {
 	res, err := o.transact(ctx, ovsdb.Select("Port", nameIs(name), "_uuid"))
-	if err != nil || len(res[0].Rows) == 0 {
-		return err
-	}
-	id, err := res[0].Rows[0].UUID("_uuid")
 	if err != nil {
 		return err
 	}
-	_, err = o.transact(ctx, ovsdb.Mutate("Bridge",
+	id, err := firstUUID(res[0].Rows)
+	if err != nil || id == "" {
+		return err
+	}
+	return o.unlinkPort(ctx, id)
+}
+
+// unlinkPort removes the Port row id from every bridge; OVSDB then garbage-collects the Port
+// and its Interface, which are not root rows. The "includes" condition makes a port someone
+// else removed meanwhile a no-op rather than an error.
+func (o *ovs) unlinkPort(ctx context.Context, id string) error {
+	_, err := o.transact(ctx, ovsdb.Mutate("Bridge",
 		[][]any{ovsdb.Cond("ports", "includes", ovsdb.UUID(id))},
 		[]any{"ports", "delete", ovsdb.Set(ovsdb.UUID(id))}))
 	return err
+}
+
+// findPortForDel reads the port's Interface and its Port row's UUID in one round trip: DEL
+// needs the socket (to find the pod directory ADD used) and the UUID (to unlink it).
+func (o *ovs) findPortForDel(ctx context.Context, name string) (*portInfo, string, error) {
+	res, err := o.transact(ctx, selectInterfaces(nameIs(name)), ovsdb.Select("Port", nameIs(name), "_uuid"))
+	if err != nil {
+		return nil, "", err
+	}
+	ports, err := decodePorts(res[0].Rows)
+	if err != nil {
+		return nil, "", err
+	}
+	id, err := firstUUID(res[1].Rows)
+	if err != nil || len(ports) == 0 {
+		return nil, id, err
+	}
+	return &ports[0], id, nil
 }
 
 // findPort returns the port's Interface, or nil when there is none.
@@ -142,12 +189,20 @@ func (o *ovs) listPorts(ctx context.Context, network string) ([]portInfo, error)
 }
 
 func (o *ovs) selectPorts(ctx context.Context, where [][]any) ([]portInfo, error) {
-	res, err := o.transact(ctx, ovsdb.Select("Interface", where, "name", "type", "options", "external_ids"))
+	res, err := o.transact(ctx, selectInterfaces(where))
 	if err != nil {
 		return nil, err
 	}
-	ports := make([]portInfo, 0, len(res[0].Rows))
-	for _, row := range res[0].Rows {
+	return decodePorts(res[0].Rows)
+}
+
+func selectInterfaces(where [][]any) ovsdb.Op {
+	return ovsdb.Select("Interface", where, "name", "type", "options", "external_ids")
+}
+
+func decodePorts(rows []ovsdb.Row) ([]portInfo, error) {
+	ports := make([]portInfo, 0, len(rows))
+	for _, row := range rows {
 		p, err := decodePort(row)
 		if err != nil {
 			return nil, err

@@ -21,7 +21,8 @@ const (
 	TypeVhostUser = "vhost-user"
 	// ModeServer means the pod's side (DPDK virtio_user with server=1) owns the socket.
 	ModeServer = "server"
-	// TempPattern names the temp files of Write; a writer killed mid-write leaves one behind.
+	// TempPattern matches the temp files of Write (TempFor); a writer killed mid-write leaves
+	// one behind.
 	TempPattern = ".devinfo-*"
 )
 
@@ -86,8 +87,22 @@ func Read(path string) (*Info, error) {
 	return &info, nil
 }
 
-// Write stores info at path atomically (temp file, fsync, rename), creating the parent
-// directory, so a reader never sees half a file.
+// TempFor is the temp file Write uses for path. It is a fixed name, so whoever cleans up after a
+// killed writer removes exactly it instead of scanning a directory that holds every pod's files.
+func TempFor(path string) string {
+	return filepath.Join(filepath.Dir(path), ".devinfo-"+filepath.Base(path)+".tmp")
+}
+
+// Write stores info at path atomically (temp file, rename), creating the parent directory, so a
+// reader never sees half a file. Writes of the same path must not run concurrently (they share
+// the temp file); fstack-cni makes them under its socket-root lock.
+//
+// There is deliberately no fsync: the files live under /var/run, a tmpfs on every node, so they
+// cannot outlive a crash that an fsync would guard against; and after a crash of the node every
+// sandbox is recreated and ADD writes them again. On a disk-backed /var/run a crash may leave a
+// temp file or an empty file behind; the runtime's DEL of the dead sandbox removes both (the
+// plugin treats an unreadable device info as the attachment's own). An fsync costs milliseconds
+// on such a disk, a large part of an ADD.
 func Write(path string, info *Info) error {
 	if err := info.Validate(); err != nil {
 		return err
@@ -100,24 +115,21 @@ func Write(path string, info *Info) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("devinfo: %w", err)
 	}
-	return writeAtomic(dir, path, data)
+	return writeAtomic(path, data)
 }
 
-func writeAtomic(dir, path string, data []byte) error {
-	tmp, err := os.CreateTemp(dir, TempPattern)
+func writeAtomic(path string, data []byte) error {
+	tmp, err := os.OpenFile(TempFor(path), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("devinfo: %w", err)
 	}
 	defer os.Remove(tmp.Name()) // no-op once renamed
+	// Chmod: the umask may have narrowed the mode, and the dataplane reads as another user.
 	if _, err := tmp.Write(append(data, '\n')); err != nil {
 		tmp.Close()
 		return fmt.Errorf("devinfo: %w", err)
 	}
 	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("devinfo: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
 		tmp.Close()
 		return fmt.Errorf("devinfo: %w", err)
 	}

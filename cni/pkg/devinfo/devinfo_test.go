@@ -81,3 +81,29 @@ func TestWriteRefusesInvalidInfo(t *testing.T) {
 		t.Fatalf("a refused Write left %s", path)
 	}
 }
+
+// A writer killed mid-write leaves its temp file; cleaners find it by name or by TempPattern,
+// and the next Write of the same path reuses it instead of leaving a second one.
+func TestTempFileOfAKilledWriter(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "net1.json")
+	tmp := TempFor(path)
+	if match, _ := filepath.Match(TempPattern, filepath.Base(tmp)); !match || filepath.Dir(tmp) != filepath.Dir(path) {
+		t.Fatalf("temp %s is not in %s or does not match %s", tmp, filepath.Dir(path), TempPattern)
+	}
+	if err := os.WriteFile(tmp, []byte(`{"type":"vhost-us`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(path, sample()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
+		t.Fatalf("temp file still there after Write: %v", err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o644 {
+		t.Fatalf("written file has mode %v, want 0644", st.Mode().Perm())
+	}
+}

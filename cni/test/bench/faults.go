@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
+
+	"github.com/kube-fstack/kube-fstack/cni/internal/plugin"
 )
 
 // faults runs ADD/DEL cycles with the faults a node sees, behaving as a runtime does (a failed
@@ -104,13 +106,39 @@ func (b *bench) reportLeaks(root string, cycles int, counts map[string]int) erro
 		return err
 	}
 	leakedPorts := len(strings.Fields(out))
-	dirs, _ := os.ReadDir(filepath.Join(root, "vhost"))
+	dirs := podDirs(filepath.Join(root, "vhost"))
 	devinfos, _ := os.ReadDir(filepath.Join(root, "devinfo"))
 	leases, _ := filepath.Glob(filepath.Join(root, "ipam", "*", "10.*"))
 	fmt.Printf("fault run: %d ADD/DEL cycles %v\n", cycles, counts)
 	fmt.Printf("  leaked: ports=%d directories=%d device-info files=%d IPAM leases=%d\n", leakedPorts, len(dirs), len(devinfos), len(leases))
 	if leakedPorts+len(dirs)+len(devinfos)+len(leases) != 0 {
-		return fmt.Errorf("the fault run leaked")
+		return fmt.Errorf("the fault run leaked:%s", leakDetails(out, dirs, devinfos, leases))
 	}
 	return nil
+}
+
+// leakDetails names what leaked; a lease file holds its container ID, whose number is the cycle.
+func leakDetails(ports string, dirs, devinfos []os.DirEntry, leases []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, " ports %q", strings.Fields(ports))
+	for _, e := range append(dirs, devinfos...) {
+		fmt.Fprintf(&b, " %s", e.Name())
+	}
+	for _, l := range leases {
+		owner, _ := os.ReadFile(l)
+		fmt.Fprintf(&b, " lease %s of %q", filepath.Base(l), strings.Fields(string(owner)))
+	}
+	return b.String()
+}
+
+// podDirs lists the socket root without the node-wide IPAM lock file the plugin keeps there.
+func podDirs(root string) []os.DirEntry {
+	all, _ := os.ReadDir(root)
+	dirs := make([]os.DirEntry, 0, len(all))
+	for _, e := range all {
+		if e.Name() != plugin.IPAMLockFile {
+			dirs = append(dirs, e)
+		}
+	}
+	return dirs
 }

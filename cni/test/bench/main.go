@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/kube-fstack/kube-fstack/internal/nodetest"
 )
@@ -43,9 +44,26 @@ func run() error {
 		return err
 	}
 	defer ovs.Stop()
-	b := &bench{bin: *binDir, tmp: tmp, ovs: ovs}
+	run := filepath.Join(tmp, "run")
+	if err := mountTmpfs(run); err != nil {
+		return err
+	}
+	defer syscall.Unmount(run, 0) //nolint:errcheck // the bench's mount namespace goes with it anyway
+	b := &bench{bin: *binDir, tmp: tmp, run: run, ovs: ovs}
 	if err := b.latency(*n); err != nil {
 		return err
 	}
 	return b.faults(*cycles)
+}
+
+// mountTmpfs puts the files the plugins write where nodes have them: /var/run is a tmpfs. The
+// bench runs in a mount namespace of its own (ip netns exec), so the host never sees it.
+func mountTmpfs(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=64m,mode=0755"); err != nil {
+		return fmt.Errorf("mount tmpfs at %s: %w", dir, err)
+	}
+	return nil
 }

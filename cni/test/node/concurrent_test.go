@@ -18,7 +18,7 @@ func TestConcurrentAddsThenDels(t *testing.T) {
 	if got := ports(t); len(got) != pods {
 		t.Fatalf("%d ports after %d concurrent ADDs", len(got), pods)
 	}
-	if got := entries(n.socketRoot()); len(got) != pods {
+	if got := podDirEntries(n.socketRoot()); len(got) != pods {
 		t.Fatalf("%d pod directories after %d concurrent ADDs", len(got), pods)
 	}
 	if got := ipamLeases(n.ipamDir()); len(got) != pods {

@@ -42,7 +42,7 @@ func TestGCRemovesWhatIsNotValid(t *testing.T) {
 	if p := ports(t); len(p) != 1 || vsctlGet(t, "Interface", p[0], "external_ids:kube-fstack.io/container-id") != keep.containerID {
 		t.Fatalf("after GC, ports %v", p)
 	}
-	if d := entries(n.socketRoot()); len(d) != 1 || d[0] != keep.uid {
+	if d := podDirEntries(n.socketRoot()); len(d) != 1 || d[0] != keep.uid {
 		t.Fatalf("after GC, pod dirs %v", d)
 	}
 	if leases := ipamLeases(n.ipamDir()); len(leases) != 1 {

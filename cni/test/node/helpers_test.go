@@ -14,6 +14,8 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
+
+	"github.com/kube-fstack/kube-fstack/cni/internal/plugin"
 )
 
 // netw is one network config under test, with its own directories.
@@ -158,7 +160,7 @@ func (n *netw) assertNothingLeft() {
 	if p := ports(n.t); len(p) != 0 {
 		n.t.Errorf("OVS ports left: %v", p)
 	}
-	if d := entries(n.socketRoot()); len(d) != 0 {
+	if d := podDirEntries(n.socketRoot()); len(d) != 0 {
 		n.t.Errorf("pod directories left in %s: %v", n.socketRoot(), d)
 	}
 	if d := entries(n.deviceInfoDir()); len(d) != 0 {
@@ -167,6 +169,18 @@ func (n *netw) assertNothingLeft() {
 	if leases := ipamLeases(n.ipamDir()); len(leases) != 0 {
 		n.t.Errorf("IPAM leases left: %v", leases)
 	}
+}
+
+// podDirEntries lists the socket root without the node-wide IPAM lock file, which the plugin
+// keeps there for good.
+func podDirEntries(root string) []string {
+	var dirs []string
+	for _, e := range entries(root) {
+		if e != plugin.IPAMLockFile {
+			dirs = append(dirs, e)
+		}
+	}
+	return dirs
 }
 
 func entries(dir string) []string {

@@ -171,3 +171,26 @@ func TestCheckFailsWhenThePortIsGone(t *testing.T) {
 		t.Fatalf("CHECK with the port gone: %v", err)
 	}
 }
+
+// A second ADD of the same attachment (a runtime that lost its state retries) replaces the
+// port the first left, instead of failing on OVSDB's unique port name or keeping it.
+func TestAddAgainReplacesTheStalePort(t *testing.T) {
+	n, p := newNet(t, "1.1.0"), newPod(700)
+	n.withIPAM = false // host-local refuses a second lease for the same attachment
+	n.mustAdd(p)
+	first := vsctlGet(t, "Port", ports(t)[0], "_uuid")
+	n.mustAdd(p)
+	names := ports(t)
+	if len(names) != 1 {
+		t.Fatalf("ports after the second ADD: %v", names)
+	}
+	if second := vsctlGet(t, "Port", names[0], "_uuid"); second == first {
+		t.Errorf("the second ADD kept the first ADD's port %s", first)
+	}
+	sock := vsctlGet(t, "Interface", names[0], "options:vhost-server-path")
+	if want := filepath.Join(n.socketRoot(), p.uid, "net1.sock"); sock != want {
+		t.Errorf("socket %s, want %s", sock, want)
+	}
+	n.mustDel(p)
+	n.assertNothingLeft()
+}

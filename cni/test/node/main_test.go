@@ -64,6 +64,7 @@ func run(m *testing.M) (int, error) {
 func buildPlugins(tmp string) error {
 	env.binDir = filepath.Join(tmp, "bin")
 	build := exec.Command("go", "build", "-o", env.binDir+"/", "github.com/kube-fstack/kube-fstack/cni/cmd/fstack-cni")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as shipped: static (see cni/README.md)
 	// host-local is built outside this module (go install pkg@version), as a node would get it.
 	install := exec.Command("go", "install", "github.com/containernetworking/plugins/plugins/ipam/host-local@v1.9.1")
 	install.Env = append(os.Environ(), "GOBIN="+env.binDir)

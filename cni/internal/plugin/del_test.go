@@ -1,0 +1,98 @@
+package plugin
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/containernetworking/cni/pkg/types"
+)
+
+// portRows is the reply to DEL's lookup: the Interface (with its socket) and the Port's UUID.
+func portRows(socket, id string) fakeReply {
+	iface := map[string]any{"name": "fsk", "type": portType,
+		"options":      []any{"map", []any{[]any{optionSocket, socket}}},
+		"external_ids": []any{"map", []any{[]any{idContainerID, "c1"}, []any{idIfName, "net1"}}}}
+	return fakeReply{results: []any{
+		map[string]any{"rows": []any{iface}},
+		map[string]any{"rows": []any{map[string]any{"_uuid": []any{"uuid", id}}}},
+	}}
+}
+
+// DEL removes the files where ADD put them (the port's socket says where), even when the
+// config's socketRoot changed since, in two round trips.
+func TestDelFollowsThePortToTheFilesADDMade(t *testing.T) {
+	f := newFakeOVSDB(t, nil)
+	n := newNode(t, f.path, nil)
+	_, a, err := n.add()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.respond = func(int, []map[string]any) fakeReply { return portRows(a.Socket, "port-1") }
+	moved := newNode(t, f.path, map[string]any{"deviceInfoDir": n.devDir})
+	moved.ipam = n.ipam
+	moved.p.IPAM = n.ipam
+	if err := moved.p.Del(moved.args); err != nil {
+		t.Fatal(err)
+	}
+	got := f.recorded()
+	if len(got) != 3 || fmt.Sprint(got[1]) != "[select Interface select Port]" || fmt.Sprint(got[2]) != "[mutate Bridge]" {
+		t.Fatalf("transactions %v, want ADD's insert, one lookup and one unlink", got)
+	}
+	if m := fmt.Sprint(f.txn(3)[0]["mutations"]); !strings.Contains(m, "port-1") {
+		t.Errorf("unlinked %s, want port-1", m)
+	}
+	n.assertNoFiles()
+	n.assertIPAM(1, 1)
+}
+
+// DEL of something that was never added (or already deleted) succeeds and unlinks nothing.
+func TestDelOfNothingSucceedsInOneRoundTrip(t *testing.T) {
+	f := newFakeOVSDB(t, nil)
+	n := newNode(t, f.path, nil)
+	for range 2 {
+		if err := n.p.Del(n.args); err != nil {
+			t.Fatal(err)
+		}
+	}
+	assertTxns(t, f, []string{"select Interface", "select Port"}, []string{"select Interface", "select Port"})
+	n.assertIPAM(0, 2)
+}
+
+// With OVSDB down the port may still exist, so DEL asks to be retried; the files and the lease
+// go anyway.
+func TestDelWithOVSDBDownRemovesTheRestAndAsksForARetry(t *testing.T) {
+	f := newFakeOVSDB(t, nil)
+	n := newNode(t, f.path, nil)
+	if _, _, err := n.add(); err != nil {
+		t.Fatal(err)
+	}
+	down := newNode(t, filepath.Join(t.TempDir(), "gone.sock"), map[string]any{"socketRoot": n.root, "deviceInfoDir": n.devDir})
+	down.p.IPAM = n.ipam
+	err := down.p.Del(down.args)
+	if codeOf(err) != types.ErrTryAgainLater {
+		t.Fatalf("got %v, want code 11", err)
+	}
+	n.assertNoFiles()
+	n.assertIPAM(1, 1)
+}
+
+// Another sandbox of the same pod owns the pod directory's device info: an old DEL leaves it.
+func TestDelLeavesAnotherContainersFiles(t *testing.T) {
+	f := newFakeOVSDB(t, nil)
+	n := newNode(t, f.path, nil)
+	_, a, err := n.add()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := newNode(t, f.path, map[string]any{"socketRoot": n.root, "deviceInfoDir": n.devDir})
+	old.args.ContainerID = "c0"
+	if err := old.p.Del(old.args); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(a.devInfoInPodDir()); err != nil {
+		t.Fatalf("DEL of c0 removed c1's device info: %v", err)
+	}
+}

@@ -1,0 +1,254 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+)
+
+// fakeOVSDB is an RFC 7047 server on a unix socket that answers transactions by a script and
+// records their operations, so a test can assert what the plugin asked for and make the server
+// refuse a transaction or vanish at an exact one. The real ovsdb-server is exercised by
+// cni/test/node; this covers the failure paths it does not produce on demand.
+type fakeOVSDB struct {
+	path    string
+	respond func(n int, ops []map[string]any) fakeReply
+	mu      sync.Mutex
+	txns    [][]map[string]any
+	conns   int
+}
+
+// fakeReply is the answer to one transaction: results replaces the default per-operation
+// results; hangUp closes the connection instead of answering (the server may have committed).
+type fakeReply struct {
+	results []any
+	hangUp  bool
+}
+
+func newFakeOVSDB(t *testing.T, respond func(n int, ops []map[string]any) fakeReply) *fakeOVSDB {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "fsk-ovsdb-") // t.TempDir() paths can exceed sun_path
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeOVSDB{path: filepath.Join(dir, "db.sock"), respond: respond}
+	ln, err := net.Listen("unix", f.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close(); os.RemoveAll(dir) })
+	go f.serve(ln)
+	return f
+}
+
+func (f *fakeOVSDB) serve(ln net.Listener) {
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		f.mu.Lock()
+		f.conns++
+		f.mu.Unlock()
+		go f.handle(conn)
+	}
+}
+
+func (f *fakeOVSDB) handle(conn net.Conn) {
+	defer conn.Close()
+	dec, enc := json.NewDecoder(conn), json.NewEncoder(conn)
+	for {
+		var req struct {
+			Method string            `json:"method"`
+			Params []json.RawMessage `json:"params"`
+			ID     json.RawMessage   `json:"id"`
+		}
+		if dec.Decode(&req) != nil || req.Method != "transact" {
+			return
+		}
+		ops := make([]map[string]any, 0, len(req.Params))
+		for _, raw := range req.Params[1:] {
+			var op map[string]any
+			_ = json.Unmarshal(raw, &op)
+			ops = append(ops, op)
+		}
+		f.mu.Lock()
+		f.txns = append(f.txns, ops)
+		n := len(f.txns)
+		f.mu.Unlock()
+		r := fakeReply{}
+		if f.respond != nil {
+			r = f.respond(n, ops)
+		}
+		if r.hangUp {
+			return
+		}
+		if r.results == nil {
+			r.results = defaultResults(ops)
+		}
+		_ = enc.Encode(map[string]any{"id": req.ID, "result": r.results, "error": nil})
+	}
+}
+
+// defaultResults is a server with an empty database and every bridge netdev.
+func defaultResults(ops []map[string]any) []any {
+	res := make([]any, 0, len(ops))
+	for _, op := range ops {
+		switch op["op"] {
+		case "select":
+			res = append(res, map[string]any{"rows": []any{}})
+		case "insert":
+			res = append(res, map[string]any{"uuid": []any{"uuid", "9f0f0000-0000-4000-8000-000000000001"}})
+		case "mutate", "delete":
+			res = append(res, map[string]any{"count": 1})
+		default:
+			res = append(res, map[string]any{})
+		}
+	}
+	return res
+}
+
+// recorded returns the operation names of every transaction so far, e.g. [[wait insert ...]].
+func (f *fakeOVSDB) recorded() [][]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([][]string, 0, len(f.txns))
+	for _, ops := range f.txns {
+		names := make([]string, 0, len(ops))
+		for _, op := range ops {
+			name, _ := op["op"].(string)
+			if table, ok := op["table"].(string); ok {
+				name += " " + table
+			}
+			names = append(names, name)
+		}
+		out = append(out, names)
+	}
+	return out
+}
+
+func (f *fakeOVSDB) txn(n int) []map[string]any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.txns[n-1]
+}
+
+func (f *fakeOVSDB) connections() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.conns
+}
+
+// fakeIPAM hands out one address and counts calls, so tests can check that every lease an ADD
+// took is given back.
+type fakeIPAM struct {
+	mu     sync.Mutex
+	adds   int
+	dels   int
+	addErr error
+}
+
+func (f *fakeIPAM) Add(context.Context, string, []byte) (types.Result, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.adds++
+	if f.addErr != nil {
+		return nil, f.addErr
+	}
+	_, ipn, _ := net.ParseCIDR("10.9.0.0/24")
+	ipn.IP = net.ParseIP("10.9.0.5").To4()
+	return &current.Result{CNIVersion: current.ImplementedSpecVersion,
+		IPs: []*current.IPConfig{{Address: *ipn, Gateway: net.ParseIP("10.9.0.1")}}}, nil
+}
+
+func (f *fakeIPAM) Del(context.Context, string, []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.dels++
+	return nil
+}
+
+func (f *fakeIPAM) Check(context.Context, string, []byte) error  { return nil }
+func (f *fakeIPAM) GC(context.Context, string, []byte) error     { return nil }
+func (f *fakeIPAM) Status(context.Context, string, []byte) error { return nil }
+
+func (f *fakeIPAM) counts() (adds, dels int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.adds, f.dels
+}
+
+// node is one test's plugin, config and attachment arguments.
+type node struct {
+	t      *testing.T
+	p      *Plugin
+	ipam   *fakeIPAM
+	root   string
+	devDir string
+	stdin  []byte
+	args   *skel.CmdArgs
+}
+
+func newNode(t *testing.T, ovsdbPath string, over map[string]any) *node {
+	t.Helper()
+	dir := t.TempDir()
+	n := &node{t: t, ipam: &fakeIPAM{}, root: filepath.Join(dir, "vhost"), devDir: filepath.Join(dir, "devinfo")}
+	conf := map[string]any{"ovsdbSocket": ovsdbPath, "socketRoot": n.root, "deviceInfoDir": n.devDir,
+		"logFile": filepath.Join(dir, "fstack-cni.log"), "ipam": map[string]any{"type": "fake"}}
+	for k, v := range over {
+		conf[k] = v
+	}
+	n.stdin = confJSON(t, conf)
+	n.p = &Plugin{Timeout: 10 * time.Second, IPAM: n.ipam, Stderr: io.Discard}
+	n.args = &skel.CmdArgs{ContainerID: "c1", IfName: "net1", Netns: "/run/netns/p1", StdinData: n.stdin,
+		Args: "K8S_POD_NAMESPACE=ns;K8S_POD_NAME=web-0;K8S_POD_UID=u1"}
+	return n
+}
+
+// add runs ADD up to its result, without printing it.
+func (n *node) add() (*current.Result, *attachment, error) {
+	n.t.Helper()
+	c, err := n.p.start(n.stdin, "ADD")
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	defer c.closer()
+	a, err := c.addAttachment(n.args)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	res, err := n.p.add(c, a, n.stdin)
+	return res, a, err
+}
+
+// assertNoFiles fails when the pod directory or any device-info file (or temp) exists.
+func (n *node) assertNoFiles() {
+	n.t.Helper()
+	for _, dir := range []string{filepath.Join(n.root, "u1"), n.devDir} {
+		entries, err := os.ReadDir(dir)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			n.t.Fatal(err)
+		}
+		if dir == n.devDir && len(entries) != 0 || dir != n.devDir && err == nil {
+			n.t.Errorf("left in %s: %v (err %v)", dir, entries, err)
+		}
+	}
+}
+
+func (n *node) assertIPAM(adds, dels int) {
+	n.t.Helper()
+	if a, d := n.ipam.counts(); a != adds || d != dels {
+		n.t.Errorf("IPAM ADD %d times and DEL %d times, want %d and %d", a, d, adds, dels)
+	}
+}
