@@ -95,7 +95,7 @@ ovs_down() {
   if alive ovsdb-server; then vsctl --timeout=10 --if-exists del-br "$OVS_BRIDGE" 2>/dev/null || true; fi
   stop ovs-vswitchd
   stop ovsdb-server
-  ip netns list | grep -qw "$OVS_NETNS" && ip netns del "$OVS_NETNS"
+  ip netns list 2>/dev/null | grep -qw "$OVS_NETNS" && ip netns del "$OVS_NETNS"
   if mountpoint -q "$HUGE_DIR"; then
     rm -rf "${HUGE_DIR:?}"/*
     umount "$HUGE_DIR"

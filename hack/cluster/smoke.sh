@@ -83,8 +83,9 @@ pod_checks() {
   svc="$(kc get service "$POD" -o 'jsonpath={.spec.clusterIP}')"
   wait_for "Service $svc:8080 from the host network" 30 curl -fsS --max-time 2 "http://$svc:8080/"
   pass "pod-backed Service $svc:8080 answers from the host network (what the API server needs for webhooks)"
-  check "API server Service 10.96.0.1:443 from inside the pod" \
-    kc exec "$POD" -- bash -c 'exec 3<>/dev/tcp/10.96.0.1/443'
+  wait_for "API server Service 10.96.0.1:443 from inside the pod" 30 \
+    kubectl --kubeconfig "$KUBECONFIG_ADMIN" exec "$POD" -- bash -c 'exec 3<>/dev/tcp/10.96.0.1/443'
+  pass "API server Service 10.96.0.1:443 from inside the pod (an in-cluster operator can reach it)"
   kc delete service "$POD" >/dev/null
   kc delete pod "$POD" --wait=true --timeout=60s >/dev/null || fail "pod $POD deleted within 60s"
   [ -z "$(vsctl --timeout=5 --columns=name --bare find Interface "external_ids:kube-fstack.io/pod-uid=$uid")" ] \
@@ -105,7 +106,7 @@ nothing_left() {
   ip6tables-save 2>/dev/null | grep -qE -- "(KUBE-|$NET_NAME)" && leftovers+=("ip6tables KUBE-* rules")
   ip link show cni0 >/dev/null 2>&1 && leftovers+=(cni0)
   ip -o link | grep -q 'master cni0' && leftovers+=(veths)
-  ip netns list | grep -qw "$OVS_NETNS" && leftovers+=("netns $OVS_NETNS")
+  ip netns list 2>/dev/null | grep -qw "$OVS_NETNS" && leftovers+=("netns $OVS_NETNS")
   compgen -G "/sys/fs/cgroup/*/kubepods" >/dev/null && leftovers+=(kubepods-cgroups)
   [ -e "$CNI_CONFLIST" ] && leftovers+=("$CNI_CONFLIST")
   [ -e /var/lib/kubelet ] && leftovers+=(/var/lib/kubelet)

@@ -5,7 +5,7 @@
 # netdev bridge, and hugepages. Idempotent: a second run checks each piece and starts only what is
 # missing. Every thing it creates outside .cache/cluster is recorded for hack/cluster/down.sh.
 set -euo pipefail
-HERE="$(cd "$(dirname "$0")" && pwd)"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=hack/cluster/lib.sh
 source "$HERE/lib.sh"
 # shellcheck source=hack/cluster/pki.sh
@@ -102,7 +102,7 @@ ovs() {
   vsctl --no-wait init -- set Open_vSwitch . other_config:dpdk-init=true \
     other_config:dpdk-socket-mem=256 other_config:dpdk-socket-limit=512 other_config:pmd-cpu-mask=0x1 \
     other_config:pmd-maxsleep=10000 "other_config:dpdk-extra=--no-pci --file-prefix=fskcluster --huge-dir=$HUGE_DIR"
-  ip netns list | grep -qw "$OVS_NETNS" || ip netns add "$OVS_NETNS"
+  ip netns list 2>/dev/null | grep -qw "$OVS_NETNS" || ip netns add "$OVS_NETNS"
   EXE="$OVS_VSWITCHD" start ovs-vswitchd ip netns exec "$OVS_NETNS" "$OVS_VSWITCHD" "unix:$OVS_DB_SOCK" \
     "--log-file=$OVS_DIR/ovs-vswitchd.log" "--pidfile=$OVS_DIR/ovs-vswitchd.pid"
   wait_for "DPDK init in ovs-vswitchd" 60 sh -c "[ \"\$(ovs-vsctl --db=unix:$OVS_DB_SOCK --no-wait get Open_vSwitch . dpdk_initialized)\" = true ]"
@@ -118,12 +118,15 @@ etcd_up() {
 }
 
 control_plane() {
+  # The node's hostname resolves to 127.0.0.1 here, where the kubelet does not listen: the API
+  # server reaches kubelets (exec, logs) by InternalIP.
   start kube-apiserver "$K8S_BIN/kube-apiserver" --advertise-address="$NODE_IP" --bind-address="$NODE_IP" \
     --secure-port="$APISERVER_PORT" --etcd-servers="http://127.0.0.1:$ETCD_CLIENT_PORT" \
     --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction --allow-privileged=true \
     --client-ca-file="$PKI/ca.crt" --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
     --kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" --kubelet-client-key="$PKI/apiserver-kubelet-client.key" \
     --kubelet-certificate-authority="$PKI/ca.crt" --service-cluster-ip-range="$SERVICE_CIDR" \
+    --kubelet-preferred-address-types=InternalIP,Hostname \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" --profiling=false
   wait_for "kube-apiserver /readyz" 90 kc get --raw /readyz
@@ -286,4 +289,4 @@ main() {
   echo "export KUBECONFIG=$KUBECONFIG_ADMIN"
 }
 
-main "$@"
+[ "${BASH_SOURCE[0]}" != "$0" ] || main "$@"
