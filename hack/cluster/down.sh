@@ -65,7 +65,7 @@ iptables_down() {
     command -v "$ipt" >/dev/null || continue
     for t in filter nat mangle raw; do
       "$ipt" -t "$t" -S >/dev/null 2>&1 || continue
-      "$ipt" -t "$t" -S | grep -E -- "^-A .*(-j KUBE-|name: \\\\\"$NET_NAME\\\\\")" | sed 's/^-A/-D/' | while read -r rule; do
+      { "$ipt" -t "$t" -S | grep -E -- "^-A .*(-j KUBE-|name: \\\\\"$NET_NAME\\\\\")" || true; } | sed 's/^-A/-D/' | while read -r rule; do
         eval "$ipt -t $t $rule" 2>/dev/null || true
       done
       chains="$("$ipt" -t "$t" -S | awk '/^-N KUBE-/{print $2}')"
@@ -86,7 +86,7 @@ links_down() {
   for l in $(ip -o link show master cni0 2>/dev/null | awk -F': ' '{sub(/@.*/, "", $2); print $2}'); do
     ip link del "$l" 2>/dev/null || true
   done
-  ip link show cni0 >/dev/null 2>&1 && ip link del cni0
+  if ip link show cni0 >/dev/null 2>&1; then ip link del cni0; fi
   if [ -f "$MARKS/ip-forward" ]; then sysctl -qw "net.ipv4.ip_forward=$(cat "$MARKS/ip-forward")"; fi
 }
 
@@ -95,7 +95,7 @@ ovs_down() {
   if alive ovsdb-server; then vsctl --timeout=10 --if-exists del-br "$OVS_BRIDGE" 2>/dev/null || true; fi
   stop ovs-vswitchd
   stop ovsdb-server
-  ip netns list 2>/dev/null | grep -qw "$OVS_NETNS" && ip netns del "$OVS_NETNS"
+  if ip netns list 2>/dev/null | grep -qw "$OVS_NETNS"; then ip netns del "$OVS_NETNS"; fi
   if mountpoint -q "$HUGE_DIR"; then
     rm -rf "${HUGE_DIR:?}"/*
     umount "$HUGE_DIR"
@@ -126,18 +126,19 @@ hugepages_down() {
 files_down() {
   local f
   if [ -f "$CNI_CONFLIST" ] && grep -q "\"$NET_NAME\"" "$CNI_CONFLIST"; then rm -f "$CNI_CONFLIST"; fi
-  marked created-cni-net-d && rmdir "$(dirname "$CNI_CONFLIST")" 2>/dev/null
+  if marked created-etc-cni; then rmdir "$(dirname "$CNI_CONFLIST")" /etc/cni 2>/dev/null || true; fi
   if [ -f "$MARKS/cni-bins" ]; then
     while read -r f; do rm -f "$f"; done <"$MARKS/cni-bins"
   fi
-  marked cni-bin-dir && rmdir "$CNI_BIN" /opt/cni 2>/dev/null
-  rm -rf "$CNI_DATA"
+  if marked cni-bin-dir; then rmdir "$CNI_BIN" /opt/cni 2>/dev/null || true; fi
+  rm -rf "$CNI_DATA" /var/lib/cni/results/"$NET_NAME"-*
+  if marked created-var-lib-cni; then rm -rf /var/lib/cni; fi
   rm -rf "${SOCKET_ROOT:?}"/* /var/run/kube-fstack/devinfo
-  marked created-var-run-kube-fstack && rm -rf /var/run/kube-fstack
+  if marked created-var-run-kube-fstack; then rm -rf /var/run/kube-fstack; fi
   rm -rf /var/lib/kubelet
   # containerd's root and state hold only this cluster's k8s.io namespace when up.sh made them.
-  marked created-run-containerd && rm -rf /run/containerd
-  marked created-lib-containerd && rm -rf /var/lib/containerd
+  if marked created-run-containerd; then rm -rf /run/containerd; fi
+  if marked created-lib-containerd; then rm -rf /var/lib/containerd; fi
   rm -rf "$RUN" "$KUBECONFIG_ADMIN"
 }
 
@@ -145,7 +146,7 @@ main() {
   if [ ! -d "$RUN" ]; then log "nothing to tear down ($RUN does not exist)"; exit 0; fi
   drain_pods
   stop kube-proxy
-  alive kubelet && stop kubelet
+  stop kubelet
   containers_down
   stop kube-scheduler
   stop kube-controller-manager
@@ -153,7 +154,9 @@ main() {
   stop etcd
   # One match per netns path of containerd's CRI: /run/netns/cni-<uuid>.
   unmount_under /var/lib/kubelet /run/containerd /var/lib/containerd
-  for f in /run/netns/cni-*; do [ -e "$f" ] && { umount "$f" 2>/dev/null || true; rm -f "$f"; }; done
+  for f in /run/netns/cni-*; do
+    if [ -e "$f" ]; then umount "$f" 2>/dev/null || true; rm -f "$f"; fi
+  done
   iptables_down
   links_down
   ovs_down

@@ -96,9 +96,8 @@ pod_checks() {
 
 nothing_left() {
   local p leftovers=()
-  for p in "$K8S_BIN/" /usr/bin/etcd containerd "$OVS_DIR" "$OVS_VSWITCHD"; do
-    pgrep -f "$p" | grep -v "^$$\$" >/dev/null && pgrep -af "$p" | grep -qE "$RUN|$K8S_BIN|containerd --config $RUN" && leftovers+=("process $p")
-  done
+  # Every daemon of the cluster has a path under $RUN on its command line.
+  pgrep -f "$RUN" >/dev/null && leftovers+=("processes: $(pgrep -af "$RUN" | cut -c1-80 | xargs)")
   pgrep -f "containerd-shim-runc-v2 -namespace k8s.io .*-address $CONTAINERD_SOCK" >/dev/null && leftovers+=(containerd-shims)
   grep -qE " ($RUN|/var/lib/kubelet|/run/containerd|/var/lib/containerd)[/ ]" /proc/self/mountinfo && leftovers+=(mounts)
   ls /run/netns/cni-* >/dev/null 2>&1 && leftovers+=("/run/netns/cni-*")
@@ -111,6 +110,9 @@ nothing_left() {
   [ -e "$CNI_CONFLIST" ] && leftovers+=("$CNI_CONFLIST")
   [ -e /var/lib/kubelet ] && leftovers+=(/var/lib/kubelet)
   [ -e "$RUN" ] && leftovers+=("$RUN")
+  for p in /etc/cni /opt/cni /var/lib/cni /var/run/kube-fstack /run/containerd /var/lib/containerd; do
+    case " $PATHS_BEFORE " in *" $p "*) ;; *) [ -e "$p" ] && leftovers+=("$p") ;; esac
+  done
   [ "$HUGETLB_WAS_MOUNTED" = no ] && mountpoint -q "$HUGETLB_CGROUP" && leftovers+=("hugetlb cgroup mount")
   [ "$(cat "$NR_HUGEPAGES")" = "$HUGEPAGES_BEFORE" ] || leftovers+=("nr_hugepages $(cat "$NR_HUGEPAGES") != $HUGEPAGES_BEFORE")
   [ ${#leftovers[@]} -eq 0 ] || fail "down.sh left: ${leftovers[*]}"
@@ -122,6 +124,8 @@ nothing_left() {
 if [ -d "$RUN" ]; then "$HERE/down.sh" >/dev/null; fi
 HUGETLB_WAS_MOUNTED=no; mountpoint -q "$HUGETLB_CGROUP" && HUGETLB_WAS_MOUNTED=yes
 HUGEPAGES_BEFORE="$(cat "$NR_HUGEPAGES")"
+PATHS_BEFORE="$(for p in /etc/cni /opt/cni /var/lib/cni /var/run/kube-fstack /run/containerd /var/lib/containerd; do
+  [ -e "$p" ] && printf '%s ' "$p"; done || true)"
 
 up_timed "first"
 t0=$SECONDS; "$HERE/up.sh" >/dev/null || fail "second up.sh in a row"

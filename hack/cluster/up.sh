@@ -147,6 +147,10 @@ containerd_up() {
   for d in /run/containerd /var/lib/containerd; do
     [ -e "$d" ] || mark "created-$(basename "$(dirname "$d")")-containerd" "$d"
   done
+  # containerd's CRI creates the CNI conf dir to watch it, and libcni caches results under
+  # /var/lib/cni: whichever of them does not exist yet is this cluster's to remove.
+  [ -e /etc/cni ] || mark created-etc-cni
+  [ -e /var/lib/cni ] || mark created-var-lib-cni
   cat >"$dir/config.toml" <<EOF
 version = 2
 root = "/var/lib/containerd"
@@ -220,7 +224,6 @@ cni_config() {
   wait_for "node $NODE_NAME to register with a pod CIDR" 90 sh -c "[ -n \"\$(kubectl --kubeconfig $KUBECONFIG_ADMIN get node $NODE_NAME -o 'jsonpath={.spec.podCIDR}')\" ]"
   cidr="$(node_cidr)"
   [ -e /var/run/kube-fstack ] || mark created-var-run-kube-fstack
-  [ -e "$(dirname "$CNI_CONFLIST")" ] || mark created-cni-net-d
   mkdir -p "$(dirname "$CNI_CONFLIST")" "$SOCKET_ROOT"
   [ -f "$MARKS/ip-forward" ] || mark ip-forward "$(sysctl -n net.ipv4.ip_forward)"
   cat >"$CNI_CONFLIST.tmp" <<EOF
