@@ -12,8 +12,10 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 source "$HERE/lib.sh"
 
 POD=smoke-guaranteed
+# up.sh and down.sh narrate on stderr; kept here so a failure can be read after the fact.
+SMOKE_LOG="$CLUSTER/smoke.log"
 pass() { printf 'smoke: PASS %s\n' "$*"; }
-fail() { printf 'smoke: FAIL %s\n' "$*" >&2; exit 1; }
+fail() { printf 'smoke: FAIL %s (script output: %s, component logs: %s)\n' "$*" "$SMOKE_LOG" "$LOGS" >&2; exit 1; }
 check() {
   local what="$1"; shift
   if "$@" >/dev/null 2>&1; then pass "$what"; else fail "$what"; fi
@@ -21,7 +23,7 @@ check() {
 
 up_timed() {
   local t0=$SECONDS
-  "$HERE/up.sh" >/dev/null || fail "$1 up.sh (logs under $LOGS)"
+  "$HERE/up.sh" >>"$SMOKE_LOG" 2>&1 || fail "$1 up.sh (logs under $LOGS)"
   pass "$1 up.sh: node Ready, $((SECONDS - t0))s"
 }
 
@@ -71,6 +73,7 @@ pod_checks() {
     || fail "hugetlb cgroup limit of the pod is 64 MiB"
   pass "hugetlb.2MB.limit_in_bytes of the pod = 64 MiB"
   ip="$(kc get pod "$POD" -o 'jsonpath={.status.podIP}')"
+  pass "pod IPs $(kc get pod "$POD" -o 'jsonpath={.status.podIPs[*].ip}') (the kubelet keeps one per family: the bridge's)"
   check "nginx answers on pod IP $ip (default network, cni0)" curl -fsS --max-time 5 "http://$ip/"
   port="$(vsctl --timeout=5 --columns=name --bare find Interface "external_ids:kube-fstack.io/pod-uid=$uid")"
   [ -n "$port" ] || fail "fstack-cni made an OVS port for pod uid $uid (ports: $(vsctl list-ports "$OVS_BRIDGE" | xargs))"
@@ -120,27 +123,30 @@ nothing_left() {
 }
 
 [ "$(id -u)" = 0 ] || die "run as root"
+mkdir -p "$CLUSTER" && : >"$SMOKE_LOG"
 # What the machine had before this cluster: down.sh must return to it.
-if [ -d "$RUN" ]; then "$HERE/down.sh" >/dev/null; fi
+if [ -d "$RUN" ]; then "$HERE/down.sh" >>"$SMOKE_LOG" 2>&1; fi
 HUGETLB_WAS_MOUNTED=no; mountpoint -q "$HUGETLB_CGROUP" && HUGETLB_WAS_MOUNTED=yes
 HUGEPAGES_BEFORE="$(cat "$NR_HUGEPAGES")"
 PATHS_BEFORE="$(for p in /etc/cni /opt/cni /var/lib/cni /var/run/kube-fstack /run/containerd /var/lib/containerd; do
   [ -e "$p" ] && printf '%s ' "$p"; done || true)"
 
 up_timed "first"
-t0=$SECONDS; "$HERE/up.sh" >/dev/null || fail "second up.sh in a row"
-pass "up.sh again while up: $((SECONDS - t0))s, nothing restarted"
+pids_before="$(cat "$PIDS"/*.pid | xargs)"
+t0=$SECONDS; "$HERE/up.sh" >>"$SMOKE_LOG" 2>&1 || fail "second up.sh in a row"
+[ "$(cat "$PIDS"/*.pid | xargs)" = "$pids_before" ] || fail "second up.sh restarted a component"
+pass "up.sh again while up: $((SECONDS - t0))s, every component kept its PID"
 "$HERE/status.sh" >/dev/null || fail "status.sh reports every component running and the node Ready"
 pass "status.sh: $(kc get node "$NODE_NAME" -o 'jsonpath=cpu={.status.allocatable.cpu} hugepages-2Mi={.status.allocatable.hugepages-2Mi}')"
 pod_checks
-"$HERE/down.sh" >/dev/null || fail "down.sh"
-"$HERE/down.sh" >/dev/null || fail "down.sh a second time"
+"$HERE/down.sh" >>"$SMOKE_LOG" 2>&1 || fail "down.sh"
+"$HERE/down.sh" >>"$SMOKE_LOG" 2>&1 || fail "down.sh a second time"
 pass "down.sh twice"
 nothing_left
 up_timed "warm (binaries and images cached)"
 kc get node "$NODE_NAME" >/dev/null || fail "node after warm up"
 if [ "${KEEP:-0}" != 1 ]; then
-  "$HERE/down.sh" >/dev/null || fail "final down.sh"
+  "$HERE/down.sh" >>"$SMOKE_LOG" 2>&1 || fail "final down.sh"
   nothing_left
 fi
 pass "all checks"
