@@ -90,6 +90,21 @@ start() {
   log "$name: started (pid $!, log $LOGS/$name.log)"
 }
 
+# running PID: not gone and not a zombie (PID 1 here may be slow to reap the daemons it inherits).
+running() {
+  local state
+  state="$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null || true)"
+  [ -n "$state" ] && [ "$state" != Z ]
+}
+
+# write_if_changed FILE: stdin to FILE only when it differs. kube-proxy exits when its config
+# file is rewritten, even with the same content, so a second up.sh must not touch it.
+write_if_changed() {
+  local tmp="$1.tmp.$$"
+  cat >"$tmp"
+  if cmp -s "$tmp" "$1"; then rm -f "$tmp"; else mv "$tmp" "$1"; fi
+}
+
 # stop NAME: TERM, then KILL after 15 s; only the process up.sh recorded.
 stop() {
   local name="$1" pid i
@@ -97,10 +112,10 @@ stop() {
     pid="$(pid_of "$name")"
     kill -TERM "$pid" 2>/dev/null || true
     for i in $(seq 150); do
-      [ -d "/proc/$pid" ] || break
+      running "$pid" || break
       sleep 0.1
     done
-    if [ -d "/proc/$pid" ]; then
+    if running "$pid"; then
       log "$name: still running after 15 s, killing"
       kill -KILL "$pid" 2>/dev/null || true
     fi

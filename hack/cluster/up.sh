@@ -151,7 +151,7 @@ containerd_up() {
   # /var/lib/cni: whichever of them does not exist yet is this cluster's to remove.
   [ -e /etc/cni ] || mark created-etc-cni
   [ -e /var/lib/cni ] || mark created-var-lib-cni
-  cat >"$dir/config.toml" <<EOF
+  write_if_changed "$dir/config.toml" <<EOF
 version = 2
 root = "/var/lib/containerd"
 state = "/run/containerd"
@@ -188,7 +188,7 @@ kubelet_up() {
     rm -f /var/lib/kubelet/cpu_manager_state
     echo "$cpu_settings" >/var/lib/kubelet/.kube-fstack-cpu-settings
   fi
-  cat >"$dir/config.yaml" <<EOF
+  write_if_changed "$dir/config.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: $NODE_IP
@@ -226,7 +226,7 @@ cni_config() {
   [ -e /var/run/kube-fstack ] || mark created-var-run-kube-fstack
   mkdir -p "$(dirname "$CNI_CONFLIST")" "$SOCKET_ROOT"
   [ -f "$MARKS/ip-forward" ] || mark ip-forward "$(sysctl -n net.ipv4.ip_forward)"
-  cat >"$CNI_CONFLIST.tmp" <<EOF
+  write_if_changed "$CNI_CONFLIST" <<EOF
 {
   "cniVersion": "1.0.0",
   "name": "$NET_NAME",
@@ -247,11 +247,10 @@ cni_config() {
   ]
 }
 EOF
-  mv "$CNI_CONFLIST.tmp" "$CNI_CONFLIST"
 }
 
 kube_proxy_up() {
-  cat >"$RUN/kube-proxy.yaml" <<EOF
+  write_if_changed "$RUN/kube-proxy.yaml" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 mode: iptables
