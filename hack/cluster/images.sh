@@ -12,7 +12,7 @@ IMAGES="$CACHE/images"
 BASE="$CACHE/rootfs/base"
 STANDIN_TAR="$ROOT/.cache/images/dataplane-standin.tar"
 
-# layout_tar DIR... OUT TAG ENTRYPOINT [CMD...]: one image from directories inserted at /.
+# pack OUT TAG ENTRYPOINT DIR... [-- CMD...]: one image from directories inserted at /.
 pack() {
   local out="$1" tag="$2" entry="$3" work; shift 3
   local dirs=() cmd=()
