@@ -104,6 +104,23 @@ bench: ## Benchmarks of the pure packages.
 image-dataplane-standin: ## Build the stand-in dataplane image (Debian DPDK + supervisor) as an OCI tarball, no daemon (root).
 	hack/image-dataplane-standin.sh
 
+##@ Cluster
+.PHONY: cluster-up
+cluster-up: ## A real single-node cluster on this machine (root; hack/install-deps.sh --cluster first).
+	hack/cluster/up.sh
+
+.PHONY: cluster-down
+cluster-down: ## Remove every process, mount, rule, bridge, OVS port and cgroup cluster-up created.
+	hack/cluster/down.sh
+
+.PHONY: cluster-status
+cluster-status: ## Component PIDs, node Ready, allocatable CPU and hugepages.
+	hack/cluster/status.sh
+
+.PHONY: cluster-smoke
+cluster-smoke: ## Up, a Guaranteed hugepages pod with fstack-cni chained, down, nothing left, warm up, down.
+	hack/cluster/smoke.sh
+
 ##@ Lint
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## gofmt, go vet and golangci-lint.

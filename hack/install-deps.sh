@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the test tiers need on a bare Debian 12 machine. Idempotent: each step checks
 # first, so a second run costs seconds. Go tools are installed by the Makefile into ./bin.
+#   hack/install-deps.sh            what `make test` needs
+#   hack/install-deps.sh --cluster  that, plus the local cluster's packages (make cluster-up)
 set -euo pipefail
 
 APT_PACKAGES=(
@@ -12,6 +14,16 @@ APT_PACKAGES=(
   # Dataplane tests and the stand-in image (make test-dataplane, make image-dataplane-standin).
   librte-net-null23 debootstrap umoci
 )
+
+# The local single-node cluster (hack/cluster/up.sh): container runtime, kube-proxy's and
+# the bridge plugin's netfilter tools, PKI, the pause image's static build, and shellcheck
+# for the scripts. Only with --cluster: `make test` never needs them.
+CLUSTER_PACKAGES=(
+  containerd runc iptables conntrack socat openssl curl libc6-dev shellcheck
+)
+if [ "${1:-}" = "--cluster" ]; then
+  APT_PACKAGES+=("${CLUSTER_PACKAGES[@]}")
+fi
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -35,6 +35,22 @@ export PATH="/usr/local/go/bin:$PATH"
 STAGING_VERSION="v0.${VERSION#v1.}"
 WRAP="$ROOT/.cache/k8s/wrapper-$VERSION"
 mkdir -p "$WRAP"
+# The wrapper imports the library side of every binary this script builds, so `go mod tidy`
+# records go.sum entries for all of them; a wrapper written by an older version of this
+# script (kube-apiserver only) is regenerated when the import list differs.
+WRAPPER_GO="package wrapper
+
+import (
+	_ \"k8s.io/kubectl/pkg/cmd\"
+	_ \"k8s.io/kubernetes/cmd/kube-apiserver/app\"
+	_ \"k8s.io/kubernetes/cmd/kube-controller-manager/app\"
+	_ \"k8s.io/kubernetes/cmd/kube-proxy/app\"
+	_ \"k8s.io/kubernetes/cmd/kube-scheduler/app\"
+	_ \"k8s.io/kubernetes/cmd/kubelet/app\"
+)"
+if [ -f "$WRAP/go.sum" ] && [ "$(cat "$WRAP/wrapper.go" 2>/dev/null)" != "$WRAPPER_GO" ]; then
+  rm -f "$WRAP/go.sum"
+fi
 if [ ! -f "$WRAP/go.sum" ]; then
   echo "k8s-binaries: resolving k8s.io/kubernetes@$VERSION (staging modules at $STAGING_VERSION)"
   GOMOD="$(cd "$WRAP" && go mod download -json "k8s.io/kubernetes@$VERSION" | sed -n 's/.*"GoMod": "\(.*\)",/\1/p')"
@@ -49,7 +65,7 @@ if [ ! -f "$WRAP/go.sum" ]; then
     sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\t\1 => \1 '"$STAGING_VERSION"'#p' "$GOMOD"
     echo ")"
   } >"$WRAP/go.mod"
-  printf 'package wrapper\n\nimport _ "k8s.io/kubernetes/cmd/kube-apiserver/app"\n' >"$WRAP/wrapper.go"
+  printf '%s\n' "$WRAPPER_GO" >"$WRAP/wrapper.go"
   (cd "$WRAP" && go mod tidy >/dev/null)
 fi
 

@@ -1,0 +1,145 @@
+# Shared by hack/cluster/*.sh (sourced, not run). Every path and port of the local cluster is
+# here, so up.sh, down.sh, status.sh and smoke.sh cannot disagree about what exists.
+# shellcheck shell=bash disable=SC2034  # the variables are used by the scripts that source this
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+K8S_VERSION="${K8S_VERSION:-v1.35.4}"
+K8S_BIN="$ROOT/.cache/k8s/$K8S_VERSION"
+CNI_PLUGINS_VERSION="${CNI_PLUGINS_VERSION:-v1.9.1}"
+
+# .cache/cluster/cache survives down.sh (built binaries, images, rootfs); everything else
+# under .cache/cluster is the running cluster's state and goes with down.sh.
+CLUSTER="$ROOT/.cache/cluster"
+CACHE="$CLUSTER/cache"
+RUN="$CLUSTER/run"
+PKI="$RUN/pki"
+LOGS="$RUN/logs"
+PIDS="$RUN/pids"
+MARKS="$RUN/created"   # one file per thing up.sh created that down.sh must undo
+KUBECONFIG_ADMIN="$CLUSTER/admin.kubeconfig"
+
+# Fixed ports, chosen clear of envtest's random loopback ports and of each other.
+ETCD_CLIENT_PORT=23790
+ETCD_PEER_PORT=23800
+APISERVER_PORT=6443
+
+SERVICE_CIDR=10.96.0.0/16
+SERVICE_IP=10.96.0.1
+CLUSTER_CIDR=10.244.0.0/16
+NET_NAME=kube-fstack-cluster
+CNI_CONFLIST=/etc/cni/net.d/10-kube-fstack.conflist
+CNI_BIN=/opt/cni/bin
+CNI_DATA=/var/lib/cni/$NET_NAME
+FSTACK_SUBNET=10.99.0.0/24
+SOCKET_ROOT=/var/run/kube-fstack/vhost
+
+OVS_DIR="$RUN/ovs"
+OVS_NETNS=fsk-cluster-ovs
+OVS_BRIDGE=br-fstack
+OVS_DB_SOCK="$OVS_DIR/db.sock"
+OVS_VSWITCHD=/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk
+HUGE_DIR="$RUN/hugepages"
+NR_HUGEPAGES=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
+# OVS takes about 450 MiB; pods get 1 GiB on top. The kubelet reads capacity at start.
+HUGEPAGES_OVS=260
+HUGEPAGES_PODS=512
+
+CONTAINERD_SOCK=/run/containerd/containerd.sock
+HUGETLB_CGROUP=/sys/fs/cgroup/hugetlb
+
+NODE_NAME="$(hostname | tr '[:upper:]' '[:lower:]')"
+
+export PATH="$K8S_BIN:/usr/local/go/bin:/usr/sbin:/sbin:$PATH"
+
+log() { printf '%s cluster: %s\n' "$(date +%T)" "$*" >&2; }
+die() { printf 'cluster: ERROR: %s\n' "$*" >&2; exit 1; }
+
+# node_ip is the first global IPv4 address: the API server must advertise a non-loopback
+# address or the `kubernetes` Service gets no endpoints.
+node_ip() {
+  ip -4 -o addr show scope global | awk '{sub(/\/.*/, "", $4); print $4; exit}'
+}
+
+mark() { mkdir -p "$MARKS"; printf '%s\n' "${2:-}" >"$MARKS/$1"; }
+marked() { [ -f "$MARKS/$1" ]; }
+
+pid_of() { cat "$PIDS/$1.pid" 2>/dev/null || true; }
+
+# alive NAME: the recorded PID runs the recorded binary. The binary check keeps a recycled
+# PID from making a dead component look alive (or, in down.sh, from killing a stranger).
+alive() {
+  local pid exe
+  pid="$(pid_of "$1")"
+  [ -n "$pid" ] && [ -d "/proc/$pid" ] || return 1
+  exe="$(readlink "/proc/$pid/exe" 2>/dev/null || true)"
+  [ "${exe% (deleted)}" = "$(cat "$PIDS/$1.exe" 2>/dev/null)" ]
+}
+
+# start NAME CMD...: a daemon in its own session (PID 1 is not systemd), output to its log.
+# EXE=path overrides the binary to expect when CMD execs another (ip netns exec).
+start() {
+  local name="$1"; shift
+  if alive "$name"; then
+    log "$name: running (pid $(pid_of "$name"))"
+    return 0
+  fi
+  mkdir -p "$LOGS" "$PIDS"
+  setsid nohup "$@" >>"$LOGS/$name.log" 2>&1 </dev/null &
+  echo $! >"$PIDS/$name.pid"
+  readlink -f "${EXE:-$(command -v "$1")}" >"$PIDS/$name.exe"
+  log "$name: started (pid $!, log $LOGS/$name.log)"
+}
+
+# running PID: not gone and not a zombie (PID 1 here may be slow to reap the daemons it inherits).
+running() {
+  local state
+  state="$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null || true)"
+  [ -n "$state" ] && [ "$state" != Z ]
+}
+
+# write_if_changed FILE: stdin to FILE only when it differs. kube-proxy exits when its config
+# file is rewritten, even with the same content, so a second up.sh must not touch it.
+write_if_changed() {
+  local tmp="$1.tmp.$$"
+  cat >"$tmp"
+  if cmp -s "$tmp" "$1"; then rm -f "$tmp"; else mv "$tmp" "$1"; fi
+}
+
+# stop NAME: TERM, then KILL after 15 s; only the process up.sh recorded.
+stop() {
+  local name="$1" pid i
+  if alive "$name"; then
+    pid="$(pid_of "$name")"
+    kill -TERM "$pid" 2>/dev/null || true
+    for i in $(seq 150); do
+      running "$pid" || break
+      sleep 0.1
+    done
+    if running "$pid"; then
+      log "$name: still running after 15 s, killing"
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+    log "$name: stopped"
+  fi
+  rm -f "$PIDS/$name.pid" "$PIDS/$name.exe"
+}
+
+# wait_for WHAT SECONDS CMD...: poll CMD; on timeout say where to look.
+wait_for() {
+  local what="$1" secs="$2"; shift 2
+  for _ in $(seq $((secs * 5))); do
+    "$@" >/dev/null 2>&1 && return 0
+    sleep 0.2
+  done
+  die "timed out after ${secs}s waiting for $what (logs: $LOGS)"
+}
+
+kc() { kubectl --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
+
+ovs_env() {
+  export OVS_RUNDIR="$OVS_DIR" OVS_DBDIR="$OVS_DIR" OVS_LOGDIR="$OVS_DIR" OVS_SYSCONFDIR="$OVS_DIR"
+}
+vsctl() { ovs-vsctl --db="unix:$OVS_DB_SOCK" "$@"; }
+
+# The daemons in start order; down.sh stops them in reverse.
+COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy)
