@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kube-fstack/kube-fstack/internal/golden"
 	"github.com/kube-fstack/kube-fstack/internal/inject"
 	"github.com/kube-fstack/kube-fstack/internal/manifest"
 )
@@ -19,19 +20,7 @@ func TestInjectWorkloadMatchesGolden(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	golden := filepath.Join("testdata", "inject-nginx-vhost.yaml")
-	if os.Getenv("UPDATE_GOLDEN") != "" {
-		if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(string(want), out); diff != "" {
-		t.Fatalf("stale golden %s (refresh with UPDATE_GOLDEN=1):\n%s", golden, diff)
-	}
+	golden.Compare(t, filepath.Join("testdata", "inject-nginx-vhost.yaml"), []byte(out))
 	if !strings.Contains(out, "kind: Service") {
 		t.Fatal("the Service document was dropped; other kinds must pass through")
 	}

@@ -12,12 +12,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/golden"
 	"github.com/kube-fstack/kube-fstack/internal/manifest"
 )
-
-// Golden pairs, as Istio's injector has them: testdata/x.yaml is a pod; x.yaml.injected is what
-// injection makes of it, or x.yaml.err why it is refused. UPDATE_GOLDEN=1 rewrites them.
-var update = os.Getenv("UPDATE_GOLDEN") != ""
 
 // testStacks are the sample StackInstances plus the test's own, by name.
 func testStacks(t testing.TB) map[string]*fsv1.StackInstance {
@@ -54,6 +51,8 @@ func readPod(t testing.TB, path string) *corev1.Pod {
 	return pod
 }
 
+// TestGolden checks golden pairs, as Istio's injector has them: testdata/x.yaml is a pod;
+// x.yaml.injected is what injection makes of it, or x.yaml.err why it is refused.
 func TestGolden(t *testing.T) {
 	stacks := testStacks(t)
 	inputs, _ := filepath.Glob("testdata/*.yaml")
@@ -73,16 +72,16 @@ func TestGolden(t *testing.T) {
 				if !errors.As(err, &re) {
 					t.Fatalf("want a *RejectError, got %T: %v", err, err)
 				}
-				compareGolden(t, in+".err", []byte(err.Error()+"\n"))
-				mustNotExist(t, in+".injected")
+				golden.Compare(t, in+".err", []byte(err.Error()+"\n"))
+				golden.MustNotExist(t, in+".injected")
 				return
 			}
 			got, err := yaml.Marshal(out)
 			if err != nil {
 				t.Fatal(err)
 			}
-			compareGolden(t, in+".injected", got)
-			mustNotExist(t, in+".err")
+			golden.Compare(t, in+".injected", got)
+			golden.MustNotExist(t, in+".err")
 			again, d, err := Inject(out, stack, testConfig())
 			if err != nil || d != SkippedAlreadyInjected && d != SkippedNoStack && d != SkippedOptOut {
 				t.Fatalf("injecting the injected pod: decision %q, error %v", d, err)
@@ -111,32 +110,4 @@ func testConfig() Config {
 	cfg := DefaultConfig()
 	cfg.ImagePullPolicy = corev1.PullIfNotPresent
 	return cfg
-}
-
-func compareGolden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with UPDATE_GOLDEN=1 to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Fatalf("%s is stale (-golden +got), refresh with UPDATE_GOLDEN=1:\n%s", path, diff)
-	}
-}
-
-func mustNotExist(t *testing.T, path string) {
-	t.Helper()
-	if update {
-		_ = os.Remove(path)
-		return
-	}
-	if _, err := os.Stat(path); err == nil {
-		t.Fatalf("%s exists but the pod no longer gives that result: delete it", path)
-	}
 }

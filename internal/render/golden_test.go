@@ -10,6 +10,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/kube-fstack/kube-fstack/internal/golden"
 	"github.com/kube-fstack/kube-fstack/internal/manifest"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 )
@@ -19,8 +20,6 @@ import (
 // the EAL argv per process plus the shim environment. UPDATE_GOLDEN=1 rewrites them.
 
 const goldenDir = "testdata/golden"
-
-var update = os.Getenv("UPDATE_GOLDEN") == "1"
 
 type factsFile struct {
 	Stack         string                       `json:"stack"`
@@ -82,8 +81,8 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatalf("render: %v", err)
 			}
-			compareGolden(t, filepath.Join(goldenDir, name+".ini"), res.Config)
-			compareGolden(t, filepath.Join(goldenDir, name+".eal"), ealText(res))
+			golden.Compare(t, filepath.Join(goldenDir, name+".ini"), res.Config)
+			golden.Compare(t, filepath.Join(goldenDir, name+".eal"), ealText(res))
 			// The golden itself, read back with F-Stack's rules, must say what the spec says.
 			golden, err := os.ReadFile(filepath.Join(goldenDir, name+".ini"))
 			if err != nil {
@@ -121,21 +120,4 @@ func ealText(res *render.Result) []byte {
 		fmt.Fprintf(&b, "shim eal: %s\n", strings.Join(res.ShimEAL, " "))
 	}
 	return b.Bytes()
-}
-
-func compareGolden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with UPDATE_GOLDEN=1 to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the rendering (UPDATE_GOLDEN=1 refreshes it):\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
 }
