@@ -136,7 +136,7 @@ func registerWebhooks(mgr ctrl.Manager, o Options) error {
 	if err := (&fswebhook.StackInstanceValidator{}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	injector := fswebhook.NewPodInjector(mgr.GetCache(), admission.NewDecoder(mgr.GetScheme()), o.Inject, o.Namespace)
+	injector := fswebhook.NewPodInjector(mgr.GetCache(), mgr.GetAPIReader(), admission.NewDecoder(mgr.GetScheme()), o.Inject, o.Namespace)
 	mgr.GetWebhookServer().Register(fswebhook.InjectPath, &webhook.Admission{Handler: injector})
 	return nil
 }

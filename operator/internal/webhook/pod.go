@@ -30,6 +30,9 @@ const InjectPath = "/inject-v1-pod"
 type PodInjector struct {
 	// Reader reads StackInstances (the manager's cache).
 	Reader client.Reader
+	// Live reads from the API server when the cache has not seen a StackInstance yet: one
+	// created a moment before the pods that name it (kubectl apply of both at once).
+	Live client.Reader
 	// Config is the injector's settings.
 	Config inject.Config
 	// OwnNamespace is the operator's namespace, never injected: the operator must be able to
@@ -46,9 +49,9 @@ type preparedKey struct {
 	generation int64
 }
 
-// NewPodInjector returns an injector decoding with scheme's types.
-func NewPodInjector(reader client.Reader, decoder admission.Decoder, cfg inject.Config, ownNamespace string) *PodInjector {
-	return &PodInjector{Reader: reader, decoder: decoder, Config: cfg, OwnNamespace: ownNamespace, prepared: map[preparedKey]*inject.Prepared{}}
+// NewPodInjector returns an injector reading StackInstances from reader, then live on a miss.
+func NewPodInjector(reader, live client.Reader, decoder admission.Decoder, cfg inject.Config, ownNamespace string) *PodInjector {
+	return &PodInjector{Reader: reader, Live: live, decoder: decoder, Config: cfg, OwnNamespace: ownNamespace, prepared: map[preparedKey]*inject.Prepared{}}
 }
 
 // Handle answers one Pod CREATE.
@@ -86,7 +89,12 @@ func (h *PodInjector) Handle(ctx context.Context, req admission.Request) admissi
 // prepare finds the named StackInstance and renders it once per generation.
 func (h *PodInjector) prepare(ctx context.Context, namespace, name string) (*inject.Prepared, admission.Response) {
 	si := &fsv1.StackInstance{}
-	if err := h.Reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, si); err != nil {
+	key := types.NamespacedName{Namespace: namespace, Name: name}
+	err := h.Reader.Get(ctx, key, si)
+	if apierrors.IsNotFound(err) && h.Live != nil {
+		err = h.Live.Get(ctx, key, si)
+	}
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			injectFailed.WithLabelValues("stack-not-found").Inc()
 			return nil, admission.Denied(fmt.Sprintf(
@@ -96,14 +104,14 @@ func (h *PodInjector) prepare(ctx context.Context, namespace, name string) (*inj
 		injectFailed.WithLabelValues("stack-read").Inc()
 		return nil, admission.Errored(http.StatusInternalServerError, err)
 	}
-	key := preparedKey{si.UID, si.Generation}
+	pk := preparedKey{si.UID, si.Generation}
 	h.mu.Lock()
-	prep := h.prepared[key]
+	prep := h.prepared[pk]
 	h.mu.Unlock()
 	if prep != nil {
 		return prep, admission.Response{}
 	}
-	prep, err := inject.Prepare(si, h.Config)
+	prep, err = inject.Prepare(si, h.Config)
 	if err != nil {
 		injectFailed.WithLabelValues("stack-invalid").Inc()
 		return nil, refuse(&corev1.Pod{}, err)
@@ -112,7 +120,7 @@ func (h *PodInjector) prepare(ctx context.Context, namespace, name string) (*inj
 	if len(h.prepared) > 4096 { // generations move on; forget them all rather than track age
 		clear(h.prepared)
 	}
-	h.prepared[key] = prep
+	h.prepared[pk] = prep
 	h.mu.Unlock()
 	return prep, admission.Response{}
 }

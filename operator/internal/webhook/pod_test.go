@@ -47,7 +47,7 @@ func newInjector(t testing.TB) (*PodInjector, []byte) {
 		t.Fatal(err)
 	}
 	podJSON, _ := json.Marshal(pod)
-	return NewPodInjector(reader, admission.NewDecoder(scheme), inject.DefaultConfig(), "kube-fstack-system"), podJSON
+	return NewPodInjector(reader, nil, admission.NewDecoder(scheme), inject.DefaultConfig(), "kube-fstack-system"), podJSON
 }
 
 func request(ns string, pod []byte) admission.Request {
@@ -75,6 +75,15 @@ func TestHandle(t *testing.T) {
 	resp = h.Handle(ctx, request("web", []byte(noCmd)))
 	if resp.Allowed || resp.Result.Code != 422 || len(resp.Result.Details.Causes) == 0 || resp.Result.Details.Causes[0].Field != "spec.containers[0].command" {
 		t.Fatalf("no command: %+v", resp.Result)
+	}
+}
+
+// A StackInstance the cache has not seen yet (created a moment before its pods) is read live.
+func TestHandleReadsLiveOnCacheMiss(t *testing.T) {
+	h, pod := newInjector(t)
+	h.Live, h.Reader = h.Reader, fake.NewClientBuilder().WithScheme(h.Reader.(interface{ Scheme() *runtime.Scheme }).Scheme()).Build()
+	if resp := h.Handle(context.Background(), request("web", pod)); !resp.Allowed || len(resp.Patches) == 0 {
+		t.Fatalf("want the pod injected from the live read, got %+v", resp.Result)
 	}
 }
 
