@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+
+	"github.com/kube-fstack/kube-fstack/internal/fsutil"
 )
 
 // MergeConflist makes sure the conflist at path chains plugin (a JSON object with "type"): it
@@ -30,7 +32,7 @@ func MergeConflist(path string, plugin []byte) error {
 	if err != nil {
 		return err
 	}
-	return WriteAtomic(path, append(out, '\n'), 0o644)
+	return fsutil.WriteAtomic(path, append(out, '\n'), 0o644)
 }
 
 func readConflist(path string) (map[string]any, error) {

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/kube-fstack/kube-fstack/internal/fsutil"
 )
 
 // Installer holds the paths; all are on the host (mounted into the DaemonSet pod).
@@ -62,49 +64,9 @@ func (in *Installer) installBinary() error {
 	if have, err := os.ReadFile(dst); err == nil && bytes.Equal(have, want) {
 		return nil
 	}
-	if err := WriteAtomic(dst, want, 0o755); err != nil {
+	if err := fsutil.WriteAtomic(dst, want, 0o755); err != nil {
 		return err
 	}
 	fmt.Fprintf(in.Log, "fstack-cni-installer: installed %s\n", dst)
 	return nil
-}
-
-// WriteAtomic writes data to path so that a reader (the runtime exec'ing the plugin) sees the
-// old file or the new one, never a part: temp file in the same dir, fsync, rename, fsync dir.
-func WriteAtomic(path string, data []byte, mode os.FileMode) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := writeSync(tmp, data, mode); err != nil {
-		return fmt.Errorf("write %s: %w", tmp.Name(), err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
-
-func writeSync(f *os.File, data []byte, mode os.FileMode) error {
-	_, err := f.Write(data)
-	if err == nil {
-		err = f.Chmod(mode)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

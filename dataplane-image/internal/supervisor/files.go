@@ -12,34 +12,9 @@ import (
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
-)
 
-// writeAtomic replaces path with data so a reader in another container never sees half a file.
-func writeAtomic(path string, data []byte, mode os.FileMode) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // no-op once renamed
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(mode)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
+	"github.com/kube-fstack/kube-fstack/internal/fsutil"
+)
 
 // bumpGeneration increments the counter in ShimDir before any process starts, so an app that
 // recorded an older generation knows its DPDK secondary state belongs to a dead primary.
@@ -56,14 +31,14 @@ func bumpGeneration(shimDir string) (int, error) {
 		return 0, fmt.Errorf("generation file: %w", err)
 	}
 	gen := old + 1
-	if err := writeAtomic(path, []byte(strconv.Itoa(gen)+"\n"), 0o644); err != nil {
+	if err := fsutil.WriteAtomic(path, []byte(strconv.Itoa(gen)+"\n"), 0o644); err != nil {
 		return 0, fmt.Errorf("generation file: %w", err)
 	}
 	return gen, nil
 }
 
 func writeReady(shimDir string, gen int) error {
-	return writeAtomic(filepath.Join(shimDir, podcontract.ReadyFile), []byte(strconv.Itoa(gen)+"\n"), 0o644)
+	return fsutil.WriteAtomic(filepath.Join(shimDir, podcontract.ReadyFile), []byte(strconv.Itoa(gen)+"\n"), 0o644)
 }
 
 func removeReady(shimDir string) error {
@@ -155,5 +130,5 @@ func copyFile(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(dst, data, st.Mode().Perm())
+	return fsutil.WriteAtomic(dst, data, st.Mode().Perm())
 }

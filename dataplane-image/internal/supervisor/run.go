@@ -15,6 +15,8 @@ import (
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/telemetry"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/render"
+
+	"github.com/kube-fstack/kube-fstack/internal/fsutil"
 )
 
 // Supervisor runs one pod's F-Stack.
@@ -107,11 +109,11 @@ func (s *Supervisor) prepare() (*render.Result, error) {
 	}
 	s.metrics.expected.Set(float64(len(res.EAL)))
 	s.noHuge = res.Spec.DPDK.NoHuge
-	if err := writeAtomic(s.Cfg.Paths.ConfigFile, res.Config, 0o644); err != nil {
+	if err := fsutil.WriteAtomic(s.Cfg.Paths.ConfigFile, res.Config, 0o644); err != nil {
 		return nil, fmt.Errorf("write config.ini: %w", err)
 	}
 	// A copy beside the shim, for whoever debugs the app side.
-	if err := writeAtomic(filepath.Join(s.Cfg.Paths.ShimDir, "config.ini"), res.Config, 0o644); err != nil {
+	if err := fsutil.WriteAtomic(filepath.Join(s.Cfg.Paths.ShimDir, "config.ini"), res.Config, 0o644); err != nil {
 		return nil, fmt.Errorf("write config.ini: %w", err)
 	}
 	return res, nil
