@@ -26,24 +26,12 @@ func run() error {
 	n := flag.Int("n", 100, "attachments per latency series")
 	cycles := flag.Int("cycles", 1000, "ADD/DEL cycles of the fault run")
 	flag.Parse()
-	if err := nodetest.CheckPrereqs(); err != nil {
-		return err
-	}
-	tmp, err := os.MkdirTemp("", "fskb-")
+	node, err := nodetest.StartNode("fskb-", "br-fstack", 0)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	huge, err := nodetest.MountHugepages(filepath.Join(tmp, "huge"), nodetest.OVSPages)
-	if err != nil {
-		return err
-	}
-	defer huge.Unmount()
-	ovs, err := nodetest.StartOVS(filepath.Join(tmp, "ovs"), "br-fstack", huge)
-	if err != nil {
-		return err
-	}
-	defer ovs.Stop()
+	defer node.Close()
+	tmp, ovs := node.Tmp, node.OVS
 	run := filepath.Join(tmp, "run")
 	if err := mountTmpfs(run); err != nil {
 		return err

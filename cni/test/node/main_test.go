@@ -35,28 +35,15 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) (int, error) {
-	if err := nodetest.CheckPrereqs(); err != nil {
-		return 0, err
-	}
-	tmp, err := os.MkdirTemp("", "fsk-")
+	node, err := nodetest.StartNode("fsk-", bridge, testpmdPages)
 	if err != nil {
 		return 0, err
 	}
-	env.tmp = tmp
-	defer os.RemoveAll(tmp)
-	if err := buildPlugins(tmp); err != nil {
+	defer node.Close()
+	env.tmp, env.huge, env.ovs = node.Tmp, node.Huge, node.OVS
+	if err := buildPlugins(env.tmp); err != nil {
 		return 0, err
 	}
-	env.huge, err = nodetest.MountHugepages(filepath.Join(tmp, "huge"), nodetest.OVSPages+testpmdPages)
-	if err != nil {
-		return 0, err
-	}
-	defer env.huge.Unmount()
-	env.ovs, err = nodetest.StartOVS(filepath.Join(tmp, "ovs"), bridge, env.huge)
-	if err != nil {
-		return 0, err
-	}
-	defer env.ovs.Stop()
 	return m.Run(), nil
 }
 

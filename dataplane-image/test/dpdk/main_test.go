@@ -40,34 +40,21 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) (int, error) {
-	if err := nodetest.CheckPrereqs(); err != nil {
-		return 0, err
-	}
 	for _, bin := range []string{"dpdk-proc-info", "taskset"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			return 0, fmt.Errorf("%s not found: apt-get install --no-install-recommends dpdk-dev util-linux (hack/install-deps.sh)", bin)
 		}
 	}
-	tmp, err := os.MkdirTemp("", "fsk-dp-")
+	node, err := nodetest.StartNode("fsk-dp-", bridge, dataplanePages)
 	if err != nil {
 		return 0, err
 	}
-	env.tmp = tmp
-	defer os.RemoveAll(tmp)
-	env.supervisor = filepath.Join(tmp, "fstack-supervisor")
+	defer node.Close()
+	env.tmp, env.huge, env.ovs = node.Tmp, node.Huge, node.OVS
+	env.supervisor = filepath.Join(env.tmp, "fstack-supervisor")
 	build := exec.Command("go", "build", "-o", env.supervisor, "github.com/kube-fstack/kube-fstack/dataplane-image/cmd/fstack-supervisor")
 	if out, err := build.CombinedOutput(); err != nil {
 		return 0, fmt.Errorf("build the supervisor: %w: %s", err, out)
 	}
-	env.huge, err = nodetest.MountHugepages(filepath.Join(tmp, "huge"), nodetest.OVSPages+dataplanePages)
-	if err != nil {
-		return 0, err
-	}
-	defer env.huge.Unmount()
-	env.ovs, err = nodetest.StartOVS(filepath.Join(tmp, "ovs"), bridge, env.huge)
-	if err != nil {
-		return 0, err
-	}
-	defer env.ovs.Stop()
 	return m.Run(), nil
 }
