@@ -12,7 +12,7 @@ import (
 // dataplane restarts: a DPDK secondary cannot survive its primary, so kubelet then restarts the
 // app against the new dataplane.
 func (p *plan) addShim(c *corev1.Container) {
-	c.Command = append([]string{launcherPath(), "--"}, c.Command...)
+	c.Command = append([]string{launcherPath, "--"}, c.Command...)
 	env := append([]corev1.EnvVar{}, p.shimEnv...)
 	env = append(env, corev1.EnvVar{Name: podcontract.EnvContainerName, Value: c.Name})
 	c.Env = append(c.Env, env...)

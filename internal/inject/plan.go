@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -200,6 +199,4 @@ func (p *plan) hugePagesMedium() corev1.StorageMedium {
 }
 
 // launcherPath is where the app containers find the launcher.
-func launcherPath() string {
-	return strings.Join([]string{podcontract.ShimDir, podcontract.Launcher}, "/")
-}
+const launcherPath = podcontract.ShimDir + "/" + podcontract.Launcher

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // Facts are what only the running pod knows. The dataplane gathers them at container start; the
@@ -44,11 +46,11 @@ type Attachment struct {
 }
 
 // DefaultShimLibrary is where the injected app containers find libff_syscall.so.
-const DefaultShimLibrary = "/var/run/kube-fstack/shim/libff_syscall.so"
+const DefaultShimLibrary = podcontract.ShimDir + "/" + podcontract.ShimLibrary
 
 // DefaultPodSocketDir is where the dataplane container sees the vhost-user sockets the CNI plugin
 // made for the pod.
-const DefaultPodSocketDir = "/var/run/kube-fstack/vhost"
+const DefaultPodSocketDir = podcontract.PodSocketDir
 
 // ParseCPUList parses the kernel's cpu list format ("2-5,8,10-11"), as in cpuset.cpus and
 // /proc/self/status Cpus_allowed_list. The result is ascending without duplicates.

@@ -76,7 +76,7 @@ func New(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	ready := make(chan struct{})
+	ready := make(chan struct{}) // closed by the rotator once the certificate is on disk
 	if o.ManageCerts {
 		o.Certs.Namespace, o.Certs.CertDir = o.Namespace, o.CertDir
 		direct, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
@@ -89,8 +89,6 @@ func New(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
 		if err := certs.AddRotator(mgr, o.Certs, ready); err != nil {
 			return nil, err
 		}
-	} else {
-		close(ready)
 	}
 	rec := &controller.StackInstanceReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kube-fstack"), Workers: o.Workers}
 	if err := rec.SetupWithManager(mgr); err != nil {
@@ -111,24 +109,21 @@ func New(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
 	}); err != nil {
 		return nil, err
 	}
-	errs := make(chan error, 1)
-	go func() {
-		<-ready
-		err := registerWebhooks(mgr, o)
-		served.Store(err == nil)
-		errs <- err
-	}()
 	if !o.ManageCerts {
-		if err := <-errs; err != nil {
+		if err := registerWebhooks(mgr, o); err != nil {
 			return nil, err
 		}
-	} else {
-		go func() {
-			if err := <-errs; err != nil {
-				log.Error(err, "register webhooks")
-			}
-		}()
+		served.Store(true)
+		return mgr, nil
 	}
+	go func() {
+		<-ready
+		if err := registerWebhooks(mgr, o); err != nil {
+			log.Error(err, "register webhooks")
+			return
+		}
+		served.Store(true)
+	}()
 	return mgr, nil
 }
 

@@ -33,6 +33,7 @@ import (
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/manifest"
 	"github.com/kube-fstack/kube-fstack/operator/internal/manager"
+	"github.com/kube-fstack/kube-fstack/operator/internal/testenv"
 )
 
 func main() {
@@ -48,11 +49,7 @@ func main() {
 }
 
 func run(root, operator string, pods, stacks int) error {
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{filepath.Join(root, "config", "webhook")}},
-	}
+	env := testenv.Environment(root)
 	cfg, err := env.Start()
 	if err != nil {
 		return fmt.Errorf("start envtest (KUBEBUILDER_ASSETS=%q): %w", os.Getenv("KUBEBUILDER_ASSETS"), err)
