@@ -22,7 +22,11 @@ help: ## Show every entry point.
 
 ##@ Run
 .PHONY: run
-run: build ## The main job: render every sample StackInstance to config.ini and EAL argv.
+run: ## The main job: a local cluster, the chart, a sample StackInstance and an injected Nginx (root).
+	hack/run.sh
+
+.PHONY: render-samples
+render-samples: build ## Render every sample StackInstance to config.ini and EAL argv, and inject the sample workload offline.
 	hack/render-samples.sh
 
 ##@ Build
@@ -52,7 +56,7 @@ verify: generate ## Regenerate everything and fail if anything drifted from what
 
 ##@ Test
 .PHONY: test
-test: lint test-unit test-fuzz test-envtest test-node test-dataplane ## Every test tier (what CI runs).
+test: lint test-unit test-fuzz test-envtest test-node test-dataplane e2e ## Every test tier (what CI runs).
 
 .PHONY: test-unit
 test-unit: ## Unit, golden, property and fuzz-seed tests of the pure packages and the CLI.
@@ -117,9 +121,25 @@ cluster-down: ## Remove every process, mount, rule, bridge, OVS port and cgroup 
 cluster-status: ## Component PIDs, node Ready, allocatable CPU and hugepages.
 	hack/cluster/status.sh
 
+.PHONY: cluster-install
+cluster-install: ## Install or upgrade the chart from this tree into the running local cluster.
+	hack/cluster/install.sh
+
 .PHONY: cluster-smoke
 cluster-smoke: ## Up, a Guaranteed hugepages pod with fstack-cni chained, down, nothing left, warm up, down.
 	hack/cluster/smoke.sh
+
+.PHONY: e2e
+e2e: ## End-to-end suite on the local cluster through the installed chart (root; brings the cluster up and down if not up).
+	hack/e2e.sh
+
+.PHONY: e2e-kind
+e2e-kind: ## The same suite on a kind cluster with Multus (needs internet, Docker, host OVS-DPDK: see README).
+	hack/e2e-kind.sh
+
+.PHONY: bench-cluster
+bench-cluster: ## Pod create -> Ready on the local cluster, injected vs not injected, in one run (prints the ratio).
+	hack/bench-cluster.sh
 
 ##@ Lint
 .PHONY: lint

@@ -1,0 +1,661 @@
+// The end-to-end suite: the local cluster (hack/cluster) with the chart installed, driven the way
+// a user drives it (kubectl apply, Deployments), and checked down to what the kernel, the kubelet
+// and OVS report. hack/e2e.sh brings everything up and runs it (`make e2e`).
+//
+// Real: kube-apiserver, etcd, controller-manager, scheduler, kubelet (static CPU manager),
+// containerd, kube-proxy, OVS-DPDK, hugepages, fstack-cni, the operator image, DPDK. Stand-in:
+// F-Stack itself cannot be built here, so the dataplane image runs DPDK's testpmd (icmpecho) under
+// the real supervisor with the EAL arguments F-Stack would use, and the app's "shim" is DPDK's
+// dpdk-proc-info attaching as a secondary, as libff_syscall.so does.
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fstackv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/e2e/framework"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+)
+
+const (
+	injectedNS = "e2e-fstack"
+	plainNS    = "e2e-plain"
+	stackName  = "e2e-vhost"
+	appName    = "e2e-app"
+	appCont    = "app"
+	stackAddr  = "10.99.0.10"
+	peerAddr   = "10.99.0.99/24"
+	hugeAmount = "256Mi"
+)
+
+var env *framework.Env
+
+func TestMain(m *testing.M) {
+	var err error
+	if env, err = framework.FromEnv(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+// The namespaces, the StackInstance and the workload, as a user writes them.
+func manifests() string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Namespace
+metadata:
+  name: %[1]s
+  labels: {kubefstack.io/injection: enabled}
+---
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: %[2]s
+---
+apiVersion: kubefstack.io/v1alpha1
+kind: StackInstance
+metadata: {name: %[3]s, namespace: %[1]s}
+spec:
+  processes: 1
+  ports:
+  - name: data
+    attachment: %[6]s
+    device:
+      vhostUser: {queues: 1, mac: "02:fe:00:00:00:0e"}
+    ipv4: {address: %[4]s/24, gateway: 10.99.0.1}
+  dataplane:
+    hugePages: {amount: %[5]s}
+`, injectedNS, plainNS, stackName, stackAddr, hugeAmount, env.Attachment)
+}
+
+// The app is the stand-in image's dpdk-proc-info attaching to the dataplane's primary as a
+// secondary, through nothing but the injected volumes, before the pod may become Ready. It also
+// records what the launcher set FF_INITIAL_LCORE_ID to and the CPUs it runs on.
+func workload() string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: %[1]s, namespace: %[2]s}
+spec:
+  replicas: 1
+  strategy: {type: Recreate}
+  selector: {matchLabels: {app: %[1]s}}
+  template:
+    metadata:
+      labels: {app: %[1]s, kubefstack.io/stack: %[3]s}
+      annotations: {k8s.v1.cni.cncf.io/networks: "%[6]s"}
+    spec:
+      terminationGracePeriodSeconds: 3
+      containers:
+      - name: %[4]s
+        image: %[5]s
+        imagePullPolicy: IfNotPresent
+        command:
+        - sh
+        - -c
+        - |
+          echo "$FF_INITIAL_LCORE_ID" >/tmp/lcore
+          sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status >/tmp/cpus
+          dpdk-proc-info --file-prefix=rte -- --stats >/tmp/attach.txt 2>&1; echo $? >/tmp/attach.rc
+          exec sleep infinity
+        readinessProbe:
+          exec: {command: [sh, -c, 'test "$(cat /tmp/attach.rc)" = 0']}
+          periodSeconds: 1
+        resources:
+          limits: {cpu: 500m, memory: 128Mi}
+`, appName, injectedNS, stackName, appCont, env.StandinImg, env.Networks)
+}
+
+func TestEndToEnd(t *testing.T) {
+	ctx := context.Background()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(env.Dump(filepath.Join(artifacts(), "e2e-dump"), injectedNS, plainNS))
+		}
+		teardown(t)
+	})
+	var pod *corev1.Pod
+
+	step(t, "a valid StackInstance becomes Valid and gets its rendered ConfigMap", func(t *testing.T) {
+		mustApply(t, manifests())
+		si := waitStack(t, "Valid", func(si *fstackv1.StackInstance) (bool, string) {
+			c := meta.FindStatusCondition(si.Status.Conditions, "Valid")
+			return c != nil && c.Status == metav1.ConditionTrue, condString(si)
+		})
+		cm := &corev1.ConfigMap{}
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: injectedNS, Name: stackName + "-fstack"}, cm); err != nil {
+			t.Fatalf("the ConfigMap %s-fstack: %v", stackName, err)
+		}
+		if !strings.Contains(cm.Data["config.ini"], "[port0]") || cm.Data["config-hash"] != si.Status.ConfigHash {
+			t.Fatalf("ConfigMap: config.ini without [port0] or hash %q != status %q", cm.Data["config-hash"], si.Status.ConfigHash)
+		}
+	})
+
+	step(t, "kubectl apply of invalid StackInstances is refused with the field path, and nothing is stored", func(t *testing.T) {
+		for _, c := range []struct{ name, spec, want string }{
+			// The CRD's schema.
+			{"bad-processes", "processes: 0\n  ports: [{name: data, attachment: net1, device: {vhostUser: {}}, ipv4: {address: 10.99.0.11/24}}]", "spec.processes"},
+			// The validating webhook: vhost-user and PCI ports mixed, which only the whole spec shows.
+			{"bad-mixed-ports", "processes: 1\n  ports:\n  - {name: a, attachment: net1, device: {vhostUser: {}}, ipv4: {address: 10.99.0.11/24}}\n  - {name: b, device: {pci: {address: \"0000:3b:00.0\"}}, ipv4: {address: 10.99.1.11/24}}", "spec.ports[1].device.pci"},
+		} {
+			doc := fmt.Sprintf("apiVersion: kubefstack.io/v1alpha1\nkind: StackInstance\nmetadata: {name: %s, namespace: %s}\nspec:\n  %s\n", c.name, injectedNS, c.spec)
+			out, err := env.KubectlIn([]byte(doc), "apply", "-f", "-")
+			if err == nil || !strings.Contains(out, c.want) {
+				t.Fatalf("%s: want kubectl apply refused naming %s, got err=%v\n%s", c.name, c.want, err, out)
+			}
+			t.Logf("%s refused: %s", c.name, firstLine(out))
+			err = env.Client.Get(ctx, types.NamespacedName{Namespace: injectedNS, Name: c.name}, &fstackv1.StackInstance{})
+			if !apierrors.IsNotFound(err) {
+				t.Fatalf("%s: a refused StackInstance was stored (get: %v)", c.name, err)
+			}
+		}
+	})
+
+	step(t, "a Deployment's pod is injected and reaches Running and Ready", func(t *testing.T) {
+		mustApply(t, workload())
+		pod = waitAppPod(t, "")
+	})
+
+	step(t, "the injected pod has the dataplane sidecar, Guaranteed QoS, the shared volumes and env", func(t *testing.T) {
+		checkInjected(t, pod)
+	})
+
+	step(t, "the kubelet gave the dataplane an exclusive CPU and the pod its hugepages", func(t *testing.T) {
+		checkCPUsAndHugepages(t, pod)
+	})
+
+	step(t, "a pod naming the stack in a namespace that did not opt in is untouched", func(t *testing.T) {
+		checkPlainPodUntouched(t)
+	})
+
+	step(t, "fstack-cni made a vhost-user port that OVS reports connected, and the pod directory", func(t *testing.T) {
+		checkPortConnected(t, pod)
+	})
+
+	step(t, "the dataplane answers ping at the StackInstance's address from a namespace on the OVS bridge", func(t *testing.T) {
+		checkPing(t)
+	})
+
+	step(t, "the app container's DPDK secondary attached to the dataplane's primary through the injected volumes", func(t *testing.T) {
+		checkSecondaryAttached(t, pod)
+	})
+
+	step(t, "StackInstance status counts the bound and ready pod", func(t *testing.T) {
+		waitStack(t, "1 bound, 1 ready, Ready=True", func(si *fstackv1.StackInstance) (bool, string) {
+			c := meta.FindStatusCondition(si.Status.Conditions, "Ready")
+			return si.Status.BoundPods == 1 && si.Status.ReadyPods == 1 && c != nil && c.Status == metav1.ConditionTrue, condString(si)
+		})
+	})
+
+	step(t, "killing the dataplane's primary restarts the app container too", func(t *testing.T) {
+		pod = checkKillRestartsApp(t, pod)
+	})
+
+	step(t, "restarting the operator breaks nothing: a replacement pod is injected and its old port and directory go", func(t *testing.T) {
+		restartOperator(t)
+		old := pod
+		if err := env.Client.Delete(ctx, old); err != nil {
+			t.Fatal(err)
+		}
+		pod = waitAppPod(t, string(old.UID))
+		checkInjected(t, pod)
+		waitPodResourcesGone(t, old)
+		waitStack(t, "1 bound, 1 ready after the replacement", func(si *fstackv1.StackInstance) (bool, string) {
+			return si.Status.BoundPods == 1 && si.Status.ReadyPods == 1, condString(si)
+		})
+	})
+
+	step(t, "deleting the workload removes its OVS port and socket directory; status shows no bound pods", func(t *testing.T) {
+		if _, err := env.Kubectl("delete", "deployment", appName, "-n", injectedNS, "--wait=true", "--timeout=90s"); err != nil {
+			t.Fatal(err)
+		}
+		waitPodResourcesGone(t, pod)
+		waitStack(t, "0 bound, Ready reason NoBoundPods", func(si *fstackv1.StackInstance) (bool, string) {
+			c := meta.FindStatusCondition(si.Status.Conditions, "Ready")
+			return si.Status.BoundPods == 0 && c != nil && c.Reason == "NoBoundPods", condString(si)
+		})
+	})
+}
+
+// step runs one stage; a failed stage ends the suite, since every later one builds on it.
+func step(t *testing.T, name string, f func(t *testing.T)) {
+	t.Helper()
+	if !t.Run(name, f) {
+		t.FailNow()
+	}
+}
+
+func artifacts() string {
+	if d := os.Getenv("E2E_ARTIFACTS"); d != "" {
+		return d
+	}
+	return os.TempDir()
+}
+
+func mustApply(t *testing.T, doc string) {
+	t.Helper()
+	if out, err := env.KubectlIn([]byte(doc), "apply", "--server-side", "--field-manager=e2e", "-f", "-"); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s", err, out)
+	}
+}
+
+func firstLine(s string) string { return strings.SplitN(strings.TrimSpace(s), "\n", 2)[0] }
+
+func condString(si *fstackv1.StackInstance) string {
+	parts := []string{fmt.Sprintf("bound=%d ready=%d", si.Status.BoundPods, si.Status.ReadyPods)}
+	for _, c := range si.Status.Conditions {
+		parts = append(parts, fmt.Sprintf("%s=%s(%s: %s)", c.Type, c.Status, c.Reason, c.Message))
+	}
+	return strings.Join(parts, " ")
+}
+
+func waitStack(t *testing.T, what string, ok func(*fstackv1.StackInstance) (bool, string)) *fstackv1.StackInstance {
+	t.Helper()
+	si := &fstackv1.StackInstance{}
+	err := framework.Poll("StackInstance "+stackName+": "+what, 90*time.Second, 500*time.Millisecond, func() (bool, string, error) {
+		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: injectedNS, Name: stackName}, si); err != nil {
+			return false, err.Error(), nil
+		}
+		good, why := ok(si)
+		return good, why, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return si
+}
+
+// waitAppPod waits for the workload's one pod (other than the pod with UID notUID) to be Ready.
+func waitAppPod(t *testing.T, notUID string) *corev1.Pod {
+	t.Helper()
+	var got *corev1.Pod
+	err := framework.Poll("the "+appName+" pod Running and Ready", 4*time.Minute, time.Second, func() (bool, string, error) {
+		pods := &corev1.PodList{}
+		if err := env.Client.List(context.Background(), pods, client.InNamespace(injectedNS), client.MatchingLabels{"app": appName}); err != nil {
+			return false, err.Error(), nil
+		}
+		var seen []string
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if string(p.UID) == notUID || p.DeletionTimestamp != nil {
+				continue
+			}
+			seen = append(seen, framework.PodSummary(p))
+			if p.Status.Phase == corev1.PodRunning && framework.PodReady(p) {
+				got = p
+				return true, "", nil
+			}
+		}
+		return false, strings.Join(seen, "; "), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func container(p *corev1.Pod, name string) *corev1.Container {
+	for _, list := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for i := range list {
+			if list[i].Name == name {
+				return &list[i]
+			}
+		}
+	}
+	return nil
+}
+
+func status(p *corev1.Pod, name string) *corev1.ContainerStatus {
+	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for i := range list {
+			if list[i].Name == name {
+				return &list[i]
+			}
+		}
+	}
+	return nil
+}
+
+func checkInjected(t *testing.T, p *corev1.Pod) {
+	t.Helper()
+	var errs []string
+	fail := func(f string, a ...any) { errs = append(errs, fmt.Sprintf(f, a...)) }
+	dp := container(p, podcontract.DataplaneContainer)
+	switch {
+	case dp == nil:
+		t.Fatalf("no %s container in the pod: %s", podcontract.DataplaneContainer, framework.PodSummary(p))
+	case dp.RestartPolicy == nil || *dp.RestartPolicy != corev1.ContainerRestartPolicyAlways:
+		fail("the dataplane is not a native sidecar (restartPolicy Always)")
+	}
+	if p.Status.QOSClass != corev1.PodQOSGuaranteed {
+		fail("QoS class %s, want Guaranteed", p.Status.QOSClass)
+	}
+	if q := dp.Resources.Limits[corev1.ResourceName("hugepages-2Mi")]; q.Cmp(resource.MustParse(hugeAmount)) != 0 {
+		fail("dataplane hugepages-2Mi limit %s, want %s", q.String(), hugeAmount)
+	}
+	if q := dp.Resources.Limits[corev1.ResourceCPU]; q.Cmp(resource.MustParse("1")) != 0 {
+		fail("dataplane cpu limit %s, want 1 (one per process)", q.String())
+	}
+	if p.Spec.ShareProcessNamespace == nil || !*p.Spec.ShareProcessNamespace {
+		fail("shareProcessNamespace is not true (DPDK secondaries need the primary's PID namespace)")
+	}
+	vols := map[string]corev1.Volume{}
+	for _, v := range p.Spec.Volumes {
+		vols[v.Name] = v
+	}
+	if v, ok := vols[podcontract.HugePagesVolume]; !ok || v.EmptyDir == nil || v.EmptyDir.Medium != "HugePages-2Mi" {
+		fail("volume %s is not an emptyDir of medium HugePages-2Mi: %+v", podcontract.HugePagesVolume, v)
+	}
+	if v, ok := vols[podcontract.VhostVolume]; !ok || v.HostPath == nil || v.HostPath.Path != podcontract.HostSocketRoot {
+		fail("volume %s is not the hostPath %s: %+v", podcontract.VhostVolume, podcontract.HostSocketRoot, v)
+	}
+	for _, name := range []string{podcontract.DPDKRuntimeVolume, podcontract.ShimVolume, podcontract.PodInfoVolume} {
+		if _, ok := vols[name]; !ok {
+			fail("no volume %s", name)
+		}
+	}
+	app := container(p, appCont)
+	mounts := map[string]string{}
+	for _, m := range app.VolumeMounts {
+		mounts[m.Name] = m.MountPath
+	}
+	for name, path := range map[string]string{podcontract.HugePagesVolume: podcontract.HugePagesDir, podcontract.DPDKRuntimeVolume: podcontract.DPDKRuntimeDir, podcontract.ShimVolume: podcontract.ShimDir} {
+		if mounts[name] != path {
+			fail("app container mounts %s at %q, want %s (the same path as the dataplane)", name, mounts[name], path)
+		}
+	}
+	envs := map[string]string{}
+	for _, e := range app.Env {
+		envs[e.Name] = e.Value
+	}
+	if !strings.Contains(envs["LD_PRELOAD"], podcontract.ShimLibrary) || envs["FF_NB_FSTACK_INSTANCE"] != "1" {
+		fail("app env LD_PRELOAD=%q FF_NB_FSTACK_INSTANCE=%q", envs["LD_PRELOAD"], envs["FF_NB_FSTACK_INSTANCE"])
+	}
+	if len(app.Command) == 0 || !strings.HasSuffix(app.Command[0], podcontract.Launcher) {
+		fail("the app's command does not start with the launcher: %q", app.Command)
+	}
+	if p.Annotations[fstackv1.StatusAnnotation] == "" || p.Annotations[podcontract.ConfigHashAnnotation] == "" {
+		fail("annotations %s and %s missing", fstackv1.StatusAnnotation, podcontract.ConfigHashAnnotation)
+	}
+	if len(errs) > 0 {
+		t.Fatalf("injection of %s:\n  %s", p.Name, strings.Join(errs, "\n  "))
+	}
+}
+
+// cpuManagerState is the kubelet's checkpoint of the static CPU manager.
+type cpuManagerState struct {
+	DefaultCPUSet string                       `json:"defaultCpuSet"`
+	Entries       map[string]map[string]string `json:"entries"`
+}
+
+func checkCPUsAndHugepages(t *testing.T, p *corev1.Pod) {
+	t.Helper()
+	raw, err := env.NodeRead("/var/lib/kubelet/cpu_manager_state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st cpuManagerState
+	if err := json.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	dpCPUs := st.Entries[string(p.UID)][podcontract.DataplaneContainer]
+	if dpCPUs == "" || dpCPUs == st.DefaultCPUSet {
+		t.Fatalf("the kubelet's CPU manager gave the dataplane no exclusive CPU: %s", raw)
+	}
+	// What the container's processes may run on is its cpuset: an exec'd process inherits it.
+	if got := execIn(t, p, podcontract.DataplaneContainer, "sed", "-n", `s/^Cpus_allowed_list:[[:space:]]*//p`, "/proc/self/status"); got != dpCPUs {
+		t.Fatalf("the dataplane container runs on CPUs %q, the CPU manager gave it %q", got, dpCPUs)
+	}
+	t.Logf("dataplane CPUs %s (exclusive), shared pool %s", dpCPUs, st.DefaultCPUSet)
+	// The container's own hugetlb cgroup (v1 here, v2 on newer nodes) holds the hugepages limit.
+	limit := execIn(t, p, podcontract.DataplaneContainer, "sh", "-c",
+		"cat /sys/fs/cgroup/hugetlb/hugetlb.2MB.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/hugetlb.2MB.max")
+	want := resource.MustParse(hugeAmount)
+	if limit != strconv.FormatInt(want.Value(), 10) {
+		t.Fatalf("the dataplane's hugetlb 2MB limit is %s, want %d", limit, want.Value())
+	}
+	// The launcher set FF_INITIAL_LCORE_ID to the first CPU the app container may run on.
+	lcore := execIn(t, p, appCont, "cat", "/tmp/lcore")
+	cpus := execIn(t, p, appCont, "cat", "/tmp/cpus")
+	first := strings.FieldsFunc(cpus, func(r rune) bool { return r == ',' || r == '-' })
+	if len(first) == 0 || lcore != first[0] {
+		t.Fatalf("FF_INITIAL_LCORE_ID=%q, but the app runs on CPUs %q", lcore, cpus)
+	}
+	if strings.Contains(","+cpus+",", ","+dpCPUs+",") {
+		t.Fatalf("the app container may run on the dataplane's exclusive CPU %s (app CPUs %s)", dpCPUs, cpus)
+	}
+}
+
+func execIn(t *testing.T, p *corev1.Pod, cont string, cmd ...string) string {
+	t.Helper()
+	out, err := env.Kubectl(append([]string{"exec", "-n", p.Namespace, p.Name, "-c", cont, "--"}, cmd...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(out)
+}
+
+func checkPlainPodUntouched(t *testing.T) {
+	t.Helper()
+	doc := fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: plain, namespace: %s, labels: {kubefstack.io/stack: %s}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: nginx, image: localhost/nginx:1.22, imagePullPolicy: IfNotPresent, resources: {requests: {cpu: 50m, memory: 32Mi}}}
+`, plainNS, stackName)
+	mustApply(t, doc)
+	p := &corev1.Pod{}
+	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: plainNS, Name: "plain"}, p); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Spec.InitContainers) != 0 || len(p.Spec.Containers) != 1 || len(p.Spec.Volumes) > 1 || p.Annotations[fstackv1.StatusAnnotation] != "" {
+		t.Fatalf("a pod outside opted-in namespaces was changed: %d init containers, %d containers, volumes %v, annotations %v",
+			len(p.Spec.InitContainers), len(p.Spec.Containers), p.Spec.Volumes, p.Annotations)
+	}
+	if _, err := env.Kubectl("delete", "pod", "plain", "-n", plainNS, "--wait=false"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func checkPortConnected(t *testing.T, p *corev1.Pod) {
+	t.Helper()
+	ports, err := env.PortsOfPod(string(p.UID))
+	if err != nil || len(ports) != 1 {
+		t.Fatalf("want one OVS port for pod %s, got %v (%v)", p.UID, ports, err)
+	}
+	if typ, _ := env.Vsctl("get", "Interface", ports[0], "type"); typ != "dpdkvhostuserclient" {
+		t.Fatalf("port %s has type %q, want dpdkvhostuserclient", ports[0], typ)
+	}
+	if out, err := env.Vsctl("--timeout=60", "wait-until", "Interface", ports[0], "status:status=connected"); err != nil {
+		t.Fatalf("OVS never reported %s connected: %v %s", ports[0], err, out)
+	}
+	dir := filepath.Join(env.SocketRoot, string(p.UID))
+	for _, f := range []string{env.Attachment + ".json", env.Attachment + ".sock"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Fatalf("pod directory: %v", err)
+		}
+	}
+	t.Logf("port %s connected; %s holds %s.json and .sock", ports[0], dir, env.Attachment)
+}
+
+// checkPing attaches a veth to the OVS bridge (its end in OVS's namespace), puts the peer in a
+// namespace of the test's own, and pings the StackInstance's address, which the dataplane's
+// testpmd (icmpecho) answers.
+func checkPing(t *testing.T) {
+	t.Helper()
+	ns, ovsEnd, peerEnd := "e2e-peer", "e2evo", "e2evp"
+	cleanup := func() {
+		_, _ = env.Vsctl("--if-exists", "del-port", env.OVSBridge, ovsEnd)
+		_, _ = env.IPInOVSNetns("link", "del", ovsEnd)
+		_, _ = framework.Run("ip", "netns", "del", ns)
+	}
+	cleanup()
+	t.Cleanup(cleanup)
+	for _, c := range []func() (string, error){
+		func() (string, error) { return framework.Run("ip", "netns", "add", ns) },
+		func() (string, error) {
+			return env.IPInOVSNetns("link", "add", ovsEnd, "type", "veth", "peer", "name", peerEnd, "netns", ns)
+		},
+		func() (string, error) { return env.IPInOVSNetns("link", "set", ovsEnd, "up") },
+		func() (string, error) { return framework.Run("ip", "-n", ns, "addr", "add", peerAddr, "dev", peerEnd) },
+		func() (string, error) { return framework.Run("ip", "-n", ns, "link", "set", peerEnd, "up") },
+	} {
+		if out, err := c(); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+	}
+	if _, err := env.Vsctl("--timeout=30", "add-port", env.OVSBridge, ovsEnd); err != nil {
+		t.Fatal(err)
+	}
+	err := framework.Poll("a first reply to ping "+stackAddr, 60*time.Second, time.Second, func() (bool, string, error) {
+		out, err := framework.Run("ip", "netns", "exec", ns, "ping", "-c", "1", "-W", "1", stackAddr)
+		return err == nil, firstLine(out), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out string
+	for try := 0; try < 5; try++ { // a burst may lose a packet on 2 shared CPUs
+		out, _ = framework.Run("ip", "netns", "exec", ns, "ping", "-c", "3", "-i", "0.2", "-W", "2", stackAddr)
+		if strings.Contains(out, " 3 received") {
+			t.Logf("ping %s: %s", stackAddr, strings.TrimSpace(out[strings.LastIndex(out, "---"):]))
+			return
+		}
+	}
+	t.Fatalf("ping %s through the vhost-user port never got a full burst of 3:\n%s", stackAddr, out)
+}
+
+func checkSecondaryAttached(t *testing.T, p *corev1.Pod) {
+	t.Helper()
+	// At start, before the pod was Ready.
+	if out := execIn(t, p, appCont, "cat", "/tmp/attach.txt"); !strings.Contains(out, "NIC statistics for port 0") {
+		t.Fatalf("the app's dpdk-proc-info at start saw no port 0:\n%s", out)
+	}
+	// Now, after the ping: the secondary reads the primary's live counters.
+	out := execIn(t, p, appCont, "dpdk-proc-info", "--file-prefix=rte", "--", "--stats")
+	rx := -1
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == "RX-packets:" {
+			rx, _ = strconv.Atoi(f[1])
+			break
+		}
+	}
+	if rx <= 0 {
+		t.Fatalf("a secondary in the app container read RX-packets %d from the primary, want > 0 after the ping:\n%s", rx, out)
+	}
+	t.Logf("secondary in %s/%s: port 0 RX-packets %d", p.Name, appCont, rx)
+}
+
+// checkKillRestartsApp kills the dataplane's DPDK primary from the host and waits for both the
+// dataplane and the app container to have restarted and the pod to be Ready again.
+func checkKillRestartsApp(t *testing.T, p *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	dpBefore, appBefore := status(p, podcontract.DataplaneContainer).RestartCount, status(p, appCont).RestartCount
+	pids := podProcesses(t, p, "dpdk-testpmd")
+	if len(pids) == 0 {
+		t.Fatalf("no dpdk-testpmd process in pod %s's cgroup", p.UID)
+	}
+	for _, pid := range pids {
+		if _, err := framework.Run("kill", "-9", strconv.Itoa(pid)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := &corev1.Pod{}
+	err := framework.Poll("dataplane and app restarted, pod Ready again", 3*time.Minute, time.Second, func() (bool, string, error) {
+		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, got); err != nil {
+			return false, err.Error(), nil
+		}
+		dp, app := status(got, podcontract.DataplaneContainer), status(got, appCont)
+		return dp.RestartCount > dpBefore && app.RestartCount > appBefore && framework.PodReady(got), framework.PodSummary(got), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("after kill -9 of the primary: %s", framework.PodSummary(got))
+	checkSecondaryAttached(t, got)
+	return got
+}
+
+// podProcesses finds the host PIDs of the pod's processes with the given name, by cgroup.
+func podProcesses(t *testing.T, p *corev1.Pod, comm string) []int {
+	t.Helper()
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	var pids []int
+	for _, d := range dirs {
+		c, err := os.ReadFile(filepath.Join(d, "comm"))
+		if err != nil || !strings.HasPrefix(comm, strings.TrimSpace(string(c))) {
+			continue
+		}
+		cg, err := os.ReadFile(filepath.Join(d, "cgroup"))
+		if err != nil || !strings.Contains(string(cg), "pod"+string(p.UID)) {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(d))
+		pids = append(pids, pid)
+	}
+	slices.Sort(pids)
+	return pids
+}
+
+func restartOperator(t *testing.T) {
+	t.Helper()
+	deps, err := env.Clientset.AppsV1().Deployments(env.Namespace).List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(deps.Items) == 0 {
+		t.Fatalf("no operator Deployment in %s: %v", env.Namespace, err)
+	}
+	for _, d := range deps.Items {
+		if _, err := env.Kubectl("rollout", "restart", "-n", env.Namespace, "deployment/"+d.Name); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := env.Kubectl("rollout", "status", "-n", env.Namespace, "deployment/"+d.Name, "--timeout=180s"); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+	}
+}
+
+func waitPodResourcesGone(t *testing.T, p *corev1.Pod) {
+	t.Helper()
+	dir := filepath.Join(env.SocketRoot, string(p.UID))
+	err := framework.Poll("OVS port and directory of deleted pod "+p.Name+" gone", 2*time.Minute, time.Second, func() (bool, string, error) {
+		ports, err := env.PortsOfPod(string(p.UID))
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		_, statErr := os.Stat(dir)
+		return len(ports) == 0 && os.IsNotExist(statErr), fmt.Sprintf("ports %v, dir stat: %v", ports, statErr), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func teardown(t *testing.T) {
+	if os.Getenv("E2E_KEEP") == "1" {
+		t.Logf("E2E_KEEP=1: namespaces %s and %s left in place", injectedNS, plainNS)
+		return
+	}
+	for _, ns := range []string{injectedNS, plainNS} {
+		if out, err := env.Kubectl("delete", "namespace", ns, "--ignore-not-found", "--wait=true", "--timeout=120s"); err != nil {
+			t.Errorf("teardown: %v\n%s", err, out)
+		}
+	}
+}
