@@ -7,8 +7,10 @@ SHELL := /usr/bin/env bash -o pipefail
 LOCALBIN ?= $(CURDIR)/bin
 CONTROLLER_GEN_VERSION ?= v0.20.1
 GOLANGCI_LINT_VERSION ?= v2.15.0
+HELM_VERSION ?= v3.22.0
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
 
 GO ?= go
 GOTEST_FLAGS ?= -count=1
@@ -100,6 +102,10 @@ bench: ## Benchmarks of the pure packages.
 	$(GO) test ./internal/... -run '^$$' -bench . -benchmem
 
 ##@ Images
+.PHONY: image-cni
+image-cni: ## Build the CNI installer image (static fstack-cni + installer) as an OCI tarball with umoci.
+	hack/image-cni.sh
+
 .PHONY: image-dataplane-standin
 image-dataplane-standin: ## Build the stand-in dataplane image (Debian DPDK + supervisor) as an OCI tarball, no daemon (root).
 	hack/image-dataplane-standin.sh
@@ -130,7 +136,7 @@ lint: $(GOLANGCI_LINT) ## gofmt, go vet and golangci-lint.
 
 ##@ Tools
 .PHONY: tools
-tools: $(CONTROLLER_GEN) $(GOLANGCI_LINT) ## Install the pinned tools into ./bin.
+tools: $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(HELM) ## Install the pinned tools into ./bin.
 
 $(CONTROLLER_GEN):
 	GOBIN=$(LOCALBIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
@@ -139,3 +145,7 @@ $(CONTROLLER_GEN):
 $(GOLANGCI_LINT):
 	GOBIN=$(LOCALBIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv $(LOCALBIN)/golangci-lint $@
+
+$(HELM):
+	GOBIN=$(LOCALBIN) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	mv $(LOCALBIN)/helm $@
