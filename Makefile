@@ -39,11 +39,13 @@ build: ## Build every binary into ./bin.
 
 ##@ Generate and verify
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Regenerate deepcopy, CRDs, RBAC and goldens.
+generate: $(CONTROLLER_GEN) $(HELM) ## Regenerate deepcopy, CRDs, RBAC, the chart's copies of them and goldens.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd:maxDescLen=400 paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=kube-fstack-operator paths=./operator/... output:rbac:artifacts:config=config/rbac
 	UPDATE_GOLDEN=1 $(GO) test ./internal/render/... ./internal/inject/... ./internal/cli/... -run 'Golden' $(GOTEST_FLAGS) >/dev/null
+	hack/chart-generated.sh
+	UPDATE_GOLDEN=1 HELM=$(HELM) $(GO) test ./test/chart -run 'Golden' $(GOTEST_FLAGS) >/dev/null
 
 .PHONY: verify
 verify: generate ## Regenerate everything and fail if anything drifted from what is committed.
@@ -54,7 +56,7 @@ verify: generate ## Regenerate everything and fail if anything drifted from what
 
 ##@ Test
 .PHONY: test
-test: lint test-unit test-fuzz test-envtest test-node test-dataplane ## Every test tier (what CI runs).
+test: lint test-unit test-fuzz test-envtest test-chart test-node test-dataplane ## Every test tier (what CI runs).
 
 .PHONY: test-unit
 test-unit: ## Unit, golden, property and fuzz-seed tests of the pure packages and the CLI.
@@ -67,6 +69,10 @@ envtest-assets: ## Build kube-apiserver from source and find etcd for envtest (c
 .PHONY: test-envtest
 test-envtest: ## The operator against a real kube-apiserver and etcd: CRD schema/CEL, webhooks, controller.
 	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test $(GOTEST_FLAGS) -timeout 10m ./operator/test/envtest/...
+
+.PHONY: test-chart
+test-chart: $(HELM) ## The Helm chart: helm lint --strict, goldens, values schema, RBAC/webhooks vs config/, every object accepted by a real kube-apiserver.
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" HELM=$(HELM) $(GO) test $(GOTEST_FLAGS) -timeout 10m ./test/chart/...
 
 .PHONY: test-node
 test-node: ## CNI plugin against real OVS-DPDK, DPDK testpmd, hugepages and netns (root; hack/install-deps.sh).
