@@ -7,8 +7,10 @@ SHELL := /usr/bin/env bash -o pipefail
 LOCALBIN ?= $(CURDIR)/bin
 CONTROLLER_GEN_VERSION ?= v0.20.1
 GOLANGCI_LINT_VERSION ?= v2.15.0
+HELM_VERSION ?= v3.22.0
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
 
 GO ?= go
 GOTEST_FLAGS ?= -count=1
@@ -41,11 +43,13 @@ build: ## Build every binary into ./bin.
 
 ##@ Generate and verify
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Regenerate deepcopy, CRDs, RBAC and goldens.
+generate: $(CONTROLLER_GEN) $(HELM) ## Regenerate deepcopy, CRDs, RBAC, the chart's copies of them and goldens.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd:maxDescLen=400 paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=kube-fstack-operator paths=./operator/... output:rbac:artifacts:config=config/rbac
 	UPDATE_GOLDEN=1 $(GO) test ./internal/render/... ./internal/inject/... ./internal/cli/... -run 'Golden' $(GOTEST_FLAGS) >/dev/null
+	hack/chart-generated.sh
+	UPDATE_GOLDEN=1 HELM=$(HELM) $(GO) test ./test/chart -run 'Golden' $(GOTEST_FLAGS) >/dev/null
 
 .PHONY: verify
 verify: generate ## Regenerate everything and fail if anything drifted from what is committed.
@@ -56,7 +60,7 @@ verify: generate ## Regenerate everything and fail if anything drifted from what
 
 ##@ Test
 .PHONY: test
-test: lint test-unit test-fuzz test-envtest test-node test-dataplane e2e ## Every test tier (what CI runs).
+test: lint test-unit test-fuzz test-envtest test-chart test-node test-dataplane e2e ## Every test tier (what CI runs).
 
 .PHONY: test-unit
 test-unit: ## Unit, golden, property and fuzz-seed tests of the pure packages and the CLI.
@@ -69,6 +73,10 @@ envtest-assets: ## Build kube-apiserver from source and find etcd for envtest (c
 .PHONY: test-envtest
 test-envtest: ## The operator against a real kube-apiserver and etcd: CRD schema/CEL, webhooks, controller.
 	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test $(GOTEST_FLAGS) -timeout 10m ./operator/test/envtest/...
+
+.PHONY: test-chart
+test-chart: $(HELM) ## The Helm chart: helm lint --strict, goldens, values schema, RBAC/webhooks vs config/, every object accepted by a real kube-apiserver.
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" HELM=$(HELM) $(GO) test $(GOTEST_FLAGS) -timeout 10m ./test/chart/...
 
 .PHONY: test-node
 test-node: ## CNI plugin against real OVS-DPDK, DPDK testpmd, hugepages and netns (root; hack/install-deps.sh).
@@ -104,6 +112,10 @@ bench: ## Benchmarks of the pure packages.
 	$(GO) test ./internal/... -run '^$$' -bench . -benchmem
 
 ##@ Images
+.PHONY: image-cni
+image-cni: ## Build the CNI installer image (static fstack-cni + installer) as an OCI tarball with umoci.
+	hack/image-cni.sh
+
 .PHONY: image-dataplane-standin
 image-dataplane-standin: ## Build the stand-in dataplane image (Debian DPDK + supervisor) as an OCI tarball, no daemon (root).
 	hack/image-dataplane-standin.sh
@@ -122,7 +134,7 @@ cluster-status: ## Component PIDs, node Ready, allocatable CPU and hugepages.
 	hack/cluster/status.sh
 
 .PHONY: cluster-install
-cluster-install: ## Install or upgrade the chart from this tree into the running local cluster.
+cluster-install: $(HELM) ## Install or upgrade the chart from this tree into the running local cluster.
 	hack/cluster/install.sh
 
 .PHONY: cluster-smoke
@@ -130,7 +142,7 @@ cluster-smoke: ## Up, a Guaranteed hugepages pod with fstack-cni chained, down, 
 	hack/cluster/smoke.sh
 
 .PHONY: e2e
-e2e: ## End-to-end suite on the local cluster through the installed chart (root; brings the cluster up and down if not up).
+e2e: $(HELM) ## End-to-end suite on the local cluster through the installed chart (root; brings the cluster up and down if not up).
 	hack/e2e.sh
 
 .PHONY: e2e-kind
@@ -138,7 +150,7 @@ e2e-kind: ## The same suite on a kind cluster with Multus (needs internet, Docke
 	hack/e2e-kind.sh
 
 .PHONY: bench-cluster
-bench-cluster: ## Pod create -> Ready on the local cluster, injected vs not injected, in one run (prints the ratio).
+bench-cluster: $(HELM) ## Pod create -> Ready on the local cluster, injected vs not injected, in one run (prints the ratio).
 	hack/bench-cluster.sh
 
 ##@ Lint
@@ -150,7 +162,7 @@ lint: $(GOLANGCI_LINT) ## gofmt, go vet and golangci-lint.
 
 ##@ Tools
 .PHONY: tools
-tools: $(CONTROLLER_GEN) $(GOLANGCI_LINT) ## Install the pinned tools into ./bin.
+tools: $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(HELM) ## Install the pinned tools into ./bin.
 
 $(CONTROLLER_GEN):
 	GOBIN=$(LOCALBIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
@@ -159,3 +171,7 @@ $(CONTROLLER_GEN):
 $(GOLANGCI_LINT):
 	GOBIN=$(LOCALBIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv $(LOCALBIN)/golangci-lint $@
+
+$(HELM):
+	GOBIN=$(LOCALBIN) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	mv $(LOCALBIN)/helm $@

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Builds the CNI installer image as an OCI tarball without a registry or a container daemon
+# (umoci, as hack/cluster/images.sh packs the operator): static builds of fstack-cni and
+# fstack-cni-installer on an otherwise empty image; the entrypoint is the installer, which copies
+# /usr/local/bin/fstack-cni into the node's CNI bin dir (the chart's DaemonSet runs it).
+#   output: .cache/images/cni.tar, to import as localhost/kube-fstack/cni:dev
+#   (ctr -n k8s.io images import --base-name localhost/kube-fstack/cni .cache/images/cni.tar)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+TAG=dev
+OUT=$PWD/.cache/images/cni.tar
+command -v umoci >/dev/null || { echo "image-cni: umoci not found (apt-get install umoci)" >&2; exit 1; }
+mkdir -p "$(dirname "$OUT")"
+work="$(mktemp -d "$PWD/.cache/image-cni.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+
+mkdir -p "$work/root/usr/local/bin"
+CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$work/root/usr/local/bin/" \
+  ./cni/cmd/fstack-cni ./cni/cmd/fstack-cni-installer
+
+umoci init --layout "$work/layout"
+umoci new --image "$work/layout:$TAG"
+umoci insert --image "$work/layout:$TAG" "$work/root" / >/dev/null
+umoci config --image "$work/layout:$TAG" --config.entrypoint /usr/local/bin/fstack-cni-installer
+umoci gc --layout "$work/layout"
+tar -C "$work/layout" -cf "$OUT.tmp" . && mv "$OUT.tmp" "$OUT"
+echo "image-cni: $OUT (import as localhost/kube-fstack/cni:$TAG)"

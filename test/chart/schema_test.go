@@ -1,0 +1,39 @@
+package chart
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestSchemaRejects: values.schema.json refuses bad values before anything is rendered, and
+// says which key and why.
+func TestSchemaRejects(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  []string
+		want []string
+	}{
+		{"unknown cert mode", []string{"certs.mode=foo"}, []string{"certs", "mode", "operator", "cert-manager"}},
+		{"unknown top-level key", []string{"operater.replicas=2"}, []string{"operater"}},
+		{"unknown operator key", []string{"operator.replica=2"}, []string{"replica"}},
+		{"negative replicas", []string{"operator.replicas=-1"}, []string{"replicas"}},
+		{"relative socket root", []string{"vhostSocketRoot=run/vhost"}, []string{"vhostSocketRoot"}},
+		{"pull policy", []string{"dataplane.pullPolicy=Sometimes"}, []string{"pullPolicy"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"template", release, chartDir, "--namespace", namespace}
+			for _, s := range tc.set {
+				args = append(args, "--set", s)
+			}
+			_, stderr, err := helm(t, args...)
+			if err == nil {
+				t.Fatalf("helm template --set %v rendered; the schema should refuse it", tc.set)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("the error does not name %q:\n%s", w, stderr)
+				}
+			}
+		})
+	}
+}
