@@ -112,7 +112,7 @@ spec:
         - |
           echo "$FF_INITIAL_LCORE_ID" >/tmp/lcore
           sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status >/tmp/cpus
-          dpdk-proc-info --file-prefix=rte -- --stats >/tmp/attach.txt 2>&1; echo $? >/tmp/attach.rc
+          dpdk-proc-info --file-prefix=rte --single-file-segments --log-level=5 -- --stats >/tmp/attach.txt 2>&1; echo $? >/tmp/attach.rc
           exec sleep infinity
         readinessProbe:
           exec: {command: [sh, -c, 'test "$(cat /tmp/attach.rc)" = 0']}
@@ -150,16 +150,16 @@ func TestEndToEnd(t *testing.T) {
 	step(t, "kubectl apply of invalid StackInstances is refused with the field path, and nothing is stored", func(t *testing.T) {
 		for _, c := range []struct{ name, spec, want string }{
 			// The CRD's schema.
-			{"bad-processes", "processes: 0\n  ports: [{name: data, attachment: net1, device: {vhostUser: {}}, ipv4: {address: 10.99.0.11/24}}]", "spec.processes"},
+			{"bad-processes", "processes: 0\n  ports: [{name: data, attachment: net1, device: {vhostUser: {}}, ipv4: {address: 10.99.0.11/24, gateway: 10.99.0.1}}]", "spec.processes"},
 			// The validating webhook: vhost-user and PCI ports mixed, which only the whole spec shows.
-			{"bad-mixed-ports", "processes: 1\n  ports:\n  - {name: a, attachment: net1, device: {vhostUser: {}}, ipv4: {address: 10.99.0.11/24}}\n  - {name: b, device: {pci: {address: \"0000:3b:00.0\"}}, ipv4: {address: 10.99.1.11/24}}", "spec.ports[1].device.pci"},
+			{"bad-mixed-ports", "processes: 1\n  ports:\n  - {name: a, attachment: net1, device: {vhostUser: {}}, ipv4: {address: 10.99.0.11/24, gateway: 10.99.0.1}}\n  - {name: b, device: {pci: {address: \"0000:3b:00.0\"}}, ipv4: {address: 10.99.1.11/24, gateway: 10.99.1.1}}", "spec.ports[1].device: Invalid value"},
 		} {
 			doc := fmt.Sprintf("apiVersion: kubefstack.io/v1alpha1\nkind: StackInstance\nmetadata: {name: %s, namespace: %s}\nspec:\n  %s\n", c.name, injectedNS, c.spec)
 			out, err := env.KubectlIn([]byte(doc), "apply", "-f", "-")
 			if err == nil || !strings.Contains(out, c.want) {
 				t.Fatalf("%s: want kubectl apply refused naming %s, got err=%v\n%s", c.name, c.want, err, out)
 			}
-			t.Logf("%s refused: %s", c.name, firstLine(out))
+			t.Logf("%s refused: %s", c.name, strings.Join(strings.Fields(out), " "))
 			err = env.Client.Get(ctx, types.NamespacedName{Namespace: injectedNS, Name: c.name}, &fstackv1.StackInstance{})
 			if !apierrors.IsNotFound(err) {
 				t.Fatalf("%s: a refused StackInstance was stored (get: %v)", c.name, err)
@@ -430,12 +430,14 @@ func checkCPUsAndHugepages(t *testing.T, p *corev1.Pod) {
 	if limit != strconv.FormatInt(want.Value(), 10) {
 		t.Fatalf("the dataplane's hugetlb 2MB limit is %s, want %d", limit, want.Value())
 	}
-	// The launcher set FF_INITIAL_LCORE_ID to the first CPU the app container may run on.
+	// The launcher set FF_INITIAL_LCORE_ID (a hex mask, despite its name) to the first CPU the
+	// app container may run on.
 	lcore := execIn(t, p, appCont, "cat", "/tmp/lcore")
 	cpus := execIn(t, p, appCont, "cat", "/tmp/cpus")
 	first := strings.FieldsFunc(cpus, func(r rune) bool { return r == ',' || r == '-' })
-	if len(first) == 0 || lcore != first[0] {
-		t.Fatalf("FF_INITIAL_LCORE_ID=%q, but the app runs on CPUs %q", lcore, cpus)
+	cpu, err := strconv.Atoi(first[0])
+	if err != nil || lcore != fmt.Sprintf("0x%x", uint64(1)<<cpu) {
+		t.Fatalf("FF_INITIAL_LCORE_ID=%q, but the app's first CPU is %q (of %q)", lcore, first[0], cpus)
 	}
 	if strings.Contains(","+cpus+",", ","+dpCPUs+",") {
 		t.Fatalf("the app container may run on the dataplane's exclusive CPU %s (app CPUs %s)", dpCPUs, cpus)
@@ -444,7 +446,9 @@ func checkCPUsAndHugepages(t *testing.T, p *corev1.Pod) {
 
 func execIn(t *testing.T, p *corev1.Pod, cont string, cmd ...string) string {
 	t.Helper()
-	out, err := env.Kubectl(append([]string{"exec", "-n", p.Namespace, p.Name, "-c", cont, "--"}, cmd...)...)
+	// Without the shim's LD_PRELOAD: the stand-in has no libff_syscall.so and ld.so says so on
+	// stderr (for env itself, too).
+	out, err := env.KubectlStdout(append([]string{"exec", "-n", p.Namespace, p.Name, "-c", cont, "--", "env", "-u", "LD_PRELOAD"}, cmd...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -508,7 +512,7 @@ func checkPing(t *testing.T) {
 		_, _ = framework.Run("ip", "netns", "del", ns)
 	}
 	cleanup()
-	t.Cleanup(cleanup)
+	defer cleanup()
 	for _, c := range []func() (string, error){
 		func() (string, error) { return framework.Run("ip", "netns", "add", ns) },
 		func() (string, error) {
@@ -550,7 +554,7 @@ func checkSecondaryAttached(t *testing.T, p *corev1.Pod) {
 		t.Fatalf("the app's dpdk-proc-info at start saw no port 0:\n%s", out)
 	}
 	// Now, after the ping: the secondary reads the primary's live counters.
-	out := execIn(t, p, appCont, "dpdk-proc-info", "--file-prefix=rte", "--", "--stats")
+	out := execIn(t, p, appCont, "dpdk-proc-info", "--file-prefix=rte", "--single-file-segments", "--log-level=5", "--", "--stats")
 	rx := -1
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)
@@ -591,6 +595,9 @@ func checkKillRestartsApp(t *testing.T, p *corev1.Pod) *corev1.Pod {
 		t.Fatal(err)
 	}
 	t.Logf("after kill -9 of the primary: %s", framework.PodSummary(got))
+	// The new primary serves the port again (its predecessor's socket was stale) and the
+	// restarted app attached to it.
+	checkPing(t)
 	checkSecondaryAttached(t, got)
 	return got
 }

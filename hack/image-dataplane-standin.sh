@@ -101,5 +101,12 @@ need umoci umoci
 mkdir -p "$CACHE/dataplane-standin"
 build_rootfs
 build_overlay
+# The same overlay (supervisor, launcher) and arguments as the tarball holds: keep it, so the
+# local cluster does not re-import an identical image.
+sum="$( (cd "$WORK/overlay" && find . -type f -print0 | sort -z | xargs -0 cat; printf '%s\n' "${CMD[@]}") | sha256sum | cut -c1-16)"
+if [ -f "$OUT" ] && [ "$(cat "${OUT%.tar}.sum" 2>/dev/null)" = "$sum" ]; then
+  echo "image: $OUT is up to date"; exit 0
+fi
 build_layout
+echo "$sum" >"${OUT%.tar}.sum"
 echo "image: $OUT ($(du -h "$OUT" | cut -f1)) as $IMAGE_NAME:$TAG"

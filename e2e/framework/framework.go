@@ -116,6 +116,20 @@ func (e *Env) KubectlIn(stdin []byte, args ...string) (string, error) {
 	return string(out), nil
 }
 
+// KubectlStdout runs kubectl and returns its stdout alone (stderr goes into the error): for
+// `kubectl exec`, whose stderr carries the container's warnings.
+func (e *Env) KubectlStdout(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*e.CallTimeout)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, e.KubectlBin, append([]string{"--kubeconfig", e.Kubeconfig}, args...)...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	return stdout.String(), nil
+}
+
 // Kubectl runs kubectl with no input.
 func (e *Env) Kubectl(args ...string) (string, error) { return e.KubectlIn(nil, args...) }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the local cluster's images as OCI tarballs without a registry or a daemon (umoci), cached
 # under .cache/cluster/cache/images; `import` loads them into containerd's k8s.io namespace.
-#   hack/cluster/images.sh build    pause, nginx, operator, dataplane stand-in (cached)
+#   hack/cluster/images.sh build    pause, nginx, operator, CNI installer, dataplane stand-in (cached)
 #   hack/cluster/images.sh import   ctr import of every tarball (containerd must run)
 # Names are localhost/NAME:TAG: a bare name would mean docker.io/library/NAME, which cannot be pulled.
 set -euo pipefail
@@ -11,6 +11,7 @@ source "$(dirname "$0")/lib.sh"
 IMAGES="$CACHE/images"
 BASE="$CACHE/rootfs/base"
 STANDIN_TAR="$ROOT/.cache/images/dataplane-standin.tar"
+CNI_TAR="$ROOT/.cache/images/cni.tar"
 
 # pack OUT TAG ENTRYPOINT DIR... [-- CMD...]: one image from directories inserted at /.
 pack() {
@@ -109,18 +110,24 @@ build_operator() {
   rm -rf "$d"
 }
 
+build_cni() {
+  "$ROOT/hack/image-cni.sh" >/dev/null
+}
+
+# Repacked when the supervisor or launcher changed (the Debian rootfs under it is cached).
 build_standin() {
-  [ -f "$STANDIN_TAR" ] && return 0
-  log "image: dataplane stand-in (hack/image-dataplane-standin.sh, a few minutes)"
-  "$ROOT/hack/image-dataplane-standin.sh"
+  [ -f "$STANDIN_TAR" ] || log "image: dataplane stand-in (hack/image-dataplane-standin.sh, a few minutes)"
+  "$ROOT/hack/image-dataplane-standin.sh" >"$CACHE/standin-build.log" 2>&1 \
+    || die "hack/image-dataplane-standin.sh failed, see $CACHE/standin-build.log"
 }
 
 import_all() {
   local name tar
   for pair in pause:localhost/pause nginx:localhost/nginx operator:localhost/kube-fstack/operator \
-      "standin:localhost/kube-fstack/dataplane-standin"; do
+      "standin:localhost/kube-fstack/dataplane-standin" cni:localhost/kube-fstack/cni; do
     name="${pair#*:}"; tar="$IMAGES/${pair%%:*}.tar"
     [ "${pair%%:*}" = standin ] && tar="$STANDIN_TAR"
+    [ "${pair%%:*}" = cni ] && tar="$CNI_TAR"
     [ -f "$tar" ] || { log "image: $tar missing, not imported"; continue; }
     # Skip a tarball this containerd already imported (up.sh twice).
     if [ "$(cat "$RUN/imported-${pair%%:*}" 2>/dev/null)" = "$(stat -c %Y "$tar")" ]; then continue; fi
@@ -133,7 +140,7 @@ import_all() {
 
 mkdir -p "$IMAGES" "$CACHE/rootfs"
 case "${1:-build}" in
-  build) build_pause; build_nginx; build_operator; build_standin ;;
+  build) build_pause; build_nginx; build_operator; build_cni; build_standin ;;
   import) import_all ;;
   *) die "usage: $0 build|import" ;;
 esac

@@ -27,9 +27,15 @@ KUBECONFIG="$KUBECONFIG_ADMIN" "$HELM" upgrade --install "$RELEASE" "$ROOT/chart
     die "helm install of the chart failed (see above)"
   }
 # A rebuilt image under the same tag needs new pods; helm sees no change in the manifests.
-if [ -n "${IMAGES_CHANGED:-}" ] || [ "$(cat "$RUN/installed-images" 2>/dev/null)" != "$(cat "$CACHE/images/"*.sum 2>/dev/null | sha256sum)" ]; then
-  kc -n "$RELEASE_NAMESPACE" rollout restart deployment,daemonset -l "app.kubernetes.io/instance=$RELEASE" >/dev/null
-  kc -n "$RELEASE_NAMESPACE" rollout status deployment -l "app.kubernetes.io/instance=$RELEASE" --timeout=180s >/dev/null
-  cat "$CACHE/images/"*.sum 2>/dev/null | sha256sum >"$RUN/installed-images"
+images_now="$(stat -c %Y "$CACHE/images/operator.tar" "$ROOT/.cache/images/cni.tar" | xargs)"
+if [ "$(cat "$RUN/installed-images" 2>/dev/null)" != "$images_now" ]; then
+  if [ -f "$RUN/installed-images" ]; then
+    log "images changed: restarting the operator and the CNI installer"
+    kc -n "$RELEASE_NAMESPACE" rollout restart deployment,daemonset -l "app.kubernetes.io/instance=$RELEASE" >/dev/null
+    for r in $(kc -n "$RELEASE_NAMESPACE" get deployment,daemonset -l "app.kubernetes.io/instance=$RELEASE" -o name); do
+      kc -n "$RELEASE_NAMESPACE" rollout status "$r" --timeout=180s >/dev/null
+    done
+  fi
+  echo "$images_now" >"$RUN/installed-images"
 fi
 log "chart installed in $((SECONDS - t0))s: $(kc -n "$RELEASE_NAMESPACE" get pods --no-headers | awk '{printf "%s %s %s; ", $1, $2, $3}')"

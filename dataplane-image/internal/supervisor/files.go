@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
@@ -131,4 +133,30 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	return fsutil.WriteAtomic(dst, data, st.Mode().Perm())
+}
+
+// clearStaleSocket removes a vhost-user socket a dead primary left behind. DPDK serves a
+// server-mode vhost-user port by binding the path, and a primary that was killed (or crashed)
+// never unlinks it, so its successor fails with "Address already in use" and the pod would crash
+// loop. The path is this pod's alone (fstack-cni made the directory for it), so a socket nobody
+// accepts on is stale; one somebody serves, or a path that is not a socket, is reported instead.
+func clearStaleSocket(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if fi.Mode().Type() != os.ModeSocket {
+		return fmt.Errorf("vhost-user socket %s exists and is not a socket (%s); remove it", path, fi.Mode().Type())
+	}
+	if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
+		_ = c.Close()
+		return fmt.Errorf("vhost-user socket %s is served by another process; only this pod's dataplane may serve it", path)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove the stale vhost-user socket %s: %w", path, err)
+	}
+	return nil
 }

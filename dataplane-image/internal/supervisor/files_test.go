@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,5 +64,48 @@ func TestBumpGenerationRejectsGarbage(t *testing.T) {
 	mustDo(t, os.WriteFile(filepath.Join(dir, podcontract.GenerationFile), []byte("seven"), 0o644))
 	if _, err := bumpGeneration(dir); err == nil {
 		t.Fatal("a non-numeric generation was overwritten silently")
+	}
+}
+
+// A socket left by a killed primary is removed; a served socket and a non-socket are refused
+// and stay.
+func TestClearStaleSocket(t *testing.T) {
+	dir := t.TempDir()
+	stale := filepath.Join(dir, "stale.sock")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: stale, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetUnlinkOnClose(false) // as a SIGKILLed DPDK leaves it
+	_ = l.Close()
+	if err := clearStaleSocket(stale); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(stale); !os.IsNotExist(err) {
+		t.Fatalf("stale socket still there: %v", err)
+	}
+	if err := clearStaleSocket(stale); err != nil {
+		t.Fatalf("a missing socket is not an error: %v", err)
+	}
+
+	served := filepath.Join(dir, "served.sock")
+	l2, err := net.Listen("unix", served)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l2.Close() }()
+	if err := clearStaleSocket(served); err == nil || !strings.Contains(err.Error(), "served by another process") {
+		t.Fatalf("served socket: %v", err)
+	}
+	if _, err := os.Lstat(served); err != nil {
+		t.Fatalf("a served socket was removed: %v", err)
+	}
+
+	file := filepath.Join(dir, "file.sock")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := clearStaleSocket(file); err == nil || !strings.Contains(err.Error(), "is not a socket") {
+		t.Fatalf("regular file: %v", err)
 	}
 }

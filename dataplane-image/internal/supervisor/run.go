@@ -107,6 +107,13 @@ func (s *Supervisor) prepare() (*render.Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("render config.ini from the StackInstance spec and the pod's facts: %w", err)
 	}
+	for _, a := range facts.Attachments {
+		if a.Server {
+			if err := clearStaleSocket(a.SocketPath); err != nil {
+				return nil, err
+			}
+		}
+	}
 	s.metrics.expected.Set(float64(len(res.EAL)))
 	s.noHuge = res.Spec.DPDK.NoHuge
 	if err := fsutil.WriteAtomic(s.Cfg.Paths.ConfigFile, res.Config, 0o644); err != nil {
