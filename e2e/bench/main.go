@@ -15,8 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/kube-fstack/kube-fstack/e2e/framework"
 )
@@ -104,31 +102,33 @@ func median(ds []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-// createToReady creates the pod, watches it until Ready, then deletes it and waits until it and
+// createToReady creates the pod, waits until it is Ready, then deletes it and waits until it and
 // (for an injected pod) its CPU and hugepages are free again, so the next pod starts alike.
 func createToReady(env *framework.Env, ns, name string) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	pods := env.Clientset.CoreV1().Pods(ns)
-	w, err := pods.Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
-	if err != nil {
-		return 0, err
-	}
-	defer w.Stop()
 	start := time.Now()
 	created, err := pods.Create(ctx, pod(ns, name), metav1.CreateOptions{})
 	if err != nil {
 		return 0, fmt.Errorf("create %s/%s: %w", ns, name, err)
 	}
+	// Polled every 20 ms rather than watched: a watch here sometimes ended early, and 20 ms is
+	// small against the 1-3 s being measured.
 	var took time.Duration
-	for ev := range w.ResultChan() {
-		if p, ok := ev.Object.(*corev1.Pod); ok && ev.Type != watch.Deleted && framework.PodReady(p) {
-			took = time.Since(start)
-			break
+	err = framework.Poll("pod "+ns+"/"+name+" Ready", 3*time.Minute, 20*time.Millisecond, func() (bool, string, error) {
+		p, err := pods.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error(), nil
 		}
-	}
-	if took == 0 {
-		return 0, fmt.Errorf("%s/%s never became Ready: %s", ns, name, env.Dump("_output/bench-cluster", ns))
+		if framework.PodReady(p) {
+			took = time.Since(start)
+			return true, "", nil
+		}
+		return false, framework.PodSummary(p), nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("%w\n%s", err, env.Dump("_output/bench-cluster", ns))
 	}
 	grace := int64(0)
 	if err := pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {

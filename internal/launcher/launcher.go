@@ -52,7 +52,7 @@ func New() *Launcher {
 	}
 	return &Launcher{
 		ShimDir: podcontract.ShimDir, Container: name, WaitTimeout: 10 * time.Minute,
-		Poll: 200 * time.Millisecond, Grace: 10 * time.Second, CPUs: OwnCPUs, Log: os.Stderr,
+		Poll: 50 * time.Millisecond, Grace: 10 * time.Second, CPUs: OwnCPUs, Log: os.Stderr,
 	}
 }
 

@@ -13,6 +13,13 @@ const (
 	SupervisorPort = 9180
 	// ReadyzPath answers 200 once every F-Stack process is up and the shim is in place.
 	ReadyzPath = "/readyz"
+	// StartedzPath answers 200 once the shim's files (the launcher first of all) are in the
+	// shim volume, so the kubelet may start the app containers: their launcher waits for ready.
+	StartedzPath = "/startedz"
+	// ProbeWait is the query that makes /readyz and /startedz hold a failing answer until the
+	// condition holds or this much time passes: a probe every second then sees a change within
+	// milliseconds, where a plain probe sees it up to a period late.
+	ProbeWait = "?wait=900ms"
 	// HealthzPath answers 200 while every F-Stack process is alive.
 	HealthzPath = "/healthz"
 	// MetricsPath is the Prometheus endpoint.

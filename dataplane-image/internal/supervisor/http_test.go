@@ -43,6 +43,33 @@ func TestProbesFollowTheProcesses(t *testing.T) {
 	}
 }
 
+// With ?wait=, a failing probe is held until its condition holds (answered then, not a probe
+// period later) or the wait passes; without it, it answers at once.
+func TestProbesLongPoll(t *testing.T) {
+	s := New(Config{}, nil, io.Discard)
+	h := s.handler()
+	if code, _ := get(t, h, podcontract.StartedzPath); code != http.StatusServiceUnavailable {
+		t.Errorf("/startedz before the shim is placed = %d", code)
+	}
+	if code, _ := get(t, h, podcontract.ReadyzPath+"?wait=30ms"); code != http.StatusServiceUnavailable {
+		t.Errorf("/readyz?wait=30ms while never ready = %d", code)
+	}
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		s.health.started.Store(true)
+	}()
+	if code, _ := get(t, h, podcontract.StartedzPath+"?wait=5s"); code != http.StatusOK {
+		t.Errorf("/startedz?wait=5s when the shim is placed meanwhile = %d", code)
+	}
+	done := make(chan int)
+	go func() { code, _ := get(t, h, podcontract.ReadyzPath+podcontract.ProbeWait); done <- code }()
+	time.Sleep(20 * time.Millisecond)
+	s.health.ready.Store(true)
+	if code := <-done; code != http.StatusOK {
+		t.Errorf("/readyz%s when ready comes meanwhile = %d", podcontract.ProbeWait, code)
+	}
+}
+
 func TestMetricsExposeProcessesAndNIC(t *testing.T) {
 	s := New(Config{}, nil, io.Discard)
 	s.metrics.up.Set(2)

@@ -63,6 +63,17 @@ func (s *Supervisor) Run(stop <-chan struct{}) error {
 	if err := removeReady(s.Cfg.Paths.ShimDir); err != nil {
 		return fmt.Errorf("ready file: %w", err)
 	}
+	// The shim's files go first: the kubelet starts the app containers once /startedz says
+	// the launcher is there, and the launcher holds them until ready names this generation.
+	warning, err := placeShim(s.Cfg.Paths.ImageShimDir, s.Cfg.Paths.ShimDir, &res.Spec.Shim, s.Cfg.RequireShim)
+	if err != nil {
+		s.health.set(err.Error())
+		return err
+	}
+	if warning != "" {
+		s.logf("WARNING: %s", warning)
+	}
+	s.health.started.Store(true)
 	gen, err := bumpGeneration(s.Cfg.Paths.ShimDir)
 	if err != nil {
 		return err
@@ -75,7 +86,7 @@ func (s *Supervisor) Run(stop <-chan struct{}) error {
 	exited := make(chan *child, len(res.EAL))
 	procs, err := s.startAll(res, prefix, exited, stop)
 	if err == nil {
-		err = s.publish(res, gen)
+		err = s.publish(gen)
 	}
 	if err != nil {
 		s.health.failed.Store(true)
@@ -219,15 +230,8 @@ func (s *Supervisor) hugeDirIfUsed() string {
 
 func exists(path string) bool { _, err := os.Stat(path); return err == nil }
 
-// publish puts the shim in place and then the ready marker the launcher waits for.
-func (s *Supervisor) publish(res *render.Result, gen int) error {
-	warning, err := placeShim(s.Cfg.Paths.ImageShimDir, s.Cfg.Paths.ShimDir, &res.Spec.Shim, s.Cfg.RequireShim)
-	if err != nil {
-		return err
-	}
-	if warning != "" {
-		s.logf("WARNING: %s", warning)
-	}
+// publish writes the ready marker the launcher waits for (the shim is already in place).
+func (s *Supervisor) publish(gen int) error {
 	if err := writeReady(s.Cfg.Paths.ShimDir, gen); err != nil {
 		return fmt.Errorf("ready file: %w", err)
 	}
