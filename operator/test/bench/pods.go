@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"gomodules.xyz/jsonpatch/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+)
+
+// warmupRounds are created first and not counted: they warm caches and connections.
+const warmupRounds = 20
+
+// arm is one series of the same pod created in one namespace.
+type arm struct {
+	label, namespace string
+	pod              *corev1.Pod
+	// webhook is the webhook the API server calls for this arm, if any.
+	webhook string
+	// injected: the stored pod must carry the dataplane.
+	injected bool
+	samples  []time.Duration
+}
+
+// podBench creates the same pod in every arm in turn.
+type podBench struct {
+	c          client.Client
+	arms       []*arm
+	op         *operatorProcess
+	floor      *floorProcess
+	apiMetrics string
+	apiClient  *http.Client
+	floorHTTP  *http.Client
+}
+
+func newPodBench(ctx context.Context, c client.Client, cfg *rest.Config, root string, op *operatorProcess, wh *envtest.WebhookInstallOptions) (*podBench, error) {
+	tmpl, err := readPod(filepath.Join(root, "internal", "inject", "testdata", "nginx-vhost.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	pre, err := readPod(filepath.Join(root, "internal", "inject", "testdata", "nginx-vhost.yaml.injected"))
+	if err != nil {
+		return nil, err
+	}
+	patch, err := podPatch(tmpl, pre)
+	if err != nil {
+		return nil, err
+	}
+	floor, err := startFloor(ctx, c, wh, patch)
+	if err != nil {
+		return nil, err
+	}
+	apiClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		floor.stop()
+		return nil, err
+	}
+	return &podBench{c: c, op: op, floor: floor, apiMetrics: strings.TrimSuffix(cfg.Host, "/") + "/metrics", apiClient: apiClient,
+		floorHTTP: floorClient(wh.LocalServingCAData),
+		arms: []*arm{
+			{label: "baseline: no webhook", namespace: "plain", pod: tmpl},
+			{label: "injected pod, no webhook", namespace: "plain", pod: pre, injected: true},
+			{label: "webhook: the operator", namespace: "injected", pod: tmpl, webhook: "inject.kubefstack.io", injected: true},
+			{label: "floor: allow, no patch", namespace: floorNS, pod: tmpl, webhook: floorAllow},
+			{label: "floor: fixed patch", namespace: floorPatchNS, pod: tmpl, webhook: floorPatch, injected: true},
+		}}, nil
+}
+
+func (b *podBench) stop() { b.floor.stop() }
+
+func readPod(path string) (*corev1.Pod, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	pod := &corev1.Pod{}
+	return pod, yaml.UnmarshalStrict(raw, pod)
+}
+
+// podPatch is the JSON patch from pod to injected, as the operator computes it.
+func podPatch(pod, injected *corev1.Pod) ([]byte, error) {
+	from, err := json.Marshal(pod)
+	if err != nil {
+		return nil, err
+	}
+	to, err := json.Marshal(injected)
+	if err != nil {
+		return nil, err
+	}
+	ops, err := jsonpatch.CreatePatch(from, to)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(ops)
+}
+
+// run creates n pods in every arm after the warm-up, one arm after another, starting each
+// round with the next arm, and prints what it measured.
+func (b *podBench) run(ctx context.Context, n int) error {
+	var api0, op0 samples
+	for round := range n + warmupRounds {
+		if round == warmupRounds {
+			var err error
+			if api0, op0, err = b.scrape(); err != nil {
+				return err
+			}
+		}
+		for k := range b.arms {
+			a := b.arms[(round+k)%len(b.arms)]
+			d, err := b.create(ctx, a, round)
+			if err != nil {
+				return err
+			}
+			if round >= warmupRounds {
+				a.samples = append(a.samples, d)
+			}
+		}
+	}
+	api1, op1, err := b.scrape()
+	if err != nil {
+		return err
+	}
+	b.report(n, api0, api1, op0, op1)
+	return nil
+}
+
+func (b *podBench) create(ctx context.Context, a *arm, round int) (time.Duration, error) {
+	pod := a.pod.DeepCopy()
+	pod.Namespace = a.namespace
+	pod.Name = fmt.Sprintf("bench-%d", round)
+	if a.webhook == "" && a.injected {
+		pod.Name = "pre-" + pod.Name
+	}
+	start := time.Now()
+	if err := b.c.Create(ctx, pod); err != nil {
+		return 0, fmt.Errorf("create pod %s/%s (%s): %w", pod.Namespace, pod.Name, a.label, err)
+	}
+	d := time.Since(start)
+	if got := len(pod.Spec.InitContainers) > 0; got != a.injected {
+		return 0, fmt.Errorf("pod %s/%s (%s): injected %v, want %v", pod.Namespace, pod.Name, a.label, got, a.injected)
+	}
+	return d, nil
+}
+
+// scrape reads the API server's and the operator's metrics.
+func (b *podBench) scrape() (api, op samples, err error) {
+	if api, err = scrape(b.apiClient, b.apiMetrics); err != nil {
+		return nil, nil, fmt.Errorf("the API server's metrics: %w", err)
+	}
+	if op, err = scrape(http.DefaultClient, b.op.metrics); err != nil {
+		return nil, nil, fmt.Errorf("the operator's metrics: %w", err)
+	}
+	return api, op, nil
+}
+
+func (b *podBench) report(n int, api0, api1, op0, op1 samples) {
+	base := stats(b.arms[0].samples)
+	fmt.Printf("pod create through the API server: the same pod, %d per arm, arms interleaved (order rotated every round), %d warm-up rounds not counted\n", n, warmupRounds)
+	fmt.Printf("  %-26s %8s %8s %8s %9s %9s   %s\n", "arm", "p50 ms", "p99 ms", "mean ms", "p50/base", "p99/base", "webhook call, API server's mean ms (calls)")
+	byLabel := map[string]summary{}
+	for _, a := range b.arms {
+		s := stats(a.samples)
+		byLabel[a.label] = s
+		call := ""
+		if a.webhook != "" {
+			mean, calls := api1.meanSince(api0, "apiserver_admission_webhook_admission_duration_seconds",
+				`name="`+a.webhook+`"`, `type="admit"`, `operation="CREATE"`)
+			call = fmt.Sprintf("%.2f (%d)", mean*1000, calls)
+		}
+		fmt.Printf("  %-26s %8.2f %8.2f %8.2f %8.2fx %8.2fx   %s\n", a.label, ms(s.p50), ms(s.p99), ms(s.mean),
+			ratio(s.p50, base.p50), ratio(s.p99, base.p99), call)
+	}
+	ours, floor := byLabel[b.arms[2].label], byLabel[b.arms[4].label]
+	fmt.Printf("  ratio webhook/baseline   p50 %5.2fx  p99 %5.2fx   (goal <= 1.1x)\n", ratio(ours.p50, base.p50), ratio(ours.p99, base.p99))
+	fmt.Printf("  ratio webhook/floor      p50 %5.2fx  p99 %5.2fx   (the operator against the least a webhook returning the same patch can cost)\n",
+		ratio(ours.p50, floor.p50), ratio(ours.p99, floor.p99))
+	handler, calls := op1.meanSince(op0, "controller_runtime_webhook_latency_seconds", `webhook="/inject-v1-pod"`)
+	fmt.Printf("  operator's handler (controller-runtime's latency metric): mean %.2f ms over %d calls\n", handler*1000, calls)
+	fmt.Printf("  TLS handshakes during the run: operator %.0f, floor server %s; operator's since start: %s\n",
+		op1.sum("kubefstack_webhook_tls_handshakes_total")-op0.sum("kubefstack_webhook_tls_handshakes_total"),
+		b.floorHandshakes(), handshakesByProtocol(op1))
+}
+
+// floorHandshakes asks the floor server how many TLS handshakes it made (its own /stats calls
+// included).
+func (b *podBench) floorHandshakes() string {
+	resp, err := b.floorHTTP.Get(b.floor.stats)
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var s string
+	_, _ = fmt.Fscanf(resp.Body, "handshakes %s", &s)
+	return s
+}
+
+func handshakesByProtocol(op samples) string {
+	var parts []string
+	for series, v := range op {
+		if rest, ok := strings.CutPrefix(series, "kubefstack_webhook_tls_handshakes_total{"); ok {
+			parts = append(parts, fmt.Sprintf("%s %.0f", strings.TrimSuffix(rest, "}"), v))
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
+type summary struct{ p50, p99, mean time.Duration }
+
+func stats(d []time.Duration) summary {
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	at := func(q float64) time.Duration { return d[min(len(d)-1, int(q*float64(len(d))))] }
+	var total time.Duration
+	for _, x := range d {
+		total += x
+	}
+	return summary{at(0.50), at(0.99), total / time.Duration(len(d))}
+}
+
+func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
