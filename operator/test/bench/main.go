@@ -43,7 +43,8 @@ func main() {
 	operator := flag.String("operator", "bin/fstack-operator", "operator binary")
 	pods := flag.Int("pods", 200, "pods per arm")
 	stacks := flag.Int("stacks", 1000, "StackInstances created at once")
-	http1 := flag.Bool("http1", false, "reach the webhooks by a name that is not loopback, so the API server speaks HTTP/1.1 to them as it does to a service reference (it offers HTTP/2 only to loopback URLs)")
+	http1 := flag.Bool("http1", false, "reach the webhooks at 0.0.0.0 (Linux connects it to loopback), which the API server does not take for loopback, so it speaks HTTP/1.1 to them as it does to a service reference (it offers HTTP/2 only to loopback URLs)")
+	operatorEnv := flag.String("operator-env", "", "comma-separated KEY=VALUE added to the operator's environment (GOMAXPROCS, GOGC, ...)")
 	floorAddr := flag.String("floor-server", "", "internal: serve the floor webhook on this address and nothing else")
 	certDir := flag.String("cert-dir", "", "internal: the floor webhook's certificate directory")
 	flag.Parse()
@@ -51,7 +52,7 @@ func main() {
 	if *floorAddr != "" {
 		err = serveFloor(*floorAddr, *certDir)
 	} else {
-		err = run(*root, *operator, *pods, *stacks, *http1)
+		err = run(*root, *operator, *pods, *stacks, *http1, strings.FieldsFunc(*operatorEnv, func(r rune) bool { return r == ',' }))
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -59,11 +60,11 @@ func main() {
 	}
 }
 
-func run(root, operator string, pods, stacks int, http1 bool) error {
+func run(root, operator string, pods, stacks int, http1 bool, operatorEnv []string) error {
 	env := testenv.Environment(root)
 	if http1 {
 		env.WebhookInstallOptions.LocalServingHost = "127.0.0.1"
-		env.WebhookInstallOptions.LocalServingHostExternalName = "localhost."
+		env.WebhookInstallOptions.LocalServingHostExternalName = "0.0.0.0"
 	}
 	cfg, err := env.Start()
 	if err != nil {
@@ -83,7 +84,7 @@ func run(root, operator string, pods, stacks int, http1 bool) error {
 			return err
 		}
 	}
-	op, err := startOperator(operator, cfg, &env.WebhookInstallOptions)
+	op, err := startOperator(operator, cfg, &env.WebhookInstallOptions, operatorEnv)
 	if err != nil {
 		return err
 	}
@@ -115,7 +116,7 @@ type operatorProcess struct {
 }
 
 // startOperator runs the operator binary against envtest, serving the webhooks envtest registered.
-func startOperator(bin string, cfg *rest.Config, wh *envtest.WebhookInstallOptions) (*operatorProcess, error) {
+func startOperator(bin string, cfg *rest.Config, wh *envtest.WebhookInstallOptions, extraEnv []string) (*operatorProcess, error) {
 	dir, err := os.MkdirTemp("", "fstack-bench-")
 	if err != nil {
 		return nil, err
@@ -134,7 +135,7 @@ func startOperator(bin string, cfg *rest.Config, wh *envtest.WebhookInstallOptio
 		"--cert-dir="+wh.LocalServingCertDir, "--webhook-host="+wh.LocalServingHost,
 		"--webhook-port="+strconv.Itoa(wh.LocalServingPort), "--metrics-bind-address="+metrics, "--health-probe-bind-address="+probe,
 		"--zap-log-level=error")
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+kubeconfig), extraEnv...)
 	log, err := os.Create(filepath.Join(dir, "operator.log"))
 	if err != nil {
 		return nil, err
