@@ -152,7 +152,7 @@ func ctrlOptions(o Options) ctrl.Options {
 		// Only the pods and ConfigMaps that concern a StackInstance are cached: the operator's
 		// memory stays flat however many other pods the cluster runs.
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:       {Label: labels.NewSelector().Add(*hasStack)},
+			&corev1.Pod{}:       {Label: labels.NewSelector().Add(*hasStack), Transform: controller.TrimPod},
 			&corev1.ConfigMap{}: {Label: labels.SelectorFromSet(labels.Set{controller.ManagedByLabel: controller.ManagedBy})},
 		}},
 	}
