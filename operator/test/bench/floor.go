@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -44,7 +43,8 @@ const (
 type floorProcess struct {
 	cmd  *exec.Cmd
 	addr string
-	// stats is where it says how many TLS handshakes it made.
+	// stats is where it says how many TLS handshakes it made, how many calls it answered and
+	// how long its handlers took in all.
 	stats string
 }
 
@@ -132,7 +132,7 @@ func floorWebhooks(base string, caData []byte) *admissionregistrationv1.Mutating
 }
 
 // serveFloor is the floor server's process: /allow answers Allowed with no patch, /patch
-// Allowed with the patch from floorPatchEnv, /stats the TLS handshakes so far.
+// Allowed with the patch from floorPatchEnv, /stats its TLS handshakes, calls and handler time.
 func serveFloor(addr, certDir string) error {
 	patch, err := base64.StdEncoding.DecodeString(os.Getenv(floorPatchEnv))
 	if err != nil {
@@ -142,7 +142,7 @@ func serveFloor(addr, certDir string) error {
 	if err != nil {
 		return err
 	}
-	var handshakes atomic.Int64
+	var handshakes, calls, busy atomic.Int64
 	cfg := &tls.Config{NextProtos: []string{"h2"}, Certificates: []tls.Certificate{cert},
 		VerifyConnection: func(tls.ConnectionState) error { handshakes.Add(1); return nil }}
 	l, err := tls.Listen("tcp", addr, cfg)
@@ -150,10 +150,20 @@ func serveFloor(addr, certDir string) error {
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("/allow", func(w http.ResponseWriter, r *http.Request) { answer(w, r, nil) })
-	mux.HandleFunc("/patch", func(w http.ResponseWriter, r *http.Request) { answer(w, r, patch) })
+	// timed measures what controller-runtime's webhook latency metric measures for the operator:
+	// from the handler's start, before the body is read, to the response written.
+	timed := func(patch []byte) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			start := time.Now()
+			answer(w, r, patch)
+			busy.Add(int64(time.Since(start)))
+			calls.Add(1)
+		}
+	}
+	mux.Handle("/allow", timed(nil))
+	mux.Handle("/patch", timed(patch))
 	mux.HandleFunc("/stats", func(w http.ResponseWriter, _ *http.Request) {
-		_, _ = w.Write([]byte("handshakes " + strconv.FormatInt(handshakes.Load(), 10)))
+		_, _ = fmt.Fprintf(w, "%d %d %d", handshakes.Load(), calls.Load(), busy.Load())
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	return srv.Serve(l)

@@ -109,15 +109,13 @@ func podPatch(pod, injected *corev1.Pod) ([]byte, error) {
 // run creates n pods in every arm after the warm-up, one arm after another, starting each
 // round with the next arm, and prints what it measured.
 func (b *podBench) run(ctx context.Context, n int) error {
-	var api0, op0 samples
-	var cpu0 time.Duration
+	var before snapshot
 	for round := range n + warmupRounds {
 		if round == warmupRounds {
 			var err error
-			if api0, op0, err = b.scrape(); err != nil {
+			if before, err = b.snapshot(); err != nil {
 				return err
 			}
-			cpu0 = cpuTime(b.op.cmd.Process.Pid)
 		}
 		for k := range b.arms {
 			a := b.arms[(round+k)%len(b.arms)]
@@ -130,14 +128,11 @@ func (b *podBench) run(ctx context.Context, n int) error {
 			}
 		}
 	}
-	cpu := cpuTime(b.op.cmd.Process.Pid) - cpu0
-	api1, op1, err := b.scrape()
+	after, err := b.snapshot()
 	if err != nil {
 		return err
 	}
-	b.report(n, api0, api1, op0, op1)
-	fmt.Printf("  operator's CPU per pod created, all arms (it watches every pod with the stack label): %.2f ms\n",
-		ms(cpu)/float64(n*len(b.arms)))
+	b.report(n, before, after)
 	return nil
 }
 
@@ -177,18 +172,28 @@ func (b *podBench) create(ctx context.Context, a *arm, round int) (time.Duration
 	return d, nil
 }
 
-// scrape reads the API server's and the operator's metrics.
-func (b *podBench) scrape() (api, op samples, err error) {
-	if api, err = scrape(b.apiClient, b.apiMetrics); err != nil {
-		return nil, nil, fmt.Errorf("the API server's metrics: %w", err)
-	}
-	if op, err = scrape(http.DefaultClient, b.op.metrics); err != nil {
-		return nil, nil, fmt.Errorf("the operator's metrics: %w", err)
-	}
-	return api, op, nil
+// snapshot is what the API server, the operator and the floor server have counted so far.
+type snapshot struct {
+	api, op samples
+	floor   floorStats
+	opCPU   time.Duration
 }
 
-func (b *podBench) report(n int, api0, api1, op0, op1 samples) {
+func (b *podBench) snapshot() (s snapshot, err error) {
+	if s.api, err = scrape(b.apiClient, b.apiMetrics); err != nil {
+		return s, fmt.Errorf("the API server's metrics: %w", err)
+	}
+	if s.op, err = scrape(http.DefaultClient, b.op.metrics); err != nil {
+		return s, fmt.Errorf("the operator's metrics: %w", err)
+	}
+	if s.floor, err = b.floorStats(); err != nil {
+		return s, fmt.Errorf("the floor server's stats: %w", err)
+	}
+	s.opCPU = cpuTime(b.op.cmd.Process.Pid)
+	return s, nil
+}
+
+func (b *podBench) report(n int, before, after snapshot) {
 	base := stats(b.arms[0].samples)
 	fmt.Printf("pod create through the API server: the same pod, %d per arm, arms interleaved (order rotated every round), %d warm-up rounds not counted\n", n, warmupRounds)
 	fmt.Printf("  %-26s %8s %8s %8s %9s %9s   %s\n", "arm", "p50 ms", "p99 ms", "mean ms", "p50/base", "p99/base", "webhook call, API server's mean ms (calls)")
@@ -198,7 +203,7 @@ func (b *podBench) report(n int, api0, api1, op0, op1 samples) {
 		byLabel[a.label] = s
 		call := ""
 		if a.webhook != "" {
-			mean, calls := api1.meanSince(api0, "apiserver_admission_webhook_admission_duration_seconds",
+			mean, calls := after.api.meanSince(before.api, "apiserver_admission_webhook_admission_duration_seconds",
 				`name="`+a.webhook+`"`, `type="admit"`, `operation="CREATE"`)
 			call = fmt.Sprintf("%.2f (%d)", mean*1000, calls)
 		}
@@ -209,24 +214,61 @@ func (b *podBench) report(n int, api0, api1, op0, op1 samples) {
 	fmt.Printf("  ratio webhook/baseline   p50 %5.2fx  p99 %5.2fx   (goal <= 1.1x)\n", ratio(ours.p50, base.p50), ratio(ours.p99, base.p99))
 	fmt.Printf("  ratio webhook/floor      p50 %5.2fx  p99 %5.2fx   (the operator against the least a webhook returning the same patch can cost)\n",
 		ratio(ours.p50, floor.p50), ratio(ours.p99, floor.p99))
-	handler, calls := op1.meanSince(op0, "controller_runtime_webhook_latency_seconds", `webhook="/inject-v1-pod"`)
-	fmt.Printf("  operator's handler (controller-runtime's latency metric): mean %.2f ms over %d calls\n", handler*1000, calls)
-	fmt.Printf("  TLS handshakes during the run: operator %.0f, floor server %s; operator's since start: %s\n",
-		op1.sum("kubefstack_webhook_tls_handshakes_total")-op0.sum("kubefstack_webhook_tls_handshakes_total"),
-		b.floorHandshakes(), handshakesByProtocol(op1))
+	b.reportAdmission(n, before, after)
+	handler, calls := after.op.meanSince(before.op, "controller_runtime_webhook_latency_seconds", `webhook="/inject-v1-pod"`)
+	fl := after.floor
+	floorCalls := fl.calls - before.floor.calls
+	fmt.Printf("  handler, body read to response written: operator %.2f ms mean over %d calls, floor server %.2f ms over %d\n",
+		handler*1000, calls, ms(fl.busy-before.floor.busy)/float64(max(1, floorCalls)), floorCalls)
+	fmt.Printf("  TLS handshakes during the run: operator %.0f, floor server %d (connections reused); operator's since start: %s\n",
+		after.op.sum("kubefstack_webhook_tls_handshakes_total")-before.op.sum("kubefstack_webhook_tls_handshakes_total"),
+		fl.handshakes-before.floor.handshakes, handshakesByProtocol(after.op))
+	fmt.Printf("  operator's CPU per pod created, all arms (it watches every pod with the stack label): %.2f ms\n",
+		ms(after.opCPU-before.opCPU)/float64(n*len(b.arms)))
 }
 
-// floorHandshakes asks the floor server how many TLS handshakes it made (its own /stats calls
-// included).
-func (b *podBench) floorHandshakes() string {
+// reportAdmission splits the API server's mutating admission per round (one create in every
+// arm): the MutatingAdmissionWebhook plugin's time against the webhook calls within it (each
+// call's own time includes applying its patch), and the whole mutating admission step.
+func (b *podBench) reportAdmission(n int, before, after snapshot) {
+	delta := func(metric string, labels ...string) float64 {
+		return (after.api.sum(metric+"_sum", labels...) - before.api.sum(metric+"_sum", labels...)) * 1000 / float64(n)
+	}
+	plugin := delta("apiserver_admission_controller_admission_duration_seconds", `name="MutatingAdmissionWebhook"`, `type="admit"`, `operation="CREATE"`)
+	calls, webhooks := 0.0, 0
+	for _, a := range b.arms {
+		if a.webhook != "" {
+			webhooks++
+			calls += delta("apiserver_admission_webhook_admission_duration_seconds", `name="`+a.webhook+`"`, `type="admit"`, `operation="CREATE"`)
+		}
+	}
+	admit := delta("apiserver_admission_step_admission_duration_seconds", `type="admit"`, `operation="CREATE"`)
+	validate := delta("apiserver_admission_step_admission_duration_seconds", `type="validate"`, `operation="CREATE"`)
+	served := delta("apiserver_request_duration_seconds", `verb="POST"`, `resource="pods"`)
+	client := time.Duration(0)
+	for _, a := range b.arms {
+		client += stats(a.samples).mean
+	}
+	fmt.Printf("  per round of %d creates: client %.2f ms; API server %.2f ms, of which mutating admission %.2f (the webhook plugin %.2f, its %d webhook calls %.2f) and validating admission %.2f\n",
+		len(b.arms), ms(client), served, admit, plugin, webhooks, calls, validate)
+}
+
+// floorStats are the floor server's counts: TLS handshakes (its own /stats calls included),
+// webhook calls answered, and the time its handlers took in all.
+type floorStats struct {
+	handshakes, calls int
+	busy              time.Duration
+}
+
+func (b *podBench) floorStats() (floorStats, error) {
+	var s floorStats
 	resp, err := b.floorHTTP.Get(b.floor.stats)
 	if err != nil {
-		return "unknown (" + err.Error() + ")"
+		return s, err
 	}
 	defer func() { _ = resp.Body.Close() }()
-	var s string
-	_, _ = fmt.Fscanf(resp.Body, "handshakes %s", &s)
-	return s
+	_, err = fmt.Fscanf(resp.Body, "%d %d %d", &s.handshakes, &s.calls, &s.busy)
+	return s, err
 }
 
 func handshakesByProtocol(op samples) string {
