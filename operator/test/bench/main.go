@@ -4,7 +4,7 @@
 //     (pods.go): no webhook, our injection webhook, and the floor any webhook costs on this
 //     machine (a minimal HTTPS server, in its own process like the operator, that allows without a
 //     patch or returns the operator's patch without computing anything, floor.go); with the API
-//     server's and the operator's own account of the webhook call (metrics.go);
+//     server's, the operator's and the floor server's own account of the time (metrics.go, report.go);
 //   - 1000 StackInstances created at once: time until all are Valid, and the operator's peak RSS.
 //
 // hack/bench-operator.sh builds the operator and runs it. Figures are ratios from one run: the
