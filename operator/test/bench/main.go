@@ -44,6 +44,7 @@ func main() {
 	pods := flag.Int("pods", 200, "pods per arm")
 	stacks := flag.Int("stacks", 1000, "StackInstances created at once")
 	http1 := flag.Bool("http1", false, "reach the webhooks at 0.0.0.0 (Linux connects it to loopback), which the API server does not take for loopback, so it speaks HTTP/1.1 to them as it does to a service reference (it offers HTTP/2 only to loopback URLs)")
+	audit := flag.Bool("audit", false, "also print the API server's own time per create and arm, from an audit log of pod creates (written in batches; it costs every arm alike)")
 	operatorEnv := flag.String("operator-env", "", "comma-separated KEY=VALUE added to the operator's environment (GOMAXPROCS, GOGC, ...)")
 	floorAddr := flag.String("floor-server", "", "internal: serve the floor webhook on this address and nothing else")
 	certDir := flag.String("cert-dir", "", "internal: the floor webhook's certificate directory")
@@ -52,7 +53,7 @@ func main() {
 	if *floorAddr != "" {
 		err = serveFloor(*floorAddr, *certDir)
 	} else {
-		err = run(*root, *operator, *pods, *stacks, *http1, strings.FieldsFunc(*operatorEnv, func(r rune) bool { return r == ',' }))
+		err = run(*root, *operator, *pods, *stacks, *http1, *audit, strings.FieldsFunc(*operatorEnv, func(r rune) bool { return r == ',' }))
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -60,8 +61,15 @@ func main() {
 	}
 }
 
-func run(root, operator string, pods, stacks int, http1 bool, operatorEnv []string) error {
+func run(root, operator string, pods, stacks int, http1, audit bool, operatorEnv []string) error {
 	env := testenv.Environment(root)
+	auditLog := ""
+	if audit {
+		var err error
+		if auditLog, err = enableAudit(env); err != nil {
+			return err
+		}
+	}
 	if http1 {
 		env.WebhookInstallOptions.LocalServingHost = "127.0.0.1"
 		env.WebhookInstallOptions.LocalServingHostExternalName = "0.0.0.0"
@@ -102,6 +110,7 @@ func run(root, operator string, pods, stacks int, http1 bool, operatorEnv []stri
 		return err
 	}
 	defer b.stop()
+	b.auditLog = auditLog
 	if err := b.run(ctx, pods); err != nil {
 		return err
 	}

@@ -33,6 +33,14 @@ type arm struct {
 	samples  []time.Duration
 }
 
+// prefix starts the names of the arm's pods, unique within its namespace.
+func (a *arm) prefix() string {
+	if a.webhook == "" && a.injected {
+		return "pre-bench-"
+	}
+	return "bench-"
+}
+
 // podBench creates the same pod in every arm in turn.
 type podBench struct {
 	c          client.Client
@@ -42,6 +50,8 @@ type podBench struct {
 	apiMetrics string
 	apiClient  *http.Client
 	floorHTTP  *http.Client
+	// auditLog is the API server's audit log of pod creates, when the bench asked for one.
+	auditLog string
 }
 
 func newPodBench(ctx context.Context, c client.Client, cfg *rest.Config, root string, op *operatorProcess, wh *envtest.WebhookInstallOptions) (*podBench, error) {
@@ -132,6 +142,9 @@ func (b *podBench) run(ctx context.Context, n int) error {
 		return err
 	}
 	b.report(n, before, after)
+	if b.auditLog != "" {
+		return b.reportServerTimes(b.auditLog)
+	}
 	return nil
 }
 
@@ -156,10 +169,7 @@ func cpuTime(pid int) time.Duration {
 func (b *podBench) create(ctx context.Context, a *arm, round int) (time.Duration, error) {
 	pod := a.pod.DeepCopy()
 	pod.Namespace = a.namespace
-	pod.Name = fmt.Sprintf("bench-%d", round)
-	if a.webhook == "" && a.injected {
-		pod.Name = "pre-" + pod.Name
-	}
+	pod.Name = fmt.Sprintf("%s%d", a.prefix(), round)
 	start := time.Now()
 	if err := b.c.Create(ctx, pod); err != nil {
 		return 0, fmt.Errorf("create pod %s/%s (%s): %w", pod.Namespace, pod.Name, a.label, err)

@@ -84,6 +84,9 @@ func handshakesByProtocol(op samples) string {
 type summary struct{ p50, p99, mean time.Duration }
 
 func stats(d []time.Duration) summary {
+	if len(d) == 0 {
+		return summary{}
+	}
 	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
 	at := func(q float64) time.Duration { return d[min(len(d)-1, int(q*float64(len(d))))] }
 	var total time.Duration
