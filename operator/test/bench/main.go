@@ -69,6 +69,7 @@ func run(root, operator string, pods, stacks int, http1, audit bool, operatorEnv
 		if auditLog, err = enableAudit(env); err != nil {
 			return err
 		}
+		defer func() { _ = os.RemoveAll(filepath.Dir(auditLog)) }() // after the API server stops
 	}
 	if http1 {
 		env.WebhookInstallOptions.LocalServingHost = "127.0.0.1"
@@ -96,7 +97,7 @@ func run(root, operator string, pods, stacks int, http1, audit bool, operatorEnv
 	if err != nil {
 		return err
 	}
-	defer func() { _ = op.cmd.Process.Kill(); _, _ = op.cmd.Process.Wait() }()
+	defer op.stop()
 	si, err := sampleStack(root, "vhost-user")
 	if err != nil {
 		return err
@@ -120,8 +121,17 @@ func run(root, operator string, pods, stacks int, http1, audit bool, operatorEnv
 // operatorProcess is the operator binary running against envtest.
 type operatorProcess struct {
 	cmd *exec.Cmd
+	// dir holds its kubeconfig and log.
+	dir string
 	// metrics is the operator's metrics endpoint.
 	metrics string
+}
+
+// stop ends the operator and removes its files.
+func (o *operatorProcess) stop() {
+	_ = o.cmd.Process.Kill()
+	_, _ = o.cmd.Process.Wait()
+	_ = os.RemoveAll(o.dir)
 }
 
 // startOperator runs the operator binary against envtest, serving the webhooks envtest registered.
@@ -157,7 +167,7 @@ func startOperator(bin string, cfg *rest.Config, wh *envtest.WebhookInstallOptio
 	for {
 		out, err := exec.Command("curl", "-sf", "http://"+probe+"/readyz").CombinedOutput()
 		if err == nil {
-			return &operatorProcess{cmd: cmd, metrics: "http://" + metrics + "/metrics"}, nil
+			return &operatorProcess{cmd: cmd, dir: dir, metrics: "http://" + metrics + "/metrics"}, nil
 		}
 		if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
