@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Operator benchmarks with real components (kube-apiserver from source, etcd, the operator as its
 # own process): the pure injection (go test -bench), pod create through the API server with the
-# webhook vs without it, and 1000 StackInstances to Valid with the operator's peak RSS.
+# webhook vs without it and vs the floor any webhook costs (a do-nothing webhook server), and 1000
+# StackInstances to Valid with the operator's peak RSS. Arguments go to the bench: -pods N,
+# -http1 (HTTP/1.1 to the webhooks, as to a service reference), -audit (the API server's own time
+# per create, from an audit log), -operator-env GOMAXPROCS=1,...
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"

@@ -54,8 +54,10 @@ func (r *StackInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 			return ctrl.Result{}, err
 		}
 	}
+	// countPods only reads the cached pods: no copies (TrimPod keeps them small as well).
 	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, client.InNamespace(si.Namespace), client.MatchingLabels{fsv1.StackLabel: si.Name}); err != nil {
+	if err := r.Client.List(ctx, pods, client.InNamespace(si.Namespace), client.MatchingLabels{fsv1.StackLabel: si.Name},
+		client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, r.patchStatus(ctx, si, errs, countPods(pods.Items, hash), hash)

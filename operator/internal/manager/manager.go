@@ -4,6 +4,7 @@ package manager
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -146,11 +147,12 @@ func ctrlOptions(o Options) ctrl.Options {
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        "kube-fstack-operator.kubefstack.io",
 		LeaderElectionNamespace: o.Namespace,
-		WebhookServer:           webhook.NewServer(webhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.CertDir}),
+		WebhookServer: webhook.NewServer(webhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.CertDir,
+			TLSOpts: []func(*tls.Config){fswebhook.CountHandshakes}}),
 		// Only the pods and ConfigMaps that concern a StackInstance are cached: the operator's
 		// memory stays flat however many other pods the cluster runs.
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:       {Label: labels.NewSelector().Add(*hasStack)},
+			&corev1.Pod{}:       {Label: labels.NewSelector().Add(*hasStack), Transform: controller.TrimPod},
 			&corev1.ConfigMap{}: {Label: labels.SelectorFromSet(labels.Set{controller.ManagedByLabel: controller.ManagedBy})},
 		}},
 	}

@@ -1,7 +1,10 @@
 // Command bench measures the operator against a real kube-apiserver and etcd (envtest), with the
 // operator running as its own process (bin/fstack-operator), as in a cluster:
-//   - pod create latency through the API server with the injection webhook vs the same pod in a
-//     namespace the webhook does not serve, interleaved, p50/p99 and their ratios;
+//   - pod create latency through the API server, the same pod in several arms created in turn
+//     (pods.go): no webhook, our injection webhook, and the floor any webhook costs on this
+//     machine (a minimal HTTPS server, in its own process like the operator, that allows without a
+//     patch or returns the operator's patch without computing anything, floor.go); with the API
+//     server's, the operator's and the floor server's own account of the time (metrics.go, report.go);
 //   - 1000 StackInstances created at once: time until all are Valid, and the operator's peak RSS.
 //
 // hack/bench-operator.sh builds the operator and runs it. Figures are ratios from one run: the
@@ -12,10 +15,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -28,7 +31,6 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/yaml"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/manifest"
@@ -39,17 +41,40 @@ import (
 func main() {
 	root := flag.String("root", ".", "repository root")
 	operator := flag.String("operator", "bin/fstack-operator", "operator binary")
-	pods := flag.Int("pods", 200, "pods per series")
+	pods := flag.Int("pods", 200, "pods per arm")
 	stacks := flag.Int("stacks", 1000, "StackInstances created at once")
+	http1 := flag.Bool("http1", false, "reach the webhooks at 0.0.0.0 (Linux connects it to loopback), which the API server does not take for loopback, so it speaks HTTP/1.1 to them as it does to a service reference (it offers HTTP/2 only to loopback URLs)")
+	audit := flag.Bool("audit", false, "also print the API server's own time per create and arm, from an audit log of pod creates (written in batches; it costs every arm alike)")
+	operatorEnv := flag.String("operator-env", "", "comma-separated KEY=VALUE added to the operator's environment (GOMAXPROCS, GOGC, ...)")
+	floorAddr := flag.String("floor-server", "", "internal: serve the floor webhook on this address and nothing else")
+	certDir := flag.String("cert-dir", "", "internal: the floor webhook's certificate directory")
 	flag.Parse()
-	if err := run(*root, *operator, *pods, *stacks); err != nil {
+	var err error
+	if *floorAddr != "" {
+		err = serveFloor(*floorAddr, *certDir)
+	} else {
+		err = run(*root, *operator, *pods, *stacks, *http1, *audit, strings.FieldsFunc(*operatorEnv, func(r rune) bool { return r == ',' }))
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(root, operator string, pods, stacks int) error {
+func run(root, operator string, pods, stacks int, http1, audit bool, operatorEnv []string) error {
 	env := testenv.Environment(root)
+	auditLog := ""
+	if audit {
+		var err error
+		if auditLog, err = enableAudit(env); err != nil {
+			return err
+		}
+		defer func() { _ = os.RemoveAll(filepath.Dir(auditLog)) }() // after the API server stops
+	}
+	if http1 {
+		env.WebhookInstallOptions.LocalServingHost = "127.0.0.1"
+		env.WebhookInstallOptions.LocalServingHostExternalName = "0.0.0.0"
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		return fmt.Errorf("start envtest (KUBEBUILDER_ASSETS=%q): %w", os.Getenv("KUBEBUILDER_ASSETS"), err)
@@ -62,16 +87,17 @@ func run(root, operator string, pods, stacks int) error {
 	ctx := context.Background()
 	for name, labels := range map[string]map[string]string{
 		"kube-fstack-system": nil, "injected": {fsv1.InjectionLabel: "enabled"}, "plain": nil, "stacks": nil,
+		floorNS: nil, floorPatchNS: nil,
 	} {
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}); err != nil {
 			return err
 		}
 	}
-	op, err := startOperator(operator, cfg, &env.WebhookInstallOptions)
+	op, err := startOperator(operator, cfg, &env.WebhookInstallOptions, operatorEnv)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = op.Process.Kill(); _, _ = op.Process.Wait() }()
+	defer op.stop()
 	si, err := sampleStack(root, "vhost-user")
 	if err != nil {
 		return err
@@ -80,14 +106,36 @@ func run(root, operator string, pods, stacks int) error {
 	if err := c.Create(ctx, si); err != nil {
 		return fmt.Errorf("create the stack (is the operator's webhook up?): %w", err)
 	}
-	if err := podLatency(ctx, c, root, pods); err != nil {
+	b, err := newPodBench(ctx, c, cfg, root, op, &env.WebhookInstallOptions)
+	if err != nil {
 		return err
 	}
-	return manyStacks(ctx, c, si, stacks, op.Process.Pid)
+	defer b.stop()
+	b.auditLog = auditLog
+	if err := b.run(ctx, pods); err != nil {
+		return err
+	}
+	return manyStacks(ctx, c, si, stacks, op.cmd.Process.Pid)
+}
+
+// operatorProcess is the operator binary running against envtest.
+type operatorProcess struct {
+	cmd *exec.Cmd
+	// dir holds its kubeconfig and log.
+	dir string
+	// metrics is the operator's metrics endpoint.
+	metrics string
+}
+
+// stop ends the operator and removes its files.
+func (o *operatorProcess) stop() {
+	_ = o.cmd.Process.Kill()
+	_, _ = o.cmd.Process.Wait()
+	_ = os.RemoveAll(o.dir)
 }
 
 // startOperator runs the operator binary against envtest, serving the webhooks envtest registered.
-func startOperator(bin string, cfg *rest.Config, wh *envtest.WebhookInstallOptions) (*exec.Cmd, error) {
+func startOperator(bin string, cfg *rest.Config, wh *envtest.WebhookInstallOptions, extraEnv []string) (*operatorProcess, error) {
 	dir, err := os.MkdirTemp("", "fstack-bench-")
 	if err != nil {
 		return nil, err
@@ -101,11 +149,12 @@ func startOperator(bin string, cfg *rest.Config, wh *envtest.WebhookInstallOptio
 	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
 		return nil, err
 	}
+	metrics, probe := freeAddr(), freeAddr()
 	cmd := exec.Command(bin, "--namespace=kube-fstack-system", "--manage-certs=false",
 		"--cert-dir="+wh.LocalServingCertDir, "--webhook-host="+wh.LocalServingHost,
-		"--webhook-port="+strconv.Itoa(wh.LocalServingPort), "--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:18081",
+		"--webhook-port="+strconv.Itoa(wh.LocalServingPort), "--metrics-bind-address="+metrics, "--health-probe-bind-address="+probe,
 		"--zap-log-level=error")
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+kubeconfig), extraEnv...)
 	log, err := os.Create(filepath.Join(dir, "operator.log"))
 	if err != nil {
 		return nil, err
@@ -116,9 +165,9 @@ func startOperator(bin string, cfg *rest.Config, wh *envtest.WebhookInstallOptio
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		out, err := exec.Command("curl", "-sf", "http://127.0.0.1:18081/readyz").CombinedOutput()
+		out, err := exec.Command("curl", "-sf", "http://"+probe+"/readyz").CombinedOutput()
 		if err == nil {
-			return cmd, nil
+			return &operatorProcess{cmd: cmd, dir: dir, metrics: "http://" + metrics + "/metrics"}, nil
 		}
 		if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
@@ -138,64 +187,6 @@ func sampleStack(root, name string) (*fsv1.StackInstance, error) {
 		return nil, err
 	}
 	return &sis[0], nil
-}
-
-// podLatency creates the same pod alternately where the webhook injects it and where no
-// webhook is called.
-func podLatency(ctx context.Context, c client.Client, root string, n int) error {
-	raw, err := os.ReadFile(filepath.Join(root, "internal", "inject", "testdata", "nginx-vhost.yaml"))
-	if err != nil {
-		return err
-	}
-	tmpl := &corev1.Pod{}
-	if err := yaml.UnmarshalStrict(raw, tmpl); err != nil {
-		return err
-	}
-	raw, err = os.ReadFile(filepath.Join(root, "internal", "inject", "testdata", "nginx-vhost.yaml.injected"))
-	if err != nil {
-		return err
-	}
-	pre := &corev1.Pod{}
-	if err := yaml.UnmarshalStrict(raw, pre); err != nil {
-		return err
-	}
-	series := map[string][]time.Duration{}
-	for i := range n + 10 {
-		for _, ns := range []string{"injected", "plain", "pre"} {
-			pod := tmpl.DeepCopy()
-			if ns == "pre" { // the injected pod stored without a webhook call: the object's own cost
-				pod, ns = pre.DeepCopy(), "plain"
-				pod.Name = "pre-"
-			} else {
-				pod.Name = ""
-			}
-			pod.Namespace, pod.Name = ns, fmt.Sprintf("%sbench-%d", pod.Name, i)
-			start := time.Now()
-			if err := c.Create(ctx, pod); err != nil {
-				return fmt.Errorf("create pod in %s: %w", ns, err)
-			}
-			if i >= 10 { // the first creates warm caches and connections
-				key := ns
-				if strings.HasPrefix(pod.Name, "pre-") {
-					key = "pre"
-				}
-				series[key] = append(series[key], time.Since(start))
-			}
-			if ns == "injected" && len(pod.Spec.InitContainers) == 0 {
-				return fmt.Errorf("pod %s/%s was not injected", ns, pod.Name)
-			}
-		}
-	}
-	inj, plain, noHook := stats(series["injected"]), stats(series["plain"]), stats(series["pre"])
-	fmt.Printf("pod create, %d pods per series (interleaved)\n", n)
-	fmt.Printf("  with injection webhook   p50 %7.2f ms   p99 %7.2f ms\n", ms(inj.p50), ms(inj.p99))
-	fmt.Printf("  no webhook (baseline)    p50 %7.2f ms   p99 %7.2f ms\n", ms(plain.p50), ms(plain.p99))
-	fmt.Printf("  injected pod, no webhook p50 %7.2f ms   p99 %7.2f ms   (the bigger object alone)\n", ms(noHook.p50), ms(noHook.p99))
-	fmt.Printf("  ratio webhook/baseline   p50 %7.2fx     p99 %7.2fx   (goal <= 1.1x)\n",
-		float64(inj.p50)/float64(plain.p50), float64(inj.p99)/float64(plain.p99))
-	fmt.Printf("  ratio webhook/injected-no-webhook p50 %5.2fx  p99 %5.2fx   (the webhook call alone)\n",
-		float64(inj.p50)/float64(noHook.p50), float64(inj.p99)/float64(noHook.p99))
-	return nil
 }
 
 // manyStacks creates n StackInstances at once and waits until the operator marks all Valid.
@@ -246,16 +237,6 @@ func manyStacks(ctx context.Context, c client.Client, tmpl *fsv1.StackInstance, 
 	return nil
 }
 
-type summary struct{ p50, p99 time.Duration }
-
-func stats(d []time.Duration) summary {
-	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-	at := func(q float64) time.Duration { return d[min(len(d)-1, int(q*float64(len(d))))] }
-	return summary{at(0.50), at(0.99)}
-}
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
 func rssKB(pid int, key string) int {
 	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	for _, line := range strings.Split(string(data), "\n") {
@@ -265,4 +246,14 @@ func rssKB(pid int, key string) int {
 		}
 	}
 	return 0
+}
+
+// freeAddr returns a loopback address with a port nobody listens on right now.
+func freeAddr() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "127.0.0.1:0"
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String()
 }
