@@ -124,20 +124,20 @@ func (c *Client) answerServer(msg response) error {
 	}{Result: params, ID: msg.ID})
 }
 
-// applyDeadline maps the context onto the socket, so a hung server cannot hang the caller.
+// applyDeadline maps the context onto the socket, so a hung server cannot hang the caller. The
+// cancellation hook is a context.AfterFunc rather than a goroutine waiting on ctx.Done: starting
+// a goroutine per call wakes a second thread to run it, a scheduler hand-off that a busy node
+// makes wait behind other work, while AfterFunc costs nothing until the context ends.
 func (c *Client) applyDeadline(ctx context.Context) func() {
 	if dl, ok := ctx.Deadline(); ok {
 		_ = c.conn.SetDeadline(dl)
 	}
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-			_ = c.conn.SetDeadline(time.Unix(1, 0))
-		case <-done:
+	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(time.Unix(1, 0)) })
+	return func() {
+		if stop() {
+			_ = c.conn.SetDeadline(time.Time{})
 		}
-	}()
-	return func() { close(done); _ = c.conn.SetDeadline(time.Time{}) }
+	}
 }
 
 // fail marks the connection unusable: after an I/O error the stream position is unknown.
