@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -29,7 +28,7 @@ type attachment struct {
 // portName is short (15 bytes, like a kernel ifname) and a pure function of the attachment, so
 // DEL can find the port with no cached state.
 func portName(containerID, ifname string) string {
-	sum := sha256.Sum256([]byte(containerID + "/" + ifname))
+	sum := sum256([]byte(containerID + "/" + ifname))
 	return portPrefix + hex.EncodeToString(sum[:6])
 }
 
@@ -38,7 +37,7 @@ const portPrefix = "fsk"
 // stableMAC is locally administered and unicast, and the same on every ADD of the pod's
 // interface, so a restarted sandbox keeps its neighbours' ARP entries valid.
 func stableMAC(podUID, ifname string) string {
-	sum := sha256.Sum256([]byte(podUID + "/" + ifname))
+	sum := sum256([]byte(podUID + "/" + ifname))
 	mac := net.HardwareAddr(sum[:6])
 	mac[0] = (mac[0] | 0x02) &^ 0x01
 	return mac.String()
