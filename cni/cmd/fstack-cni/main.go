@@ -3,12 +3,12 @@
 package main
 
 import (
-	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/version"
+	"github.com/kube-fstack/kube-fstack/cni/internal/cnimain"
 
 	"github.com/kube-fstack/kube-fstack/cni/internal/plugin"
 )
 
 func main() {
-	skel.PluginMainFuncs(plugin.New().Funcs(), version.All, "fstack-cni: vhost-user ports on OVS-DPDK for kube-fstack")
+	cnimain.Main(plugin.New().Funcs(), version.All, "fstack-cni: vhost-user ports on OVS-DPDK for kube-fstack")
 }

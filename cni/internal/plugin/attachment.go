@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/kube-fstack/kube-fstack/cni/internal/cnimain"
 )
 
 // attachment is everything derived from one CNI call: names, paths and identity.
@@ -44,7 +44,7 @@ func stableMAC(podUID, ifname string) string {
 }
 
 // newAttachment derives the attachment; podUID may be empty for DEL and GC.
-func newAttachment(conf *NetConf, args *skel.CmdArgs, pod podArgs) *attachment {
+func newAttachment(conf *NetConf, args *cnimain.CmdArgs, pod podArgs) *attachment {
 	a := &attachment{
 		Network: conf.Name, ContainerID: args.ContainerID, IfName: args.IfName, Netns: args.Netns,
 		Pod: pod, PortName: portName(args.ContainerID, args.IfName),

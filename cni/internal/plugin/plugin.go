@@ -13,7 +13,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/kube-fstack/kube-fstack/cni/internal/cnimain"
 )
 
 // Plugin runs the CNI commands. Its fields are the dependencies tests replace.
@@ -32,8 +32,8 @@ func New() *Plugin {
 }
 
 // Funcs returns the skel callbacks.
-func (p *Plugin) Funcs() skel.CNIFuncs {
-	return skel.CNIFuncs{Add: p.Add, Del: p.Del, Check: p.Check, Status: p.Status, GC: p.GC}
+func (p *Plugin) Funcs() cnimain.Funcs {
+	return cnimain.Funcs{Add: p.Add, Del: p.Del, Check: p.Check, Status: p.Status, GC: p.GC}
 }
 
 // command is the state every CNI command starts from.
