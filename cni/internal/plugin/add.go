@@ -77,9 +77,10 @@ func (p *Plugin) add(c *command, a *attachment, stdin []byte) (res *current.Resu
 
 // createPort makes the port in one round trip in the usual case. The server refuses the
 // transaction whole when the bridge is missing or not netdev, or when a port of the same name
-// is left from an earlier ADD of this attachment; only then are more round trips spent: to say
-// which bridge mistake it is, or to remove the stale port in a transaction of its own (OVS keeps
-// the old socket path when delete and add share one) and insert again.
+// (and so the same UUID) is left from an earlier ADD of this attachment; only then are more
+// round trips spent: to say which bridge mistake it is, or to remove the stale port in a
+// transaction of its own (OVS keeps the old socket path when delete and add share one) and
+// insert again.
 func (c *command) createPort(a *attachment) error {
 	spec := a.portSpec(c.conf.MTU)
 	err := c.ovs.addPort(c.ctx, c.conf.Bridge, spec)
@@ -89,7 +90,7 @@ func (c *command) createPort(a *attachment) error {
 			return berr
 		}
 		return err // the bridge was fixed meanwhile; the runtime retries
-	case ovsdb.IsConstraintViolation(err):
+	case ovsdb.IsConstraintViolation(err) || ovsdb.IsDuplicateUUID(err):
 		if err := c.ovs.deletePort(c.ctx, a.PortName); err != nil {
 			return err
 		}

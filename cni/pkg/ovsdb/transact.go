@@ -48,6 +48,13 @@ func IsConstraintViolation(err error) bool {
 	return errors.As(err, &tx) && tx.Err == "constraint violation"
 }
 
+// IsDuplicateUUID reports whether err is an insert refused because a row with the UUID it asked
+// for (InsertWithUUID) exists.
+func IsDuplicateUUID(err error) bool {
+	var tx *TxError
+	return errors.As(err, &tx) && tx.Err == "duplicate uuid"
+}
+
 // Transact runs ops atomically on database db.
 func (c *Client) Transact(ctx context.Context, db string, ops ...Op) ([]Result, error) {
 	params := make([]any, 0, len(ops)+1)
@@ -101,6 +108,15 @@ func Insert(table string, row map[string]any, uuidName string) Op {
 	if uuidName != "" {
 		op["uuid-name"] = uuidName
 	}
+	return op
+}
+
+// InsertWithUUID is Insert of a row whose UUID the client chooses (an Open vSwitch extension of
+// RFC 7047, in ovsdb-server since 2.14 or so; 3.1 is what the project runs), so later
+// transactions can name the row without looking it up first.
+func InsertWithUUID(table string, row map[string]any, uuidName, uuid string) Op {
+	op := Insert(table, row, uuidName)
+	op["uuid"] = uuid
 	return op
 }
 
