@@ -50,6 +50,11 @@ func (p *Plugin) start(stdin []byte, verb string) (*command, error) {
 	if err != nil {
 		return nil, err
 	}
+	if verb == "ADD" || verb == "CHECK" {
+		if err := conf.parsePrevResult(); err != nil {
+			return nil, err
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), p.Timeout)
 	logger, closeLog := p.openLog(conf.LogFile)
 	cmd := &command{ctx: ctx, conf: conf, ovs: &ovs{path: conf.OVSDBSocket},
