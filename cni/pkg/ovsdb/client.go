@@ -14,8 +14,11 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"sync"
 	"time"
+
+	"github.com/kube-fstack/kube-fstack/cni/internal/jsonw"
 )
 
 // ErrClosed is returned for calls on a client whose connection has failed or been closed.
@@ -29,12 +32,6 @@ type Client struct {
 	dec    *json.Decoder
 	nextID uint64
 	broken bool
-}
-
-type request struct {
-	Method string `json:"method"`
-	Params []any  `json:"params"`
-	ID     any    `json:"id"`
 }
 
 type response struct {
@@ -86,7 +83,11 @@ func (c *Client) call(ctx context.Context, method string, params []any) (json.Ra
 	defer stop()
 	c.nextID++
 	id := c.nextID
-	if err := c.enc.Encode(request{Method: method, Params: params, ID: id}); err != nil {
+	req, err := encodeRequest(method, params, id)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.conn.Write(req); err != nil {
 		return nil, c.fail(ctx, err)
 	}
 	for {
@@ -109,6 +110,18 @@ func (c *Client) call(ctx context.Context, method string, params []any) (json.Ra
 		}
 		return msg.Result, nil
 	}
+}
+
+// encodeRequest writes {"method":..,"params":[..],"id":n} with jsonw: encoding/json would build
+// its reflection encoders for every type in the params on each CNI call.
+func encodeRequest(method string, params []any, id uint64) ([]byte, error) {
+	b := jsonw.AppendString(append(make([]byte, 0, 1024), `{"method":`...), method)
+	b, err := jsonw.AppendValue(append(b, `,"params":`...), params)
+	if err != nil {
+		return nil, fmt.Errorf("ovsdb: encode %s: %w", method, err)
+	}
+	b = strconv.AppendUint(append(b, `,"id":`...), id, 10)
+	return append(b, '}', '\n'), nil
 }
 
 func (c *Client) answerServer(msg response) error {

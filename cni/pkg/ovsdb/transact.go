@@ -60,7 +60,7 @@ func (c *Client) Transact(ctx context.Context, db string, ops ...Op) ([]Result, 
 	params := make([]any, 0, len(ops)+1)
 	params = append(params, db)
 	for _, op := range ops {
-		params = append(params, op)
+		params = append(params, map[string]any(op))
 	}
 	raw, err := c.call(ctx, "transact", params)
 	if err != nil {
