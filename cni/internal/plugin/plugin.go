@@ -8,9 +8,7 @@ package plugin
 import (
 	"context"
 	"io"
-	"log/slog"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/kube-fstack/kube-fstack/cni/internal/cnimain"
@@ -40,7 +38,7 @@ func (p *Plugin) Funcs() cnimain.Funcs {
 type command struct {
 	ctx    context.Context
 	conf   *NetConf
-	log    *slog.Logger
+	log    *logger
 	ovs    *ovs
 	closer func()
 }
@@ -61,16 +59,6 @@ func (p *Plugin) start(stdin []byte, verb string) (*command, error) {
 		log: logger.With("cmd", verb, "network", conf.Name)}
 	cmd.closer = func() { cmd.ovs.close(); cancel(); closeLog() }
 	return cmd, nil
-}
-
-// openLog appends to the configured file; stdout is never used, it carries the result.
-func (p *Plugin) openLog(path string) (*slog.Logger, func()) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
-		if f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
-			return slog.New(slog.NewJSONHandler(f, nil)), func() { _ = f.Close() }
-		}
-	}
-	return slog.New(slog.NewTextHandler(p.Stderr, nil)), func() {}
 }
 
 // logResult records how a command ended and returns err unchanged.
