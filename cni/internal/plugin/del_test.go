@@ -122,3 +122,20 @@ func TestDelLeavesAnotherContainersFiles(t *testing.T) {
 		t.Fatalf("DEL of c0 removed c1's device info: %v", err)
 	}
 }
+
+// A device-info temp file a killed ADD left in the pod directory does not keep the directory.
+func TestDelRemovesStaleTempsWithThePodDirectory(t *testing.T) {
+	f := newFakeOVSDB(t, nil)
+	n := newNode(t, f.path, nil)
+	_, a, err := n.add()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(a.PodDir, ".devinfo-net9.json.tmp"), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.p.Del(n.args); err != nil {
+		t.Fatal(err)
+	}
+	n.assertNoFiles()
+}
