@@ -34,12 +34,15 @@ type Client struct {
 	broken bool
 }
 
-type response struct {
-	Result json.RawMessage `json:"result"`
-	Error  json.RawMessage `json:"error"`
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
+// response is one message from the server, member by member: a reply ("result", "error",
+// "id") or a request of its own ("method", "params", "id"). A map rather than a struct, so
+// decoding it needs no reflection set-up (see jsonw).
+type response map[string]json.RawMessage
+
+func (r response) method() string {
+	var m string
+	_ = json.Unmarshal(r["method"], &m)
+	return m
 }
 
 // Dial connects to the unix socket at path (for example /var/run/openvswitch/db.sock).
@@ -95,20 +98,20 @@ func (c *Client) call(ctx context.Context, method string, params []any) (json.Ra
 		if err := c.dec.Decode(&msg); err != nil {
 			return nil, c.fail(ctx, err)
 		}
-		if msg.Method != "" {
+		if msg.method() != "" {
 			if err := c.answerServer(msg); err != nil {
 				return nil, c.fail(ctx, err)
 			}
 			continue
 		}
 		var got uint64
-		if json.Unmarshal(msg.ID, &got) != nil || got != id {
+		if json.Unmarshal(msg["id"], &got) != nil || got != id {
 			continue // a late reply to a request we gave up on
 		}
-		if len(msg.Error) > 0 && string(msg.Error) != "null" {
-			return nil, fmt.Errorf("ovsdb: %s: %s", method, msg.Error)
+		if e := msg["error"]; len(e) > 0 && string(e) != "null" {
+			return nil, fmt.Errorf("ovsdb: %s: %s", method, e)
 		}
-		return msg.Result, nil
+		return msg["result"], nil
 	}
 }
 
@@ -125,16 +128,16 @@ func encodeRequest(method string, params []any, id uint64) ([]byte, error) {
 }
 
 func (c *Client) answerServer(msg response) error {
-	if msg.Method != "echo" {
+	if msg.method() != "echo" {
 		return nil // notifications ("update", "locked", ...) are of no interest here
 	}
 	var params []any
-	_ = json.Unmarshal(msg.Params, &params)
+	_ = json.Unmarshal(msg["params"], &params)
 	return c.enc.Encode(struct {
 		Result []any           `json:"result"`
 		Error  any             `json:"error"`
 		ID     json.RawMessage `json:"id"`
-	}{Result: params, ID: msg.ID})
+	}{Result: params, ID: msg["id"]})
 }
 
 // applyDeadline maps the context onto the socket, so a hung server cannot hang the caller. The

@@ -66,11 +66,36 @@ func (c *Client) Transact(ctx context.Context, db string, ops ...Op) ([]Result, 
 	if err != nil {
 		return nil, err
 	}
-	var results []Result
-	if err := json.Unmarshal(raw, &results); err != nil {
+	results, err := decodeResults(raw)
+	if err != nil {
 		return nil, fmt.Errorf("ovsdb: decode transact result: %w", err)
 	}
 	return results, checkResults(ops, results)
+}
+
+// decodeResults reads the results member by member into Result (a null, for an operation after
+// a failed one, is an empty Result): through maps, so without encoding/json's per-struct
+// reflection set-up, which each CNI call paid again.
+func decodeResults(raw json.RawMessage) ([]Result, error) {
+	var wire []map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &wire); err != nil {
+		return nil, err
+	}
+	results := make([]Result, len(wire))
+	for i, m := range wire {
+		r := &results[i]
+		for _, f := range []struct {
+			name string
+			dst  any
+		}{{"count", &r.Count}, {"uuid", &r.UUID}, {"rows", &r.Rows}, {"error", &r.Error}, {"details", &r.Details}} {
+			if v, ok := m[f.name]; ok {
+				if err := json.Unmarshal(v, f.dst); err != nil {
+					return nil, fmt.Errorf("%s: %w", f.name, err)
+				}
+			}
+		}
+	}
+	return results, nil
 }
 
 func checkResults(ops []Op, results []Result) error {
