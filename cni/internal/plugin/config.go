@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -56,7 +55,7 @@ type runtimeConfig struct {
 // parsePrevResult decodes it for the commands that use it.
 func parseConf(stdin []byte) (*NetConf, error) {
 	conf := &NetConf{}
-	if err := json.Unmarshal(stdin, conf); err != nil {
+	if err := decodeConf(stdin, conf); err != nil {
 		return nil, types.NewError(types.ErrDecodingFailure, "malformed network config JSON", err.Error())
 	}
 	conf.applyDefaults()
