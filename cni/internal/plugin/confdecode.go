@@ -30,10 +30,13 @@ func decodeConf(stdin []byte, c *NetConf) error {
 			return err
 		}
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return fmt.Errorf("json: invalid data after the top-level value: %v", err)
+	switch _, err := dec.Token(); {
+	case errors.Is(err, io.EOF):
+		return nil
+	case err != nil:
+		return err
 	}
-	return nil
+	return errors.New("json: invalid data after the top-level value")
 }
 
 func decodeMembers(dec *json.Decoder, fields []confField) error {
