@@ -29,7 +29,7 @@ func (p *Plugin) Add(args *cnimain.CmdArgs) error {
 		return c.logResult(err)
 	}
 	c.log.Info("done", "socket", a.Socket)
-	return types.PrintResult(res, c.conf.CNIVersion)
+	return printResult(res, c.conf.CNIVersion)
 }
 
 func (c *command) addAttachment(args *cnimain.CmdArgs) (*attachment, error) {
