@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmarks fstack-cni on a private OVS-DPDK instance (root; hack/install-deps.sh installs the
 # prerequisites): ADD+DEL p50/p99 against the reference bridge plugin and against the exec
-# baseline, measured round-robin in one run, then a fault run that must leak nothing.
+# baseline, interleaved in one run (a new shuffled order each round), then a fault run that must
+# leak nothing.
 #
 # The exec baseline is cni/test/bench/vsctl-cni: a plugin binary the runtime execs for ADD and
 # for DEL, like fstack-cni, that makes the same directory, device info and port (same
