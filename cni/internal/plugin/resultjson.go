@@ -30,13 +30,13 @@ func encodeResult(res *current.Result, version string) []byte {
 	b = appendObjects(b, "ips", len(res.IPs), func(b []byte, i int) []byte { return appendIPConfig(b, res.IPs[i]) })
 	b = appendObjects(b, "routes", len(res.Routes), func(b []byte, i int) []byte { return appendRoute(b, res.Routes[i]) })
 	if !res.DNS.IsEmpty() {
-		b = append(b, `,"dns":{`...)
-		m := member{b: b}
+		m := member{b: append(b, `,"dns":{`...)}
 		m.strings("nameservers", res.DNS.Nameservers)
 		m.str("domain", res.DNS.Domain)
 		m.strings("search", res.DNS.Search)
 		m.strings("options", res.DNS.Options)
-		b = append(m.b, '}')
+		b = m.b
+		b = append(b, '}')
 	}
 	return append(b, '}', '\n')
 }
