@@ -3,9 +3,9 @@ package plugin
 import (
 	"errors"
 
-	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/kube-fstack/kube-fstack/cni/internal/cnimain"
 
 	"github.com/kube-fstack/kube-fstack/cni/pkg/ovsdb"
 )
@@ -13,7 +13,7 @@ import (
 // Add creates the pod directory, the device info and the OVS port, after running IPAM. Every
 // step registers its undo; any failure runs them in reverse, so a failed ADD leaves no port, no
 // directory and no IPAM lease.
-func (p *Plugin) Add(args *skel.CmdArgs) error {
+func (p *Plugin) Add(args *cnimain.CmdArgs) error {
 	c, err := p.start(args.StdinData, "ADD")
 	if err != nil {
 		return err
@@ -29,10 +29,10 @@ func (p *Plugin) Add(args *skel.CmdArgs) error {
 		return c.logResult(err)
 	}
 	c.log.Info("done", "socket", a.Socket)
-	return types.PrintResult(res, c.conf.CNIVersion)
+	return printResult(res, c.conf.CNIVersion)
 }
 
-func (c *command) addAttachment(args *skel.CmdArgs) (*attachment, error) {
+func (c *command) addAttachment(args *cnimain.CmdArgs) (*attachment, error) {
 	pod := parseCNIArgs(args.Args)
 	if err := validPodUID(pod.UID); err != nil {
 		return nil, types.NewError(types.ErrInvalidEnvironmentVariables, err.Error(), "")
@@ -77,9 +77,10 @@ func (p *Plugin) add(c *command, a *attachment, stdin []byte) (res *current.Resu
 
 // createPort makes the port in one round trip in the usual case. The server refuses the
 // transaction whole when the bridge is missing or not netdev, or when a port of the same name
-// is left from an earlier ADD of this attachment; only then are more round trips spent: to say
-// which bridge mistake it is, or to remove the stale port in a transaction of its own (OVS keeps
-// the old socket path when delete and add share one) and insert again.
+// (and so the same UUID) is left from an earlier ADD of this attachment; only then are more
+// round trips spent: to say which bridge mistake it is, or to remove the stale port in a
+// transaction of its own (OVS keeps the old socket path when delete and add share one) and
+// insert again.
 func (c *command) createPort(a *attachment) error {
 	spec := a.portSpec(c.conf.MTU)
 	err := c.ovs.addPort(c.ctx, c.conf.Bridge, spec)
@@ -89,7 +90,7 @@ func (c *command) createPort(a *attachment) error {
 			return berr
 		}
 		return err // the bridge was fixed meanwhile; the runtime retries
-	case ovsdb.IsConstraintViolation(err):
+	case ovsdb.IsConstraintViolation(err) || ovsdb.IsDuplicateUUID(err):
 		if err := c.ovs.deletePort(c.ctx, a.PortName); err != nil {
 			return err
 		}

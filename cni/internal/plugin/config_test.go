@@ -3,8 +3,11 @@ package plugin
 import (
 	"encoding/json"
 	"errors"
+	"io"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
 )
@@ -114,6 +117,23 @@ func TestValidPodUID(t *testing.T) {
 	for _, bad := range []string{"", ".", "..", "a/b", "../x", "a\x00b", strings.Repeat("u", 65)} {
 		if err := validPodUID(bad); err == nil {
 			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// ADD and CHECK decode prevResult and refuse a malformed one; DEL never reads it, so it cannot
+// fail on it.
+func TestOnlyADDAndCHECKDecodePrevResult(t *testing.T) {
+	stdin := confJSON(t, map[string]any{"logFile": filepath.Join(t.TempDir(), "log"),
+		"prevResult": map[string]any{"interfaces": "not a list"}})
+	p := &Plugin{Timeout: time.Second, Stderr: io.Discard}
+	for verb, want := range map[string]uint{"ADD": types.ErrDecodingFailure, "CHECK": types.ErrDecodingFailure, "DEL": 0} {
+		c, err := p.start(stdin, verb)
+		if codeOf(err) != want {
+			t.Errorf("%s: got %v, want code %d", verb, err, want)
+		}
+		if c != nil {
+			c.closer()
 		}
 	}
 }

@@ -4,14 +4,14 @@ import (
 	"errors"
 	"path/filepath"
 
-	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
+	"github.com/kube-fstack/kube-fstack/cni/internal/cnimain"
 )
 
 // Del removes the port, the files and the IPAM lease. Whatever is already gone is success: the
 // runtime retries a failed DEL forever. The one failure it reports is an unreachable OVSDB, since
 // the port may still exist and a retry is what removes it.
-func (p *Plugin) Del(args *skel.CmdArgs) error {
+func (p *Plugin) Del(args *cnimain.CmdArgs) error {
 	c, err := p.start(args.StdinData, "DEL")
 	if err != nil {
 		return err
@@ -27,19 +27,15 @@ func (p *Plugin) Del(args *skel.CmdArgs) error {
 }
 
 func (p *Plugin) del(c *command, a *attachment, stdin []byte) error {
-	port, id, findErr := c.ovs.findPortForDel(c.ctx, a.PortName)
+	port, portErr := c.ovs.removePortForDel(c.ctx, a.PortName)
 	if port != nil && port.Socket != "" {
 		a.setPodDir(c.conf, filepath.Dir(port.Socket)) // what ADD made wins over today's config
 	}
-	var errs []error
-	if id != "" {
-		errs = append(errs, c.ovs.unlinkPort(c.ctx, id))
-	}
-	errs = append(errs, removeFiles(c.conf.SocketRoot, a))
+	errs := []error{removeFiles(c.conf.SocketRoot, a)}
 	if c.conf.IPAM.Type != "" {
 		errs = append(errs, p.ipamDel(c, a, stdin))
 	}
-	errs = append(errs, findErr)
+	errs = append(errs, portErr)
 	err := errors.Join(errs...)
 	if err == nil {
 		return nil

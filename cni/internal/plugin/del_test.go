@@ -10,19 +10,18 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 )
 
-// portRows is the reply to DEL's lookup: the Interface (with its socket) and the Port's UUID.
-func portRows(socket, id string) fakeReply {
+// portRows is the reply to DEL's transaction: the Interface (with its socket), and how many
+// bridges the unlink by UUID changed (0 for a port an older fstack-cni made).
+func portRows(socket string, unlinked int) fakeReply {
 	iface := map[string]any{"name": "fsk", "type": portType,
 		"options":      []any{"map", []any{[]any{optionSocket, socket}}},
 		"external_ids": []any{"map", []any{[]any{idContainerID, "c1"}, []any{idIfName, "net1"}}}}
-	return fakeReply{results: []any{
-		map[string]any{"rows": []any{iface}},
-		map[string]any{"rows": []any{map[string]any{"_uuid": []any{"uuid", id}}}},
-	}}
+	return fakeReply{results: []any{map[string]any{"rows": []any{iface}}, map[string]any{"count": unlinked}}}
 }
 
 // DEL removes the files where ADD put them (the port's socket says where), even when the
-// config's socketRoot changed since, in two round trips.
+// config's socketRoot changed since, in one round trip that also unlinks the port by the UUID
+// ADD gave it.
 func TestDelFollowsThePortToTheFilesADDMade(t *testing.T) {
 	f := newFakeOVSDB(t, nil)
 	n := newNode(t, f.path, nil)
@@ -30,22 +29,49 @@ func TestDelFollowsThePortToTheFilesADDMade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.respond = func(int, []map[string]any) fakeReply { return portRows(a.Socket, "port-1") }
+	if inserted := f.txn(1)[2]["uuid"]; inserted != portUUID(a.PortName) {
+		t.Fatalf("ADD inserted the Port with UUID %v, want %s", inserted, portUUID(a.PortName))
+	}
+	f.respond = func(int, []map[string]any) fakeReply { return portRows(a.Socket, 1) }
 	moved := newNode(t, f.path, map[string]any{"deviceInfoDir": n.devDir})
 	moved.ipam = n.ipam
 	moved.p.IPAM = n.ipam
 	if err := moved.p.Del(moved.args); err != nil {
 		t.Fatal(err)
 	}
-	got := f.recorded()
-	if len(got) != 3 || fmt.Sprint(got[1]) != "[select Interface select Port]" || fmt.Sprint(got[2]) != "[mutate Bridge]" {
-		t.Fatalf("transactions %v, want ADD's insert, one lookup and one unlink", got)
-	}
-	if m := fmt.Sprint(f.txn(3)[0]["mutations"]); !strings.Contains(m, "port-1") {
-		t.Errorf("unlinked %s, want port-1", m)
+	assertTxns(t, f, insertTxn, []string{"select Interface", "mutate Bridge"})
+	if m := fmt.Sprint(f.txn(2)[1]["mutations"]); !strings.Contains(m, portUUID(a.PortName)) {
+		t.Errorf("unlinked %s, want %s", m, portUUID(a.PortName))
 	}
 	n.assertNoFiles()
 	n.assertIPAM(1, 1)
+}
+
+// A port an older fstack-cni made has a UUID OVSDB chose: DEL finds it by name and unlinks that.
+func TestDelRemovesAPortWithAnotherUUID(t *testing.T) {
+	f := newFakeOVSDB(t, nil)
+	n := newNode(t, f.path, nil)
+	_, a, err := n.add()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.respond = func(n int, _ []map[string]any) fakeReply {
+		switch n {
+		case 2:
+			return portRows(a.Socket, 0)
+		case 3:
+			return fakeReply{results: []any{map[string]any{"rows": []any{map[string]any{"_uuid": []any{"uuid", "port-1"}}}}}}
+		}
+		return fakeReply{}
+	}
+	if err := n.p.Del(n.args); err != nil {
+		t.Fatal(err)
+	}
+	assertTxns(t, f, insertTxn, []string{"select Interface", "mutate Bridge"}, []string{"select Port"}, []string{"mutate Bridge"})
+	if m := fmt.Sprint(f.txn(4)[0]["mutations"]); !strings.Contains(m, "port-1") {
+		t.Errorf("unlinked %s, want port-1", m)
+	}
+	n.assertNoFiles()
 }
 
 // DEL of something that was never added (or already deleted) succeeds and unlinks nothing.
@@ -57,7 +83,7 @@ func TestDelOfNothingSucceedsInOneRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	assertTxns(t, f, []string{"select Interface", "select Port"}, []string{"select Interface", "select Port"})
+	assertTxns(t, f, []string{"select Interface", "mutate Bridge"}, []string{"select Interface", "mutate Bridge"})
 	n.assertIPAM(0, 2)
 }
 
@@ -95,4 +121,21 @@ func TestDelLeavesAnotherContainersFiles(t *testing.T) {
 	if _, err := os.Stat(a.devInfoInPodDir()); err != nil {
 		t.Fatalf("DEL of c0 removed c1's device info: %v", err)
 	}
+}
+
+// A device-info temp file a killed ADD left in the pod directory does not keep the directory.
+func TestDelRemovesStaleTempsWithThePodDirectory(t *testing.T) {
+	f := newFakeOVSDB(t, nil)
+	n := newNode(t, f.path, nil)
+	_, a, err := n.add()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(a.PodDir, ".devinfo-net9.json.tmp"), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.p.Del(n.args); err != nil {
+		t.Fatal(err)
+	}
+	n.assertNoFiles()
 }

@@ -39,10 +39,14 @@ func writeFiles(root string, a *attachment, info *devinfo.Info) error {
 		if err := removeIfExists(a.Socket); err != nil {
 			return err
 		}
-		if err := devinfo.Write(a.devInfoInPodDir(), info); err != nil {
+		data, err := devinfo.Encode(info)
+		if err != nil {
 			return err
 		}
-		return devinfo.Write(a.DevInfoFile, info)
+		if err := devinfo.WriteEncoded(a.devInfoInPodDir(), data); err != nil {
+			return err
+		}
+		return devinfo.WriteEncoded(a.DevInfoFile, data)
 	})
 }
 
@@ -57,9 +61,24 @@ func removeFiles(root string, a *attachment) error {
 		if !ownedBy(a.devInfoInPodDir(), a.ContainerID) {
 			return nil
 		}
-		removeStaleTemps(a.PodDir)
-		return errors.Join(removeIfExists(a.devInfoInPodDir()), removeIfExists(a.Socket), removeDirIfEmpty(a.PodDir))
+		return errors.Join(removeIfExists(a.devInfoInPodDir()), removeIfExists(devinfo.TempFor(a.devInfoInPodDir())),
+			removeIfExists(a.Socket), removePodDir(a.PodDir))
 	}))
+}
+
+// removePodDir removes the pod directory once its last attachment is gone. Temp files of
+// device-info writes killed half-way would keep it: they are looked for (a directory read) only
+// when it is not empty.
+func removePodDir(dir string) error {
+	err := syscall.Rmdir(dir)
+	switch {
+	case err == nil || errors.Is(err, syscall.ENOENT):
+		return nil
+	case errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST):
+		removeStaleTemps(dir)
+		return removeDirIfEmpty(dir)
+	}
+	return fmt.Errorf("remove %s: %w", dir, err)
 }
 
 // removeStaleTemps deletes the temp files of device-info writes that were killed half-way in a
@@ -83,7 +102,13 @@ func ownedBy(path, containerID string) bool {
 	return info.Attachment == nil || info.Attachment.ContainerID == containerID
 }
 
+// removeIfExists removes a file; a missing one is success. It unlinks first: os.Remove of a
+// missing file also tries rmdir, a second system call for the usual case.
 func removeIfExists(path string) error {
+	err := syscall.Unlink(path)
+	if err == nil || errors.Is(err, syscall.ENOENT) {
+		return nil
+	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove %s: %w", path, err)
 	}

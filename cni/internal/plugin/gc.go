@@ -4,15 +4,15 @@ import (
 	"errors"
 	"path/filepath"
 
-	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
+	"github.com/kube-fstack/kube-fstack/cni/internal/cnimain"
 
 	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
 )
 
 // GC removes the ports and files of this network's attachments that are not in the valid
 // list, including files a killed ADD left without a port, then lets IPAM collect its leases.
-func (p *Plugin) GC(args *skel.CmdArgs) error {
+func (p *Plugin) GC(args *cnimain.CmdArgs) error {
 	c, err := p.start(args.StdinData, "GC")
 	if err != nil {
 		return err
@@ -46,7 +46,7 @@ func (c *command) gcPorts(valid map[string]bool) error {
 		c.log.Info("collecting port", "port", port.Name, "container", cid, "ifname", ifname)
 		errs = append(errs, c.ovs.deletePort(c.ctx, port.Name))
 		if port.Socket != "" {
-			a := newAttachment(c.conf, &skel.CmdArgs{ContainerID: cid, IfName: ifname}, podArgs{})
+			a := newAttachment(c.conf, &cnimain.CmdArgs{ContainerID: cid, IfName: ifname}, podArgs{})
 			a.setPodDir(c.conf, filepath.Dir(port.Socket))
 			errs = append(errs, removeFiles(c.conf.SocketRoot, a))
 		}
@@ -85,7 +85,7 @@ func (c *command) gcFile(valid map[string]bool, dir, file string) error {
 		return nil
 	}
 	c.log.Info("collecting files", "dir", dir, "container", at.ContainerID, "ifname", at.IfName)
-	a := newAttachment(c.conf, &skel.CmdArgs{ContainerID: at.ContainerID, IfName: at.IfName}, podArgs{})
+	a := newAttachment(c.conf, &cnimain.CmdArgs{ContainerID: at.ContainerID, IfName: at.IfName}, podArgs{})
 	a.setPodDir(c.conf, dir)
 	return removeFiles(c.conf.SocketRoot, a)
 }

@@ -115,7 +115,8 @@ func firstUUID(rows []ovsdb.Row) (string, error) {
 
 // addPort creates Interface + Port and links them to the bridge in one transaction. The wait
 // makes the server refuse the whole transaction unless the bridge exists and is netdev; mutate
-// (not a rewrite of the ports column) lets many ADDs run concurrently. The error is the raw
+// (not a rewrite of the ports column) lets many ADDs run concurrently. The Port row gets the
+// UUID portUUID gives its name, so DEL can unlink it without looking it up. The error is the raw
 // transaction error, which createPort tells apart.
 func (o *ovs) addPort(ctx context.Context, bridge string, p *portSpec) error {
 	iface := map[string]any{
@@ -126,7 +127,7 @@ func (o *ovs) addPort(ctx context.Context, bridge string, p *portSpec) error {
 	_, err := o.transact(ctx,
 		ovsdb.WaitEqual("Bridge", nameIs(bridge), []string{"datapath_type"}, []map[string]any{{"datapath_type": "netdev"}}),
 		ovsdb.Insert("Interface", iface, "iface"),
-		ovsdb.Insert("Port", port, "port"),
+		ovsdb.InsertWithUUID("Port", port, "port", portUUID(p.Name)),
 		ovsdb.Mutate("Bridge", nameIs(bridge), []any{"ports", "insert", ovsdb.Set(ovsdb.NamedUUID("port"))}),
 	)
 	return err
@@ -155,22 +156,35 @@ func (o *ovs) unlinkPort(ctx context.Context, id string) error {
 	return err
 }
 
-// findPortForDel reads the port's Interface and its Port row's UUID in one round trip: DEL
-// needs the socket (to find the pod directory ADD used) and the UUID (to unlink it).
-func (o *ovs) findPortForDel(ctx context.Context, name string) (*portInfo, string, error) {
-	res, err := o.transact(ctx, selectInterfaces(nameIs(name)), ovsdb.Select("Port", nameIs(name), "_uuid"))
+// removePortForDel reads the port's Interface (DEL needs its socket to find the pod directory
+// ADD used) and unlinks the Port in the same transaction, by the UUID ADD gave it: one round
+// trip. A port made before ADD chose the UUID (an older fstack-cni) is found but not unlinked by
+// it; deletePort then removes it by name.
+func (o *ovs) removePortForDel(ctx context.Context, name string) (*portInfo, error) {
+	id := portUUID(name)
+	res, err := o.transact(ctx, selectInterfaces(nameIs(name)), ovsdb.Mutate("Bridge",
+		[][]any{ovsdb.Cond("ports", "includes", ovsdb.UUID(id))},
+		[]any{"ports", "delete", ovsdb.Set(ovsdb.UUID(id))}))
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	ports, err := decodePorts(res[0].Rows)
-	if err != nil {
-		return nil, "", err
-	}
-	id, err := firstUUID(res[1].Rows)
 	if err != nil || len(ports) == 0 {
-		return nil, id, err
+		return nil, err
 	}
-	return &ports[0], id, nil
+	if res[1].Count == 0 {
+		return &ports[0], o.deletePort(ctx, name)
+	}
+	return &ports[0], nil
+}
+
+// portUUID is the UUID of the Port row named name: a UUID (version 8, RFC 9562) made of the
+// name's SHA-256, so a pure function of the attachment like the name itself.
+func portUUID(name string) string {
+	s := sum256([]byte("kube-fstack.io/port/" + name))
+	s[6] = s[6]&0x0f | 0x80
+	s[8] = s[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", s[0:4], s[4:6], s[6:8], s[8:10], s[10:16])
 }
 
 // findPort returns the port's Interface, or nil when there is none.

@@ -8,12 +8,10 @@ package plugin
 import (
 	"context"
 	"io"
-	"log/slog"
 	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/kube-fstack/kube-fstack/cni/internal/cnimain"
 )
 
 // Plugin runs the CNI commands. Its fields are the dependencies tests replace.
@@ -32,15 +30,15 @@ func New() *Plugin {
 }
 
 // Funcs returns the skel callbacks.
-func (p *Plugin) Funcs() skel.CNIFuncs {
-	return skel.CNIFuncs{Add: p.Add, Del: p.Del, Check: p.Check, Status: p.Status, GC: p.GC}
+func (p *Plugin) Funcs() cnimain.Funcs {
+	return cnimain.Funcs{Add: p.Add, Del: p.Del, Check: p.Check, Status: p.Status, GC: p.GC}
 }
 
 // command is the state every CNI command starts from.
 type command struct {
 	ctx    context.Context
 	conf   *NetConf
-	log    *slog.Logger
+	log    *logger
 	ovs    *ovs
 	closer func()
 }
@@ -50,22 +48,17 @@ func (p *Plugin) start(stdin []byte, verb string) (*command, error) {
 	if err != nil {
 		return nil, err
 	}
+	if verb == "ADD" || verb == "CHECK" {
+		if err := conf.parsePrevResult(); err != nil {
+			return nil, err
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), p.Timeout)
 	logger, closeLog := p.openLog(conf.LogFile)
 	cmd := &command{ctx: ctx, conf: conf, ovs: &ovs{path: conf.OVSDBSocket},
 		log: logger.With("cmd", verb, "network", conf.Name)}
 	cmd.closer = func() { cmd.ovs.close(); cancel(); closeLog() }
 	return cmd, nil
-}
-
-// openLog appends to the configured file; stdout is never used, it carries the result.
-func (p *Plugin) openLog(path string) (*slog.Logger, func()) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
-		if f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
-			return slog.New(slog.NewJSONHandler(f, nil)), func() { _ = f.Close() }
-		}
-	}
-	return slog.New(slog.NewTextHandler(p.Stderr, nil)), func() {}
 }
 
 // logResult records how a command ended and returns err unchanged.

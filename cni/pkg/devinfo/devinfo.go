@@ -104,13 +104,28 @@ func TempFor(path string) string {
 // plugin treats an unreadable device info as the attachment's own). An fsync costs milliseconds
 // on such a disk, a large part of an ADD.
 func Write(path string, info *Info) error {
-	if err := info.Validate(); err != nil {
+	data, err := Encode(info)
+	if err != nil {
 		return err
+	}
+	return WriteEncoded(path, data)
+}
+
+// Encode validates info and returns what Write stores, so a writer of the same document to
+// several paths encodes it once.
+func Encode(info *Info) ([]byte, error) {
+	if err := info.Validate(); err != nil {
+		return nil, err
 	}
 	data, err := json.MarshalIndent(info, "", "  ")
 	if err != nil {
-		return fmt.Errorf("devinfo: %w", err)
+		return nil, fmt.Errorf("devinfo: %w", err)
 	}
+	return append(data, '\n'), nil
+}
+
+// WriteEncoded is Write of a document Encode returned.
+func WriteEncoded(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("devinfo: %w", err)
@@ -125,7 +140,7 @@ func writeAtomic(path string, data []byte) error {
 	}
 	defer os.Remove(tmp.Name()) // no-op once renamed
 	// Chmod: the umask may have narrowed the mode, and the dataplane reads as another user.
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
+	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
 		return fmt.Errorf("devinfo: %w", err)
 	}

@@ -14,8 +14,11 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"sync"
 	"time"
+
+	"github.com/kube-fstack/kube-fstack/cni/internal/jsonw"
 )
 
 // ErrClosed is returned for calls on a client whose connection has failed or been closed.
@@ -31,18 +34,15 @@ type Client struct {
 	broken bool
 }
 
-type request struct {
-	Method string `json:"method"`
-	Params []any  `json:"params"`
-	ID     any    `json:"id"`
-}
+// response is one message from the server, member by member: a reply ("result", "error",
+// "id") or a request of its own ("method", "params", "id"). A map rather than a struct, so
+// decoding it needs no reflection set-up (see jsonw).
+type response map[string]json.RawMessage
 
-type response struct {
-	Result json.RawMessage `json:"result"`
-	Error  json.RawMessage `json:"error"`
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
+func (r response) method() string {
+	var m string
+	_ = json.Unmarshal(r["method"], &m)
+	return m
 }
 
 // Dial connects to the unix socket at path (for example /var/run/openvswitch/db.sock).
@@ -86,7 +86,11 @@ func (c *Client) call(ctx context.Context, method string, params []any) (json.Ra
 	defer stop()
 	c.nextID++
 	id := c.nextID
-	if err := c.enc.Encode(request{Method: method, Params: params, ID: id}); err != nil {
+	req, err := encodeRequest(method, params, id)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.conn.Write(req); err != nil {
 		return nil, c.fail(ctx, err)
 	}
 	for {
@@ -94,50 +98,62 @@ func (c *Client) call(ctx context.Context, method string, params []any) (json.Ra
 		if err := c.dec.Decode(&msg); err != nil {
 			return nil, c.fail(ctx, err)
 		}
-		if msg.Method != "" {
+		if msg.method() != "" {
 			if err := c.answerServer(msg); err != nil {
 				return nil, c.fail(ctx, err)
 			}
 			continue
 		}
 		var got uint64
-		if json.Unmarshal(msg.ID, &got) != nil || got != id {
+		if json.Unmarshal(msg["id"], &got) != nil || got != id {
 			continue // a late reply to a request we gave up on
 		}
-		if len(msg.Error) > 0 && string(msg.Error) != "null" {
-			return nil, fmt.Errorf("ovsdb: %s: %s", method, msg.Error)
+		if e := msg["error"]; len(e) > 0 && string(e) != "null" {
+			return nil, fmt.Errorf("ovsdb: %s: %s", method, e)
 		}
-		return msg.Result, nil
+		return msg["result"], nil
 	}
 }
 
+// encodeRequest writes {"method":..,"params":[..],"id":n} with jsonw: encoding/json would build
+// its reflection encoders for every type in the params on each CNI call.
+func encodeRequest(method string, params []any, id uint64) ([]byte, error) {
+	b := jsonw.AppendString(append(make([]byte, 0, 1024), `{"method":`...), method)
+	b, err := jsonw.AppendValue(append(b, `,"params":`...), params)
+	if err != nil {
+		return nil, fmt.Errorf("ovsdb: encode %s: %w", method, err)
+	}
+	b = strconv.AppendUint(append(b, `,"id":`...), id, 10)
+	return append(b, '}', '\n'), nil
+}
+
 func (c *Client) answerServer(msg response) error {
-	if msg.Method != "echo" {
+	if msg.method() != "echo" {
 		return nil // notifications ("update", "locked", ...) are of no interest here
 	}
 	var params []any
-	_ = json.Unmarshal(msg.Params, &params)
+	_ = json.Unmarshal(msg["params"], &params)
 	return c.enc.Encode(struct {
 		Result []any           `json:"result"`
 		Error  any             `json:"error"`
 		ID     json.RawMessage `json:"id"`
-	}{Result: params, ID: msg.ID})
+	}{Result: params, ID: msg["id"]})
 }
 
-// applyDeadline maps the context onto the socket, so a hung server cannot hang the caller.
+// applyDeadline maps the context onto the socket, so a hung server cannot hang the caller. The
+// cancellation hook is a context.AfterFunc rather than a goroutine waiting on ctx.Done: starting
+// a goroutine per call wakes a second thread to run it, a scheduler hand-off that a busy node
+// makes wait behind other work, while AfterFunc costs nothing until the context ends.
 func (c *Client) applyDeadline(ctx context.Context) func() {
 	if dl, ok := ctx.Deadline(); ok {
 		_ = c.conn.SetDeadline(dl)
 	}
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-			_ = c.conn.SetDeadline(time.Unix(1, 0))
-		case <-done:
+	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(time.Unix(1, 0)) })
+	return func() {
+		if stop() {
+			_ = c.conn.SetDeadline(time.Time{})
 		}
-	}()
-	return func() { close(done); _ = c.conn.SetDeadline(time.Time{}) }
+	}
 }
 
 // fail marks the connection unusable: after an I/O error the stream position is unknown.

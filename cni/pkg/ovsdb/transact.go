@@ -48,22 +48,54 @@ func IsConstraintViolation(err error) bool {
 	return errors.As(err, &tx) && tx.Err == "constraint violation"
 }
 
+// IsDuplicateUUID reports whether err is an insert refused because a row with the UUID it asked
+// for (InsertWithUUID) exists.
+func IsDuplicateUUID(err error) bool {
+	var tx *TxError
+	return errors.As(err, &tx) && tx.Err == "duplicate uuid"
+}
+
 // Transact runs ops atomically on database db.
 func (c *Client) Transact(ctx context.Context, db string, ops ...Op) ([]Result, error) {
 	params := make([]any, 0, len(ops)+1)
 	params = append(params, db)
 	for _, op := range ops {
-		params = append(params, op)
+		params = append(params, map[string]any(op))
 	}
 	raw, err := c.call(ctx, "transact", params)
 	if err != nil {
 		return nil, err
 	}
-	var results []Result
-	if err := json.Unmarshal(raw, &results); err != nil {
+	results, err := decodeResults(raw)
+	if err != nil {
 		return nil, fmt.Errorf("ovsdb: decode transact result: %w", err)
 	}
 	return results, checkResults(ops, results)
+}
+
+// decodeResults reads the results member by member into Result (a null, for an operation after
+// a failed one, is an empty Result): through maps, so without encoding/json's per-struct
+// reflection set-up, which each CNI call paid again.
+func decodeResults(raw json.RawMessage) ([]Result, error) {
+	var wire []map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &wire); err != nil {
+		return nil, err
+	}
+	results := make([]Result, len(wire))
+	for i, m := range wire {
+		r := &results[i]
+		for _, f := range []struct {
+			name string
+			dst  any
+		}{{"count", &r.Count}, {"uuid", &r.UUID}, {"rows", &r.Rows}, {"error", &r.Error}, {"details", &r.Details}} {
+			if v, ok := m[f.name]; ok {
+				if err := json.Unmarshal(v, f.dst); err != nil {
+					return nil, fmt.Errorf("%s: %w", f.name, err)
+				}
+			}
+		}
+	}
+	return results, nil
 }
 
 func checkResults(ops []Op, results []Result) error {
@@ -101,6 +133,15 @@ func Insert(table string, row map[string]any, uuidName string) Op {
 	if uuidName != "" {
 		op["uuid-name"] = uuidName
 	}
+	return op
+}
+
+// InsertWithUUID is Insert of a row whose UUID the client chooses (an Open vSwitch extension of
+// RFC 7047, in ovsdb-server since 2.14 or so; 3.1 is what the project runs), so later
+// transactions can name the row without looking it up first.
+func InsertWithUUID(table string, row map[string]any, uuidName, uuid string) Op {
+	op := Insert(table, row, uuidName)
+	op["uuid"] = uuid
 	return op
 }
 

@@ -173,19 +173,21 @@ func TestCheckFailsWhenThePortIsGone(t *testing.T) {
 }
 
 // A second ADD of the same attachment (a runtime that lost its state retries) replaces the
-// port the first left, instead of failing on OVSDB's unique port name or keeping it.
+// port the first left, instead of failing on OVSDB's unique port name or the Port's UUID (the
+// same for both: ADD derives it from the name) or keeping it. The Interface row's UUID, which
+// OVSDB chooses, tells the replacement from the original.
 func TestAddAgainReplacesTheStalePort(t *testing.T) {
 	n, p := newNet(t, "1.1.0"), newPod(700)
 	n.withIPAM = false // host-local refuses a second lease for the same attachment
 	n.mustAdd(p)
-	first := vsctlGet(t, "Port", ports(t)[0], "_uuid")
+	first := vsctlGet(t, "Interface", ports(t)[0], "_uuid")
 	n.mustAdd(p)
 	names := ports(t)
 	if len(names) != 1 {
 		t.Fatalf("ports after the second ADD: %v", names)
 	}
-	if second := vsctlGet(t, "Port", names[0], "_uuid"); second == first {
-		t.Errorf("the second ADD kept the first ADD's port %s", first)
+	if second := vsctlGet(t, "Interface", names[0], "_uuid"); second == first {
+		t.Errorf("the second ADD kept the first ADD's port (interface %s)", first)
 	}
 	sock := vsctlGet(t, "Interface", names[0], "options:vhost-server-path")
 	if want := filepath.Join(n.socketRoot(), p.uid, "net1.sock"); sock != want {
