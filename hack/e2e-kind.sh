@@ -21,6 +21,7 @@ OVS_DB_SOCK=/var/run/openvswitch/db.sock
 die() { echo "e2e-kind: $*" >&2; exit 1; }
 
 command -v docker >/dev/null || die "Docker is required (kind runs the node as a container)"
+KUBECTL="$(command -v kubectl)" || die "kubectl is required on PATH"
 [ -S "$OVS_DB_SOCK" ] || die "no OVS database at $OVS_DB_SOCK: start OVS-DPDK on the host (see README, kind)"
 [ "$(ovs-vsctl --db="unix:$OVS_DB_SOCK" get bridge br-fstack datapath_type 2>/dev/null)" = netdev ] \
   || die "the host's OVS needs a netdev bridge br-fstack"
@@ -45,7 +46,7 @@ docker exec -i "$NODE" ctr -n k8s.io images import --base-name localhost/kube-fs
 KUBECONFIG="$KUBECONFIG_KIND" "$HELM" upgrade --install kube-fstack charts/kube-fstack -n kube-fstack-system \
   --create-namespace -f hack/kind/values.yaml --wait --timeout 5m
 
-export E2E_KUBECONFIG="$KUBECONFIG_KIND" E2E_KUBECTL="$(command -v kubectl)" E2E_OVSDB_SOCK="$OVS_DB_SOCK" \
+export E2E_KUBECONFIG="$KUBECONFIG_KIND" E2E_KUBECTL="$KUBECTL" E2E_OVSDB_SOCK="$OVS_DB_SOCK" \
   E2E_OVS_NETNS="${E2E_OVS_NETNS:-}" E2E_OVS_BRIDGE=br-fstack E2E_SOCKET_ROOT=/var/run/kube-fstack/vhost \
   E2E_LOG_DIR=/var/log/kube-fstack E2E_OPERATOR_NAMESPACE=kube-fstack-system E2E_RELEASE=kube-fstack \
   E2E_DATAPLANE_IMAGE=localhost/kube-fstack/dataplane-standin:dev E2E_NODE="$NODE" \
