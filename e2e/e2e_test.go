@@ -42,7 +42,7 @@ const (
 	appCont    = "app"
 	stackAddr  = "10.99.0.10"
 	peerAddr   = "10.99.0.99/24"
-	hugeAmount = "256Mi"
+	hugeAmount = framework.StackHugePages
 )
 
 var env *framework.Env
@@ -56,33 +56,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// The namespaces, the StackInstance and the workload, as a user writes them.
+// The namespaces and the StackInstance, as a user writes them.
 func manifests() string {
-	return fmt.Sprintf(`apiVersion: v1
-kind: Namespace
-metadata:
-  name: %[1]s
-  labels: {kubefstack.io/injection: enabled}
----
-apiVersion: v1
-kind: Namespace
-metadata:
-  name: %[2]s
----
-apiVersion: kubefstack.io/v1alpha1
-kind: StackInstance
-metadata: {name: %[3]s, namespace: %[1]s}
-spec:
-  processes: 1
-  ports:
-  - name: data
-    attachment: %[6]s
-    device:
-      vhostUser: {queues: 1, mac: "02:fe:00:00:00:0e"}
-    ipv4: {address: %[4]s/24, gateway: 10.99.0.1}
-  dataplane:
-    hugePages: {amount: %[5]s}
-`, injectedNS, plainNS, stackName, stackAddr, hugeAmount, env.Attachment)
+	return env.SetupManifests(injectedNS, plainNS, stackName, stackAddr, "02:fe:00:00:00:0e")
 }
 
 // The app is the stand-in image's dpdk-proc-info attaching to the dataplane's primary as a

@@ -39,26 +39,7 @@ func run(n int) error {
 	if err != nil {
 		return err
 	}
-	setup := fmt.Sprintf(`apiVersion: v1
-kind: Namespace
-metadata: {name: %[1]s, labels: {kubefstack.io/injection: enabled}}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: %[2]s}
----
-apiVersion: kubefstack.io/v1alpha1
-kind: StackInstance
-metadata: {name: %[3]s, namespace: %[1]s}
-spec:
-  processes: 1
-  ports:
-  - name: data
-    attachment: eth0
-    device: {vhostUser: {queues: 1}}
-    ipv4: {address: 10.99.0.20/24, gateway: 10.99.0.1}
-  dataplane: {hugePages: {amount: 256Mi}}
-`, injectedNS, plainNS, stackName)
+	setup := env.SetupManifests(injectedNS, plainNS, stackName, "10.99.0.20", "02:fe:00:00:00:14")
 	if out, err := env.KubectlIn([]byte(setup), "apply", "-f", "-"); err != nil {
 		return fmt.Errorf("%w: %s", err, out)
 	}

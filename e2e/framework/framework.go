@@ -171,6 +171,36 @@ func (e *Env) IPInOVSNetns(args ...string) (string, error) {
 	return Run("ip", args...)
 }
 
+// SetupManifests is what both the suite and the benchmark start from: a namespace opted into
+// injection, one that is not, and in the first a one-process StackInstance with a vhost-user port
+// on the attachment fstack-cni serves, at addr (a /24 of fstack-cni's bridge) with hugepages
+// 256Mi, so it fits beside a small app on the local cluster's one exclusive CPU.
+func (e *Env) SetupManifests(injectedNS, plainNS, stack, addr, mac string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Namespace
+metadata: {name: %[1]s, labels: {kubefstack.io/injection: enabled}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: %[2]s}
+---
+apiVersion: kubefstack.io/v1alpha1
+kind: StackInstance
+metadata: {name: %[3]s, namespace: %[1]s}
+spec:
+  processes: 1
+  ports:
+  - name: data
+    attachment: %[6]s
+    device: {vhostUser: {queues: 1, mac: "%[5]s"}}
+    ipv4: {address: %[4]s/24, gateway: 10.99.0.1}
+  dataplane: {hugePages: {amount: %[7]s}}
+`, injectedNS, plainNS, stack, addr, mac, e.Attachment, StackHugePages)
+}
+
+// StackHugePages is the hugepage memory of SetupManifests' StackInstance.
+const StackHugePages = "256Mi"
+
 // Run runs a host command and returns its combined output.
 func Run(name string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
