@@ -7,6 +7,8 @@
 #   (ctr -n k8s.io images import --base-name localhost/kube-fstack/cni .cache/images/cni.tar)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=hack/cluster/lib.sh
+source hack/cluster/lib.sh
 
 TAG=dev
 OUT=$PWD/.cache/images/cni.tar
@@ -26,11 +28,6 @@ if [ -f "$OUT" ] && [ "$(cat "${OUT%.tar}.sum" 2>/dev/null)" = "$sum" ]; then
   echo "image-cni: $OUT is up to date"; exit 0
 fi
 
-umoci init --layout "$work/layout"
-umoci new --image "$work/layout:$TAG"
-umoci insert --image "$work/layout:$TAG" "$work/root" / >/dev/null
-umoci config --image "$work/layout:$TAG" --config.entrypoint /usr/local/bin/fstack-cni-installer
-umoci gc --layout "$work/layout"
-tar -C "$work/layout" -cf "$OUT.tmp" . && mv "$OUT.tmp" "$OUT"
+pack "$OUT" "$TAG" /usr/local/bin/fstack-cni-installer "$work/root"
 echo "$sum" >"${OUT%.tar}.sum"
 echo "image-cni: $OUT (import as localhost/kube-fstack/cni:$TAG)"

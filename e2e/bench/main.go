@@ -69,13 +69,13 @@ func run(n int) error {
 	}
 	mi, mp := median(injected), median(plain)
 	fmt.Printf("pod create -> Ready, %d pods each, interleaved (one pod at a time)\n", n)
-	fmt.Printf("  without injection: p50 %v  max %v\n", mi0(mp), mi0(slices.Max(plain)))
-	fmt.Printf("  injected:          p50 %v  max %v\n", mi0(mi), mi0(slices.Max(injected)))
+	fmt.Printf("  without injection: p50 %v  max %v\n", ms(mp), ms(slices.Max(plain)))
+	fmt.Printf("  injected:          p50 %v  max %v\n", ms(mi), ms(slices.Max(injected)))
 	fmt.Printf("  ratio injected/plain p50: %.2fx (goal <= 1.5x)\n", float64(mi)/float64(mp))
 	return nil
 }
 
-func mi0(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+func ms(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 
 func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fstackv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/nodetest"
 )
 
 // Env is the cluster under test, described by the variables hack/e2e.sh exports (it takes them
@@ -101,31 +102,36 @@ func FromEnv() (*Env, error) {
 	return e, nil
 }
 
-// KubectlIn runs kubectl against the cluster with stdin (may be nil).
+// KubectlIn runs kubectl against the cluster with stdin (may be nil) and returns its combined
+// output.
 func (e *Env) KubectlIn(stdin []byte, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*e.CallTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, e.KubectlBin, append([]string{"--kubeconfig", e.Kubeconfig}, args...)...)
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return string(out), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
-	}
-	return string(out), nil
+	return e.kubectl(stdin, true, args)
 }
 
 // KubectlStdout runs kubectl and returns its stdout alone (stderr goes into the error): for
 // `kubectl exec`, whose stderr carries the container's warnings.
 func (e *Env) KubectlStdout(args ...string) (string, error) {
+	return e.kubectl(nil, false, args)
+}
+
+func (e *Env) kubectl(stdin []byte, combined bool, args []string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*e.CallTimeout)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, e.KubectlBin, append([]string{"--kubeconfig", e.Kubeconfig}, args...)...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if combined {
+		cmd.Stderr = &stdout
+	}
 	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(stderr.Bytes()))
+		msg := stderr.Bytes()
+		if combined {
+			msg = stdout.Bytes()
+		}
+		return stdout.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(msg))
 	}
 	return stdout.String(), nil
 }
@@ -159,16 +165,8 @@ func (e *Env) NodeRead(path string) ([]byte, error) {
 	if len(e.NodeExec) == 0 {
 		return os.ReadFile(path)
 	}
-	out, err := Run(e.NodeExec[0], append(e.NodeExec[1:], "cat", path)...)
+	out, err := nodetest.Run(e.NodeExec[0], append(e.NodeExec[1:], "cat", path)...)
 	return []byte(out), err
-}
-
-// IPInOVSNetns runs `ip` in the network namespace of ovs-vswitchd.
-func (e *Env) IPInOVSNetns(args ...string) (string, error) {
-	if e.OVSNetns != "" {
-		args = append([]string{"-n", e.OVSNetns}, args...)
-	}
-	return Run("ip", args...)
 }
 
 // SetupManifests is what both the suite and the benchmark start from: a namespace opted into
@@ -200,17 +198,6 @@ spec:
 
 // StackHugePages is the hugepage memory of SetupManifests' StackInstance.
 const StackHugePages = "256Mi"
-
-// Run runs a host command and returns its combined output.
-func Run(name string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
-	if err != nil {
-		return string(out), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, bytes.TrimSpace(out))
-	}
-	return string(out), nil
-}
 
 // Poll calls cond every interval until it returns true, an error, or the timeout passes; the
 // returned error names what was awaited and the last reason cond gave.

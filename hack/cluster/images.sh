@@ -13,24 +13,6 @@ BASE="$CACHE/rootfs/base"
 STANDIN_TAR="$ROOT/.cache/images/dataplane-standin.tar"
 CNI_TAR="$ROOT/.cache/images/cni.tar"
 
-# pack OUT TAG ENTRYPOINT DIR... [-- CMD...]: one image from directories inserted at /.
-pack() {
-  local out="$1" tag="$2" entry="$3" work; shift 3
-  local dirs=() cmd=()
-  while [ $# -gt 0 ] && [ "$1" != "--" ]; do dirs+=("$1"); shift; done
-  [ $# -gt 0 ] && shift
-  cmd=("$@")
-  work="$(mktemp -d "$CACHE/pack.XXXXXX")"
-  umoci init --layout "$work/layout"
-  umoci new --image "$work/layout:$tag"
-  local d
-  for d in "${dirs[@]}"; do umoci insert --image "$work/layout:$tag" "$d" / >/dev/null; done
-  umoci config --image "$work/layout:$tag" --config.entrypoint "$entry" "${cmd[@]/#/--config.cmd=}"
-  umoci gc --layout "$work/layout"
-  tar -C "$work/layout" -cf "$out.tmp" . && mv "$out.tmp" "$out"
-  rm -rf "$work"
-}
-
 # The pause container only has to hold the sandbox's namespaces: sleep until told to stop, and
 # reap children so a shared PID namespace never fills with zombies.
 build_pause() {

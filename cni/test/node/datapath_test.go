@@ -35,12 +35,8 @@ func TestDataPathPingThroughVhostUserPort(t *testing.T) {
 	}
 	peer := addVethPeer(t, "10.99.0.200/24")
 	podIP := strings.Split(info.IPs[0], "/")[0]
-	if err := pingUntilReply(peer, podIP); err != nil {
-		t.Fatal(err)
-	}
-	out, err := nodetest.Run("ip", "netns", "exec", peer, "ping", "-c", "3", "-i", "0.2", "-W", "2", podIP)
-	if err != nil || !strings.Contains(out, "3 received") {
-		t.Fatalf("ping %s through the vhost-user port: %v\n%s", podIP, err, out)
+	if _, err := peer.Ping(podIP, 1); err != nil {
+		t.Fatalf("ping through the vhost-user port: %v", err)
 	}
 }
 
@@ -83,45 +79,13 @@ func stopTestpmd(t *testing.T, cmd *exec.Cmd, stdin io.WriteCloser, logPath, pre
 	}
 }
 
-// addVethPeer attaches one end of a veth to the bridge (in OVS's namespace) and puts the other,
-// with addr, in a new namespace; it returns that namespace.
-func addVethPeer(t *testing.T, addr string) string {
+// addVethPeer puts a host with addr on the bridge, in a namespace of its own.
+func addVethPeer(t *testing.T, addr string) *nodetest.Peer {
 	t.Helper()
-	ns := fmt.Sprintf("fsk-peer-%d", os.Getpid())
-	if err := nodetest.AddNetns(ns); err != nil {
+	peer, err := nodetest.AttachPeer(env.ovs.Vsctl, env.ovs.Netns, bridge, fmt.Sprintf("fsk-peer-%d", os.Getpid()), "fskv", addr)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { nodetest.DelNetns(ns) })
-	steps := [][]string{
-		{"ip", "-n", env.ovs.Netns, "link", "add", "fskvo", "type", "veth", "peer", "name", "fskvp", "netns", ns},
-		{"ip", "-n", env.ovs.Netns, "link", "set", "fskvo", "up"},
-		{"ip", "-n", ns, "addr", "add", addr, "dev", "fskvp"},
-		{"ip", "-n", ns, "link", "set", "fskvp", "up"},
-	}
-	for _, s := range steps {
-		if _, err := nodetest.Run(s[0], s[1:]...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := env.ovs.Vsctl("--timeout=30", "add-port", bridge, "fskvo"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = env.ovs.Vsctl("--timeout=30", "del-port", bridge, "fskvo")
-		_, _ = nodetest.Run("ip", "-n", env.ovs.Netns, "link", "del", "fskvo")
-	})
-	return ns
-}
-
-// pingUntilReply allows the first packets to go while ports come up and ARP resolves; it is a
-// bounded number of tries, not a time limit.
-func pingUntilReply(ns, ip string) error {
-	var out string
-	var err error
-	for range 20 {
-		if out, err = nodetest.Run("ip", "netns", "exec", ns, "ping", "-c", "1", "-W", "1", ip); err == nil {
-			return nil
-		}
-	}
-	return fmt.Errorf("no reply from %s after 20 pings: %w\n%s", ip, err, out)
+	t.Cleanup(peer.Close)
+	return peer
 }

@@ -96,25 +96,14 @@ func assertRenderedEAL(t *testing.T, d *dataplane) {
 	}
 }
 
-func pingThrough(t *testing.T, ns, ip string) {
+// pingThrough pings ip from the peer. Busy-polling testpmds, OVS's PMD and the rest of the
+// machine share 2 CPUs, so a burst can lose a packet while a forwarding thread is descheduled:
+// a few bursts are allowed, one of which must get every reply.
+func pingThrough(t *testing.T, peer *nodetest.Peer, ip string) {
 	t.Helper()
-	for range 30 {
-		if _, err := nodetest.Run("ip", "netns", "exec", ns, "ping", "-c", "1", "-W", "1", ip); err == nil {
-			break
-		}
+	if _, err := peer.Ping(ip, 5); err != nil {
+		t.Fatalf("ping through the vhost-user port: %v", err)
 	}
-	// Busy-polling testpmds, OVS's PMD and the rest of the machine share 2 CPUs, so a burst
-	// can lose a packet while a forwarding thread is descheduled: a few bursts are allowed, one
-	// of which must get every reply.
-	var out string
-	var err error
-	for range 5 {
-		out, err = nodetest.Run("ip", "netns", "exec", ns, "ping", "-c", "3", "-i", "0.2", "-W", "2", ip)
-		if err == nil && strings.Contains(out, "3 received") {
-			return
-		}
-	}
-	t.Fatalf("ping %s through the vhost-user port: no burst of 3 got 3 replies in 5 tries: %v\n%s", ip, err, out)
 }
 
 var rxPackets = regexp.MustCompile(`(?m)^\s*RX-packets:\s*(\d+)`)
@@ -162,32 +151,13 @@ func assertTelemetryAndMetrics(t *testing.T, p *pod, d *dataplane) {
 	}
 }
 
-// addVethPeer attaches a veth end to the bridge (in OVS's namespace) and puts its peer, with
-// addr, in a new namespace.
-func addVethPeer(t *testing.T, addr string) string {
+// addVethPeer puts a host with addr on the bridge, in a namespace of its own.
+func addVethPeer(t *testing.T, addr string) *nodetest.Peer {
 	t.Helper()
-	ns := fmt.Sprintf("fsk-dpp-%d", os.Getpid())
-	must(t, nodetest.AddNetns(ns))
-	t.Cleanup(func() { nodetest.DelNetns(ns) })
-	steps := [][]string{
-		{"ip", "-n", env.ovs.Netns, "link", "add", "fskdo", "type", "veth", "peer", "name", "fskdp", "netns", ns},
-		{"ip", "-n", env.ovs.Netns, "link", "set", "fskdo", "up"},
-		{"ip", "-n", ns, "addr", "add", addr, "dev", "fskdp"},
-		{"ip", "-n", ns, "link", "set", "fskdp", "up"},
-	}
-	for _, s := range steps {
-		if _, err := nodetest.Run(s[0], s[1:]...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := env.ovs.Vsctl("--timeout=30", "add-port", bridge, "fskdo"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = env.ovs.Vsctl("--timeout=30", "del-port", bridge, "fskdo")
-		_, _ = nodetest.Run("ip", "-n", env.ovs.Netns, "link", "del", "fskdo")
-	})
-	return ns
+	peer, err := nodetest.AttachPeer(env.ovs.Vsctl, env.ovs.Netns, bridge, fmt.Sprintf("fsk-dpp-%d", os.Getpid()), "fskd", addr)
+	must(t, err)
+	t.Cleanup(peer.Close)
+	return peer
 }
 
 // The CPUs come from the container's real cpuset cgroup: one CPU cannot host two processes, and
