@@ -150,7 +150,7 @@ e2e-kind: ## The same suite on a kind cluster with Multus (needs internet, Docke
 	hack/e2e-kind.sh
 
 .PHONY: bench-cluster
-bench-cluster: $(HELM) ## Pod create -> Ready on the local cluster, injected vs not injected, in one run (prints the ratio).
+bench-cluster: $(HELM) ## Pod create -> Ready on the local cluster, injected, not injected and two native-sidecar floors, in one run (prints ratios).
 	hack/bench-cluster.sh
 
 ##@ Lint

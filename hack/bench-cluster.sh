@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Pod create -> Ready on the local cluster, injected vs the same pod without injection, in one
+# Pod create -> Ready on the local cluster, injected vs the same pod without injection (and two
+# floors: that pod with a do-nothing native sidecar, without and with probes), in one
 # run (e2e/bench). Uses a running cluster with the chart installed, or brings both up first
 # (hack/e2e.sh's way) and leaves them up. Prints p50s and the ratio.
 set -euo pipefail

@@ -2,6 +2,13 @@
 // pod create → Ready for a pod bound to a StackInstance in an opted-in namespace (injected: the
 // dataplane starts, the launcher waits for it, then the app) against the same pod in a namespace
 // that did not opt in, interleaved in one run, and prints medians and the ratio.
+//
+// Two more arms are floors that no injector can go below: the plain pod with a do-nothing native
+// sidecar, without probes and with the probes the architecture asks for (a startup probe, so the
+// dataplane is up before the app, and a readiness probe). The kubelet starts a pod's app
+// containers only in the sync after the one that saw its sidecar running (and, with a startup
+// probe, after the probe passed), and every sync waits for the next PLEG relist, once a second
+// on a kubelet without evented PLEG; the floors measure what that costs here.
 package main
 
 import (
@@ -15,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/kube-fstack/kube-fstack/e2e/framework"
 )
@@ -49,30 +57,46 @@ func run(n int) error {
 	if _, err := env.Kubectl("wait", "-n", injectedNS, "--for=condition=Valid", "stackinstance/"+stackName, "--timeout=60s"); err != nil {
 		return err
 	}
+	arms := []*arm{
+		{name: "without injection", ns: plainNS, pod: func(ns, name string) *corev1.Pod { return pod(ns, name) }},
+		{name: "injected", ns: injectedNS, pod: func(ns, name string) *corev1.Pod { return pod(ns, name) }},
+		{name: "floor: do-nothing sidecar", ns: plainNS, pod: func(ns, name string) *corev1.Pod { return withSidecar(pod(ns, name), false) }},
+		{name: "floor: sidecar with probes", ns: plainNS, pod: func(ns, name string) *corev1.Pod { return withSidecar(pod(ns, name), true) }},
+	}
 	// One warm-up of each, so first-use costs (image layers, the webhook's cache) are not counted.
-	var injected, plain []time.Duration
 	for i := -1; i < n; i++ {
-		for _, ns := range []string{injectedNS, plainNS} {
-			d, err := createToReady(env, ns, fmt.Sprintf("p%d", i+1))
+		for j, a := range arms {
+			d, err := createToReady(env, a.ns, a.pod(a.ns, fmt.Sprintf("a%d-p%d", j, i+1)))
 			if err != nil {
 				return err
 			}
-			if i < 0 {
-				continue
-			}
-			if ns == injectedNS {
-				injected = append(injected, d)
-			} else {
-				plain = append(plain, d)
+			if i >= 0 {
+				a.times = append(a.times, d)
 			}
 		}
 	}
-	mi, mp := median(injected), median(plain)
 	fmt.Printf("pod create -> Ready, %d pods each, interleaved (one pod at a time)\n", n)
-	fmt.Printf("  without injection: p50 %v  max %v\n", ms(mp), ms(slices.Max(plain)))
-	fmt.Printf("  injected:          p50 %v  max %v\n", ms(mi), ms(slices.Max(injected)))
-	fmt.Printf("  ratio injected/plain p50: %.2fx (goal <= 1.5x)\n", float64(mi)/float64(mp))
+	for _, a := range arms {
+		fmt.Printf("  %-28s p50 %-8v max %v\n", a.name+":", ms(median(a.times)), ms(slices.Max(a.times)))
+	}
+	plain, injected, bare, probed := arms[0], arms[1], arms[2], arms[3]
+	ratio := func(a, b *arm) float64 { return float64(median(a.times)) / float64(median(b.times)) }
+	line := func(what string, a, b *arm, tail string) {
+		fmt.Printf("%-58s %.2fx %s\n", what+", p50:", ratio(a, b), tail)
+	}
+	line("injected / without injection", injected, plain, "(goal <= 1.5x)")
+	line("floor: do-nothing native sidecar / without", bare, plain, "(no native sidecar can do better)")
+	line("floor: sidecar with startup+readiness probes / without", probed, plain, "(the architecture's sidecar)")
+	line("injected / that floor", injected, probed, "(what the dataplane itself adds)")
 	return nil
+}
+
+// arm is one kind of pod, timed from create to Ready.
+type arm struct {
+	name  string
+	ns    string
+	pod   func(ns, name string) *corev1.Pod
+	times []time.Duration
 }
 
 func ms(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
@@ -85,12 +109,13 @@ func median(ds []time.Duration) time.Duration {
 
 // createToReady creates the pod, waits until it is Ready, then deletes it and waits until it and
 // (for an injected pod) its CPU and hugepages are free again, so the next pod starts alike.
-func createToReady(env *framework.Env, ns, name string) (time.Duration, error) {
+func createToReady(env *framework.Env, ns string, want *corev1.Pod) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	pods := env.Clientset.CoreV1().Pods(ns)
+	name := want.Name
 	start := time.Now()
-	created, err := pods.Create(ctx, pod(ns, name), metav1.CreateOptions{})
+	created, err := pods.Create(ctx, want, metav1.CreateOptions{})
 	if err != nil {
 		return 0, fmt.Errorf("create %s/%s: %w", ns, name, err)
 	}
@@ -141,4 +166,29 @@ func pod(ns, name string) *corev1.Pod {
 			}},
 		},
 	}
+}
+
+// floorConf makes the floor's sidecar an HTTP server on its own port (the app's Nginx has 80).
+const floorConf = `events {} http { access_log off; server { listen 8099; return 204; } }`
+
+// withSidecar adds a native sidecar that does nothing but exist (the pause image), or, with
+// probes, one that answers the same startup and readiness probes the injector gives the
+// dataplane (Nginx on 8099, same periods and thresholds), so the two floors differ from the
+// injected pod only by what the dataplane does.
+func withSidecar(p *corev1.Pod, probes bool) *corev1.Pod {
+	always := corev1.ContainerRestartPolicyAlways
+	res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("32Mi")}
+	c := corev1.Container{Name: "sidecar", Image: "localhost/pause:3.10", ImagePullPolicy: corev1.PullIfNotPresent,
+		RestartPolicy: &always, Resources: corev1.ResourceRequirements{Limits: res, Requests: res}}
+	if probes {
+		c.Image = "localhost/nginx:1.22"
+		c.Command = []string{"sh", "-c", "echo '" + floorConf + "' >/tmp/floor.conf && exec nginx -c /tmp/floor.conf -g 'daemon off; pid /tmp/floor.pid;'"}
+		probe := func(failures int32) *corev1.Probe {
+			return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(8099)}},
+				PeriodSeconds: 1, FailureThreshold: failures, TimeoutSeconds: 1}
+		}
+		c.StartupProbe, c.ReadinessProbe = probe(300), probe(3)
+	}
+	p.Spec.InitContainers = append(p.Spec.InitContainers, c)
+	return p
 }
