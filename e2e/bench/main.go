@@ -58,8 +58,8 @@ func run(n int) error {
 		return err
 	}
 	arms := []*arm{
-		{name: "without injection", ns: plainNS, pod: func(ns, name string) *corev1.Pod { return pod(ns, name) }},
-		{name: "injected", ns: injectedNS, pod: func(ns, name string) *corev1.Pod { return pod(ns, name) }},
+		{name: "without injection", ns: plainNS, pod: pod},
+		{name: "injected", ns: injectedNS, pod: pod},
 		{name: "floor: do-nothing sidecar", ns: plainNS, pod: func(ns, name string) *corev1.Pod { return withSidecar(pod(ns, name), false) }},
 		{name: "floor: sidecar with probes", ns: plainNS, pod: func(ns, name string) *corev1.Pod { return withSidecar(pod(ns, name), true) }},
 	}
