@@ -136,8 +136,10 @@ wait_for() {
 
 kc() { kubectl --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
 
+# RUNTIME_DIRECTORY keeps ovs-vswitchd's DPDK runtime dir (telemetry and multi-process sockets)
+# in OVS_DIR too; by default it is /var/run/dpdk/<prefix>, which DPDK never removes.
 ovs_env() {
-  export OVS_RUNDIR="$OVS_DIR" OVS_DBDIR="$OVS_DIR" OVS_LOGDIR="$OVS_DIR" OVS_SYSCONFDIR="$OVS_DIR"
+  export OVS_RUNDIR="$OVS_DIR" OVS_DBDIR="$OVS_DIR" OVS_LOGDIR="$OVS_DIR" OVS_SYSCONFDIR="$OVS_DIR" RUNTIME_DIRECTORY="$OVS_DIR"
 }
 vsctl() { ovs-vsctl --db="unix:$OVS_DB_SOCK" "$@"; }
 

@@ -44,8 +44,11 @@ func StartOVS(dir, bridge string, huge *Hugepages) (*OVS, error) {
 // DBSock is the OVSDB unix socket the plugin talks to.
 func (o *OVS) DBSock() string { return filepath.Join(o.Dir, "db.sock") }
 
+// env keeps everything of the instance in its dir, ovs-vswitchd's DPDK runtime dir too
+// (RUNTIME_DIRECTORY): by default that is /var/run/dpdk/<prefix>, which DPDK never removes.
 func (o *OVS) env() []string {
-	return append(os.Environ(), "OVS_RUNDIR="+o.Dir, "OVS_DBDIR="+o.Dir, "OVS_LOGDIR="+o.Dir, "OVS_SYSCONFDIR="+o.Dir)
+	return append(os.Environ(), "OVS_RUNDIR="+o.Dir, "OVS_DBDIR="+o.Dir, "OVS_LOGDIR="+o.Dir, "OVS_SYSCONFDIR="+o.Dir,
+		"RUNTIME_DIRECTORY="+o.Dir)
 }
 
 func (o *OVS) createDB() error {
