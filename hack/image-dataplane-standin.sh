@@ -70,10 +70,13 @@ build_overlay() {
 
 # The stand-in's supervisor arguments: testpmd as every F-Stack process (one queue pair each,
 # as F-Stack's processes), held back until the primary's mbuf pool exists; no shim library.
+# The primary answers pings (icmpecho); secondaries only receive, because testpmd's icmpecho
+# mode polls every queue in every process, and two processes on one virtio queue corrupt it.
+# In the other modes process k polls only its own queue, as an F-Stack process does.
 CMD=(--program-mode --program=/usr/bin/dpdk-testpmd --program-lcores-per-proc=2
   --ready-telemetry=/mempool/list~mb_pool_0 --require-shim=false
-  --primary-args=--total-num-mbufs=8192)
-for a in --rxq={procs} --txq={procs} --num-procs={procs} --proc-id={proc} --forward-mode=icmpecho --auto-start; do
+  --primary-args=--total-num-mbufs=8192 --primary-args=--forward-mode=icmpecho --secondary-args=--forward-mode=rxonly)
+for a in --rxq={procs} --txq={procs} --num-procs={procs} --proc-id={proc} --auto-start; do
   CMD+=("--primary-args=$a" "--secondary-args=$a")
 done
 

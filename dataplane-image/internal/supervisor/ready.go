@@ -52,14 +52,29 @@ func lockHeld(f *os.File) bool {
 	return lk.Type != unix.F_UNLCK
 }
 
-// telemetryAnswers checks the primary serves its telemetry socket and, for each check
-// ("command" or "command~text"), answers the command with a reply (containing text).
-func telemetryAnswers(runtimeDir, prefix string, checks []string) error {
+// telemetryAnswers checks the primary serves its telemetry socket, has started every port of
+// the rendered port_list, and, for each check ("command" or "command~text"), answers the command
+// with a reply (containing text).
+//
+// The ports matter because a primary creates its shared pools and rings before it starts its
+// ports: a secondary let in at that point polls queues the primary is still setting up. With
+// virtio-user that corrupts the ring ("vring descriptor with no mbuf cookie") and the port
+// receives nothing again (seen about once in 40 starts of two testpmd processes under load).
+func telemetryAnswers(runtimeDir, prefix string, ports []int, checks []string) error {
 	c, err := telemetry.Dial(telemetry.SocketPath(runtimeDir, prefix), time.Second)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	for _, p := range ports {
+		started, err := c.EthdevStarted(p)
+		if err != nil {
+			return err
+		}
+		if !started {
+			return fmt.Errorf("port %d not started yet (telemetry /ethdev/info,%d dev_started 0)", p, p)
+		}
+	}
 	for _, check := range checks {
 		cmd, want, _ := strings.Cut(check, "~")
 		reply, err := c.Command(cmd)

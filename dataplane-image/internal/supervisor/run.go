@@ -185,7 +185,7 @@ func (s *Supervisor) startAll(res *render.Result, prefix string, exited chan<- *
 		}
 		procs = append(procs, c)
 		s.metrics.starts.WithLabelValues(fmt.Sprint(k)).Inc()
-		if err := waitUntil(s.readyWhat(k), c, s.Cfg.Timing, stop, s.readyCheck(prefix, c)); err != nil {
+		if err := waitUntil(s.readyWhat(k), c, s.Cfg.Timing, stop, s.readyCheck(prefix, portIDs(res), c)); err != nil {
 			return procs, err
 		}
 		s.metrics.up.Inc()
@@ -196,19 +196,19 @@ func (s *Supervisor) startAll(res *render.Result, prefix string, exited chan<- *
 
 func (s *Supervisor) readyWhat(k int) string {
 	if k == 0 {
-		return "the primary's EAL init (runtime config, its lock and magic) and telemetry"
+		return "the primary's EAL init (runtime config, its lock and magic), its ports started and telemetry"
 	}
 	return "the secondary joining the primary"
 }
 
-func (s *Supervisor) readyCheck(prefix string, c *child) func() error {
+func (s *Supervisor) readyCheck(prefix string, ports []int, c *child) func() error {
 	rd := s.Cfg.Paths.RuntimeDir
 	return func() error {
 		var err error
 		if c.id == 0 {
 			err = primaryState(rd, prefix)
 			if sock := telemetry.SocketPath(rd, prefix); err == nil && (exists(sock) || len(s.Cfg.ReadyTelemetry) > 0) {
-				err = telemetryAnswers(rd, prefix, s.Cfg.ReadyTelemetry)
+				err = telemetryAnswers(rd, prefix, ports, s.Cfg.ReadyTelemetry)
 			}
 		} else {
 			err = secondaryJoined(rd, s.hugeDirIfUsed(), prefix, c.cmd.Process.Pid)
@@ -218,6 +218,16 @@ func (s *Supervisor) readyCheck(prefix string, c *child) func() error {
 		}
 		return err
 	}
+}
+
+// portIDs are the DPDK ports of the rendered port_list, in order.
+func portIDs(res *render.Result) []int {
+	ids := make([]int, 0, len(res.PortIDs))
+	for _, id := range res.PortIDs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 // hugeDirIfUsed is where secondaries map the primary's pages; empty with --no-huge.

@@ -117,6 +117,25 @@ func (c *Client) EthdevList() ([]int, error) {
 	return ids, nil
 }
 
+// EthdevStarted reports whether a port's rte_eth_dev_start has completed (/ethdev/info's
+// dev_started), the point after which other processes may poll its queues.
+func (c *Client) EthdevStarted(port int) (bool, error) {
+	v, err := c.Command("/ethdev/info," + strconv.Itoa(port))
+	if err != nil {
+		return false, err
+	}
+	var info struct {
+		DevStarted *int `json:"dev_started"`
+	}
+	if err := json.Unmarshal(v, &info); err != nil {
+		return false, fmt.Errorf("telemetry /ethdev/info,%d: %s: %w", port, v, err)
+	}
+	if info.DevStarted == nil {
+		return false, fmt.Errorf("telemetry /ethdev/info,%d has no dev_started: %s", port, v)
+	}
+	return *info.DevStarted == 1, nil
+}
+
 // EthdevStats returns a port's scalar counters (ipackets, opackets, ibytes, obytes, imissed,
 // ierrors, oerrors, rx_nombuf); the per-queue arrays are left out.
 func (c *Client) EthdevStats(port int) (map[string]uint64, error) {

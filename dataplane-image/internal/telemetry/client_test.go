@@ -117,3 +117,27 @@ func TestSilentServerTimesOut(t *testing.T) {
 		t.Fatal("the timeout was not applied")
 	}
 }
+
+func TestEthdevStarted(t *testing.T) {
+	path := fakeServer(t, map[string]string{
+		"/ethdev/info,0": `{"/ethdev/info":{"name":"virtio_user0","state":1,"port_id":0,"dev_started":1,"dev_configured":1}}`,
+		"/ethdev/info,1": `{"/ethdev/info":{"name":"virtio_user1","port_id":1,"dev_started":0}}`,
+		"/ethdev/info,2": `{"/ethdev/info":{"name":"old","port_id":2}}`,
+	})
+	c, err := Dial(path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for port, want := range map[int]bool{0: true, 1: false} {
+		if got, err := c.EthdevStarted(port); err != nil || got != want {
+			t.Errorf("EthdevStarted(%d) = %v, %v; want %v", port, got, err, want)
+		}
+	}
+	if _, err := c.EthdevStarted(2); err == nil || !strings.Contains(err.Error(), "no dev_started") {
+		t.Errorf("a reply without dev_started: err %v, want one naming the field", err)
+	}
+	if _, err := c.EthdevStarted(3); err == nil {
+		t.Error("an unknown port: no error")
+	}
+}
