@@ -57,9 +57,8 @@ func lockHeld(f *os.File) bool {
 // with a reply (containing text).
 //
 // The ports matter because a primary creates its shared pools and rings before it starts its
-// ports: a secondary let in at that point polls queues the primary is still setting up. With
-// virtio-user that corrupts the ring ("vring descriptor with no mbuf cookie") and the port
-// receives nothing again (seen about once in 40 starts of two testpmd processes under load).
+// ports (F-Stack's ff_msg_pool, testpmd's mb_pool_0): a secondary let in at that point would
+// poll queues the primary is still setting up.
 func telemetryAnswers(runtimeDir, prefix string, ports []int, checks []string) error {
 	c, err := telemetry.Dial(telemetry.SocketPath(runtimeDir, prefix), time.Second)
 	if err != nil {
