@@ -37,9 +37,8 @@ func TestInjectPodEqualsThePackage(t *testing.T) {
 	if err := yaml.UnmarshalStrict([]byte(out), got); err != nil {
 		t.Fatal(err)
 	}
-	raw, _ := os.ReadFile(in)
-	pod := &corev1.Pod{}
-	if err := yaml.UnmarshalStrict(raw, pod); err != nil {
+	pod, err := manifest.PodFile(in)
+	if err != nil {
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(sample("vhost-user.yaml"))

@@ -40,13 +40,9 @@ func testStacks(t testing.TB) map[string]*fsv1.StackInstance {
 
 func readPod(t testing.TB, path string) *corev1.Pod {
 	t.Helper()
-	data, err := os.ReadFile(path)
+	pod, err := manifest.PodFile(path)
 	if err != nil {
 		t.Fatal(err)
-	}
-	pod := &corev1.Pod{}
-	if err := yaml.UnmarshalStrict(data, pod); err != nil {
-		t.Fatalf("%s: %v", path, err)
 	}
 	return pod
 }

@@ -1,5 +1,6 @@
-// Package manifest reads StackInstance manifests (YAML or JSON, several documents per file) the
-// way the API server would: unknown fields are errors, so a typo never silently drops a setting.
+// Package manifest reads StackInstance manifests (YAML or JSON, several documents per file) and
+// pod files the way the API server would: unknown fields are errors, so a typo never silently
+// drops a setting.
 package manifest
 
 import (
@@ -8,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
+	corev1 "k8s.io/api/core/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
@@ -47,4 +50,17 @@ func StackInstances(data []byte) ([]fsv1.StackInstance, error) {
 		return nil, fmt.Errorf("no StackInstance (apiVersion %s) found", fsv1.GroupVersion)
 	}
 	return out, nil
+}
+
+// PodFile reads one Pod from a YAML or JSON file.
+func PodFile(path string) (*corev1.Pod, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	pod := &corev1.Pod{}
+	if err := yaml.UnmarshalStrict(data, pod); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return pod, nil
 }

@@ -16,7 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/yaml"
+
+	"github.com/kube-fstack/kube-fstack/internal/manifest"
 )
 
 // warmupRounds are created first and not counted: they warm caches and connections.
@@ -55,11 +56,11 @@ type podBench struct {
 }
 
 func newPodBench(ctx context.Context, c client.Client, cfg *rest.Config, root string, op *operatorProcess, wh *envtest.WebhookInstallOptions) (*podBench, error) {
-	tmpl, err := readPod(filepath.Join(root, "internal", "inject", "testdata", "nginx-vhost.yaml"))
+	tmpl, err := manifest.PodFile(filepath.Join(root, "internal", "inject", "testdata", "nginx-vhost.yaml"))
 	if err != nil {
 		return nil, err
 	}
-	pre, err := readPod(filepath.Join(root, "internal", "inject", "testdata", "nginx-vhost.yaml.injected"))
+	pre, err := manifest.PodFile(filepath.Join(root, "internal", "inject", "testdata", "nginx-vhost.yaml.injected"))
 	if err != nil {
 		return nil, err
 	}
@@ -88,15 +89,6 @@ func newPodBench(ctx context.Context, c client.Client, cfg *rest.Config, root st
 }
 
 func (b *podBench) stop() { b.floor.stop() }
-
-func readPod(path string) (*corev1.Pod, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	pod := &corev1.Pod{}
-	return pod, yaml.UnmarshalStrict(raw, pod)
-}
 
 // podPatch is the JSON patch from pod to injected, as the operator computes it.
 func podPatch(pod, injected *corev1.Pod) ([]byte, error) {

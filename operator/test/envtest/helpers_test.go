@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/yaml"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/manifest"
@@ -69,13 +68,9 @@ func ensureStack(t *testing.T, si *fsv1.StackInstance) {
 
 func readPodFile(t *testing.T, path string) *corev1.Pod {
 	t.Helper()
-	data, err := os.ReadFile(path)
+	pod, err := manifest.PodFile(path)
 	if err != nil {
 		t.Fatal(err)
-	}
-	pod := &corev1.Pod{}
-	if err := yaml.UnmarshalStrict(data, pod); err != nil {
-		t.Fatalf("%s: %v", path, err)
 	}
 	return pod
 }
