@@ -62,9 +62,15 @@ build_overlay() {
   else
     echo "overlay: ./cmd/fstack-launcher does not exist yet; the stand-in ships no launcher"
   fi
-  # No stand-in libff_syscall.so: an empty preload library would make apps look accelerated while
-  # they use kernel sockets, which is exactly F-Stack's silent fallback. The shim dir says so.
-  echo "stand-in image: no libff_syscall.so (F-Stack is not in this image; apps use kernel sockets)" \
+  # The stand-in shim (dataplane-image/standin/shim): not F-Stack, but the behaviours of F-Stack's
+  # shim that kube-fstack must handle, the same library in every mode directory. It announces
+  # itself in the app's log, and the shim dir says so too.
+  local mode
+  for mode in kernel-event+multi-sc kernel-event multi-sc pipeline thread-socket multi-sc+polling; do
+    mkdir -p "$WORK/overlay/opt/kube-fstack/shim/$mode"
+    dataplane-image/standin/shim/build.sh "$WORK/overlay/opt/kube-fstack/shim/$mode/libff_syscall.so"
+  done
+  echo "stand-in image: libff_syscall.so is kube-fstack's stand-in (dataplane-image/standin/shim), not F-Stack" \
     >"$WORK/overlay/opt/kube-fstack/shim/README.standin"
 }
 
