@@ -50,7 +50,7 @@ step_fetch() {
     die "FSTACK_COMMIT must be a full 40-hex commit id, not '$FSTACK_COMMIT' (tags and branches move)"
   [[ ! -e $FF_PATH ]] || die "$FF_PATH already exists; fetch needs a fresh place"
   git init -q "$FF_PATH"
-  git -C "$FF_PATH" -c transfer.fsckObjects=true fetch -q --depth 1 "$FSTACK_REPO" "$FSTACK_COMMIT"
+  git -C "$FF_PATH" fetch -q --depth 1 "$FSTACK_REPO" "$FSTACK_COMMIT"
   git -C "$FF_PATH" -c advice.detachedHead=false checkout -q FETCH_HEAD
   step_verify_pin
 }
