@@ -105,8 +105,12 @@ func TestCheckLibsFailsOnAMissingLibrary(t *testing.T) {
 			t.Fatalf("gcc %v: %v\n%s", args, err, out)
 		}
 	}
+	// Not dynamic (ldd exits 1 on it), like the image's static Go binaries: not a failure.
+	if err := os.WriteFile(filepath.Join(bin, "launcher"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	r := newRecipe(t)
-	mustContain(t, "check-libs", r.mustRun("check-libs", bin, dir), "every library of")
+	mustContain(t, "check-libs", r.mustRun("check-libs", dir), "every library of 3 files")
 	if err := os.Remove(lib); err != nil {
 		t.Fatal(err)
 	}
