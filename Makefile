@@ -15,7 +15,7 @@ HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
 GO ?= go
 GOTEST_FLAGS ?= -count=1
 # The CNI plugin's own packages need no root either; test-node runs them again with the node tier.
-PKGS_UNIT := ./api/... ./internal/... ./cmd/... ./operator/internal/... ./dataplane-image/internal/... ./dataplane-image/cmd/... ./cni/internal/... ./cni/pkg/...
+PKGS_UNIT := ./api/... ./internal/... ./cmd/... ./operator/internal/... ./dataplane-image/internal/... ./dataplane-image/cmd/... ./dataplane-image/build/... ./cni/internal/... ./cni/pkg/...
 
 ##@ General
 .PHONY: help
@@ -155,10 +155,12 @@ bench-cluster: $(HELM) ## Pod create -> Ready on the local cluster, injected, no
 
 ##@ Lint
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## gofmt, go vet and golangci-lint.
+lint: $(GOLANGCI_LINT) ## gofmt, go vet, golangci-lint and shellcheck of the image's build script.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	$(GOLANGCI_LINT) run ./...
+	@command -v shellcheck >/dev/null || { echo "shellcheck not found: hack/install-deps.sh installs it"; exit 1; }
+	shellcheck dataplane-image/build/build-fstack.sh dataplane-image/build/testdata/bin/*
 
 ##@ Tools
 .PHONY: tools
