@@ -22,7 +22,7 @@ func TestDecodeSpecRefusesHostileSpecs(t *testing.T) {
 		"processes -5":         {`{"processes":-5,` + port + `}`, "spec.processes"},
 		"processes 2147483647": {`{"processes":2147483647,` + port + `}`, "spec.processes"},
 		"processes overflow":   {`{"processes":2147483648,` + port + `}`, "not valid JSON"},
-		"unknown field":        {`{"procesess":2,` + port + `}`, `unknown field "procesess"`},
+		"unknown field":        {`{"lcores":2,` + port + `}`, `unknown field "lcores"`},
 		"case-folded field":    {`{"Processes":2,` + port + `}`, `unknown field "Processes"`},
 		"repeated field":       {`{"processes":1,"processes":64,` + port + `}`, `duplicate field "processes"`},
 		"trailing data":        {`{` + port + `} {}`, "not valid JSON"},
