@@ -22,17 +22,20 @@ candidates() {
   done | grep -vE '^\./(\.cache|bin|_output)/' | xargs -r -n1 dirname | sort -u
 }
 
-# targets prints "<package dir> <target>" for each fuzz target go test lists.
-targets() {
-  local dir name
-  for dir in $(candidates "$@"); do
-    for name in $("$GO" test -list '^Fuzz' "./${dir#./}" | grep -E '^Fuzz'); do
-      echo "./${dir#./} $name"
-    done
+# list gets "<package dir> <target>" for each fuzz target go test lists; a candidate package
+# whose tests do not build fails the run rather than dropping out of it.
+list=()
+for dir in $(candidates "$@"); do
+  pkg="./${dir#./}"
+  if ! names=$("$GO" test -list '^Fuzz' "$pkg" 2>&1); then
+    echo "fuzz: cannot list the fuzz targets of $pkg:" >&2
+    echo "$names" >&2
+    exit 1
+  fi
+  for name in $(grep -E '^Fuzz' <<<"$names"); do
+    list+=("$pkg $name")
   done
-}
-
-mapfile -t list < <(targets "$@")
+done
 if [ ${#list[@]} -eq 0 ]; then
   echo "fuzz: no fuzz targets found" >&2
   exit 1
