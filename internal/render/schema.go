@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"regexp"
+	"strings"
 	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -94,8 +95,17 @@ func (c *bounds) str(p *field.Path, v string, maxLen int, re *regexp.Regexp) {
 		return
 	}
 	if re != nil && !re.MatchString(v) {
-		c.add(field.Invalid(p, v, "must match "+re.String()))
+		c.add(field.Invalid(p, shorten(v), "must match "+re.String()))
 	}
+}
+
+// shorten keeps a hostile value from filling the error message (and the log it lands in).
+func shorten(v string) string {
+	const keep = 64
+	if len(v) <= keep {
+		return v
+	}
+	return fmt.Sprintf("%s... (%d bytes)", strings.ToValidUTF8(v[:keep], ""), len(v))
 }
 
 // required checks a string the schema requires, then its bounds.
@@ -116,7 +126,7 @@ func (c *bounds) enum(p *field.Path, v string, allowed ...string) {
 			return
 		}
 	}
-	c.add(field.NotSupported(p, v, allowed))
+	c.add(field.NotSupported(p, shorten(v), allowed))
 }
 
 // count checks a list's length; a list present but empty is what the API server refuses as
@@ -146,7 +156,11 @@ func noDuplicates[T comparable](c *bounds, p *field.Path, list []T) {
 	seen := make(map[T]bool, len(list))
 	for i, v := range list {
 		if seen[v] {
-			c.add(field.Duplicate(p.Index(i), v))
+			var shown any = v
+			if s, ok := shown.(string); ok {
+				shown = shorten(s)
+			}
+			c.add(field.Duplicate(p.Index(i), shown))
 		}
 		seen[v] = true
 	}

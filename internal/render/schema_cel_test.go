@@ -164,3 +164,18 @@ func TestHostileSpecsAreRefused(t *testing.T) {
 		})
 	}
 }
+
+// A hostile value comes back shortened: the error lands in the dataplane's log and its status.
+func TestSchemaErrorsDoNotEchoHugeValues(t *testing.T) {
+	s, _ := base()
+	huge := strings.Repeat("x", 200000)
+	s.DPDK.BaseVirtAddr = huge
+	s.Shim.Containers = []string{huge, huge}
+	errs := render.CheckSchema(s)
+	if len(errs) != 2 {
+		t.Fatalf("want 2 errors, got %v", errs)
+	}
+	if msg := errs.ToAggregate().Error(); len(msg) > 1000 {
+		t.Errorf("the error message is %d bytes long", len(msg))
+	}
+}

@@ -35,7 +35,7 @@ func (c *bounds) port(ps *fsv1.PortSpec, p *field.Path, processes int32) {
 	c.str(p.Child("ifName"), ps.IfName, 15, reIfName)
 	c.str(p.Child("vipInterface"), ps.VIPInterface, 15, reIfName)
 	if ps.VIPInterface != "" && ps.VIPs == nil && ps.VIPs6 == nil {
-		c.add(field.Invalid(p.Child("vipInterface"), ps.VIPInterface, "vipInterface needs vips or vips6"))
+		c.add(field.Invalid(p.Child("vipInterface"), shorten(ps.VIPInterface), "vipInterface needs vips or vips6"))
 	}
 	c.device(&ps.Device, p.Child("device"))
 	pp := p.Child("processes")
@@ -90,7 +90,7 @@ func (c *bounds) device(d *fsv1.PortDevice, p *field.Path) {
 
 func (c *bounds) pci(d *fsv1.PCIDevice, p *field.Path) {
 	if (d.Address != "") == (d.Resource != "") {
-		c.add(field.Invalid(p, d.Address+d.Resource, "set exactly one of address or resource"))
+		c.add(field.Invalid(p, shorten(d.Address+d.Resource), "set exactly one of address or resource"))
 	}
 	c.str(p.Child("address"), d.Address, 0, rePCIAddress)
 	c.str(p.Child("resource"), d.Resource, 253, rePCIResource)
