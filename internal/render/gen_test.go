@@ -61,6 +61,10 @@ func (g *gen) build() {
 	g.freebsd()
 	g.rss()
 	g.shim(vhost)
+	if g.wild && g.intn(16) == 0 {
+		// Past the CRD's bounds, as a pod's editor could write it into the annotation.
+		s.Processes = []int32{-5, 0, 65, 1<<31 - 1}[g.intn(4)]
+	}
 }
 
 func (g *gen) dpdk() {
