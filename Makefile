@@ -14,6 +14,8 @@ HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
 
 GO ?= go
 GOTEST_FLAGS ?= -count=1
+FUZZTIME ?= 60s
+FUZZTIME_SHORT ?= 10s
 # The CNI plugin's own packages need no root either; test-node runs them again with the node tier.
 PKGS_UNIT := ./api/... ./internal/... ./cmd/... ./operator/internal/... ./dataplane-image/internal/... ./dataplane-image/cmd/... ./dataplane-image/build/... ./cni/internal/... ./cni/pkg/...
 
@@ -99,13 +101,12 @@ bench-cni: ## CNI ADD+DEL latency vs the bridge plugin and ovs-vsctl, and a 1000
 	hack/bench-cni.sh
 
 .PHONY: fuzz
-fuzz: ## Run the renderer fuzz target for FUZZTIME (default 60s).
-	$(GO) test ./internal/render -run '^$$' -fuzz FuzzRender -fuzztime $${FUZZTIME:-60s}
+fuzz: ## Run every fuzz target of the repo (discovered) for FUZZTIME each (default 60s); prints each one's exec count.
+	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh
 
 .PHONY: test-fuzz
-test-fuzz: ## Short fuzz runs of the renderer and the injector (part of test).
-	FUZZTIME=15s $(MAKE) -s fuzz
-	$(GO) test ./internal/inject -run '^$$' -fuzz FuzzInject -fuzztime 10s
+test-fuzz: ## Every fuzz target for FUZZTIME_SHORT each (default 10s), so CI covers each one (part of test).
+	GO=$(GO) FUZZTIME=$(FUZZTIME_SHORT) hack/fuzz.sh
 
 .PHONY: bench
 bench: ## Benchmarks of the pure packages.

@@ -47,7 +47,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&p.ShimDir, "shim-dir", p.ShimDir, "volume shared with the app containers (shim, generation and ready markers)")
 	fs.StringVar(&p.ImageShimDir, "image-shim-dir", p.ImageShimDir, "what the image carries for the shim dir: top-level files and <mode>/libff_syscall.so")
 	fs.StringVar(&p.ConfigFile, "config-file", p.ConfigFile, "where config.ini is written")
-	fs.StringVar(&p.CpusetFile, "cpuset-file", p.CpusetFile, "the container's cpuset, to cross-check the CPU affinity (empty: no check)")
+	fs.StringVar(&p.CpusetFile, "cpuset-file", p.CpusetFile, "the container's cpuset, to cross-check the CPU affinity (default: found in the process's own cgroup, v1 or v2; \"none\": no check)")
 	fs.StringVar(&l.FStack, "fstack", "", "F-Stack's binary, run as <fstack> --conf <config> --proc-type=... --proc-id=k (default: <image-shim-dir>/<shim mode>/fstack)")
 	fs.BoolVar(&l.ProgramMode, "program-mode", false, "run --program with the rendered EAL argv instead of F-Stack (tests, the stand-in image)")
 	fs.StringVar(&l.Program, "program", "", "program mode: the DPDK program run as every process")

@@ -30,9 +30,13 @@ type Paths struct {
 	// ConfigFile is where config.ini is written for F-Stack.
 	ConfigFile string
 	// CpusetFile is the container's cpuset (cgroup v1 cpuset.cpus or v2 cpuset.cpus.effective),
-	// used to cross-check the affinity; empty or unreadable skips the check.
+	// used to cross-check the affinity; empty finds it in the process's own cgroup (v1 or v2),
+	// CpusetNone skips the check.
 	CpusetFile string
 }
+
+// CpusetNone as Paths.CpusetFile turns the cpuset cross-check off.
+const CpusetNone = "none"
 
 // DefaultPaths are the in-pod paths of the contract.
 func DefaultPaths() Paths {
@@ -45,7 +49,6 @@ func DefaultPaths() Paths {
 		ShimDir:      podcontract.ShimDir,
 		ImageShimDir: podcontract.ImageShimDir,
 		ConfigFile:   "/etc/f-stack/config.ini",
-		CpusetFile:   "/sys/fs/cgroup/cpuset/cpuset.cpus",
 	}
 }
 

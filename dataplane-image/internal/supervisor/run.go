@@ -38,8 +38,12 @@ type Supervisor struct {
 
 // New makes a supervisor that logs (its own lines and its children's) to out.
 func New(cfg Config, facts *FactSource, out io.Writer) *Supervisor {
-	return &Supervisor{Cfg: cfg, Facts: facts, Env: os.Environ(), Now: time.Now,
+	s := &Supervisor{Cfg: cfg, Facts: facts, Env: os.Environ(), Now: time.Now,
 		log: &lineLog{out: out}, metrics: newMetrics()}
+	if facts != nil && facts.Logf == nil {
+		facts.Logf = s.logf
+	}
+	return s
 }
 
 func (s *Supervisor) logf(format string, args ...any) {
