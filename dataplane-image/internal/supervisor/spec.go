@@ -56,14 +56,17 @@ func readBounded(path string, limit int64) ([]byte, error) {
 }
 
 // DecodeSpec decodes a spec the way the API server would accept it: one JSON object, field
-// names matched exactly, no unknown or repeated fields, and every bound and rule of the CRD
-// (render.CheckSchema); problems come back with their field paths.
+// names matched exactly, no repeated fields, and every bound and rule of the CRD
+// (render.CheckSchema); problems come back with their field paths. Unknown fields are ignored, as
+// the API server's own clients do: the operator writes the spec with its defaults applied, so a
+// newer operator's new defaulted field must not stop a pod whose StackInstance pins an older
+// dataplane image. An ignored field changes nothing, so it gives an editor of the annotation no power.
 func DecodeSpec(data []byte) (*fsv1.StackInstanceSpec, error) {
 	if len(data) > MaxSpecBytes {
 		return nil, fmt.Errorf("%d bytes, %w", len(data), errTooLarge)
 	}
 	var spec fsv1.StackInstanceSpec
-	strict, err := kjson.UnmarshalStrict(data, &spec)
+	strict, err := kjson.UnmarshalStrict(data, &spec, kjson.DisallowDuplicateFields)
 	if err != nil {
 		return nil, fmt.Errorf("not valid JSON for a StackInstance spec: %w", err)
 	}
