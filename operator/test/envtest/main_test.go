@@ -38,6 +38,7 @@ const (
 var (
 	k8s     client.Client
 	restCfg *rest.Config
+	env     *envtest.Environment
 	// metricsAddr is where the suite's operator serves its metrics.
 	metricsAddr string
 	root        = filepath.Join("..", "..", "..")
@@ -60,7 +61,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
-	env := testenv.Environment(root)
+	env = testenv.Environment(root)
 	cfg, err := env.Start()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "start envtest: %v\n", err)

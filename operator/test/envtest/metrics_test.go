@@ -16,6 +16,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // The operator's metrics are served as controller-runtime recommends: HTTPS, and the real API
@@ -23,23 +24,11 @@ import (
 // Nobody unauthenticated, nor a ServiceAccount without the right, reads them; a ServiceAccount
 // bound to a metrics-reader ClusterRole (the chart's: get on the non-resource URL /metrics) does.
 func TestMetricsNeedAnAllowedToken(t *testing.T) {
-	ctx := context.Background()
 	cs, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reader := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "metrics-test-reader"},
-		Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}}
-	if err := k8s.Create(ctx, reader); err != nil {
-		t.Fatal(err)
-	}
-	allowed, denied := serviceAccountToken(t, cs, "prometheus"), serviceAccountToken(t, cs, "nosy")
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "metrics-test-reader"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: reader.Name},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: plainNS, Name: "prometheus"}}}
-	if err := k8s.Create(ctx, binding); err != nil {
-		t.Fatal(err)
-	}
+	allowed, denied := metricsReaderToken(t, cs, "prometheus"), serviceAccountToken(t, cs, "nosy")
 	if code, body := scrape(t, ""); code != http.StatusUnauthorized {
 		t.Errorf("a scrape without a token got %d, want 401: %.200s", code, body)
 	}
@@ -51,11 +40,33 @@ func TestMetricsNeedAnAllowedToken(t *testing.T) {
 	if code, body := scrape(t, denied); code != http.StatusForbidden {
 		t.Errorf("a ServiceAccount not allowed to get /metrics got %d, want 403: %.200s", code, body)
 	}
-	// RBAC's authorizer learns of the binding through an informer: wait until the API server
-	// allows it before the first scrape, since the filter caches a denial for 30 s.
+	code, body := scrape(t, allowed)
+	if code != http.StatusOK || !strings.Contains(body, "kubefstack_injection_requests_total") {
+		t.Fatalf("the metrics-reader ServiceAccount got %d, want 200 with kubefstack_injection_requests_total:\n%.400s", code, body)
+	}
+}
+
+// metricsReaderToken is a token of a new ServiceAccount bound to a ClusterRole with the chart's
+// metrics-reader rules (get on the non-resource URL /metrics), returned once the API server's
+// authorizer allows it: RBAC learns of bindings through a watch, and the operator's filter
+// caches a denial for 30 s.
+func metricsReaderToken(t *testing.T, cs kubernetes.Interface, name string) string {
+	t.Helper()
+	ctx := context.Background()
+	reader := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "metrics-reader-" + name},
+		Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: reader.Name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: reader.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: plainNS, Name: name}}}
+	for _, o := range []client.Object{reader, binding} {
+		if err := k8s.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	token := serviceAccountToken(t, cs, name)
 	eventually(t, 20*time.Second, func() error {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User:                  "system:serviceaccount:" + plainNS + ":prometheus",
+			User:                  "system:serviceaccount:" + plainNS + ":" + name,
 			NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/metrics", Verb: "get"}}}
 		got, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
 		if err != nil {
@@ -66,10 +77,7 @@ func TestMetricsNeedAnAllowedToken(t *testing.T) {
 		}
 		return nil
 	})
-	code, body := scrape(t, allowed)
-	if code != http.StatusOK || !strings.Contains(body, "kubefstack_injection_requests_total") {
-		t.Fatalf("the metrics-reader ServiceAccount got %d, want 200 with kubefstack_injection_requests_total:\n%.400s", code, body)
-	}
+	return token
 }
 
 func serviceAccountToken(t *testing.T, cs kubernetes.Interface, name string) string {
@@ -86,27 +94,33 @@ func serviceAccountToken(t *testing.T, cs kubernetes.Interface, name string) str
 	return tr.Status.Token
 }
 
-// scrape GETs the operator's /metrics over HTTPS with the bearer token (none when empty). The
-// certificate is the self-signed one controller-runtime makes, so it is not verified here.
+// scrape GETs the suite's operator's /metrics over HTTPS with the bearer token (none when empty).
 func scrape(t *testing.T, token string) (int, string) {
 	t.Helper()
-	c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}}} //nolint:gosec // self-signed, test only
-	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("https://%s/metrics", metricsAddr), nil)
+	code, body, err := scrapeAt(metricsAddr, token)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return code, body
+}
+
+// scrapeAt GETs https://addr/metrics. The certificate is the self-signed one controller-runtime
+// makes, so it is not verified here.
+func scrapeAt(addr, token string) (int, string, error) {
+	c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}}} //nolint:gosec // self-signed, test only
+	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("https://%s/metrics", addr), nil)
+	if err != nil {
+		return 0, "", err
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return 0, "", err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(body)
+	return resp.StatusCode, string(body), err
 }
