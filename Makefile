@@ -15,7 +15,7 @@ HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
 GO ?= go
 GOTEST_FLAGS ?= -count=1
 # The CNI plugin's own packages need no root either; test-node runs them again with the node tier.
-PKGS_UNIT := ./api/... ./internal/... ./cmd/... ./operator/internal/... ./dataplane-image/internal/... ./dataplane-image/cmd/... ./cni/internal/... ./cni/pkg/...
+PKGS_UNIT := ./api/... ./internal/... ./cmd/... ./operator/internal/... ./dataplane-image/internal/... ./dataplane-image/cmd/... ./dataplane-image/probe-agent/... ./cni/internal/... ./cni/pkg/...
 
 ##@ General
 .PHONY: help
