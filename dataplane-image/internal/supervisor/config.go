@@ -93,4 +93,8 @@ type Config struct {
 	// RequireShim fails the start when the image has no libff_syscall.so for the spec's shim
 	// mode. The stand-in image has none and turns it off.
 	RequireShim bool
+	// AppProbes is podcontract.EnvAppProbes: the app probes the injector rewrote to this
+	// supervisor, performed by ProbeAgent through F-Stack (appprobe.go).
+	AppProbes  string
+	ProbeAgent string
 }
