@@ -73,7 +73,7 @@ build_overlay() {
   # The probe agent the supervisor runs under the shim for the app probes; the same source as
   # the real image's, built here with the host's gcc (the rootfs is the same Debian release).
   gcc -O2 -Wall -Wextra -Werror -o "$WORK/overlay/usr/local/bin/fstack-probe-agent" \
-    dataplane-image/probe-agent/fstack-probe-agent.c
+    dataplane-image/probe-agent/*.c
   echo "stand-in image: libff_syscall.so is kube-fstack's stand-in (dataplane-image/standin/shim), not F-Stack" \
     >"$WORK/overlay/opt/kube-fstack/shim/README.standin"
 }

@@ -1,12 +1,13 @@
 /*
- * fstack-probe-agent: performs the kubelet's tcpSocket and httpGet probes of an app that listens
- * only inside F-Stack. fstack-supervisor starts it once per dataplane generation with
+ * fstack-probe-agent: performs the kubelet's tcpSocket, httpGet and grpc probes of an app that
+ * listens only inside F-Stack. fstack-supervisor starts it once per dataplane generation with
  * libff_syscall.so preloaded, so its sockets are F-Stack's, and asks it one request at a time:
  *
  *   on stdin:  "tcp <addr> <port> <timeout_ms>\n"
  *              "http <addr> <port> <timeout_ms> <nbytes>\n" then <nbytes> of a complete request
+ *              "grpc <addr> <port> <timeout_ms> <nbytes>\n" then the <nbytes> service name
  *   on fd 3:   "ready fstack|kernel\n" once, then one line per request:
- *              "ok connected" | "ok <http status>" | "fail <reason>"
+ *              "ok connected" | "ok <http status>" | "ok SERVING" | "fail <reason>"
  *
  * Answers go to fd 3 because the shim prints its own log on stdout. One long-lived process: each
  * shim client attaches as a DPDK secondary (about 0.1 s) and holds one of the instance's 32
@@ -31,11 +32,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent.h"
+
 #define REPLY_FD 3
 #define MAX_REQUEST 16384
 #define STATUS_BUF 256
 
-static long long now_ms(void)
+long long now_ms(void)
 {
 	struct timespec ts;
 
@@ -43,7 +46,7 @@ static long long now_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void pause_briefly(void)
+void pause_briefly(void)
 {
 	struct timespec ts = { 0, 500 * 1000 };
 
@@ -139,8 +142,9 @@ static int open_connected(const struct sockaddr_storage *sa, socklen_t len, long
 	}
 }
 
-static int send_all(int fd, const char *buf, size_t n, long long deadline)
+int send_all(int fd, const void *data, size_t n, long long deadline)
 {
+	const char *buf = data;
 	size_t off = 0;
 
 	while (off < n) {
@@ -153,6 +157,34 @@ static int send_all(int fd, const char *buf, size_t n, long long deadline)
 			return -1;
 		if (now_ms() >= deadline)
 			return -1;
+		pause_briefly();
+	}
+	return 0;
+}
+
+int read_full(int fd, void *data, size_t n, long long deadline, const char **why)
+{
+	char *buf = data;
+	size_t have = 0;
+
+	while (have < n) {
+		ssize_t r = read(fd, buf + have, n - have);
+		if (r > 0) {
+			have += r;
+			continue;
+		}
+		if (r == 0) {
+			*why = "connection closed early";
+			return -1;
+		}
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+			*why = strerror(errno);
+			return -1;
+		}
+		if (now_ms() >= deadline) {
+			*why = "timed out waiting for the response";
+			return -1;
+		}
 		pause_briefly();
 	}
 	return 0;
@@ -223,6 +255,21 @@ static void probe(const char *kind, const char *addr, int port, long timeout_ms,
 	if (strcmp(kind, "tcp") == 0) {
 		close(fd);
 		reply("ok connected%s", "");
+		return;
+	}
+	if (strcmp(kind, "grpc") == 0) {
+		static const char *names[] = { "UNKNOWN", "SERVING", "NOT_SERVING", "SERVICE_UNKNOWN" };
+		char authority[80];
+
+		snprintf(authority, sizeof(authority), strchr(addr, ':') ? "[%s]:%d" : "%s:%d", addr, port);
+		status = grpc_health(fd, authority, req, reqlen, deadline, &why);
+		close(fd);
+		if (status < 0)
+			reply("fail %s", why);
+		else if (status == 1)
+			reply("ok %s", names[1]);
+		else
+			reply("fail health status %s", status < 4 ? names[status] : "unknown");
 		return;
 	}
 	if (send_all(fd, req, reqlen, deadline) < 0) {
@@ -304,6 +351,10 @@ int main(void)
 			probe(kind, addr, port, timeout_ms, NULL, 0);
 		} else if (n == 5 && strcmp(kind, "http") == 0 && reqlen > 0 && reqlen <= MAX_REQUEST) {
 			if (read_exact(req, reqlen) < 0)
+				return 1;
+			probe(kind, addr, port, timeout_ms, req, reqlen);
+		} else if (n == 5 && strcmp(kind, "grpc") == 0 && reqlen <= 200) {
+			if (reqlen && read_exact(req, reqlen) < 0)
 				return 1;
 			probe(kind, addr, port, timeout_ms, req, reqlen);
 		} else {

@@ -17,13 +17,12 @@ import (
 // rewritten to httpGet on the supervisor's port, and the supervisor performs the original through
 // F-Stack with its probe agent. The user's timings stay as written.
 //
+// gRPC probes are rewritten too: the agent performs the standard health check over HTTP/2.
 // Not rewritten, and recorded as kept in the annotation:
 //   - exec probes: they run inside the container and need no network;
 //   - probes with host set: the kubelet probes that address, not the pod, so the user chose a
 //     path that does not go through the pod's kernel listener (an F-Stack port's address reached
-//     over the node's network, for example);
-//   - gRPC probes: the supervisor cannot perform them yet, and the kubelet's own fails against an
-//     app under the shim, as the annotation says.
+//     over the node's network, for example).
 //
 // Refused: httpGet with scheme HTTPS (the agent speaks no TLS; a tcpSocket probe checks the
 // port) and a named port the container does not declare.
@@ -100,24 +99,24 @@ func planProbe(c *corev1.Container, kind string, probe *corev1.Probe, path *fiel
 	case h.Exec != nil:
 		rec.Kept = "exec: runs in the container, no network needed"
 		return rec, nil, nil
-	case h.GRPC != nil:
-		rec.Kept = "grpc: not performed through F-Stack yet; the kubelet's probe cannot reach an app under the shim, use tcpSocket, httpGet or exec"
-		return rec, nil, nil
 	case h.TCPSocket != nil && h.TCPSocket.Host != "", h.HTTPGet != nil && h.HTTPGet.Host != "":
 		rec.Kept = "host is set: the kubelet probes that address, not the pod"
 		return rec, nil, nil
 	case h.HTTPGet != nil && h.HTTPGet.Scheme == corev1.URISchemeHTTPS:
 		return rec, nil, field.Forbidden(path.Child("httpGet", "scheme"),
 			"HTTPS probes of an app under the F-Stack shim cannot be performed (the dataplane's prober speaks no TLS, and the kubelet cannot reach the app); use a tcpSocket probe of the port, an HTTP port, or an exec probe")
-	case h.TCPSocket == nil && h.HTTPGet == nil:
+	case h.TCPSocket == nil && h.HTTPGet == nil && h.GRPC == nil:
 		rec.Kept = "no handler"
 		return rec, nil, nil
 	}
 	var port intstr.IntOrString
 	var portPath *field.Path
-	if h.HTTPGet != nil {
+	switch {
+	case h.HTTPGet != nil:
 		port, portPath = h.HTTPGet.Port, path.Child("httpGet", "port")
-	} else {
+	case h.GRPC != nil:
+		port, portPath = intstr.FromInt32(h.GRPC.Port), path.Child("grpc", "port")
+	default:
 		port, portPath = h.TCPSocket.Port, path.Child("tcpSocket", "port")
 	}
 	num, err := resolvePort(c, port, portPath)
@@ -132,6 +131,12 @@ func planProbe(c *corev1.Container, kind string, probe *corev1.Probe, path *fiel
 		}
 		for _, hd := range g.HTTPHeaders {
 			perform.HTTPGet.Headers = append(perform.HTTPGet.Headers, podcontract.AppHeader{Name: hd.Name, Value: hd.Value})
+		}
+	}
+	if g := h.GRPC; g != nil {
+		perform.GRPC = &podcontract.AppGRPC{}
+		if g.Service != nil {
+			perform.GRPC.Service = *g.Service
 		}
 	}
 	rec.Path = podcontract.AppProbePath(c.Name, kind)

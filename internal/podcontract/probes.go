@@ -36,13 +36,24 @@ func AppProbePath(container, kind string) string {
 	return AppProbePrefix + container + "/" + kind
 }
 
-// AppProbe is one original probe as the supervisor performs it: a TCP connect to Port, or an
-// HTTP GET of Path with Headers (names as given; a Host header overrides the default).
+// AppProbe is one original probe as the supervisor performs it: a TCP connect to Port, an HTTP
+// GET of Path with Headers (names as given; a Host header overrides the default), or a gRPC
+// health check.
 type AppProbe struct {
 	Port           int32       `json:"port"`
 	HTTPGet        *AppHTTPGet `json:"httpGet,omitempty"`
+	GRPC           *AppGRPC    `json:"grpc,omitempty"`
 	TimeoutSeconds int32       `json:"timeoutSeconds"`
 }
+
+// AppGRPC is the gRPC part of an AppProbe: grpc.health.v1.Health/Check of Service ("" asks for
+// the server's overall health).
+type AppGRPC struct {
+	Service string `json:"service,omitempty"`
+}
+
+// MaxGRPCService bounds a gRPC probe's service name (the agent's limit).
+const MaxGRPCService = 200
 
 // AppHTTPGet is the HTTP part of an AppProbe.
 type AppHTTPGet struct {
@@ -88,6 +99,9 @@ func (p AppProbe) Check(path string) error {
 	}
 	if p.TimeoutSeconds < 1 {
 		return fmt.Errorf("probe %s: timeoutSeconds %d is below 1", path, p.TimeoutSeconds)
+	}
+	if p.GRPC != nil && (p.HTTPGet != nil || len(p.GRPC.Service) > MaxGRPCService || !printable(p.GRPC.Service)) {
+		return fmt.Errorf("probe %s: a gRPC probe with an HTTP part, or a service name that is longer than %d or holds control bytes", path, MaxGRPCService)
 	}
 	if h := p.HTTPGet; h != nil {
 		if !strings.HasPrefix(h.Path, "/") || !printable(h.Path) || strings.Contains(h.Path, " ") {

@@ -33,6 +33,7 @@ func TestParseAppProbes(t *testing.T) {
 		"path space":    `{"/app-probe/a/readiness":{"port":80,"httpGet":{"path":"/x HTTP/1.0"},"timeoutSeconds":1}}`,
 		"path relative": `{"/app-probe/a/readiness":{"port":80,"httpGet":{"path":"x"},"timeoutSeconds":1}}`,
 		"header value":  `{"/app-probe/a/readiness":{"port":80,"httpGet":{"path":"/","headers":[{"name":"A","value":"b\r\nC: d"}]},"timeoutSeconds":1}}`,
+		"grpc service":  `{"/app-probe/a/liveness":{"port":80,"grpc":{"service":"a\nb"},"timeoutSeconds":1}}`,
 		"header name":   `{"/app-probe/a/readiness":{"port":80,"httpGet":{"path":"/","headers":[{"name":"A: b","value":"c"}]},"timeoutSeconds":1}}`,
 	} {
 		if _, err := ParseAppProbes(raw); err == nil || !strings.Contains(err.Error(), EnvAppProbes) {

@@ -157,6 +157,9 @@ func (a *appProbing) record(s *Supervisor, path string, passed bool, detail stri
 // send, user headers replacing the defaults of the same name).
 func agentRequest(p podcontract.AppProbe, addr string, timeout time.Duration) []byte {
 	ms := timeout.Milliseconds()
+	if p.GRPC != nil {
+		return []byte(fmt.Sprintf("grpc %s %d %d %d\n%s", addr, p.Port, ms, len(p.GRPC.Service), p.GRPC.Service))
+	}
 	if p.HTTPGet == nil {
 		return []byte(fmt.Sprintf("tcp %s %d %d\n", addr, p.Port, ms))
 	}
@@ -181,7 +184,7 @@ func agentRequest(p podcontract.AppProbe, addr string, timeout time.Duration) []
 }
 
 // judge maps the agent's answer as the kubelet maps its own probe's: a connection for tcpSocket,
-// a status from 200 to 399 for httpGet.
+// a status from 200 to 399 for httpGet, SERVING for grpc.
 func judge(p podcontract.AppProbe, line string, err error) (bool, string) {
 	if err != nil {
 		return false, err.Error()
@@ -192,6 +195,8 @@ func judge(p podcontract.AppProbe, line string, err error) (bool, string) {
 		return false, rest
 	case what != "ok":
 		return false, fmt.Sprintf("the probe agent answered %q", line)
+	case p.GRPC != nil:
+		return rest == "SERVING", fmt.Sprintf("grpc health of %q on port %d: %s", p.GRPC.Service, p.Port, rest)
 	case p.HTTPGet == nil:
 		return true, fmt.Sprintf("tcp port %d: connected", p.Port)
 	}

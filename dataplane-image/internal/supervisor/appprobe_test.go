@@ -16,19 +16,25 @@ import (
 
 // fakeAgent stands in for fstack-probe-agent (tested on its own in dataplane-image/probe-agent):
 // it speaks the agent's protocol, records its environment and every request, and answers by
-// port: 80 passes, 81 is an HTTP 500, 82 refuses, 83 never answers, 84 dies.
+// port: 80 passes, 81 is an HTTP 500 (or a NOT_SERVING gRPC service), 82 refuses, 83 never
+// answers, 84 dies.
 const fakeAgent = `#!/bin/sh
 env >"$0.env"
 echo "ready kernel" >&3
 while read -r kind addr port ms n; do
   echo "$kind $addr $port $ms" >>"$0.requests"
-  [ "$kind" = http ] && head -c "$n" >>"$0.requests"
+  [ "$kind" != tcp ] && [ "$n" -gt 0 ] && head -c "$n" >>"$0.requests"
+  case "$kind $port" in
+    "http 80") echo "ok 204" >&3 ;;
+    "grpc 80") echo "ok SERVING" >&3 ;;
+    "tcp 80") echo "ok connected" >&3 ;;
+    "grpc 81") echo "fail health status NOT_SERVING" >&3 ;;
+    *" 81") echo "ok 500" >&3 ;;
+    *" 82") echo "fail connect: Connection refused" >&3 ;;
+    *" 83") sleep 30 ;;
+    *" 84") exit 3 ;;
+  esac
   case "$port" in
-    80) if [ "$kind" = http ]; then echo "ok 204" >&3; else echo "ok connected" >&3; fi ;;
-    81) echo "ok 500" >&3 ;;
-    82) echo "fail connect: Connection refused" >&3 ;;
-    83) sleep 30 ;;
-    84) exit 3 ;;
   esac
 done
 `
@@ -45,6 +51,8 @@ func appProbes(t *testing.T) string {
 		"/app-probe/b/readiness":   {Port: 82, TimeoutSeconds: 1},
 		"/app-probe/b/liveness":    {Port: 83, TimeoutSeconds: 1},
 		"/app-probe/b/startup":     {Port: 84, TimeoutSeconds: 1},
+		"/app-probe/c/readiness":   {Port: 80, TimeoutSeconds: 1, GRPC: &podcontract.AppGRPC{Service: "web"}},
+		"/app-probe/c/liveness":    {Port: 81, TimeoutSeconds: 1, GRPC: &podcontract.AppGRPC{}},
 	})
 	mustDo(t, err)
 	return string(raw)
@@ -81,6 +89,8 @@ func TestAppProbesThroughTheAgent(t *testing.T) {
 	expect("/app-probe/app/startup", http.StatusServiceUnavailable, "HTTP 500") // the kubelet fails >= 400 too
 	expect("/app-probe/b/readiness", http.StatusServiceUnavailable, "Connection refused")
 	expect("/app-probe/nobody/readiness", http.StatusNotFound, "no app probe")
+	expect("/app-probe/c/readiness", http.StatusOK, `grpc health of "web" on port 80: SERVING`)
+	expect("/app-probe/c/liveness", http.StatusServiceUnavailable, "health status NOT_SERVING")
 
 	env, _ := os.ReadFile(agentBin + ".env")
 	for _, want := range []string{"LD_PRELOAD=" + lib, "FF_NB_FSTACK_INSTANCE=2", "FF_PROC_ID=0",
@@ -91,7 +101,7 @@ func TestAppProbesThroughTheAgent(t *testing.T) {
 	}
 	reqs, _ := os.ReadFile(agentBin + ".requests")
 	for _, want := range []string{"http 127.0.0.1 80 900\n", "GET /healthz?x=1 HTTP/1.1\r\nhost: www.test\r\nUser-Agent: kube-probe/fstack\r\nAccept: */*\r\nX-A: b\r\nConnection: close\r\n\r\n",
-		"tcp 127.0.0.1 80 900\n"} {
+		"tcp 127.0.0.1 80 900\n", "grpc 127.0.0.1 80 900\nweb"} {
 		if !strings.Contains(string(reqs), want) {
 			t.Errorf("agent requests lack %q:\n%q", want, reqs)
 		}
@@ -110,7 +120,7 @@ func TestAppProbesThroughTheAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	logged := h.log.String()
-	for _, want := range []string{"app probes: 6, performed by " + agentBin + " on CPU 3", "exited: exit status 0", "app probe /app-probe/b/readiness: connect: Connection refused"} {
+	for _, want := range []string{"app probes: 8, performed by " + agentBin + " on CPU 3", "exited: exit status 0", "app probe /app-probe/b/readiness: connect: Connection refused"} {
 		if !strings.Contains(logged, want) {
 			t.Errorf("log lacks %q:\n%s", want, logged)
 		}

@@ -16,6 +16,9 @@ import (
 	"testing"
 )
 
+// agentSources are the agent's C files.
+var agentSources = []string{"../fstack-probe-agent.c", "../grpc-health.c"}
+
 // build compiles a C source of this directory (or the stand-in shim) into dir.
 func build(t *testing.T, dir, out string, args ...string) string {
 	t.Helper()
@@ -153,7 +156,7 @@ func freePort(t *testing.T) int {
 
 func TestAgentAnswersEachRequest(t *testing.T) {
 	dir := t.TempDir()
-	a := startAgent(t, build(t, dir, "agent", "../fstack-probe-agent.c"))
+	a := startAgent(t, build(t, dir, "agent", agentSources...))
 	if a.ready != "ready kernel" {
 		t.Fatalf("first line %q, want \"ready kernel\" (no shim: kernel sockets)", a.ready)
 	}
@@ -224,7 +227,7 @@ func TestStandinShimLeavesOnlyTheAgentAPath(t *testing.T) {
 			t.Fatalf("the app answered on %s:%d: the stand-in must leave it no listener off loopback", ip, port)
 		}
 	}
-	a := startAgent(t, build(t, dir, "agent", "../fstack-probe-agent.c"), "LD_PRELOAD="+shim)
+	a := startAgent(t, build(t, dir, "agent", agentSources...), "LD_PRELOAD="+shim)
 	if got := a.ask(t, httpReq("127.0.0.1", port, 2000, "/")); got != "ok 200" {
 		t.Fatalf("the agent under the stand-in shim: %q, want \"ok 200\"", got)
 	}
