@@ -27,8 +27,8 @@ func grpcHealthServer(t *testing.T) (int, *health.Server) {
 	return ln.Addr().(*net.TCPAddr).Port, hs
 }
 
-func grpcReq(port, timeoutMs int, service string) string {
-	return fmt.Sprintf("grpc 127.0.0.1 %d %d %d\n%s", port, timeoutMs, len(service), service)
+func grpcReq(port int, service string) string {
+	return fmt.Sprintf("grpc 127.0.0.1 %d 2000 %d\n%s", port, len(service), service)
 }
 
 func TestAgentGRPCHealthCheck(t *testing.T) {
@@ -39,19 +39,19 @@ func TestAgentGRPCHealthCheck(t *testing.T) {
 	hs.SetServingStatus(long, healthpb.HealthCheckResponse_SERVING)
 	http1, closed := statusServer(t, 200), freePort(t)
 	for _, c := range []struct{ req, want string }{
-		{grpcReq(port, 2000, ""), "ok SERVING"}, // the server's overall health
-		{grpcReq(port, 2000, long), "ok SERVING"},
-		{grpcReq(port, 2000, "web"), "fail health status NOT_SERVING"},
-		{grpcReq(port, 2000, "nobody"), "fail the call ended without a health status"}, // NOT_FOUND
-		{grpcReq(http1, 2000, ""), "fail "},                                           // not a gRPC server
-		{grpcReq(closed, 2000, ""), "fail connect: Connection refused"},
+		{grpcReq(port, ""), "ok SERVING"}, // the server's overall health
+		{grpcReq(port, long), "ok SERVING"},
+		{grpcReq(port, "web"), "fail health status NOT_SERVING"},
+		{grpcReq(port, "nobody"), "fail the call ended without a health status"}, // NOT_FOUND
+		{grpcReq(http1, ""), "fail "},                                            // not a gRPC server
+		{grpcReq(closed, ""), "fail connect: Connection refused"},
 	} {
 		if got := a.ask(t, c.req); !strings.HasPrefix(got, c.want) {
 			t.Errorf("%q: got %q, want %q", strings.SplitN(c.req, "\n", 2)[0], got, c.want)
 		}
 	}
 	hs.SetServingStatus("web", healthpb.HealthCheckResponse_SERVING)
-	if got := a.ask(t, grpcReq(port, 2000, "web")); got != "ok SERVING" {
+	if got := a.ask(t, grpcReq(port, "web")); got != "ok SERVING" {
 		t.Fatalf("after web turned SERVING: %q", got)
 	}
 }
