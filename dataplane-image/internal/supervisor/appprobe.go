@@ -83,7 +83,8 @@ func (s *Supervisor) stopProbeAgent() {
 // only uses rte_malloc, whose heap is locked, and the context's spinlock), so the same lcore id
 // is safe; but it busy-waits for each answer, so it stays off process 0's CPU when there is
 // another: process 0 answers it (FF_PROC_ID 0), and a client spinning on that CPU would delay
-// its own answer and the primary's traffic.
+// its own answer and the primary's traffic. The shim ignores an FF_INITIAL_LCORE_ID above lcore
+// 50 (INITIAL_LCORE_ID_MAX), so a CPU up to 50 is preferred.
 func (s *Supervisor) agentEnv(res *render.Result) ([]string, int, string) {
 	env := s.childEnv()
 	mode := AgentShimMode(&res.Spec.Shim)
@@ -94,20 +95,38 @@ func (s *Supervisor) agentEnv(res *render.Result) ([]string, int, string) {
 	} else {
 		note = "WARNING: the image has no " + lib + ", the agent uses kernel sockets"
 	}
-	cpu := lastProcessCPU(res)
+	cpu, ok := agentCPU(res)
+	if !ok {
+		note += fmt.Sprintf("; WARNING: every F-Stack CPU is above %d, which the shim ignores: the agent falls back to kernel sockets", maxShimLcore)
+	}
 	env = append(env, "FF_NB_FSTACK_INSTANCE="+strconv.Itoa(len(res.EAL)), "FF_PROC_ID=0",
 		fmt.Sprintf("FF_INITIAL_LCORE_ID=0x%x", uint64(1)<<cpu))
 	return env, cpu, note
 }
 
-// lastProcessCPU is the CPU of the last F-Stack process (its EAL -c mask).
-func lastProcessCPU(res *render.Result) int {
-	for _, a := range res.EAL[len(res.EAL)-1] {
-		if m, err := strconv.ParseUint(strings.TrimPrefix(a, "-c"), 16, 64); strings.HasPrefix(a, "-c") && err == nil && m != 0 {
-			return 63 - bits.LeadingZeros64(m)
+// maxShimLcore is the highest lcore the shim accepts in FF_INITIAL_LCORE_ID.
+const maxShimLcore = 50
+
+// agentCPU picks the agent's CPU among the F-Stack processes' (their EAL -c masks): the last
+// process's first, process 0's last, none above maxShimLcore if it can (ok false otherwise).
+func agentCPU(res *render.Result) (int, bool) {
+	var cpus []int
+	for k := len(res.EAL) - 1; k >= 0; k-- {
+		for _, a := range res.EAL[k] {
+			if m, err := strconv.ParseUint(strings.TrimPrefix(a, "-c"), 16, 64); strings.HasPrefix(a, "-c") && err == nil && m != 0 {
+				cpus = append(cpus, 63-bits.LeadingZeros64(m))
+			}
 		}
 	}
-	return 0
+	for _, c := range cpus {
+		if c <= maxShimLcore {
+			return c, true
+		}
+	}
+	if len(cpus) == 0 {
+		return 0, false
+	}
+	return cpus[0], false
 }
 
 // serveAppProbe answers /app-probe/<container>/<kind>: 200 when the original probe passes

@@ -163,6 +163,30 @@ func TestAppProbesUnreadable(t *testing.T) {
 	}
 }
 
+func TestAgentCPU(t *testing.T) {
+	eal := func(masks ...string) *render.Result {
+		res := &render.Result{}
+		for _, m := range masks {
+			res.EAL = append(res.EAL, []string{"f-stack", "-c" + m, "-n4"})
+		}
+		return res
+	}
+	for _, c := range []struct {
+		res  *render.Result
+		want int
+		ok   bool
+	}{
+		{eal("4"), 2, true},                                 // one process: its CPU
+		{eal("4", "8", "10"), 4, true},                      // the last process's, not process 0's
+		{eal("4", "8000000000000"), 2, true},                // CPU 51 is above what the shim takes
+		{eal("8000000000000", "10000000000000"), 52, false}, // none it takes: warned
+	} {
+		if got, ok := agentCPU(c.res); got != c.want || ok != c.ok {
+			t.Errorf("%v: CPU %d %v, want %d %v", c.res.EAL, got, ok, c.want, c.ok)
+		}
+	}
+}
+
 func TestAgentShimMode(t *testing.T) {
 	tr, f := true, false
 	for _, c := range []struct {
