@@ -212,6 +212,14 @@ func TestEndToEnd(t *testing.T) {
 			return si.Status.BoundPods == 0 && c != nil && c.Reason == "NoBoundPods", condString(si)
 		})
 	})
+
+	step(t, "the sample Nginx's httpGet readiness and tcpSocket liveness probes pass through the dataplane, though nothing answers on the pod IP", func(t *testing.T) {
+		mustApply(t, nginxSample(t))
+		p := waitNginxReady(t)
+		checkProbesRewritten(t, p)
+		checkNoListenerOnPodIP(t, p)
+		deleteNginxSample(t, p)
+	})
 }
 
 // step runs one stage; a failed stage ends the suite, since every later one builds on it.

@@ -94,6 +94,10 @@ type Config struct {
 	// secondary started then dies looking them up (testpmd: /mempool/list~mb_pool_0).
 	ReadyTelemetry []string
 	// RequireShim fails the start when the image has no libff_syscall.so for the spec's shim
-	// mode. The stand-in image has none and turns it off.
+	// mode (--require-shim=false only warns).
 	RequireShim bool
+	// AppProbes is podcontract.EnvAppProbes: the app probes the injector rewrote to this
+	// supervisor, performed by ProbeAgent through F-Stack (appprobe.go).
+	AppProbes  string
+	ProbeAgent string
 }

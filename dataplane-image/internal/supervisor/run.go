@@ -34,12 +34,13 @@ type Supervisor struct {
 	noHuge  bool
 	health  health
 	metrics *metrics
+	app     *appProbing
 }
 
 // New makes a supervisor that logs (its own lines and its children's) to out.
 func New(cfg Config, facts *FactSource, out io.Writer) *Supervisor {
 	s := &Supervisor{Cfg: cfg, Facts: facts, Env: os.Environ(), Now: time.Now,
-		log: &lineLog{out: out}, metrics: newMetrics()}
+		log: &lineLog{out: out}, metrics: newMetrics(), app: newAppProbing(cfg.AppProbes)}
 	if facts != nil && facts.Logf == nil {
 		facts.Logf = s.logf
 	}
@@ -102,6 +103,7 @@ func (s *Supervisor) Run(stop <-chan struct{}) error {
 		}
 		return err
 	}
+	s.startProbeAgent(res)
 	elapsed := s.Now().Sub(begin)
 	s.metrics.timeToReady.Set(elapsed.Seconds())
 	s.logf("ready: generation %d, %d processes in %s", gen, len(procs), elapsed.Round(time.Millisecond))
@@ -279,6 +281,7 @@ func (s *Supervisor) watch(procs []*child, prefix string, exited <-chan *child, 
 // process, and deletes the primary's hugepage files, which would otherwise hold the pod's pages.
 func (s *Supervisor) shutdown(procs []*child, prefix string) {
 	s.health.ready.Store(false)
+	s.stopProbeAgent() // first: a shim client left behind spins on a stopped F-Stack
 	if err := removeReady(s.Cfg.Paths.ShimDir); err != nil {
 		s.logf("remove ready file: %v", err)
 	}
