@@ -93,4 +93,9 @@ type Config struct {
 	// RequireShim fails the start when the image has no libff_syscall.so for the spec's shim
 	// mode. The stand-in image has none and turns it off.
 	RequireShim bool
+	// ShimContexts says where the shim's free contexts are counted: ContextsZone (F-Stack's
+	// memzones), ContextsStandin (the stand-in's slot files) or ContextsOff.
+	ShimContexts string
+	// ContextsInterval is how often they are read and published for the launchers.
+	ContextsInterval time.Duration
 }
