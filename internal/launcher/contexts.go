@@ -70,7 +70,10 @@ func (l *Launcher) freshState(ctx context.Context, gen string, start int64) (*sh
 			return nil, fmt.Errorf("the dataplane left generation %s while this app was starting", gen)
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("no fresh shim context count from the dataplane within %s (%s/%s: %v)", l.WaitTimeout, l.ShimDir, shimctx.StateFile, err)
+			if err == nil {
+				err = fmt.Errorf("the last reading is of generation %d, made before this app started", st.Generation)
+			}
+			return nil, fmt.Errorf("no fresh shim context count from the dataplane within %s (%s/%s: %w)", l.WaitTimeout, l.ShimDir, shimctx.StateFile, err)
 		}
 		if err := l.sleep(ctx); err != nil {
 			return nil, err

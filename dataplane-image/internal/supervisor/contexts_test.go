@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -65,7 +66,7 @@ func TestRefusesForeignZoneLayouts(t *testing.T) {
 	mem, addr := zoneImage(32, 3)
 	off := int(addr - uint64(uintptr(unsafe.Pointer(&mem[0]))))
 	mem[off+zoneOffFree] = 32 // an attach caught between its two stores
-	if _, err := parseZone(mem[off:], addr); err != errInconsistent {
+	if _, err := parseZone(mem[off:], addr); !errors.Is(err, errInconsistent) {
 		t.Errorf("a half-updated header: %v, want errInconsistent", err)
 	}
 }
@@ -155,7 +156,7 @@ func TestRestartsForAJustifiedContextRequest(t *testing.T) {
 	mustDo(t, os.WriteFile(slots, append(make([]byte, 2), []byte(strings.Repeat("\x01", 30))...), 0o666))
 	eventually(t, "the metric", func() bool { return strings.Contains(h.metricsText(s), `fstack_shim_contexts_free{instance="0"} 2`) })
 	mustDo(t, shimctx.Write(h.paths.ShimDir, shimctx.RequestFile, &shimctx.Request{Generation: 1, Container: "nginx", Need: []int{3}}))
-	if err := waitResult(t, res); err != ErrRestartRequested {
+	if err := waitResult(t, res); !errors.Is(err, ErrRestartRequested) {
 		t.Fatalf("Run returned %v, want ErrRestartRequested", err)
 	}
 	if h.shimFile(podcontract.ReadyFile) != "" {
