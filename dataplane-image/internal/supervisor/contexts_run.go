@@ -186,7 +186,9 @@ func contextSource(kind, runtimeDir, prefix string) (ContextSource, error) {
 // resetContexts makes the source when none was given and clears the previous generation's
 // state and requests: the launcher must not read a dead generation's counts as current.
 func (s *Supervisor) resetContexts(res *render.Result) error {
-	if s.Contexts == nil {
+	if sh := res.Spec.Shim.Enabled; sh == nil || !*sh {
+		s.Contexts = nil // no shim, no contexts: the launcher then checks nothing
+	} else if s.Contexts == nil {
 		src, err := contextSource(s.Cfg.ShimContexts, s.Cfg.Paths.RuntimeDir, FilePrefix(res.EAL[0]))
 		if err != nil {
 			return err

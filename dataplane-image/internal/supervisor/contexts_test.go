@@ -132,7 +132,10 @@ func serveTelemetry(t *testing.T, path string, replies map[string]string) {
 // honoured only when the reading confirms the shortage, and then Run ends for a restart whose
 // new generation has fresh slots.
 func TestRestartsForAJustifiedContextRequest(t *testing.T) {
-	h := newHarness(t, vhostSpec(1))
+	spec := vhostSpec(1)
+	enabled := true
+	spec.Shim.Enabled = &enabled
+	h := newHarness(t, spec)
 	h.writeDevinfo()
 	s := h.supervisor("primary", "secondary")
 	s.Cfg.ShimContexts = ContextsStandin
