@@ -23,6 +23,15 @@ func (l *Launcher) ensureContexts(ctx context.Context, gen string, need []int) (
 	requested := false
 	for {
 		st, err := l.freshState(ctx, gen, start)
+		if errors.Is(err, errGenerationMoved) {
+			// The dataplane is restarting (for another app, or its primary died): start over
+			// against the generation that comes next.
+			if gen, err = l.waitReady(ctx); err != nil {
+				return "", err
+			}
+			start = shimctx.Now()
+			continue
+		}
 		if err != nil {
 			return "", err
 		}
@@ -55,6 +64,8 @@ func (l *Launcher) ensureContexts(ctx context.Context, gen string, need []int) (
 	}
 }
 
+var errGenerationMoved = errors.New("the dataplane left the generation this app was starting against")
+
 // freshState waits for a reading of generation gen that began after start; nil when the
 // dataplane publishes none.
 func (l *Launcher) freshState(ctx context.Context, gen string, start int64) (*shimctx.State, error) {
@@ -62,12 +73,14 @@ func (l *Launcher) freshState(ctx context.Context, gen string, start int64) (*sh
 	for {
 		st, err := shimctx.ReadState(l.ShimDir)
 		switch {
+		case errors.Is(err, os.ErrNotExist) && l.read(podcontract.ReadyFile) == gen:
+			return nil, nil // a dataplane that publishes none: it writes the file before ready
 		case errors.Is(err, os.ErrNotExist):
-			return nil, nil
+			return nil, errGenerationMoved
 		case err == nil && strconv.Itoa(st.Generation) == gen && st.ReadAt >= start:
 			return st, nil
 		case err == nil && strconv.Itoa(st.Generation) != gen && l.read(podcontract.ReadyFile) != gen:
-			return nil, fmt.Errorf("the dataplane left generation %s while this app was starting", gen)
+			return nil, errGenerationMoved
 		}
 		if time.Now().After(deadline) {
 			if err == nil {
@@ -86,6 +99,9 @@ func (l *Launcher) freshState(ctx context.Context, gen string, start int64) (*sh
 // the check runs again.
 func (l *Launcher) requestRestart(ctx context.Context, gen string, need []int) (string, error) {
 	g, _ := strconv.Atoi(gen)
+	if err := shimctx.Remove(l.ShimDir, shimctx.DeclinedFile); err != nil {
+		return "", fmt.Errorf("ask for a dataplane restart: %w", err)
+	}
 	if err := shimctx.Write(l.ShimDir, shimctx.RequestFile, &shimctx.Request{Generation: g, Container: l.Container, Need: need}); err != nil {
 		return "", fmt.Errorf("ask for a dataplane restart: %w", err)
 	}
@@ -96,7 +112,8 @@ func (l *Launcher) requestRestart(ctx context.Context, gen string, need []int) (
 			l.logf("the dataplane restarted (generation %s, was %s)", now, gen)
 			return now, nil
 		}
-		if _, err := os.Lstat(l.ShimDir + "/" + shimctx.RequestFile); errors.Is(err, os.ErrNotExist) && now == gen {
+		if r, err := shimctx.ReadRequest(l.ShimDir, shimctx.DeclinedFile); err == nil && r.Generation == g && now == gen {
+			l.logf("the dataplane declined the restart (its reading shows enough contexts): checking again")
 			return gen, nil
 		}
 		if time.Now().After(deadline) {

@@ -52,13 +52,19 @@ func (f *fakeSupervisor) run(done chan struct{}) {
 		}
 		st := &shimctx.State{Generation: gen, ReadAt: shimctx.Now(), Source: "test", Instances: []shimctx.Instance{{Free: int(f.free.Load()), Capacity: 32}}}
 		_ = shimctx.Write(f.dir, shimctx.StateFile, st)
-		if r, err := shimctx.ReadRequest(f.dir); err == nil && f.honour && r.Generation == gen {
+		if r, err := shimctx.ReadRequest(f.dir, shimctx.RequestFile); err == nil && f.honour && r.Generation == gen {
+			// The supervisor's order: readiness, state and request go, F-Stack restarts
+			// (which takes a while), then the new generation, its first reading, ready.
+			_ = os.Remove(filepath.Join(f.dir, podcontract.ReadyFile))
+			_ = shimctx.Remove(f.dir, shimctx.StateFile)
+			_ = shimctx.Remove(f.dir, shimctx.RequestFile)
+			time.Sleep(100 * time.Millisecond)
 			gen++
 			f.free.Store(32)
 			f.restarts.Add(1)
 			_ = os.WriteFile(filepath.Join(f.dir, podcontract.GenerationFile), []byte(strconv.Itoa(gen)+"\n"), 0o644)
+			_ = shimctx.Write(f.dir, shimctx.StateFile, &shimctx.State{Generation: gen, ReadAt: shimctx.Now(), Source: "test", Instances: []shimctx.Instance{{Free: 32, Capacity: 32}}})
 			_ = os.WriteFile(filepath.Join(f.dir, podcontract.ReadyFile), []byte(strconv.Itoa(gen)+"\n"), 0o644)
-			_ = shimctx.Remove(f.dir, shimctx.RequestFile)
 		}
 	}
 }

@@ -29,6 +29,10 @@ const (
 	StateFile = "contexts"
 	// RequestFile (in the shim dir) is a launcher's request for a dataplane restart.
 	RequestFile = "restart-request"
+	// DeclinedFile (in the shim dir) answers a request the supervisor does not honour (its own
+	// reading shows enough contexts); it holds the request. An honoured request is answered by
+	// the generation moving on.
+	DeclinedFile = "restart-declined"
 	// MaxInstances bounds the instances a file may describe (F-Stack's lcore mask is 64 bits).
 	MaxInstances = 64
 	maxFileBytes = 16 << 10
@@ -98,10 +102,10 @@ func ReadState(dir string) (*State, error) {
 	return &s, nil
 }
 
-// ReadRequest reads and validates a launcher's request.
-func ReadRequest(dir string) (*Request, error) {
+// ReadRequest reads and validates a launcher's request (RequestFile or DeclinedFile).
+func ReadRequest(dir, name string) (*Request, error) {
 	var r Request
-	if err := readJSON(filepath.Join(dir, RequestFile), &r); err != nil {
+	if err := readJSON(filepath.Join(dir, name), &r); err != nil {
 		return nil, err
 	}
 	if len(r.Need) == 0 || len(r.Need) > MaxInstances {

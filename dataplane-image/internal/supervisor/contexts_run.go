@@ -145,29 +145,42 @@ func (w *contextWatch) publish() *shimctx.State {
 // reading confirms the shortage; otherwise it is removed (the launcher then checks again).
 func (w *contextWatch) justified(st *shimctx.State) bool {
 	dir := w.s.Cfg.Paths.ShimDir
-	r, err := shimctx.ReadRequest(dir)
+	r, err := shimctx.ReadRequest(dir, shimctx.RequestFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return false
 	}
-	_ = shimctx.Remove(dir, shimctx.RequestFile)
 	switch {
 	case err != nil:
 		w.s.logf("shim contexts: ignoring a restart request: %v", err)
+		_ = shimctx.Remove(dir, shimctx.RequestFile)
 		return false
 	case r.Generation != w.gen:
+		_ = shimctx.Remove(dir, shimctx.RequestFile)
 		return false
 	case st.Error != "":
-		w.s.logf("shim contexts: container %s asks for a restart, but the contexts cannot be read (%s): not restarting", r.Container, st.Error)
+		w.decline(r, fmt.Sprintf("the contexts cannot be read (%s)", st.Error))
 		return false
 	}
 	short := st.Short(r.Need)
 	if len(short) == 0 {
-		w.s.logf("shim contexts: container %s asks for a restart, but enough are free now: not restarting", r.Container)
+		w.decline(r, "enough are free now")
 		return false
 	}
+	// The request stays until the next generation clears it: the launcher waits for that
+	// generation, and must not take the request's disappearance for an answer.
 	w.s.contextMetrics().restarts.Inc()
 	w.s.logf("shim contexts: container %s would start short (%v): restarting the dataplane for fresh zones (generation %d ends)", r.Container, short, w.gen)
 	return true
+}
+
+// decline answers a request that is not honoured (the launcher then checks again).
+func (w *contextWatch) decline(r *shimctx.Request, why string) {
+	dir := w.s.Cfg.Paths.ShimDir
+	w.s.logf("shim contexts: container %s asks for a restart, but %s: not restarting", r.Container, why)
+	if err := shimctx.Write(dir, shimctx.DeclinedFile, r); err != nil {
+		w.s.logf("shim contexts: %v", err)
+	}
+	_ = shimctx.Remove(dir, shimctx.RequestFile)
 }
 
 // contextSource makes the source --shim-contexts names.
@@ -195,7 +208,7 @@ func (s *Supervisor) resetContexts(res *render.Result) error {
 		}
 		s.Contexts = src
 	}
-	for _, f := range []string{shimctx.StateFile, shimctx.RequestFile} {
+	for _, f := range []string{shimctx.StateFile, shimctx.RequestFile, shimctx.DeclinedFile} {
 		if err := shimctx.Remove(s.Cfg.Paths.ShimDir, f); err != nil {
 			return fmt.Errorf("shim contexts: %w", err)
 		}
