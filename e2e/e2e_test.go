@@ -208,6 +208,10 @@ func TestEndToEnd(t *testing.T) {
 			return si.Status.BoundPods == 0 && c != nil && c.Reason == "NoBoundPods", condString(si)
 		})
 	})
+
+	step(t, "an injected Nginx runs each worker on its own CPU of the app container", checkNginxWorkersOnOwnCPUs)
+
+	step(t, "an Nginx whose configuration breaks the shim (sendfile on) is refused with the file and line in its log", checkMisconfiguredNginxRefused)
 }
 
 // step runs one stage; a failed stage ends the suite, since every later one builds on it.
