@@ -220,6 +220,10 @@ func TestEndToEnd(t *testing.T) {
 		checkNoListenerOnPodIP(t, p)
 		deleteNginxSample(t, p)
 	})
+
+	step(t, "an injected Nginx runs each worker on its own CPU of the app container", checkNginxWorkersOnOwnCPUs)
+
+	step(t, "an Nginx whose configuration breaks the shim (sendfile on) is refused with the file and line in its log", checkMisconfiguredNginxRefused)
 }
 
 // step runs one stage; a failed stage ends the suite, since every later one builds on it.

@@ -85,7 +85,7 @@ build_overlay() {
 # mode polls every queue in every process, and two processes on one virtio queue corrupt it.
 # In the other modes process k polls only its own queue, as an F-Stack process does.
 CMD=(--program-mode --program=/usr/bin/dpdk-testpmd --program-lcores-per-proc=2
-  --ready-telemetry=/mempool/list~mb_pool_0
+  --ready-telemetry=/mempool/list~mb_pool_0 --shim-contexts=standin
   --primary-args=--total-num-mbufs=8192 --primary-args=--forward-mode=icmpecho --secondary-args=--forward-mode=rxonly)
 for a in --rxq={procs} --txq={procs} --num-procs={procs} --proc-id={proc} --auto-start; do
   CMD+=("--primary-args=$a" "--secondary-args=$a")

@@ -5,6 +5,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -61,6 +62,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.readyCmd, "ready-command", "", "command (space-separated, {proc} expands) that must succeed for a process to be ready, e.g. \"/usr/local/bin/ff_traffic -p {proc} -s\"")
 	fs.Var((*listFlag)(&o.cfg.ReadyTelemetry), "ready-telemetry", "telemetry check the primary must pass before secondaries start: \"command\" (non-empty reply) or \"command~text\" (repeat), e.g. /mempool/list~mb_pool_0 for testpmd")
 	fs.BoolVar(&o.cfg.RequireShim, "require-shim", true, "fail when the image has no libff_syscall.so for the spec's shim mode")
+	fs.StringVar(&o.cfg.ShimContexts, "shim-contexts", supervisor.ContextsZone, "where the shim's free contexts are counted: zone (F-Stack's ff_socket_ops_zone_<k> memzones, through telemetry and the primary's memory), standin (the stand-in shim's slot files), off")
+	fs.DurationVar(&o.cfg.ContextsInterval, "contexts-interval", 100*time.Millisecond, "how often the shim contexts are read and published to <shim-dir>/contexts")
 	fs.StringVar(&o.ffTraffic, "ff-traffic", "/usr/local/bin/ff_traffic", "ff_traffic for per-process metrics (skipped when absent)")
 	fs.StringVar(&o.cfg.ProbeAgent, "probe-agent", podcontract.ProbeAgent, "the probe agent that performs the app probes of "+podcontract.EnvAppProbes+" through F-Stack")
 	fs.StringVar(&o.listen, "listen", ":"+strconv.Itoa(podcontract.SupervisorPort), "address of /readyz, /healthz and /metrics")
@@ -109,8 +112,15 @@ func main() {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	go func() { <-sigs; close(stop) }()
-	if err := s.Run(stop); err != nil {
-		fmt.Fprintln(os.Stderr, "fstack-supervisor:", err)
-		os.Exit(1)
+	for {
+		err := s.Run(stop)
+		if errors.Is(err, supervisor.ErrRestartRequested) {
+			continue // a new generation with fresh shim zones; the apps restart with it
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fstack-supervisor:", err)
+			os.Exit(1)
+		}
+		return
 	}
 }

@@ -100,4 +100,9 @@ type Config struct {
 	// supervisor, performed by ProbeAgent through F-Stack (appprobe.go).
 	AppProbes  string
 	ProbeAgent string
+	// ShimContexts says where the shim's free contexts are counted: ContextsZone (F-Stack's
+	// memzones), ContextsStandin (the stand-in's slot files) or ContextsOff.
+	ShimContexts string
+	// ContextsInterval is how often they are read and published for the launchers.
+	ContextsInterval time.Duration
 }
