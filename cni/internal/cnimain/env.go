@@ -138,3 +138,23 @@ func sameNetns(self, netns string) (bool, *types.Error) {
 	}
 	return own.Dev == target.Dev && own.Ino == target.Ino, nil
 }
+
+// ValidateContainerID applies ADD's check of CNI_CONTAINERID to a name read from elsewhere (a
+// file a pod can write, OVSDB).
+func ValidateContainerID(id string) error {
+	if e := checkContainerID(id); e != nil {
+		return fmt.Errorf("%s %q", e.Msg, id)
+	}
+	return nil
+}
+
+// ValidateIfName applies ADD's check of CNI_IFNAME to a name read from elsewhere.
+func ValidateIfName(name string) error {
+	if name == "" {
+		return fmt.Errorf("interface name is empty")
+	}
+	if e := checkIfName(name); e != nil {
+		return fmt.Errorf("%s (%q)", e.Msg, name)
+	}
+	return nil
+}

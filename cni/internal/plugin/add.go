@@ -64,7 +64,7 @@ func (p *Plugin) add(c *command, a *attachment, stdin []byte) (res *current.Resu
 	if err != nil {
 		return nil, err
 	}
-	undo = append(undo, func() error { return removeFiles(c.conf.SocketRoot, a) })
+	undo = append(undo, func() error { return removeFiles(a) })
 	if err := writeFiles(c.conf.SocketRoot, a, deviceInfo(c.conf, a, ipamRes)); err != nil {
 		return nil, cniErr(types.ErrIOFailure, "write the attachment's files", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/kube-fstack/kube-fstack/internal/fsutil"
 )
 
 // portRows is the reply to DEL's transaction: the Interface (with its socket), and how many
@@ -131,8 +133,10 @@ func TestDelRemovesStaleTempsWithThePodDirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(a.PodDir, ".devinfo-net9.json.tmp"), []byte("{"), 0o644); err != nil {
-		t.Fatal(err)
+	for _, tmp := range []string{".devinfo-net9.json.tmp", fsutil.TempPrefix("net9.json") + "x1"} {
+		if err := os.WriteFile(filepath.Join(a.PodDir, tmp), []byte("{"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := n.p.Del(n.args); err != nil {
 		t.Fatal(err)
