@@ -85,6 +85,11 @@ func (c *command) createPort(a *attachment) error {
 	spec := a.portSpec(c.conf.MTU)
 	err := c.ovs.addPort(c.ctx, c.conf.Bridge, spec)
 	switch {
+	case isOrphanWait(err):
+		if err := c.removeOrphanPorts(a); err != nil {
+			return err
+		}
+		return c.ovs.addPort(c.ctx, c.conf.Bridge, spec)
 	case ovsdb.IsConditionFailed(err):
 		if berr := c.ovs.checkBridge(c.ctx, c.conf.Bridge); berr != nil {
 			return berr
