@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 )
 
 // A node rebooted: /var/run (the socket root, the device info) was a tmpfs and is empty, but
@@ -126,6 +127,7 @@ func (n *netw) retry(what string, p pod, fn func(pod) error) error {
 		if err = fn(p); err == nil {
 			return nil
 		}
+		time.Sleep(50 * time.Millisecond) // a runtime backs off too; OVS takes seconds to come back
 	}
 	return fmt.Errorf("%s of %s failed 500 times, last: %w", what, p.uid, err)
 }
