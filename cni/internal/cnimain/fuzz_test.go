@@ -39,7 +39,10 @@ func FuzzEnv(f *testing.F) {
 		}
 		var skelArgs, ourArgs *CmdArgs
 		withStdin(t, stdin)
-		skelFn := func(a *skel.CmdArgs) error { skelArgs = &CmdArgs{ContainerID: a.ContainerID, IfName: a.IfName}; return nil }
+		skelFn := func(a *skel.CmdArgs) error {
+			skelArgs = &CmdArgs{ContainerID: a.ContainerID, IfName: a.IfName}
+			return nil
+		}
 		want := skel.PluginMainFuncsWithError(skel.CNIFuncs{Add: skelFn, Del: skelFn, Check: skelFn, GC: skelFn, Status: skelFn}, version.All, "")
 		ourFn := func(a *CmdArgs) error { ourArgs = a; return nil }
 		d := &dispatcher{getenv: os.Getenv, stdin: strings.NewReader(stdin), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}

@@ -52,7 +52,7 @@ func TestValidateNamesTheMember(t *testing.T) {
 	for body, member := range map[string]string{
 		`{"type":"pci"}`: "type", `{"type":"vhost-user"}`: "vhost-user.path",
 		`{"type":"vhost-user","vhost-user":{"path":"/a","mode":"x"}}`: "vhost-user.mode",
-		`{"type":"vhost-user","mtu":"x"}`:                            "mtu",
+		`{"type":"vhost-user","mtu":"x"}`:                             "mtu",
 	} {
 		if _, err := Parse([]byte(body)); err == nil || !strings.Contains(err.Error(), member) {
 			t.Errorf("%s: %v, want an error naming %s", body, err, member)

@@ -83,9 +83,9 @@ func plantHostile(t *testing.T, n *netw, podDir, c string) []string {
 	must(t, os.MkdirAll(podDir, 0o755))
 	up, _ := filepath.Rel(podDir, filepath.Join(c, "secret"))
 	files := map[string]string{
-		"evil.json":    hostileDevinfo(n.name, "c0ffee", up),            // GC once removed ../../canary/secret.{json,sock}
-		"net7.json":    hostileDevinfo(n.name, "../../../x", "net7"),    // a container ID ADD would refuse
-		"net8.json":    hostileDevinfo(n.name, "c0ffee", "net1"),        // an ifname that is not its file's
+		"evil.json":    hostileDevinfo(n.name, "c0ffee", up),                                        // GC once removed ../../canary/secret.{json,sock}
+		"net7.json":    hostileDevinfo(n.name, "../../../x", "net7"),                                // a container ID ADD would refuse
+		"net8.json":    hostileDevinfo(n.name, "c0ffee", "net1"),                                    // an ifname that is not its file's
 		"net6.json":    `{"type":"vhost-user","version":"1.1.0"` + strings.Repeat(" ", 70000) + `}`, // too large to be ours
 		"foreign.txt":  "the pod's own file",
 		"foreign.sock": "not a socket",
