@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -41,7 +42,7 @@ func FuzzDecodeConf(f *testing.F) {
 		}
 		_, err := parseConf(data)
 		var te *types.Error
-		if err == nil || !asError(err, &te) || te.Code != types.ErrInvalidNetworkConfig {
+		if err == nil || !errors.As(err, &te) || te.Code != types.ErrInvalidNetworkConfig {
 			return
 		}
 		for _, field := range confFields {
@@ -51,12 +52,6 @@ func FuzzDecodeConf(f *testing.F) {
 		}
 		t.Fatalf("%q: refusal %q names no member", data, te.Msg)
 	})
-}
-
-func asError(err error, te **types.Error) bool {
-	e, ok := err.(*types.Error)
-	*te = e
-	return ok
 }
 
 // A device info read back by GC is the pod's to write. Whatever names it holds, the ones
