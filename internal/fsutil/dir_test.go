@@ -66,8 +66,17 @@ func TestWriteAtomicReplacesSymlink(t *testing.T) {
 	}
 }
 
-// Planted temp names of every shape the old writer used are never written through.
+// Planted temp names of every shape the old writer used are never written through, with
+// O_TMPFILE or without.
 func TestWriteAtomicIgnoresPlantedTemps(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		noTmpfile = off
+		writeBesidePlantedTemps(t)
+	}
+	noTmpfile = false
+}
+
+func writeBesidePlantedTemps(t *testing.T) {
 	d, root := openRoot(t)
 	v := victim(t)
 	for _, n := range []string{".devinfo-f.json.tmp", TempPrefix("f.json"), TempPrefix("f.json") + "0"} {

@@ -37,6 +37,9 @@ func IsTemp(name string) bool {
 	return strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-")
 }
 
+// noTmpfile makes tests take the path of file systems without O_TMPFILE.
+var noTmpfile = false
+
 // WriteAtomic replaces name in d with data, with mode exactly (not narrowed by the umask).
 // Whatever is at name (a symlink included) is replaced, never written through.
 func (d *Dir) WriteAtomic(name string, data []byte, mode os.FileMode) error {
@@ -60,6 +63,10 @@ func (d *Dir) WriteAtomic(name string, data []byte, mode os.FileMode) error {
 // writeTemp writes data to a new file in d and returns its name.
 func (d *Dir) writeTemp(name string, data []byte, mode os.FileMode) (string, error) {
 	fd, err := unix.Openat(d.fd, ".", unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, uint32(mode.Perm()))
+	if err == nil && noTmpfile {
+		unix.Close(fd)
+		err = unix.EOPNOTSUPP
+	}
 	if err == nil {
 		if tmp, err := d.linkTemp(name, fd, data, mode); err == nil {
 			return tmp, nil
