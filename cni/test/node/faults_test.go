@@ -1,42 +1,53 @@
 package node
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
 // A node rebooted: /var/run (the socket root, the device info) was a tmpfs and is empty, but
 // OVS's database is on disk and keeps the ports of the sandboxes that died with the node, whose
-// DEL never comes. The pods' new sandboxes (new container IDs, same pod UIDs) get the same
-// socket paths: the next ADD of a pod's interface removes the old port on its socket, and GC
-// removes the rest.
+// DEL never comes (the runtime's cache and host-local's leases are on disk too). The pods' new
+// sandboxes (new container IDs, same pod UIDs) get the same socket paths: the next ADD of a
+// pod's interface removes the old port on its socket, and the plugin's GC removes the rest.
 func TestPortsOfANodeThatLostItsTmpfs(t *testing.T) {
 	n := newNet(t, "1.1.0")
 	a, b := newPod(810), newPod(811)
 	n.mustAdd(a)
 	n.mustAdd(b)
-	for _, dir := range []string{n.socketRoot(), n.deviceInfoDir(), n.dir + "/cache"} {
-		must(t, os.RemoveAll(dir)) // the runtime's cache is on a tmpfs too on most nodes
+	for _, dir := range []string{n.socketRoot(), n.deviceInfoDir()} {
+		must(t, os.RemoveAll(dir))
 	}
-	oldA := portOf(t, a)
+	oldA, oldB := portOf(t, a), portOf(t, b)
 
 	again := a
 	again.containerID = fmt.Sprintf("beef%060d", 810)
 	n.mustAdd(again)
 	t.Cleanup(func() { _ = n.del(again) })
-	if got := ports(t); slices.Contains(got, oldA) || len(got) != 2 {
-		t.Fatalf("after the new sandbox's ADD, ports %v: the old sandbox's %s must be gone, b's and the new one left", got, oldA)
+	if got := ports(t); slices.Contains(got, oldA) || !slices.Contains(got, oldB) || len(got) != 2 {
+		t.Fatalf("after the new sandbox's ADD, ports %v: the old sandbox's %s must be gone, %s and the new one left", got, oldA, oldB)
 	}
-	n.gc(again)
+	// The plugin's own GC, without libcni's DELs of the attachments in its cache.
+	conf := n.pluginConf()
+	conf["cniVersion"], conf["name"] = n.version, n.name
+	conf["cni.dev/valid-attachments"] = []map[string]string{{"containerID": again.containerID, "ifname": again.ifname}}
+	delete(conf, "ipam") // host-local has no GC: libcni's DELs below give its leases back
+	stdin, _ := json.Marshal(conf)
+	if out, err := execPlugin("GC", stdin, "", pod{}); err != nil {
+		t.Fatalf("GC: %v %s", err, out)
+	}
 	if got := ports(t); len(got) != 1 || got[0] != portOf(t, again) {
 		t.Fatalf("after GC, ports %v, want only %s", got, portOf(t, again))
 	}
+	n.gc(again)
 	if got := ipamLeases(n.ipamDir()); len(got) != 1 {
-		t.Fatalf("after GC, leases %v, want the new sandbox's", got)
+		t.Fatalf("after libcni's GC, leases %v, want the new sandbox's", got)
 	}
 	n.mustDel(again)
 	n.assertNothingLeft()
@@ -72,10 +83,12 @@ func TestOVSRestartedWhilePodsComeAndGo(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, pods)
 	stop := make(chan struct{})
+	cycles, exited := make([]atomic.Int64, pods), make([]atomic.Bool, pods)
 	for i := range pods {
 		p := newPod(820 + i)
 		wg.Go(func() {
-			for cycle := 0; ; cycle++ {
+			defer exited[i].Store(true)
+			for {
 				select {
 				case <-stop:
 					errs <- n.retry("DEL", p, n.del)
@@ -90,15 +103,30 @@ func TestOVSRestartedWhilePodsComeAndGo(t *testing.T) {
 					errs <- err
 					return
 				}
+				cycles[i].Add(1)
 			}
 		})
 	}
+	// Every pod completes cycles before, between and after the restarts.
+	waitCycles := func() {
+		start := make([]int64, pods)
+		for i := range cycles {
+			start[i] = cycles[i].Load()
+		}
+		for i := range cycles {
+			for cycles[i].Load() < start[i]+2 && !exited[i].Load() {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+	}
+	waitCycles()
 	for range 2 {
 		if err := env.ovs.Restart(); err != nil {
 			close(stop)
 			wg.Wait()
 			t.Fatalf("restart OVS: %v", err)
 		}
+		waitCycles()
 	}
 	close(stop)
 	wg.Wait()

@@ -25,8 +25,7 @@ func TestHostilePodDirectoryLeavesEverythingElseAlone(t *testing.T) {
 	planted := plantHostile(t, n, podDir, c)
 	canaryBefore, plantedBefore := tree(t, c), tree(t, planted...)
 
-	n.mustAdd(p)
-	n.mustAdd(p) // a second ADD of the same pod: the old writer's fixed temp name was followed here
+	n.mustAdd(p) // writes device info beside a symlink at the old writer's fixed temp name
 	if err := n.cni().CheckNetworkList(context.Background(), n.confList(), p.rt()); err != nil {
 		t.Errorf("CHECK: %v", err)
 	}
