@@ -35,7 +35,7 @@ func FuzzEnv(f *testing.F) {
 		env := map[string]string{"CNI_COMMAND": cmd, "CNI_CONTAINERID": cid, "CNI_NETNS": "/nonexistent/netns",
 			"CNI_IFNAME": ifname, "CNI_ARGS": "K8S_POD_UID=u", "CNI_PATH": "/opt/cni/bin", "CNI_NETNS_OVERRIDE": ""}
 		for k, v := range env {
-			os.Setenv(k, v)
+			t.Setenv(k, v)
 		}
 		var skelArgs, ourArgs *CmdArgs
 		withStdin(t, stdin)

@@ -69,8 +69,8 @@ func (c *command) gcPortFiles(socket, cid, ifname string) error {
 	return removeFiles(a)
 }
 
-// gcFiles finds attachments by the device info in each pod directory, then removes the pod
-// directories the plugin made that are left empty (under the root lock, an ADD never leaves
+// gcFiles finds attachments by the device info in each pod directory the plugin made (marked),
+// then removes those left empty (under the root lock, an ADD never leaves
 // one empty). What a pod planted in its own directory is logged and left: it is not acted on,
 // and the pod's directory is the pod's to fill.
 func (c *command) gcFiles(valid map[string]bool) error {
@@ -95,7 +95,9 @@ func (c *command) gcFiles(valid map[string]bool) error {
 		if err != nil {
 			continue
 		}
-		errs = append(errs, c.gcPodDir(pd, name, valid))
+		if isRegular(pd, PodDirMarker) { // else not made by the plugin: its files are not ours either
+			errs = append(errs, c.gcPodDir(pd, name, valid))
+		}
 		pd.Close()
 	}
 	return errors.Join(errs...)
@@ -111,9 +113,6 @@ func (c *command) gcPodDir(pd *fsutil.Dir, name string, valid map[string]bool) e
 		errs = append(errs, c.gcFile(pd, f, valid))
 	}
 	return errors.Join(append(errs, withRootLock(c.conf.SocketRoot, func(rd *fsutil.Dir) error {
-		if _, err := pd.Lstat(PodDirMarker); err != nil {
-			return nil // not made by the plugin
-		}
 		return removePodDir(rd, pd, name, false)
 	}))...)
 }

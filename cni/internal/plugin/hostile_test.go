@@ -101,8 +101,10 @@ func plant(t *testing.T, n *node, canaryDir string) []string {
 		mustOK(t, os.Symlink(filepath.Join(canaryDir, target), filepath.Join(pd, name)))
 	}
 	mustOK(t, os.Mkdir(filepath.Join(n.root, "foreign-empty"), 0o755))
+	mustOK(t, os.Mkdir(filepath.Join(n.root, "foreign-full"), 0o755)) // unmarked, with what looks like ours
+	mustOK(t, os.WriteFile(filepath.Join(n.root, "foreign-full", "net1.json"), []byte(devinfoOf("fstack", "c5", "net1")), 0o600))
 	mustOK(t, os.Symlink(canaryDir, filepath.Join(n.root, "u2")))
-	return []string{filepath.Join(n.root, "foreign-empty"), filepath.Join(n.root, "u2"), filepath.Join(pd, "evil.json"),
+	return []string{filepath.Join(n.root, "foreign-empty"), filepath.Join(n.root, "foreign-full"), filepath.Join(n.root, "u2"), filepath.Join(pd, "evil.json"),
 		filepath.Join(pd, "foreign.txt"), filepath.Join(pd, "net2.json"), filepath.Join(pd, ".devinfo-net1.json.tmp")}
 }
 

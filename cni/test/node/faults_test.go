@@ -21,6 +21,7 @@ func TestPortsOfANodeThatLostItsTmpfs(t *testing.T) {
 	a, b := newPod(810), newPod(811)
 	n.mustAdd(a)
 	n.mustAdd(b)
+	t.Cleanup(func() { _ = n.del(a); _ = n.del(b) }) // when the test fails half-way
 	for _, dir := range []string{n.socketRoot(), n.deviceInfoDir()} {
 		must(t, os.RemoveAll(dir))
 	}
