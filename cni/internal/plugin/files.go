@@ -172,6 +172,9 @@ func removeSocket(pd *fsutil.Dir, name string) error {
 // has just removed the attachment's device info from it (one made before the marker existed).
 func removePodDir(rd, pd *fsutil.Dir, name string, removedOurs bool) error {
 	names, err := pd.Names()
+	if errors.Is(err, syscall.ENOENT) {
+		return nil // removed meanwhile (GC removes an attachment's files, then looks again)
+	}
 	if err != nil {
 		return err
 	}

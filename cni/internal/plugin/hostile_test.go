@@ -133,3 +133,19 @@ func TestHostilePodDirectory(t *testing.T) {
 		t.Error("the attachment's own device info was not removed")
 	}
 }
+
+// GC removes a stale attachment's files and with them its marked pod directory, then looks at
+// the directory again: one already gone is success.
+func TestGCOfAPodDirectoryItEmptied(t *testing.T) {
+	f := newFakeOVSDB(t, nil)
+	n := newNode(t, f.path, nil)
+	if _, _, err := n.add(); err != nil {
+		t.Fatal(err)
+	}
+	err := n.p.GC(&cnimain.CmdArgs{StdinData: confJSON(t, map[string]any{"socketRoot": n.root, "deviceInfoDir": n.devDir,
+		"ovsdbSocket": f.path, "cni.dev/valid-attachments": []any{}})})
+	if err != nil {
+		t.Fatalf("GC: %v", err)
+	}
+	n.assertNoFiles()
+}
