@@ -64,9 +64,13 @@ func (d *dispatcher) cmdArgs() (string, *CmdArgs, *types.Error) {
 	if cmd == "VERSION" {
 		return cmd, args, nil
 	}
-	stdin, err := io.ReadAll(d.stdin)
+	stdin, err := io.ReadAll(io.LimitReader(d.stdin, MaxStdin+1))
 	if err != nil {
 		return "", nil, types.NewError(types.ErrIOFailure, fmt.Sprintf("error reading from stdin: %v", err), "")
+	}
+	if len(stdin) > MaxStdin {
+		return "", nil, types.NewError(types.ErrDecodingFailure,
+			fmt.Sprintf("the network config on stdin is larger than %d bytes", MaxStdin), "a network config is a few kilobytes; check what the runtime sends")
 	}
 	args.StdinData = stdin
 	if err := checkNetworkName(stdin); err != nil {
@@ -74,6 +78,10 @@ func (d *dispatcher) cmdArgs() (string, *CmdArgs, *types.Error) {
 	}
 	return cmd, args, nil
 }
+
+// MaxStdin bounds the network config read from stdin: a real one, prevResult and valid
+// attachments of a busy node included, is tens of kilobytes.
+const MaxStdin = 1 << 20
 
 // validName is the CNI library's name rule for container IDs and network names:
 // [a-zA-Z0-9][a-zA-Z0-9_.-]*.
@@ -137,4 +145,24 @@ func sameNetns(self, netns string) (bool, *types.Error) {
 		return false, types.NewError(types.ErrInvalidNetNS, "get plugin's netns failed", "")
 	}
 	return own.Dev == target.Dev && own.Ino == target.Ino, nil
+}
+
+// ValidateContainerID applies ADD's check of CNI_CONTAINERID to a name read from elsewhere (a
+// file a pod can write, OVSDB).
+func ValidateContainerID(id string) error {
+	if e := checkContainerID(id); e != nil {
+		return fmt.Errorf("%s %q", e.Msg, id)
+	}
+	return nil
+}
+
+// ValidateIfName applies ADD's check of CNI_IFNAME to a name read from elsewhere.
+func ValidateIfName(name string) error {
+	if name == "" {
+		return fmt.Errorf("interface name is empty")
+	}
+	if e := checkIfName(name); e != nil {
+		return fmt.Errorf("%s (%q)", e.Msg, name)
+	}
+	return nil
 }

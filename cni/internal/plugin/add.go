@@ -64,7 +64,7 @@ func (p *Plugin) add(c *command, a *attachment, stdin []byte) (res *current.Resu
 	if err != nil {
 		return nil, err
 	}
-	undo = append(undo, func() error { return removeFiles(c.conf.SocketRoot, a) })
+	undo = append(undo, func() error { return removeFiles(a) })
 	if err := writeFiles(c.conf.SocketRoot, a, deviceInfo(c.conf, a, ipamRes)); err != nil {
 		return nil, cniErr(types.ErrIOFailure, "write the attachment's files", err)
 	}
@@ -85,6 +85,11 @@ func (c *command) createPort(a *attachment) error {
 	spec := a.portSpec(c.conf.MTU)
 	err := c.ovs.addPort(c.ctx, c.conf.Bridge, spec)
 	switch {
+	case isOrphanWait(err):
+		if err := c.removeOrphanPorts(a); err != nil {
+			return err
+		}
+		return c.ovs.addPort(c.ctx, c.conf.Bridge, spec)
 	case ovsdb.IsConditionFailed(err):
 		if berr := c.ovs.checkBridge(c.ctx, c.conf.Bridge); berr != nil {
 			return berr

@@ -14,7 +14,7 @@ import (
 	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
 )
 
-var insertTxn = []string{"wait Bridge", "insert Interface", "insert Port", "mutate Bridge"}
+var insertTxn = []string{"wait Bridge", "wait Interface", "insert Interface", "insert Port", "mutate Bridge"}
 
 func assertTxns(t *testing.T, f *fakeOVSDB, want ...[]string) {
 	t.Helper()
@@ -36,7 +36,7 @@ func TestAddMakesThePortInOneTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertTxns(t, f, insertTxn)
-	iface := f.txn(1)[1]["row"].(map[string]any)
+	iface := f.txn(1)[2]["row"].(map[string]any)
 	ids := fmt.Sprint(iface["external_ids"])
 	for _, want := range []string{"kube-fstack.io/owner fstack-cni", "kube-fstack.io/container-id c1", "kube-fstack.io/ifname net1",
 		"kube-fstack.io/pod-uid u1", "kube-fstack.io/pod-name web-0", "kube-fstack.io/pod-namespace ns", "kube-fstack.io/network fstack"} {

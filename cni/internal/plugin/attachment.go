@@ -18,11 +18,13 @@ type attachment struct {
 	Netns       string
 	Pod         podArgs
 	PortName    string
+	Root        string // the socket root PodDir is in
 	PodDir      string // <socketRoot>/<pod UID> on the host
 	Socket      string // the socket on the host (OVS's vhost-server-path)
 	PodSocket   string // the same socket as the pod sees it
 	DevInfoFile string // the NPWG CNI device-info file
 	MAC         string
+	podDirErr   error // why PodDir is empty: the directory asked for is not beneath the root
 }
 
 // portName is short (15 bytes, like a kernel ifname) and a pure function of the attachment, so
@@ -61,9 +63,31 @@ func newAttachment(conf *NetConf, args *cnimain.CmdArgs, pod podArgs) *attachmen
 	return a
 }
 
+// setPodDir places the attachment's files in dir, which must be a pod directory directly
+// beneath the socket root: else PodDir and Socket stay empty and podDirErr says why, and no file
+// of the attachment is touched.
 func (a *attachment) setPodDir(conf *NetConf, dir string) {
-	a.PodDir = dir
-	a.Socket = filepath.Join(dir, a.IfName+".sock")
+	a.placeIn(conf, conf.SocketRoot, dir)
+}
+
+// setPodDirOfPort places the files where the port's socket says ADD put them, which wins over
+// today's config: the socket root is the socket's grandparent. OVSDB is not the pods' to
+// write, and even so only files that describe the attachment are ever removed.
+func (a *attachment) setPodDirOfPort(conf *NetConf, socket string) {
+	dir := filepath.Dir(filepath.Clean(socket))
+	if filepath.Base(socket) != a.IfName+".sock" {
+		a.PodDir, a.Socket, a.podDirErr = "", "", fmt.Errorf("socket %s is not named after interface %q", socket, a.IfName)
+		return
+	}
+	a.placeIn(conf, filepath.Dir(dir), dir)
+}
+
+func (a *attachment) placeIn(conf *NetConf, root, dir string) {
+	a.Root, a.PodDir, a.Socket, a.podDirErr = "", "", "", podDirBeneath(root, dir)
+	if a.podDirErr == nil {
+		a.Root, a.PodDir = filepath.Clean(root), filepath.Clean(dir)
+		a.Socket = filepath.Join(a.PodDir, a.IfName+".sock")
+	}
 	a.PodSocket = filepath.Join(conf.PodSocketDir, a.IfName+".sock")
 }
 

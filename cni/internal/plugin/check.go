@@ -7,8 +7,6 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/kube-fstack/kube-fstack/cni/internal/cnimain"
-
-	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
 )
 
 // Check verifies that what ADD made is still there: the port with the right type, socket and
@@ -62,20 +60,6 @@ func checkPort(port *portInfo, a *attachment) error {
 		return fmt.Errorf("OVS port %s uses socket %q, want %q", a.PortName, port.Socket, a.Socket)
 	case filepath.Base(port.Socket) != a.IfName+".sock":
 		return fmt.Errorf("OVS port %s uses socket %q, not one named after %s", a.PortName, port.Socket, a.IfName)
-	}
-	return nil
-}
-
-func checkFiles(a *attachment) error {
-	if !dirExists(a.PodDir) {
-		return fmt.Errorf("pod socket directory %s does not exist", a.PodDir)
-	}
-	info, err := devinfo.Read(a.devInfoInPodDir())
-	if err != nil {
-		return err
-	}
-	if info.Attachment == nil || info.Attachment.ContainerID != a.ContainerID {
-		return fmt.Errorf("%s does not describe %s", a.devInfoInPodDir(), describe(a))
 	}
 	return nil
 }

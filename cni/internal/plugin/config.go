@@ -105,6 +105,10 @@ func (c *NetConf) validate() error {
 		return fmt.Errorf("type is %q, this plugin is %q", c.Type, pluginType)
 	case !filepath.IsAbs(c.SocketRoot) || !filepath.IsAbs(c.PodSocketDir):
 		return fmt.Errorf("socketRoot %q and podSocketDir %q must be absolute paths", c.SocketRoot, c.PodSocketDir)
+	case !filepath.IsAbs(c.DeviceInfoDir):
+		return fmt.Errorf("deviceInfoDir %q must be an absolute path", c.DeviceInfoDir)
+	case c.RuntimeConfig.CNIDeviceInfoFile != "" && !filepath.IsAbs(c.RuntimeConfig.CNIDeviceInfoFile):
+		return fmt.Errorf("runtimeConfig.CNIDeviceInfoFile %q must be an absolute path", c.RuntimeConfig.CNIDeviceInfoFile)
 	case c.Queues < 1 || c.Queues > 16:
 		return fmt.Errorf("queues is %d, want 1..16", c.Queues)
 	case c.QueueSize < 64 || c.QueueSize > 32768 || c.QueueSize&(c.QueueSize-1) != 0:

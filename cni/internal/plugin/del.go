@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"errors"
-	"path/filepath"
 
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/kube-fstack/kube-fstack/cni/internal/cnimain"
@@ -29,9 +28,12 @@ func (p *Plugin) Del(args *cnimain.CmdArgs) error {
 func (p *Plugin) del(c *command, a *attachment, stdin []byte) error {
 	port, portErr := c.ovs.removePortForDel(c.ctx, a.PortName)
 	if port != nil && port.Socket != "" {
-		a.setPodDir(c.conf, filepath.Dir(port.Socket)) // what ADD made wins over today's config
+		a.setPodDirOfPort(c.conf, port.Socket)
+		if a.podDirErr != nil {
+			c.log.Error("pod directory left alone", "socket", port.Socket, "err", a.podDirErr)
+		}
 	}
-	errs := []error{removeFiles(c.conf.SocketRoot, a)}
+	errs := []error{removeFiles(a)}
 	if c.conf.IPAM.Type != "" {
 		errs = append(errs, p.ipamDel(c, a, stdin))
 	}

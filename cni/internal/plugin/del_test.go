@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/kube-fstack/kube-fstack/internal/fsutil"
 )
 
 // portRows is the reply to DEL's transaction: the Interface (with its socket), and how many
@@ -29,7 +31,7 @@ func TestDelFollowsThePortToTheFilesADDMade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if inserted := f.txn(1)[2]["uuid"]; inserted != portUUID(a.PortName) {
+	if inserted := f.txn(1)[3]["uuid"]; inserted != portUUID(a.PortName) {
 		t.Fatalf("ADD inserted the Port with UUID %v, want %s", inserted, portUUID(a.PortName))
 	}
 	f.respond = func(int, []map[string]any) fakeReply { return portRows(a.Socket, 1) }
@@ -131,8 +133,10 @@ func TestDelRemovesStaleTempsWithThePodDirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(a.PodDir, ".devinfo-net9.json.tmp"), []byte("{"), 0o644); err != nil {
-		t.Fatal(err)
+	for _, tmp := range []string{".devinfo-net9.json.tmp", fsutil.TempPrefix("net9.json") + "x1"} {
+		if err := os.WriteFile(filepath.Join(a.PodDir, tmp), []byte("{"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := n.p.Del(n.args); err != nil {
 		t.Fatal(err)

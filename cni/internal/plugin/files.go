@@ -3,145 +3,218 @@ package plugin
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
+	"github.com/kube-fstack/kube-fstack/internal/fsutil"
 )
+
+// Every pod directory is mounted read-write into a dataplane container that runs as root, so
+// nothing in one is trusted: each path below is resolved beneath the socket root held open
+// (fsutil.Dir: no symlink, no ".."), and only files the plugin made are removed.
+
+// PodDirMarker is the file ADD puts in each pod directory it makes. GC removes a pod directory
+// only when it holds the marker and nothing else: an empty directory someone else made under the
+// root is not ours.
+const PodDirMarker = ".fstack-cni"
 
 // withRootLock serialises directory creation and removal under the socket root, so a DEL or GC
 // emptying a pod directory cannot remove it under an ADD that is about to fill it.
-func withRootLock(root string, fn func() error) error {
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return fmt.Errorf("create socket root: %w", err)
-	}
-	f, err := os.Open(root)
+func withRootLock(root string, fn func(rd *fsutil.Dir) error) error {
+	rd, err := fsutil.MkdirAllOpen(root, 0o755)
 	if err != nil {
 		return fmt.Errorf("open socket root: %w", err)
 	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+	defer rd.Close()
+	if err := syscall.Flock(rd.Fd(), syscall.LOCK_EX); err != nil {
 		return fmt.Errorf("lock socket root: %w", err)
 	}
-	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing the file unlocks anyway
-	return fn()
+	return fn(rd) // closing the root unlocks
 }
 
 // writeFiles creates the pod directory and writes the device info into it and to the NPWG
 // location. A stale socket is removed: the pod's DPDK server cannot bind over it.
 func writeFiles(root string, a *attachment, info *devinfo.Info) error {
-	return withRootLock(root, func() error {
-		if err := os.MkdirAll(a.PodDir, 0o755); err != nil {
-			return fmt.Errorf("create pod socket directory: %w", err)
-		}
-		if err := removeIfExists(a.Socket); err != nil {
-			return err
-		}
-		data, err := devinfo.Encode(info)
+	data, err := devinfo.Encode(info)
+	if err != nil {
+		return err
+	}
+	return withRootLock(root, func(rd *fsutil.Dir) error {
+		pd, err := openPodDirForAdd(rd, a)
 		if err != nil {
 			return err
 		}
-		if err := devinfo.WriteEncoded(a.devInfoInPodDir(), data); err != nil {
+		defer pd.Close()
+		if err := removeSocket(pd, a.IfName+".sock"); err != nil {
 			return err
 		}
-		return devinfo.WriteEncoded(a.DevInfoFile, data)
+		if err := pd.WriteAtomic(a.IfName+".json", data, devinfo.FileMode); err != nil {
+			return err
+		}
+		return fsutil.WriteAtomic(a.DevInfoFile, data, devinfo.FileMode)
 	})
 }
 
-// removeFiles undoes writeFiles for this attachment only: a pod directory shared with another
-// attachment, or a file a newer sandbox of the same pod wrote, is left alone.
-func removeFiles(root string, a *attachment) error {
-	err := errors.Join(removeIfExists(a.DevInfoFile), removeIfExists(devinfo.TempFor(a.DevInfoFile)))
+func openPodDirForAdd(rd *fsutil.Dir, a *attachment) (*fsutil.Dir, error) {
+	if a.PodDir == "" {
+		return nil, fmt.Errorf("pod socket directory: %w", a.podDirErr)
+	}
+	pd, _, err := rd.MkdirOpen(filepath.Base(a.PodDir), 0o755)
+	if err != nil {
+		return nil, fmt.Errorf("create pod socket directory: %w", err)
+	}
+	if err := markPodDir(pd); err != nil {
+		pd.Close()
+		return nil, err
+	}
+	return pd, nil
+}
+
+// markPodDir creates the marker; one already there (a second interface of the pod) is fine.
+func markPodDir(pd *fsutil.Dir) error {
+	fd, err := unix.Openat(pd.Fd(), PodDirMarker, unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+	if errors.Is(err, unix.EEXIST) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("mark %s: %w", pd.Path(), err)
+	}
+	return unix.Close(fd)
+}
+
+// removeFiles undoes writeFiles for this attachment only: a device-info file that does not
+// describe this attachment (another sandbox of the pod wrote it, or the pod planted it) stays,
+// and so does a pod directory that holds anything but the plugin's files.
+func removeFiles(a *attachment) error {
+	err := removeNPWG(a)
 	if a.PodDir == "" {
 		return err
 	}
-	return errors.Join(err, withRootLock(root, func() error {
-		if !ownedBy(a.devInfoInPodDir(), a.ContainerID) {
-			return nil
+	return errors.Join(err, withRootLock(a.Root, func(rd *fsutil.Dir) error {
+		pd, err := rd.OpenDir(filepath.Base(a.PodDir))
+		if err != nil {
+			return nil // gone, or not a directory the plugin could have made
 		}
-		return errors.Join(removeIfExists(a.devInfoInPodDir()), removeIfExists(devinfo.TempFor(a.devInfoInPodDir())),
-			removeIfExists(a.Socket), removePodDir(a.PodDir))
+		defer pd.Close()
+		removed := false
+		switch ownership(pd, a) {
+		case owned:
+			if err := pd.Remove(a.IfName + ".json"); err != nil {
+				return err
+			}
+			removed = true
+			fallthrough
+		case absent:
+			if err := removeSocket(pd, a.IfName+".sock"); err != nil {
+				return err
+			}
+		}
+		return removePodDir(rd, pd, filepath.Base(a.PodDir), removed)
 	}))
 }
 
-// removePodDir removes the pod directory once its last attachment is gone. Temp files of
-// device-info writes killed half-way would keep it: they are looked for (a directory read) only
-// when it is not empty.
-func removePodDir(dir string) error {
-	err := syscall.Rmdir(dir)
-	switch {
-	case err == nil || errors.Is(err, syscall.ENOENT):
-		return nil
-	case errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST):
-		removeStaleTemps(dir)
-		return removeDirIfEmpty(dir)
+// removeNPWG removes the NPWG device-info file when it is this attachment's: the path comes from
+// the runtime (runtimeConfig.CNIDeviceInfoFile), and a DEL must not turn into "remove any file".
+func removeNPWG(a *attachment) error {
+	d, err := fsutil.OpenDir(filepath.Dir(a.DevInfoFile))
+	if err != nil {
+		return nil // no directory, no file
 	}
-	return fmt.Errorf("remove %s: %w", dir, err)
+	defer d.Close()
+	name := filepath.Base(a.DevInfoFile)
+	info, err := devinfo.ReadIn(d, name)
+	if err != nil || !describes(info, a) {
+		return nil
+	}
+	return d.Remove(name)
 }
 
-// removeStaleTemps deletes the temp files of device-info writes that were killed half-way in a
-// pod directory (small: one pod's interfaces). Every write happens under the root lock the
-// caller holds, so none of them is in progress.
-func removeStaleTemps(dirs ...string) {
-	for _, dir := range dirs {
-		temps, _ := filepath.Glob(filepath.Join(dir, devinfo.TempPattern))
-		for _, t := range temps {
-			_ = os.Remove(t)
+type owner int
+
+const (
+	absent owner = iota
+	owned
+	foreign
+)
+
+// ownership says whose the pod-dir device info of a is.
+func ownership(pd *fsutil.Dir, a *attachment) owner {
+	info, err := devinfo.ReadIn(pd, a.IfName+".json")
+	switch {
+	case errors.Is(err, syscall.ENOENT):
+		return absent
+	case err != nil || !describes(info, a):
+		return foreign
+	}
+	return owned
+}
+
+func describes(info *devinfo.Info, a *attachment) bool {
+	at := info.Attachment
+	return at != nil && at.Network == a.Network && at.ContainerID == a.ContainerID && at.IfName == a.IfName
+}
+
+// removeSocket removes the vhost-user socket the pod's DPDK made, and nothing else of that name.
+func removeSocket(pd *fsutil.Dir, name string) error {
+	st, err := pd.Lstat(name)
+	if err != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		return nil
+	}
+	return pd.Remove(name)
+}
+
+// removePodDir removes the pod directory once nothing but the marker is left in it (temp files
+// of a write killed half-way go first). A directory without the marker goes only when the caller
+// has just removed the attachment's device info from it (one made before the marker existed).
+func removePodDir(rd, pd *fsutil.Dir, name string, removedOurs bool) error {
+	names, err := pd.Names()
+	if errors.Is(err, syscall.ENOENT) {
+		return nil // removed meanwhile (GC removes an attachment's files, then looks again)
+	}
+	if err != nil {
+		return err
+	}
+	marked, others := false, 0
+	for _, n := range names {
+		switch {
+		case n == PodDirMarker:
+			marked = true
+		case (fsutil.IsTemp(n) || isOldTemp(n)) && isRegular(pd, n):
+			_ = pd.Remove(n)
+		default:
+			others++
 		}
 	}
-}
-
-// ownedBy reports whether the pod-dir device info is absent or belongs to containerID.
-func ownedBy(path, containerID string) bool {
-	info, err := devinfo.Read(path)
-	if err != nil {
-		return true // absent, or unreadable and so of no use to anyone
-	}
-	return info.Attachment == nil || info.Attachment.ContainerID == containerID
-}
-
-// removeIfExists removes a file; a missing one is success. It unlinks first: os.Remove of a
-// missing file also tries rmdir, a second system call for the usual case.
-func removeIfExists(path string) error {
-	err := syscall.Unlink(path)
-	if err == nil || errors.Is(err, syscall.ENOENT) {
+	if others > 0 || !marked && !removedOurs {
 		return nil
 	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove %s: %w", path, err)
+	if err := pd.Remove(PodDirMarker); err != nil {
+		return err
+	}
+	if err := rd.Rmdir(name); err != nil {
+		// The pod wrote into it meanwhile (it need not take our lock): keep it ours.
+		return errors.Join(markPodDir(pd), ignoreNotEmpty(err))
 	}
 	return nil
 }
 
-func removeDirIfEmpty(dir string) error {
-	err := os.Remove(dir)
-	if err == nil || errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
+// isOldTemp matches the fixed temp names of the writer before fsutil's (".devinfo-<name>.tmp").
+func isOldTemp(name string) bool {
+	return strings.HasPrefix(name, ".devinfo-") && strings.HasSuffix(name, ".tmp")
+}
+
+func isRegular(d *fsutil.Dir, name string) bool {
+	st, err := d.Lstat(name)
+	return err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG
+}
+
+func ignoreNotEmpty(err error) error {
+	if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
 		return nil
 	}
-	return fmt.Errorf("remove %s: %w", dir, err)
-}
-
-func dirExists(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && st.IsDir()
-}
-
-// podDirs lists the pod directories under the socket root.
-func podDirs(root string) ([]string, error) {
-	entries, err := os.ReadDir(root)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var dirs []string
-	for _, e := range entries {
-		if e.IsDir() {
-			dirs = append(dirs, filepath.Join(root, e.Name()))
-		}
-	}
-	return dirs, nil
+	return err
 }

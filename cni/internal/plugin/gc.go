@@ -2,12 +2,13 @@ package plugin
 
 import (
 	"errors"
-	"path/filepath"
+	"io/fs"
 
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/kube-fstack/kube-fstack/cni/internal/cnimain"
 
 	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
+	"github.com/kube-fstack/kube-fstack/internal/fsutil"
 )
 
 // GC removes the ports and files of this network's attachments that are not in the valid
@@ -46,46 +47,91 @@ func (c *command) gcPorts(valid map[string]bool) error {
 		c.log.Info("collecting port", "port", port.Name, "container", cid, "ifname", ifname)
 		errs = append(errs, c.ovs.deletePort(c.ctx, port.Name))
 		if port.Socket != "" {
-			a := newAttachment(c.conf, &cnimain.CmdArgs{ContainerID: cid, IfName: ifname}, podArgs{})
-			a.setPodDir(c.conf, filepath.Dir(port.Socket))
-			errs = append(errs, removeFiles(c.conf.SocketRoot, a))
+			errs = append(errs, c.gcPortFiles(port.Socket, cid, ifname))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// gcFiles finds attachments by the device info in each pod directory; empty pod directories go
-// too (under the root lock, an ADD never leaves one empty).
+// gcPortFiles removes the files of a collected port where its socket says they are, once its
+// names pass ADD's checks and the socket is <socketRoot>/<pod>/<ifname>.sock.
+func (c *command) gcPortFiles(socket, cid, ifname string) error {
+	err := validPortNames(cid, ifname)
+	a := newAttachment(c.conf, &cnimain.CmdArgs{ContainerID: cid, IfName: ifname}, podArgs{})
+	if err == nil {
+		a.setPodDirOfPort(c.conf, socket)
+		err = a.podDirErr
+	}
+	if err != nil {
+		c.log.Error("port files left alone", "socket", socket, "err", err)
+		return nil
+	}
+	return removeFiles(a)
+}
+
+// gcFiles finds attachments by the device info in each pod directory the plugin made (marked),
+// then removes those left empty (under the root lock, an ADD never leaves
+// one empty). What a pod planted in its own directory is logged and left: it is not acted on,
+// and the pod's directory is the pod's to fill.
 func (c *command) gcFiles(valid map[string]bool) error {
-	dirs, err := podDirs(c.conf.SocketRoot)
+	rd, err := fsutil.OpenDir(c.conf.SocketRoot)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	names, err := rd.Names()
 	if err != nil {
 		return err
 	}
 	var errs []error
-	for _, dir := range dirs {
-		files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
-		for _, f := range files {
-			errs = append(errs, c.gcFile(valid, dir, f))
+	for _, name := range names {
+		if validPodUID(name) != nil {
+			continue
 		}
-		errs = append(errs, withRootLock(c.conf.SocketRoot, func() error {
-			removeStaleTemps(dir)
-			return removeDirIfEmpty(dir)
-		}))
+		pd, err := rd.OpenDir(name) // not a directory, or a symlink: not a pod directory
+		if err != nil {
+			continue
+		}
+		if isRegular(pd, PodDirMarker) { // else not made by the plugin: its files are not ours either
+			errs = append(errs, c.gcPodDir(pd, name, valid))
+		}
+		pd.Close()
 	}
 	return errors.Join(errs...)
 }
 
-func (c *command) gcFile(valid map[string]bool, dir, file string) error {
-	info, err := devinfo.Read(file)
+func (c *command) gcPodDir(pd *fsutil.Dir, name string, valid map[string]bool) error {
+	names, err := pd.Names()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, f := range jsonFiles(names) {
+		errs = append(errs, c.gcFile(pd, f, valid))
+	}
+	return errors.Join(append(errs, withRootLock(c.conf.SocketRoot, func(rd *fsutil.Dir) error {
+		return removePodDir(rd, pd, name, false)
+	}))...)
+}
+
+func (c *command) gcFile(pd *fsutil.Dir, file string, valid map[string]bool) error {
+	info, err := devinfo.ReadIn(pd, file)
 	if err != nil || info.Attachment == nil || info.Attachment.Network != c.conf.Name {
 		return nil // not ours to judge
 	}
 	at := info.Attachment
+	if err := validAttachment(at, file, pd.Path()); err != nil {
+		c.log.Error("device info left alone: not one the plugin wrote", "file", pd.Join(file), "err", err)
+		return nil
+	}
 	if valid[at.ContainerID+"/"+at.IfName] {
 		return nil
 	}
-	c.log.Info("collecting files", "dir", dir, "container", at.ContainerID, "ifname", at.IfName)
+	c.log.Info("collecting files", "dir", pd.Path(), "container", at.ContainerID, "ifname", at.IfName)
 	a := newAttachment(c.conf, &cnimain.CmdArgs{ContainerID: at.ContainerID, IfName: at.IfName}, podArgs{})
-	a.setPodDir(c.conf, dir)
-	return removeFiles(c.conf.SocketRoot, a)
+	a.setPodDir(c.conf, pd.Path())
+	return removeFiles(a)
 }

@@ -26,7 +26,7 @@ func lockIPAM(root, portName string) (*os.File, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, fmt.Errorf("create socket root: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(root, IPAMLockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(filepath.Join(root, IPAMLockFile), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open IPAM lock: %w", err)
 	}

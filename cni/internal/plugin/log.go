@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/kube-fstack/kube-fstack/cni/internal/jsonw"
 )
 
@@ -59,9 +61,41 @@ func appendPairs(b []byte, kv []any) []byte {
 // openLog appends to the configured file; stdout is never used, it carries the result.
 func (p *Plugin) openLog(path string) (*logger, func()) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
-		if f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+		if f, err := openLogFile(path, p.maxLogSize()); err == nil {
 			return &logger{w: f}, func() { _ = f.Close() }
 		}
 	}
 	return &logger{w: p.Stderr}, func() {}
+}
+
+func (p *Plugin) maxLogSize() int64 {
+	if p.MaxLogSize > 0 {
+		return p.MaxLogSize
+	}
+	return DefaultMaxLogSize
+}
+
+// DefaultMaxLogSize is the size at which the log is rotated: the file becomes <logFile>.1
+// (replacing the one before) and a new file is started, so the log takes at most twice this.
+const DefaultMaxLogSize = 10 << 20
+
+// openLogFile opens the log for appending, rotating it first when it is over max. Every call
+// pays one fstat; only the call that finds it full takes a lock, and it rotates only if the
+// file at path is still the full one, so concurrent commands rotate it once.
+func openLogFile(path string, maxSize int64) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND|unix.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil || st.Size() < maxSize {
+		return f, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err == nil {
+		if cur, err := os.Lstat(path); err == nil && os.SameFile(cur, st) {
+			_ = os.Rename(path, path+".1")
+		}
+	}
+	f.Close() // unlocks
+	return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND|unix.O_NOFOLLOW, 0o644)
 }

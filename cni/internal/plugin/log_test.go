@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -34,5 +37,30 @@ func TestLoggerWritesJSONLines(t *testing.T) {
 	}
 	if ts, err := time.Parse(time.RFC3339Nano, info["time"].(string)); err != nil || time.Since(ts) > time.Minute {
 		t.Errorf("time %v: %v", info["time"], err)
+	}
+}
+
+// The log is rotated at MaxLogSize into one old file: it takes at most about twice that.
+func TestLogIsRotated(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cni.log")
+	p := &Plugin{Stderr: io.Discard, MaxLogSize: 1000}
+	for i := range 100 {
+		l, closeLog := p.openLog(path)
+		l.Info("a line of about a hundred bytes", "i", i, "pad", "xxxxxxxxxxxxxxxxxxxxxxxx")
+		closeLog()
+	}
+	cur, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := os.Stat(path + ".1")
+	if err != nil {
+		t.Fatalf("no rotated file: %v", err)
+	}
+	if cur.Size() > 1200 || old.Size() > 1200 {
+		t.Fatalf("log %d bytes, rotated %d bytes; want each at most about 1000", cur.Size(), old.Size())
+	}
+	if files, _ := filepath.Glob(path + "*"); len(files) != 2 {
+		t.Fatalf("log files %v, want the log and one old file", files)
 	}
 }

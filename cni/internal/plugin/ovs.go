@@ -126,6 +126,7 @@ func (o *ovs) addPort(ctx context.Context, bridge string, p *portSpec) error {
 	port := map[string]any{"name": p.Name, "interfaces": ovsdb.NamedUUID("iface"), "external_ids": ovsdb.Map(p.IDs)}
 	_, err := o.transact(ctx,
 		ovsdb.WaitEqual("Bridge", nameIs(bridge), []string{"datapath_type"}, []map[string]any{{"datapath_type": "netdev"}}),
+		noOtherPortOn(p),
 		ovsdb.Insert("Interface", iface, "iface"),
 		ovsdb.InsertWithUUID("Port", port, "port", portUUID(p.Name)),
 		ovsdb.Mutate("Bridge", nameIs(bridge), []any{"ports", "insert", ovsdb.Set(ovsdb.NamedUUID("port"))}),

@@ -22,6 +22,8 @@ type Plugin struct {
 	IPAM IPAM
 	// Stderr receives log lines when the log file cannot be opened.
 	Stderr io.Writer
+	// MaxLogSize is the log's size at which it is rotated; 0 means DefaultMaxLogSize.
+	MaxLogSize int64
 }
 
 // New returns a Plugin wired to the real world.

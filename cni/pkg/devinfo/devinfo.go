@@ -10,8 +10,9 @@ package devinfo
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
+
+	"github.com/kube-fstack/kube-fstack/internal/fsutil"
 )
 
 const (
@@ -21,9 +22,6 @@ const (
 	TypeVhostUser = "vhost-user"
 	// ModeServer means the pod's side (DPDK virtio_user with server=1) owns the socket.
 	ModeServer = "server"
-	// TempPattern matches the temp files of Write (TempFor); a writer killed mid-write leaves
-	// one behind.
-	TempPattern = ".devinfo-*"
 )
 
 // Info is one attachment's device information.
@@ -71,48 +69,67 @@ func (i *Info) Validate() error {
 	return nil
 }
 
+// MaxSize bounds what Read and Parse accept: a real document is a few hundred bytes, and the
+// pod directory it lives in is writable by the pod.
+const MaxSize = 64 << 10
+
 // Read loads and validates the file at path.
 func Read(path string) (*Info, error) {
-	data, err := os.ReadFile(path)
+	d, err := fsutil.OpenDir(filepath.Dir(path))
 	if err != nil {
 		return nil, fmt.Errorf("devinfo: %w", err)
 	}
+	defer d.Close()
+	return ReadIn(d, filepath.Base(path))
+}
+
+// ReadIn loads and validates the regular file name in d, never through a symlink.
+func ReadIn(d *fsutil.Dir, name string) (*Info, error) {
+	data, err := d.ReadFile(name, MaxSize)
+	if err != nil {
+		return nil, fmt.Errorf("devinfo: %w", err)
+	}
+	info, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w (in %s)", err, d.Join(name))
+	}
+	return info, nil
+}
+
+// Parse decodes and validates one document.
+func Parse(data []byte) (*Info, error) {
+	if len(data) > MaxSize {
+		return nil, fmt.Errorf("devinfo: %d bytes, at most %d", len(data), MaxSize)
+	}
 	var info Info
 	if err := json.Unmarshal(data, &info); err != nil {
-		return nil, fmt.Errorf("devinfo: %s: %w", path, err)
+		return nil, fmt.Errorf("devinfo: %w", err)
 	}
 	if err := info.Validate(); err != nil {
-		return nil, fmt.Errorf("%w (in %s)", err, path)
+		return nil, err
 	}
 	return &info, nil
 }
 
-// TempFor is the temp file Write uses for path. It is a fixed name, so whoever cleans up after a
-// killed writer removes exactly it instead of scanning a directory that holds every pod's files.
-func TempFor(path string) string {
-	return filepath.Join(filepath.Dir(path), ".devinfo-"+filepath.Base(path)+".tmp")
-}
-
-// Write stores info at path atomically (temp file, rename), creating the parent directory, so a
-// reader never sees half a file. Writes of the same path must not run concurrently (they share
-// the temp file); fstack-cni makes them under its socket-root lock.
-//
-// There is deliberately no fsync: the files live under /var/run, a tmpfs on every node, so they
-// cannot outlive a crash that an fsync would guard against; and after a crash of the node every
-// sandbox is recreated and ADD writes them again. On a disk-backed /var/run a crash may leave a
-// temp file or an empty file behind; the runtime's DEL of the dead sandbox removes both (the
-// plugin treats an unreadable device info as the attachment's own). An fsync costs milliseconds
-// on such a disk, a large part of an ADD.
+// Write stores info at path atomically (fsutil.WriteAtomic: never through a symlink, temp file,
+// fsync, rename), creating the parent directory, so a reader never sees half a file. The fsyncs
+// cost nothing on /var/run, a tmpfs on every node.
 func Write(path string, info *Info) error {
 	data, err := Encode(info)
 	if err != nil {
 		return err
 	}
-	return WriteEncoded(path, data)
+	if err := fsutil.WriteAtomic(path, data, FileMode); err != nil {
+		return fmt.Errorf("devinfo: %w", err)
+	}
+	return nil
 }
 
+// FileMode is the device info's mode: the dataplane may read it as another user.
+const FileMode = 0o644
+
 // Encode validates info and returns what Write stores, so a writer of the same document to
-// several paths encodes it once.
+// several places encodes it once (and writes it with fsutil.Dir.WriteAtomic and FileMode).
 func Encode(info *Info) ([]byte, error) {
 	if err := info.Validate(); err != nil {
 		return nil, err
@@ -122,37 +139,4 @@ func Encode(info *Info) ([]byte, error) {
 		return nil, fmt.Errorf("devinfo: %w", err)
 	}
 	return append(data, '\n'), nil
-}
-
-// WriteEncoded is Write of a document Encode returned.
-func WriteEncoded(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("devinfo: %w", err)
-	}
-	return writeAtomic(path, data)
-}
-
-func writeAtomic(path string, data []byte) error {
-	tmp, err := os.OpenFile(TempFor(path), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("devinfo: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // no-op once renamed
-	// Chmod: the umask may have narrowed the mode, and the dataplane reads as another user.
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("devinfo: %w", err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("devinfo: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("devinfo: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("devinfo: %w", err)
-	}
-	return nil
 }

@@ -82,28 +82,31 @@ func TestWriteRefusesInvalidInfo(t *testing.T) {
 	}
 }
 
-// A writer killed mid-write leaves its temp file; cleaners find it by name or by TempPattern,
-// and the next Write of the same path reuses it instead of leaving a second one.
-func TestTempFileOfAKilledWriter(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "net1.json")
-	tmp := TempFor(path)
-	if match, _ := filepath.Match(TempPattern, filepath.Base(tmp)); !match || filepath.Dir(tmp) != filepath.Dir(path) {
-		t.Fatalf("temp %s is not in %s or does not match %s", tmp, filepath.Dir(path), TempPattern)
-	}
-	if err := os.WriteFile(tmp, []byte(`{"type":"vhost-us`), 0o600); err != nil {
+// The old writer used a fixed temp name and followed a symlink planted there, then made its
+// target world-readable: Write must replace, never write through, whatever is at either name.
+func TestWriteNeverFollowsSymlinks(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	secret := filepath.Join(outside, "secret")
+	if err := os.WriteFile(secret, []byte("secret"), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "net1.json")
+	for _, link := range []string{path, filepath.Join(dir, ".devinfo-net1.json.tmp")} {
+		if err := os.Symlink(secret, link); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := Write(path, sample()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
-		t.Fatalf("temp file still there after Write: %v", err)
+	st, err := os.Stat(secret)
+	if got, _ := os.ReadFile(secret); err != nil || string(got) != "secret" || st.Mode().Perm() != 0o600 {
+		t.Fatalf("the symlinks' target changed: %q %v %v", got, st, err)
 	}
-	st, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
+	if st, err := os.Lstat(path); err != nil || !st.Mode().IsRegular() || st.Mode().Perm() != FileMode {
+		t.Fatalf("%s: %v %v, want a regular file of mode %v", path, st, err, os.FileMode(FileMode))
 	}
-	if st.Mode().Perm() != 0o644 {
-		t.Fatalf("written file has mode %v, want 0644", st.Mode().Perm())
+	if _, err := Read(filepath.Join(dir, ".devinfo-net1.json.tmp")); err == nil {
+		t.Fatal("Read followed a symlink")
 	}
 }

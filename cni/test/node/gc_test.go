@@ -10,6 +10,7 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types"
 
+	"github.com/kube-fstack/kube-fstack/cni/internal/plugin"
 	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
 )
 
@@ -32,7 +33,8 @@ func TestGCRemovesWhatIsNotValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(filepath.Join(n.socketRoot(), "empty-leftover"), 0o755); err != nil {
+	// What ADD makes first: the marked pod directory (GC removes only marked ones).
+	if err := os.WriteFile(filepath.Join(orphanDir, plugin.PodDirMarker), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	gcArgs := &libcni.GCArgs{ValidAttachments: []types.GCAttachment{{ContainerID: keep.containerID, IfName: "net1"}}}

@@ -1,0 +1,151 @@
+package plugin
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kube-fstack/kube-fstack/cni/internal/cnimain"
+)
+
+// The pod directory is the pod's to write (the dataplane container, root, mounts it). These
+// tests plant what a hostile pod could and hold every file outside the plugin's own to its
+// content, mode and existence: a canary tree beside the socket root, and foreign entries in it.
+
+type snapshot map[string]string
+
+func snap(t *testing.T, roots ...string) snapshot {
+	t.Helper()
+	s := snapshot{}
+	for _, root := range roots {
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			st, err := os.Lstat(p)
+			if err != nil {
+				return err
+			}
+			data := ""
+			if st.Mode().IsRegular() {
+				b, _ := os.ReadFile(p)
+				data = string(b)
+			}
+			s[p] = st.Mode().String() + " " + data
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+func (s snapshot) assertSame(t *testing.T, after snapshot) {
+	t.Helper()
+	for p, v := range s {
+		if after[p] != v {
+			t.Errorf("%s changed: %q -> %q", p, v, after[p])
+		}
+	}
+}
+
+// canary makes files outside the root that the plugin's names would hit if they escaped it,
+// including a device info of this very network (what GC and DEL would remove).
+func canary(t *testing.T, dir, network string) string {
+	t.Helper()
+	c := filepath.Join(dir, "canary")
+	mustOK(t, os.MkdirAll(filepath.Join(c, "empty"), 0o700))
+	for name, data := range map[string]string{"secret": "secret", "secret.sock": "sock", "secret.json": devinfoOf(network, "c1", "net1"),
+		"devinfo": devinfoOf(network, "c9", "net9")} {
+		mustOK(t, os.WriteFile(filepath.Join(c, name), []byte(data), 0o600))
+	}
+	return c
+}
+
+func devinfoOf(network, cid, ifname string) string {
+	return `{"type":"vhost-user","version":"1.1.0","vhost-user":{"mode":"server","path":"/p/` + ifname +
+		`.sock"},"attachment":{"network":"` + network + `","containerID":"` + cid + `","ifname":"` + ifname + `"}}`
+}
+
+func mustOK(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// plant fills the pod directory of n's attachment (and the root) with what a pod or a careless
+// admin could leave: traversal names, symlinks at the temp and final paths, foreign files and
+// foreign empty directories.
+func plant(t *testing.T, n *node, canaryDir string) []string {
+	t.Helper()
+	pd := filepath.Join(n.root, "u1")
+	mustOK(t, os.MkdirAll(pd, 0o755))
+	rel, _ := filepath.Rel(pd, filepath.Join(canaryDir, "secret"))
+	files := map[string]string{
+		"evil.json":    strings.Replace(devinfoOf("fstack", "c1", "x"), `"ifname":"x"`, `"ifname":"`+rel+`"`, 1),
+		"net7.json":    devinfoOf("fstack", "../../c", "net7"),
+		"net8.json":    devinfoOf("fstack", "c8", "net1"),
+		"foreign.txt":  "mine",
+		"foreign.sock": "not a socket",
+	}
+	for name, data := range files {
+		mustOK(t, os.WriteFile(filepath.Join(pd, name), []byte(data), 0o600))
+	}
+	links := map[string]string{".devinfo-net1.json.tmp": "secret", "net2.json": "secret.json", "net2.sock": "secret.sock",
+		"sub": "", "net3.json": "empty"}
+	for name, target := range links {
+		mustOK(t, os.Symlink(filepath.Join(canaryDir, target), filepath.Join(pd, name)))
+	}
+	mustOK(t, os.Mkdir(filepath.Join(n.root, "foreign-empty"), 0o755))
+	mustOK(t, os.Mkdir(filepath.Join(n.root, "foreign-full"), 0o755)) // unmarked, with what looks like ours
+	mustOK(t, os.WriteFile(filepath.Join(n.root, "foreign-full", "net1.json"), []byte(devinfoOf("fstack", "c5", "net1")), 0o600))
+	mustOK(t, os.Symlink(canaryDir, filepath.Join(n.root, "u2")))
+	return []string{filepath.Join(n.root, "foreign-empty"), filepath.Join(n.root, "foreign-full"), filepath.Join(n.root, "u2"), filepath.Join(pd, "evil.json"),
+		filepath.Join(pd, "foreign.txt"), filepath.Join(pd, "net2.json"), filepath.Join(pd, ".devinfo-net1.json.tmp")}
+}
+
+func TestHostilePodDirectory(t *testing.T) {
+	f := newFakeOVSDB(t, nil)
+	n := newNode(t, f.path, nil)
+	c := canary(t, filepath.Dir(n.root), "fstack")
+	planted := plant(t, n, c)
+	before := snap(t, c)
+	plantedBefore := snap(t, planted...)
+
+	if _, _, err := n.add(); err != nil { // through the symlinked temp name of the old writer
+		t.Fatalf("ADD: %v", err)
+	}
+	mustOK(t, n.p.GC(&cnimain.CmdArgs{StdinData: confJSON(t, map[string]any{"socketRoot": n.root, "deviceInfoDir": n.devDir,
+		"ovsdbSocket": f.path, "cni.dev/valid-attachments": []any{}})}))
+	for _, npwg := range []string{filepath.Join(c, "secret"), filepath.Join(c, "devinfo")} {
+		del := newNode(t, f.path, map[string]any{"socketRoot": n.root, "runtimeConfig": map[string]any{"CNIDeviceInfoFile": npwg}})
+		mustOK(t, del.p.Del(del.args))
+	}
+	mustOK(t, n.p.Del(n.args))
+
+	before.assertSame(t, snap(t, c))
+	plantedBefore.assertSame(t, snap(t, planted...))
+	if _, err := os.Stat(filepath.Join(n.root, "u1", "net1.json")); err == nil {
+		t.Error("the attachment's own device info was not removed")
+	}
+}
+
+// GC removes a stale attachment's files and with them its marked pod directory, then looks at
+// the directory again: one already gone is success.
+func TestGCOfAPodDirectoryItEmptied(t *testing.T) {
+	f := newFakeOVSDB(t, nil)
+	n := newNode(t, f.path, nil)
+	if _, _, err := n.add(); err != nil {
+		t.Fatal(err)
+	}
+	err := n.p.GC(&cnimain.CmdArgs{StdinData: confJSON(t, map[string]any{"socketRoot": n.root, "deviceInfoDir": n.devDir,
+		"ovsdbSocket": f.path, "cni.dev/valid-attachments": []any{}})})
+	if err != nil {
+		t.Fatalf("GC: %v", err)
+	}
+	n.assertNoFiles()
+}

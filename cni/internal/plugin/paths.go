@@ -1,0 +1,87 @@
+package plugin
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/kube-fstack/kube-fstack/cni/internal/cnimain"
+	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
+	"github.com/kube-fstack/kube-fstack/internal/fsutil"
+)
+
+// podDirBeneath checks that dir is a pod directory directly beneath root: its name passes the
+// check ADD makes of K8S_POD_UID. dir comes from CNI_ARGS or from a port's socket path.
+func podDirBeneath(root, dir string) error {
+	dir = filepath.Clean(dir)
+	if filepath.Dir(dir) != filepath.Clean(root) {
+		return fmt.Errorf("%s is not a directory directly in socketRoot %s", dir, root)
+	}
+	return validPodUID(filepath.Base(dir))
+}
+
+// validAttachment checks the names a device-info file claims with the checks the runtime's
+// arguments pass in ADD, and that they agree with where the file is: a pod can write any
+// document into its own directory, and these names become paths.
+func validAttachment(at *devinfo.Attachment, file, podDir string) error {
+	if err := cnimain.ValidateContainerID(at.ContainerID); err != nil {
+		return fmt.Errorf("attachment.containerID: %w", err)
+	}
+	if err := cnimain.ValidateIfName(at.IfName); err != nil {
+		return fmt.Errorf("attachment.ifname: %w", err)
+	}
+	if file != at.IfName+".json" {
+		return fmt.Errorf("attachment.ifname %q does not match the file name %s", at.IfName, file)
+	}
+	if at.PodUID != "" && at.PodUID != filepath.Base(podDir) {
+		return fmt.Errorf("attachment.podUID %q does not match the directory %s", at.PodUID, podDir)
+	}
+	return nil
+}
+
+// validPortNames checks the names a port carries in external_ids before they name files.
+func validPortNames(cid, ifname string) error {
+	if err := cnimain.ValidateContainerID(cid); err != nil {
+		return fmt.Errorf("external_ids %s: %w", idContainerID, err)
+	}
+	if err := cnimain.ValidateIfName(ifname); err != nil {
+		return fmt.Errorf("external_ids %s: %w", idIfName, err)
+	}
+	return nil
+}
+
+// checkFiles is CHECK of the pod directory and its device info, read beneath the root.
+func checkFiles(a *attachment) error {
+	if a.PodDir == "" {
+		return fmt.Errorf("pod socket directory: %w", a.podDirErr)
+	}
+	rd, err := fsutil.OpenDir(filepath.Dir(a.PodDir))
+	if err != nil {
+		return fmt.Errorf("socket root: %w", err)
+	}
+	defer rd.Close()
+	pd, err := rd.OpenDir(filepath.Base(a.PodDir))
+	if err != nil {
+		return fmt.Errorf("pod socket directory %s: %w", a.PodDir, err)
+	}
+	defer pd.Close()
+	info, err := devinfo.ReadIn(pd, a.IfName+".json")
+	if err != nil {
+		return err
+	}
+	if !describes(info, a) {
+		return fmt.Errorf("%s does not describe %s", a.devInfoInPodDir(), describe(a))
+	}
+	return nil
+}
+
+// jsonFiles lists the device-info candidates of a pod directory.
+func jsonFiles(names []string) []string {
+	var files []string
+	for _, n := range names {
+		if strings.HasSuffix(n, ".json") && !strings.HasPrefix(n, ".") {
+			files = append(files, n)
+		}
+	}
+	return files
+}

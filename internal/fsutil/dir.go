@@ -1,0 +1,200 @@
+package fsutil
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Dir is a directory held open, under which every operation stays: names are resolved by the
+// kernel relative to it, never through a symlink or "..", so a file planted by whoever else can
+// write beneath it (a pod, in the CNI's socket root) cannot redirect a root process elsewhere.
+type Dir struct {
+	fd   int
+	path string // for messages only; never resolved again
+}
+
+// OpenDir opens path, which the caller trusts (a configured root), as a Dir.
+func OpenDir(path string) (*Dir, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	return &Dir{fd: fd, path: path}, nil
+}
+
+// MkdirAllOpen creates the trusted path as os.MkdirAll does and opens it.
+func MkdirAllOpen(path string, mode os.FileMode) (*Dir, error) {
+	if err := os.MkdirAll(path, mode); err != nil {
+		return nil, err
+	}
+	return OpenDir(path)
+}
+
+// Close releases the directory.
+func (d *Dir) Close() error { return unix.Close(d.fd) }
+
+// Fd is the directory's descriptor, for locks.
+func (d *Dir) Fd() int { return d.fd }
+
+// Path is where the directory was opened, for messages.
+func (d *Dir) Path() string { return d.path }
+
+// Join names rel under the directory, for messages.
+func (d *Dir) Join(rel string) string { return d.path + "/" + rel }
+
+// ErrNotPlain is returned for a name that is not one plain path element.
+var ErrNotPlain = errors.New("not a plain file name")
+
+// PlainName checks that name is one path element: not empty, no "/", not "." or "..", no NUL.
+func PlainName(name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
+		return fmt.Errorf("%q: %w", name, ErrNotPlain)
+	}
+	return nil
+}
+
+// openBeneath opens rel under d with no symlink and no escape, by openat2 where the kernel has
+// it (5.6+) and else one O_NOFOLLOW component at a time.
+func (d *Dir) openBeneath(rel string, flags int, mode uint32) (int, error) {
+	how := &unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC | unix.O_NOFOLLOW), Mode: uint64(mode),
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+	if flags&unix.O_CREAT == 0 {
+		how.Mode = 0
+	}
+	fd, err := unix.Openat2(d.fd, rel, how)
+	for errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
+		fd, err = unix.Openat2(d.fd, rel, how)
+	}
+	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) && flags&unix.O_CREAT == 0 {
+		return d.openWalk(rel, flags, mode)
+	}
+	if err != nil {
+		return -1, &os.PathError{Op: "open", Path: d.Join(rel), Err: err}
+	}
+	return fd, nil
+}
+
+// openWalk is openBeneath for kernels without openat2 (or a seccomp filter refusing it): one
+// O_NOFOLLOW component at a time, ".." refused.
+func (d *Dir) openWalk(rel string, flags int, mode uint32) (int, error) {
+	parts := strings.Split(strings.Trim(rel, "/"), "/")
+	cur, err := unix.Dup(d.fd)
+	if err != nil {
+		return -1, err
+	}
+	for i, p := range parts {
+		if p == "" || p == "." {
+			continue
+		}
+		if p == ".." {
+			unix.Close(cur)
+			return -1, &os.PathError{Op: "open", Path: d.Join(rel), Err: unix.EXDEV}
+		}
+		fl, m := unix.O_RDONLY|unix.O_DIRECTORY, uint32(0)
+		if i == len(parts)-1 {
+			fl, m = flags, mode
+		}
+		next, err := unix.Openat(cur, p, fl|unix.O_NOFOLLOW|unix.O_CLOEXEC, m)
+		unix.Close(cur)
+		if err != nil {
+			return -1, &os.PathError{Op: "open", Path: d.Join(rel), Err: err}
+		}
+		cur = next
+	}
+	return cur, nil
+}
+
+// OpenDir opens the directory rel beneath d.
+func (d *Dir) OpenDir(rel string) (*Dir, error) {
+	fd, err := d.openBeneath(rel, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &Dir{fd: fd, path: d.Join(rel)}, nil
+}
+
+// MkdirOpen creates the directory name in d (an existing one is fine) and opens it; created says
+// whether this call made it. A symlink at name is refused, never followed.
+func (d *Dir) MkdirOpen(name string, mode os.FileMode) (sub *Dir, created bool, err error) {
+	if err := PlainName(name); err != nil {
+		return nil, false, err
+	}
+	err = unix.Mkdirat(d.fd, name, uint32(mode.Perm()))
+	if err != nil && !errors.Is(err, unix.EEXIST) {
+		return nil, false, &os.PathError{Op: "mkdir", Path: d.Join(name), Err: err}
+	}
+	sub, oerr := d.OpenDir(name)
+	return sub, err == nil, oerr
+}
+
+// ReadFile reads the regular file rel beneath d, refusing symlinks, devices, FIFOs and files
+// larger than limit (a FIFO planted by a pod would otherwise block the reader forever).
+func (d *Dir) ReadFile(rel string, limit int64) ([]byte, error) {
+	fd, err := d.openBeneath(rel, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), d.Join(rel))
+	defer f.Close()
+	st, err := f.Stat()
+	switch {
+	case err != nil:
+		return nil, err
+	case !st.Mode().IsRegular():
+		return nil, &os.PathError{Op: "read", Path: d.Join(rel), Err: errors.New("not a regular file")}
+	case st.Size() > limit:
+		return nil, &os.PathError{Op: "read", Path: d.Join(rel), Err: fmt.Errorf("larger than %d bytes", limit)}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err == nil && int64(len(data)) > limit {
+		err = &os.PathError{Op: "read", Path: d.Join(rel), Err: fmt.Errorf("larger than %d bytes", limit)}
+	}
+	return data, err
+}
+
+// Lstat describes name in d without following it.
+func (d *Dir) Lstat(name string) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	if err := PlainName(name); err != nil {
+		return st, err
+	}
+	err := unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	if err != nil {
+		return st, &os.PathError{Op: "lstat", Path: d.Join(name), Err: err}
+	}
+	return st, nil
+}
+
+// Remove unlinks the non-directory name in d (a symlink itself, never its target); a missing
+// name is success.
+func (d *Dir) Remove(name string) error { return d.unlink(name, 0) }
+
+// Rmdir removes the empty directory name in d; a missing one is success.
+func (d *Dir) Rmdir(name string) error { return d.unlink(name, unix.AT_REMOVEDIR) }
+
+func (d *Dir) unlink(name string, flags int) error {
+	if err := PlainName(name); err != nil {
+		return err
+	}
+	err := unix.Unlinkat(d.fd, name, flags)
+	if err == nil || errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	return &os.PathError{Op: "remove", Path: d.Join(name), Err: err}
+}
+
+// Names lists the directory's entries.
+func (d *Dir) Names() ([]string, error) {
+	fd, err := unix.Openat(d.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: d.path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), d.path)
+	defer f.Close()
+	return f.Readdirnames(-1)
+}
