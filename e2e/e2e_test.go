@@ -224,6 +224,8 @@ func TestEndToEnd(t *testing.T) {
 	step(t, "an injected Nginx runs each worker on its own CPU of the app container", checkNginxWorkersOnOwnCPUs)
 
 	step(t, "an Nginx whose configuration breaks the shim (sendfile on) is refused with the file and line in its log", checkMisconfiguredNginxRefused)
+
+	step(t, "OVS restarted while pods come and go: no OVS port, pod directory or lease leaks", checkOVSRestartLeaksNothing)
 }
 
 // step runs one stage; a failed stage ends the suite, since every later one builds on it.

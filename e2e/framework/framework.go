@@ -43,6 +43,8 @@ type Env struct {
 	Attachment  string   // E2E_ATTACHMENT: the interface fstack-cni serves (eth0 chained, net1 under Multus)
 	Networks    string   // E2E_NETWORKS: the Multus networks annotation of bound pods ("" when chained)
 	NodeExec    []string // E2E_NODE_EXEC (optional): the command prefix that runs on the node, e.g. for kind
+	OVSRestart  string   // E2E_OVS_RESTART (optional): a command that restarts the node's OVS, as a node would
+	IPAMDir     string   // E2E_IPAM_DIR (optional): host-local's lease directory of fstack-cni's network
 	Scheme      *runtime.Scheme
 	Client      client.Client
 	Clientset   kubernetes.Interface
@@ -78,6 +80,7 @@ func FromEnv() (*Env, error) {
 	e.NodeExec = strings.Fields(os.Getenv("E2E_NODE_EXEC"))
 	e.OVSNetns = os.Getenv("E2E_OVS_NETNS")
 	e.Networks = os.Getenv("E2E_NETWORKS")
+	e.OVSRestart, e.IPAMDir = os.Getenv("E2E_OVS_RESTART"), os.Getenv("E2E_IPAM_DIR")
 	if e.Attachment = os.Getenv("E2E_ATTACHMENT"); e.Attachment == "" {
 		e.Attachment = "eth0"
 	}
