@@ -83,13 +83,13 @@ func (p *Plugin) add(c *command, a *attachment, stdin []byte) (res *current.Resu
 // insert again.
 func (c *command) createPort(a *attachment) error {
 	spec := a.portSpec(c.conf.MTU)
-	err := c.ovs.addPort(c.ctx, c.conf.Bridge, spec)
+	version, err := c.ovs.addPort(c.ctx, c.conf.Bridge, spec)
 	switch {
 	case isOrphanWait(err):
 		if err := c.removeOrphanPorts(a); err != nil {
 			return err
 		}
-		return c.ovs.addPort(c.ctx, c.conf.Bridge, spec)
+		version, err = c.ovs.addPort(c.ctx, c.conf.Bridge, spec)
 	case ovsdb.IsConditionFailed(err):
 		if berr := c.ovs.checkBridge(c.ctx, c.conf.Bridge); berr != nil {
 			return berr
@@ -99,7 +99,10 @@ func (c *command) createPort(a *attachment) error {
 		if err := c.ovs.deletePort(c.ctx, a.PortName); err != nil {
 			return err
 		}
-		return c.ovs.addPort(c.ctx, c.conf.Bridge, spec)
+		version, err = c.ovs.addPort(c.ctx, c.conf.Bridge, spec)
+	}
+	if err == nil {
+		c.warnOldOVS(a, version)
 	}
 	return err
 }

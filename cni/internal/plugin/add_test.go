@@ -14,7 +14,7 @@ import (
 	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
 )
 
-var insertTxn = []string{"wait Bridge", "wait Interface", "insert Interface", "insert Port", "mutate Bridge"}
+var insertTxn = []string{"wait Bridge", "wait Interface", "insert Interface", "insert Port", "mutate Bridge", "select Open_vSwitch"}
 
 func assertTxns(t *testing.T, f *fakeOVSDB, want ...[]string) {
 	t.Helper()

@@ -9,8 +9,8 @@ import (
 	"github.com/kube-fstack/kube-fstack/cni/internal/cnimain"
 )
 
-// Check verifies that what ADD made is still there: the port with the right type, socket and
-// owner, the pod directory and its device info, and the interface in prevResult.
+// Check verifies that what ADD made is still there: the port with the right type, socket, owner
+// and tx steering (hash), the pod directory and its device info, and the interface in prevResult.
 func (p *Plugin) Check(args *cnimain.CmdArgs) error {
 	c, err := p.start(args.StdinData, "CHECK")
 	if err != nil {
@@ -39,6 +39,9 @@ func (c *command) check(a *attachment) error {
 		return ovsErr(err)
 	}
 	if err := checkPort(port, a); err != nil {
+		return types.NewError(types.ErrInternal, err.Error(), "")
+	}
+	if err := checkTxSteering(port); err != nil {
 		return types.NewError(types.ErrInternal, err.Error(), "")
 	}
 	a.setPodDir(c.conf, filepath.Dir(port.Socket))

@@ -27,6 +27,7 @@ func (l *logger) With(kv ...any) *logger {
 }
 
 func (l *logger) Info(msg string, kv ...any)  { l.write("INFO", msg, kv) }
+func (l *logger) Warn(msg string, kv ...any)  { l.write("WARN", msg, kv) }
 func (l *logger) Error(msg string, kv ...any) { l.write("ERROR", msg, kv) }
 
 func (l *logger) write(level, msg string, kv []any) {

@@ -38,10 +38,11 @@ type ovs struct {
 
 // portInfo is what the plugin reads back from an Interface row.
 type portInfo struct {
-	Name   string
-	Type   string
-	Socket string
-	IDs    map[string]string
+	Name       string
+	Type       string
+	Socket     string
+	TxSteering string // other_config:tx-steering; "" is OVS's default, thread
+	IDs        map[string]string
 }
 
 func (o *ovs) close() {
@@ -116,22 +117,29 @@ func firstUUID(rows []ovsdb.Row) (string, error) {
 // addPort creates Interface + Port and links them to the bridge in one transaction. The wait
 // makes the server refuse the whole transaction unless the bridge exists and is netdev; mutate
 // (not a rewrite of the ports column) lets many ADDs run concurrently. The Port row gets the
-// UUID portUUID gives its name, so DEL can unlink it without looking it up. The error is the raw
-// transaction error, which createPort tells apart.
-func (o *ovs) addPort(ctx context.Context, bridge string, p *portSpec) error {
+// UUID portUUID gives its name, so DEL can unlink it without looking it up. The Interface asks
+// for hash tx steering (see txsteering.go), and the last operation reads the OVS version that
+// decides whether it is honoured. The error is the raw transaction error, which createPort
+// tells apart.
+func (o *ovs) addPort(ctx context.Context, bridge string, p *portSpec) (ovsVersion string, err error) {
 	iface := map[string]any{
 		"name": p.Name, "type": portType, "external_ids": ovsdb.Map(p.IDs),
 		"options": ovsdb.Map(map[string]string{optionSocket: p.Socket}), "mtu_request": p.MTU,
+		"other_config": ovsdb.Map(map[string]string{otherConfigTxSteering: txSteeringHash}),
 	}
 	port := map[string]any{"name": p.Name, "interfaces": ovsdb.NamedUUID("iface"), "external_ids": ovsdb.Map(p.IDs)}
-	_, err := o.transact(ctx,
+	res, err := o.transact(ctx,
 		ovsdb.WaitEqual("Bridge", nameIs(bridge), []string{"datapath_type"}, []map[string]any{{"datapath_type": "netdev"}}),
 		noOtherPortOn(p),
 		ovsdb.Insert("Interface", iface, "iface"),
 		ovsdb.InsertWithUUID("Port", port, "port", portUUID(p.Name)),
 		ovsdb.Mutate("Bridge", nameIs(bridge), []any{"ports", "insert", ovsdb.Set(ovsdb.NamedUUID("port"))}),
+		ovsdb.Select("Open_vSwitch", nil, "ovs_version"),
 	)
-	return err
+	if err != nil {
+		return "", err
+	}
+	return ovsVersionOf(res[len(res)-1].Rows), nil
 }
 
 // deletePort unlinks the named port from every bridge. A missing port is success.
@@ -188,9 +196,10 @@ func portUUID(name string) string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", s[0:4], s[4:6], s[6:8], s[8:10], s[10:16])
 }
 
-// findPort returns the port's Interface, or nil when there is none.
+// findPort returns the port's Interface, or nil when there is none. It alone reads the tx
+// steering (for CHECK); DEL and GC do not need it.
 func (o *ovs) findPort(ctx context.Context, name string) (*portInfo, error) {
-	ports, err := o.selectPorts(ctx, nameIs(name))
+	ports, err := o.selectPorts(ctx, nameIs(name), "other_config")
 	if err != nil || len(ports) == 0 {
 		return nil, err
 	}
@@ -203,16 +212,16 @@ func (o *ovs) listPorts(ctx context.Context, network string) ([]portInfo, error)
 	return o.selectPorts(ctx, [][]any{ovsdb.Cond("external_ids", "includes", ids)})
 }
 
-func (o *ovs) selectPorts(ctx context.Context, where [][]any) ([]portInfo, error) {
-	res, err := o.transact(ctx, selectInterfaces(where))
+func (o *ovs) selectPorts(ctx context.Context, where [][]any, extra ...string) ([]portInfo, error) {
+	res, err := o.transact(ctx, selectInterfaces(where, extra...))
 	if err != nil {
 		return nil, err
 	}
 	return decodePorts(res[0].Rows)
 }
 
-func selectInterfaces(where [][]any) ovsdb.Op {
-	return ovsdb.Select("Interface", where, "name", "type", "options", "external_ids")
+func selectInterfaces(where [][]any, extra ...string) ovsdb.Op {
+	return ovsdb.Select("Interface", where, append([]string{"name", "type", "options", "external_ids"}, extra...)...)
 }
 
 func decodePorts(rows []ovsdb.Row) ([]portInfo, error) {
@@ -241,6 +250,13 @@ func decodePort(row ovsdb.Row) (portInfo, error) {
 		return p, err
 	}
 	p.Socket = opts[optionSocket]
+	if _, selected := row["other_config"]; selected {
+		other, err := row.Map("other_config")
+		if err != nil {
+			return p, err
+		}
+		p.TxSteering = other[otherConfigTxSteering]
+	}
 	p.IDs, err = row.Map("external_ids")
 	return p, err
 }

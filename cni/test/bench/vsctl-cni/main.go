@@ -1,6 +1,6 @@
 // Command vsctl-cni is the benchmark's baseline: a CNI plugin that makes the same attachment as
 // fstack-cni (pod directory, device info in it and at the NPWG path, a dpdkvhostuserclient port
-// with the same external_ids) the way userspace-cni does, by exec'ing ovs-vsctl. The runtime
+// with the same external_ids and tx steering) the way userspace-cni does, by exec'ing ovs-vsctl. The runtime
 // execs it once per ADD and once per DEL, exactly as it execs fstack-cni, so the two differ only
 // in how they talk to OVS.
 //
@@ -137,7 +137,7 @@ func (a *attachment) addPortArgs() []string {
 	ids := []string{"owner=vsctl-cni", "network=" + a.conf.Name, "container-id=" + a.args.ContainerID,
 		"ifname=" + a.args.IfName, "pod-namespace=" + a.namespace, "pod-name=" + a.name, "pod-uid=" + a.uid}
 	iface := []string{"--", "set", "Interface", a.port, "type=dpdkvhostuserclient",
-		"options:vhost-server-path=" + a.socket, "mtu_request=1500"}
+		"options:vhost-server-path=" + a.socket, "mtu_request=1500", "other_config:tx-steering=hash"}
 	port := []string{"--", "set", "Port", a.port}
 	for _, id := range ids {
 		k, v, _ := strings.Cut(id, "=")
