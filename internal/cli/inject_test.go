@@ -60,7 +60,11 @@ func TestInjectPodEqualsThePackage(t *testing.T) {
 func TestInjectRefusalNamesTemplateFields(t *testing.T) {
 	dir := t.TempDir()
 	raw, _ := os.ReadFile(sample("workloads/nginx-vhost.yaml"))
-	broken := strings.Replace(string(raw), `command: [nginx, -g, "daemon off;"]`, "", 1)
+	const command = `command: [nginx, -c, /etc/nginx/kube-fstack/nginx.conf]`
+	if !strings.Contains(string(raw), command) {
+		t.Fatalf("the sample's command moved; this test removes %q", command)
+	}
+	broken := strings.Replace(string(raw), command, "", 1)
 	path := filepath.Join(dir, "w.yaml")
 	if err := os.WriteFile(path, []byte(broken), 0o644); err != nil {
 		t.Fatal(err)
