@@ -86,7 +86,7 @@ func stackLabelPath() *field.Path {
 	return field.NewPath("metadata", "labels").Key(fsv1.StackLabel)
 }
 
-// checkConflicts refuses pods that already use a name the injection adds.
+// checkConflicts refuses pods that already use a name the injection adds or mount its volumes.
 func (p *plan) checkConflicts() field.ErrorList {
 	var errs field.ErrorList
 	for i, c := range p.pod.Spec.InitContainers {
@@ -99,13 +99,7 @@ func (p *plan) checkConflicts() field.ErrorList {
 			errs = append(errs, field.Duplicate(field.NewPath("spec", "containers").Index(i).Child("name"), c.Name))
 		}
 	}
-	ours := p.volumeNames()
-	for i, v := range p.pod.Spec.Volumes {
-		if slices.Contains(ours, v.Name) {
-			errs = append(errs, field.Duplicate(field.NewPath("spec", "volumes").Index(i).Child("name"), v.Name))
-		}
-	}
-	return errs
+	return append(errs, p.checkReserved()...)
 }
 
 // chooseShimContainers picks the app containers that get the shim and checks each can be

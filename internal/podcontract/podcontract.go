@@ -56,6 +56,13 @@ const (
 	PodInfoDir    = "/etc/kube-fstack/podinfo"
 )
 
+// InjectedVolumes are the names of every volume the injector may add. They are reserved: a pod
+// may neither declare nor mount them itself (fstack-vhost is the node's whole socket root, which
+// only the dataplane's subPathExpr mount narrows to the pod's own directory).
+func InjectedVolumes() []string {
+	return []string{HugePagesVolume, DPDKRuntimeVolume, ShimVolume, PodInfoVolume, VhostVolume}
+}
+
 // Files of the downward-API volume (in PodInfoDir).
 const (
 	// PodInfoSpec is the StackInstance spec (JSON) from SpecAnnotation.
