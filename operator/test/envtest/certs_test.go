@@ -42,7 +42,10 @@ func TestOperatorManagesWebhookCertificates(t *testing.T) {
 			NamespaceSelector: none, SideEffects: &sideEffects, AdmissionReviewVersions: []string{"v1"}}}}
 	val := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "certs-test-validator"},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "decoy.kubefstack.io", ClientConfig: ref, Rules: rules,
-			NamespaceSelector: none, SideEffects: &sideEffects, AdmissionReviewVersions: []string{"v1"}}}}
+			NamespaceSelector: none, SideEffects: &sideEffects, AdmissionReviewVersions: []string{"v1"}},
+			// The validator has two webhooks (StackInstances, ephemeral containers): both need the CA.
+			{Name: "decoy2.kubefstack.io", ClientConfig: ref, Rules: rules,
+				NamespaceSelector: none, SideEffects: &sideEffects, AdmissionReviewVersions: []string{"v1"}}}}
 	if err := k8s.Create(ctx, mut); err != nil {
 		t.Fatal(err)
 	}
@@ -87,8 +90,9 @@ func TestOperatorManagesWebhookCertificates(t *testing.T) {
 		if err := k8s.Get(ctx, types.NamespacedName{Name: val.Name}, v); err != nil {
 			return err
 		}
-		if !bytes.Equal(m.Webhooks[0].ClientConfig.CABundle, ca) || !bytes.Equal(v.Webhooks[0].ClientConfig.CABundle, ca) {
-			return fmt.Errorf("caBundle not injected into both webhook configurations yet")
+		if !bytes.Equal(m.Webhooks[0].ClientConfig.CABundle, ca) || !bytes.Equal(v.Webhooks[0].ClientConfig.CABundle, ca) ||
+			!bytes.Equal(v.Webhooks[1].ClientConfig.CABundle, ca) {
+			return fmt.Errorf("caBundle not injected into every webhook of both configurations yet")
 		}
 		return nil
 	})
