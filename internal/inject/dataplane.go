@@ -1,10 +1,13 @@
 package inject
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
@@ -46,13 +49,7 @@ func (p *plan) dataplaneContainer() corev1.Container {
 		StartupProbe:   httpProbe(podcontract.StartedzPath+podcontract.ProbeWait, 1, 300),
 		ReadinessProbe: httpProbe(podcontract.ReadyzPath+podcontract.ProbeWait, 1, 3),
 		LivenessProbe:  httpProbe(podcontract.HealthzPath, 5, 3),
-		SecurityContext: &corev1.SecurityContext{
-			// DPDK keeps its runtime dir and hugepage files as root; IPC_LOCK lets it lock its
-			// memory. Nothing more: vhost-user needs no device access and no privilege.
-			RunAsUser:    ptr(int64(0)),
-			RunAsNonRoot: ptr(false),
-			Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"IPC_LOCK"}},
-		},
+		SecurityContext:          p.dataplaneSecurity(),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
 }
@@ -109,4 +106,40 @@ func httpProbe(path string, period, failures int32) *corev1.Probe {
 			Path: path, Port: intstr.FromInt32(podcontract.SupervisorPort)}},
 		PeriodSeconds: period, FailureThreshold: failures, TimeoutSeconds: 1,
 	}
+}
+
+// dataplaneSecurity gives the dataplane what DPDK and F-Stack need for this stack's features and
+// nothing else: every capability dropped, no privilege escalation, the runtime's default seccomp
+// profile. It stays root (uid 0, no capability): DPDK keeps its runtime dir at /var/run/dpdk
+// only for root (elsewhere for other users, where the shim and the ff_* tools, which use
+// root's path, would not find it), and the primary's hugepage files, config and sockets in the
+// pod's emptyDirs and vhost-user directory are files it owns, for which uid 0 needs no
+// capability. vhost-user alone needs none: virtio_user speaks to a unix socket, the memory is
+// hugetlbfs files, and without a PCI device EAL uses IOVA as VA (no /proc/self/pagemap).
+func (p *plan) dataplaneSecurity() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		RunAsUser:                ptr(int64(0)),
+		RunAsNonRoot:             ptr(false),
+		AllowPrivilegeEscalation: ptr(false),
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: p.dataplaneCapabilities()},
+	}
+}
+
+func (p *plan) dataplaneCapabilities() []corev1.Capability {
+	var caps []corev1.Capability
+	if slices.ContainsFunc(p.spec.Ports, func(port fsv1.PortSpec) bool { return port.Device.PCI != nil || port.Device.Bond != nil }) {
+		// PCI ports (a VF or NIC bound to vfio-pci, device nodes from the device plugin): VFIO's
+		// DMA mapping pins every page of the mempools, which counts against RLIMIT_MEMLOCK unless
+		// the process holds IPC_LOCK.
+		caps = append(caps, "IPC_LOCK")
+	}
+	if p.spec.KNI != nil && p.spec.KNI.Enabled {
+		// KNI (v1.25: virtio_user over /dev/vhost-net): F-Stack creates and configures the tap
+		// veth<port> in the pod's network namespace (TUNSETIFF, address, link up), which needs
+		// NET_ADMIN. The /dev/vhost-net and /dev/net/tun device nodes are not a capability: a
+		// device plugin must give them (spec.dataplane.resources).
+		caps = append(caps, "NET_ADMIN")
+	}
+	return caps
 }
