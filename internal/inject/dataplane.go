@@ -46,9 +46,9 @@ func (p *plan) dataplaneContainer() corev1.Container {
 		// podcontract.ProbeWait): with plain probes, an injected pod's create-to-Ready was 2.5x
 		// the plain pod's (make bench-cluster). /healthz stays healthy while EAL waits for a
 		// vhost-user peer, so liveness never kills a slow start.
-		StartupProbe:   httpProbe(podcontract.StartedzPath+podcontract.ProbeWait, 1, 300),
-		ReadinessProbe: httpProbe(podcontract.ReadyzPath+podcontract.ProbeWait, 1, 3),
-		LivenessProbe:  httpProbe(podcontract.HealthzPath, 5, 3),
+		StartupProbe:             httpProbe(podcontract.StartedzPath+podcontract.ProbeWait, 1, 300),
+		ReadinessProbe:           httpProbe(podcontract.ReadyzPath+podcontract.ProbeWait, 1, 3),
+		LivenessProbe:            httpProbe(podcontract.HealthzPath, 5, 3),
 		SecurityContext:          p.dataplaneSecurity(),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}

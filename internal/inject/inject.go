@@ -28,6 +28,9 @@ type Config struct {
 	// DataplaneMemory is the dataplane's memory when the StackInstance sets none: the FreeBSD stack
 	// lives on the ordinary heap, not in hugepages.
 	DataplaneMemory resource.Quantity
+	// AllowedImages are the image prefixes a StackInstance's spec.dataplane.image may start
+	// with; empty allows any. Image is always allowed.
+	AllowedImages []string
 }
 
 // DefaultConfig is what the operator and the CLI use unless told otherwise.

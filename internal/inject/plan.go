@@ -48,6 +48,10 @@ func Prepare(stack *fsv1.StackInstance, cfg Config) (*Prepared, error) {
 			stack.Name, ve.Errs.ToAggregate().Error(), stack.Name)))
 	}
 	p.spec = res.Spec
+	if ferr := cfg.CheckImage(field.NewPath("spec", "dataplane", "image"), p.spec.Dataplane.Image); ferr != nil {
+		// The StackInstance was admitted before the operator restricted its images.
+		return nil, p.reject(field.Forbidden(stackLabelPath(), fmt.Sprintf("StackInstance %q: %s", stack.Name, ferr.Error())))
+	}
 	p.hash = render.ConfigHash(res.Config)
 	raw, err := json.Marshal(res.Spec)
 	if err != nil {

@@ -129,7 +129,7 @@ func New(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
 }
 
 func registerWebhooks(mgr ctrl.Manager, o Options) error {
-	if err := (&fswebhook.StackInstanceValidator{}).SetupWithManager(mgr); err != nil {
+	if err := (&fswebhook.StackInstanceValidator{Images: o.Inject}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	injector := fswebhook.NewPodInjector(mgr.GetCache(), mgr.GetAPIReader(), admission.NewDecoder(mgr.GetScheme()), o.Inject, o.Namespace)
