@@ -12,7 +12,7 @@ import (
 )
 
 // dataplaneContainer is the native sidecar running the supervisor: it starts before the app
-// containers and they start only once its startup probe passes.
+// containers and they start only once its postStart hook saw the launcher placed.
 func (p *plan) dataplaneContainer() corev1.Container {
 	image := p.spec.Dataplane.Image
 	if image == "" {
@@ -40,19 +40,30 @@ func (p *plan) dataplaneContainer() corev1.Container {
 			Limits: limits, Requests: limits.DeepCopy(),
 		},
 		VolumeMounts: mounts,
-		// The startup probe passes as soon as the launcher is in the shim volume (the app
-		// containers exec it, and it holds them until the dataplane is ready), so the kubelet
-		// starts the apps beside EAL's init rather than after it. Both probes long-poll (see
-		// podcontract.ProbeWait): with plain probes, an injected pod's create-to-Ready was 2.5x
-		// the plain pod's (make bench-cluster). /healthz stays healthy while EAL waits for a
-		// vhost-user peer, so liveness never kills a slow start.
-		StartupProbe:             httpProbe(podcontract.StartedzPath+podcontract.ProbeWait, 1, 300),
+		// No startup probe: it cost the pod one kubelet relist (about 1 s) before the apps
+		// started. The postStart hook returns once the launcher is in the shim volume; the
+		// kubelet runs it inside the container's start and starts the app containers (whose
+		// command is the launcher, which holds them until the dataplane is ready) only after.
+		Lifecycle: &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
+			Command: []string{podcontract.SupervisorBinary, podcontract.WaitPlacedCommand, "--timeout=" + waitPlacedTimeout}}}},
+		// Readiness long-polls (see podcontract.ProbeWait), so the pod is Ready within
+		// milliseconds of the dataplane, not a period later. Liveness does not delay the apps:
+		// the dataplane is the last init container, and kubelet 1.35 counts the pod initialized
+		// once the last restartable init container runs (and its startup probe, if any, passed)
+		// before it looks at that container's liveness. /healthz stays healthy while EAL waits
+		// for a vhost-user peer, so liveness never kills a slow start.
 		ReadinessProbe:           httpProbe(podcontract.ReadyzPath+podcontract.ProbeWait, 1, 3),
 		LivenessProbe:            httpProbe(podcontract.HealthzPath, 5, 3),
 		SecurityContext:          p.dataplaneSecurity(),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
 }
+
+// waitPlacedTimeout bounds the postStart hook. The supervisor places the launcher right after
+// reading the spec and the pod's facts (milliseconds); when it fails before that it exits, and
+// its hook with it. The bound only ends a supervisor stuck before placing, which the kubelet
+// then restarts.
+const waitPlacedTimeout = "2m"
 
 // dataplaneResources: one exclusive CPU per F-Stack process, the hugepages, one device per PCI
 // port of an SR-IOV resource, and whatever else the StackInstance adds, as limits that equal
