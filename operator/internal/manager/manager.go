@@ -134,8 +134,8 @@ func registerWebhooks(mgr ctrl.Manager, o Options) error {
 	}
 	injector := fswebhook.NewPodInjector(mgr.GetCache(), mgr.GetAPIReader(), admission.NewDecoder(mgr.GetScheme()), o.Inject, o.Namespace)
 	mgr.GetWebhookServer().Register(fswebhook.InjectPath, &webhook.Admission{Handler: injector})
-	ephemeral := &fswebhook.EphemeralValidator{OwnNamespace: o.Namespace, Decoder: admission.NewDecoder(mgr.GetScheme())}
-	mgr.GetWebhookServer().Register(fswebhook.EphemeralPath, &webhook.Admission{Handler: ephemeral})
+	updates := &fswebhook.PodUpdateValidator{Config: o.Inject, OwnNamespace: o.Namespace, Decoder: admission.NewDecoder(mgr.GetScheme())}
+	mgr.GetWebhookServer().Register(fswebhook.PodUpdatePath, &webhook.Admission{Handler: updates})
 	return nil
 }
 
