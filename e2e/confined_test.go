@@ -11,9 +11,10 @@ import (
 )
 
 // checkDataplaneConfined reads, from the node, how the runtime really runs the dataplane's
-// processes (the supervisor and the stand-in's DPDK primary, testpmd): no effective, permitted
-// or bounding capability (a vhost-user stack needs none), no_new_privs, and a seccomp filter.
-// That the pod reached Ready and answers ping under it shows DPDK needs nothing more.
+// processes (the supervisor and the stand-in's DPDK primary, testpmd): SYS_NICE as the only
+// capability (a vhost-user stack needs no other; the seccomp profile grants DPDK's NUMA calls
+// only with it), no_new_privs, and a seccomp filter. That the pod reached Ready and answers ping
+// under it shows DPDK needs nothing more.
 func checkDataplaneConfined(t *testing.T, p *corev1.Pod) {
 	t.Helper()
 	for _, comm := range []string{"fstack-supervisor", "dpdk-testpmd"} {
@@ -24,7 +25,7 @@ func checkDataplaneConfined(t *testing.T, p *corev1.Pod) {
 		for _, pid := range pids {
 			st := procStatus(t, pid)
 			for key, want := range map[string]string{
-				"CapEff": "0000000000000000", "CapPrm": "0000000000000000", "CapBnd": "0000000000000000",
+				"CapEff": sysNiceOnly, "CapPrm": sysNiceOnly, "CapBnd": sysNiceOnly,
 				"NoNewPrivs": "1", "Seccomp": "2", "Uid": "0",
 			} {
 				if got := st[key]; got != want {
@@ -32,9 +33,12 @@ func checkDataplaneConfined(t *testing.T, p *corev1.Pod) {
 				}
 			}
 		}
-		t.Logf("%s %v: no capabilities, no_new_privs, seccomp filter, uid 0", comm, pids)
+		t.Logf("%s %v: only CAP_SYS_NICE, no_new_privs, seccomp filter, uid 0", comm, pids)
 	}
 }
+
+// sysNiceOnly is a capability mask of /proc/<pid>/status with only CAP_SYS_NICE (bit 23).
+const sysNiceOnly = "0000000000800000"
 
 // procStatus reads /proc/<pid>/status; Uid keeps its first (real) value.
 func procStatus(t *testing.T, pid int) map[string]string {

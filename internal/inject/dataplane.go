@@ -125,8 +125,9 @@ func httpProbe(path string, period, failures int32) *corev1.Probe {
 // only for root (elsewhere for other users, where the shim and the ff_* tools, which use
 // root's path, would not find it), and the primary's hugepage files, config and sockets in the
 // pod's emptyDirs and vhost-user directory are files it owns, for which uid 0 needs no
-// capability. vhost-user alone needs none: virtio_user speaks to a unix socket, the memory is
-// hugetlbfs files, and without a PCI device EAL uses IOVA as VA (no /proc/self/pagemap).
+// capability. vhost-user needs nothing beyond SYS_NICE (below): virtio_user speaks to a unix
+// socket, the memory is hugetlbfs files, and without a PCI device EAL uses IOVA as VA (no
+// /proc/self/pagemap).
 func (p *plan) dataplaneSecurity() *corev1.SecurityContext {
 	return &corev1.SecurityContext{
 		RunAsUser:                ptr(int64(0)),
@@ -138,7 +139,14 @@ func (p *plan) dataplaneSecurity() *corev1.SecurityContext {
 }
 
 func (p *plan) dataplaneCapabilities() []corev1.Capability {
-	var caps []corev1.Capability
+	// Every DPDK process: the RuntimeDefault seccomp profile (containerd's and Docker's) lets
+	// only holders of SYS_NICE call get_mempolicy, set_mempolicy and mbind, with which a
+	// NUMA-aware EAL (F-Stack's bundled DPDK, Debian's) places each hugepage segment on its
+	// socket. Without them EAL's first allocation fails (measured with the stand-in's testpmd:
+	// "set_mempolicy: Operation not permitted", "error allocating rte services array", EAL init
+	// fails with ENOMEM). SYS_NICE also lets it renice or re-pin other processes, which the
+	// pod's cpuset still bounds.
+	caps := []corev1.Capability{"SYS_NICE"}
 	if slices.ContainsFunc(p.spec.Ports, func(port fsv1.PortSpec) bool { return port.Device.PCI != nil || port.Device.Bond != nil }) {
 		// PCI ports (a VF or NIC bound to vfio-pci, device nodes from the device plugin): VFIO's
 		// DMA mapping pins every page of the mempools, which counts against RLIMIT_MEMLOCK unless
