@@ -68,6 +68,10 @@ func parseFlags(args []string) (*options, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
+	if fs.NArg() > 0 {
+		// A hook naming a subcommand this binary lacks must fail, not start a second dataplane.
+		return nil, fmt.Errorf("unknown argument %q (the only subcommand is wait-placed)", fs.Arg(0))
+	}
 	p.SpecFile = filepath.Join(p.PodInfoDir, podcontract.PodInfoSpec)
 	if o.podInfoSpec != "" {
 		p.SpecFile = o.podInfoSpec
