@@ -157,7 +157,7 @@ func TestEndToEnd(t *testing.T) {
 		checkCPUsAndHugepages(t, pod)
 	})
 
-	step(t, "the dataplane runs without capabilities, without privilege escalation, under seccomp", func(t *testing.T) {
+	step(t, "the dataplane runs with SYS_NICE its only capability, without privilege escalation, under seccomp", func(t *testing.T) {
 		checkDataplaneConfined(t, pod)
 	})
 
