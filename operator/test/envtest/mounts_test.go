@@ -10,7 +10,8 @@ import (
 )
 
 // Pods whose containers mount a volume the injector owns are refused with the mount's field
-// path: at creation by the injection webhook (an app container, an init container), and later,
+// path: at creation by the injection webhook (an app container, an init container, a pod that
+// claims to be injected already), and later,
 // for ephemeral containers added through the pods/ephemeralcontainers subresource (which the
 // injection webhook never sees), by the validating webhook of that subresource. A harmless
 // ephemeral container is admitted, and pods outside opted-in namespaces are not judged.
@@ -21,6 +22,8 @@ func TestPodsMountingInjectedVolumesRefused(t *testing.T) {
 	for file, path := range map[string]string{
 		"mounts-socket-root.yaml":   "spec.containers[0].volumeMounts[1].name",
 		"mounts-injected-init.yaml": "spec.initContainers[0].volumeMounts[0].name",
+		// Claims to be injected already (a forged status annotation), so it is not injected again.
+		"forged-status.yaml": "spec.containers[0].volumeMounts[0].name",
 	} {
 		pod := readPodFile(t, filepath.Join(goldenDir, file))
 		wantErr(t, k8s.Create(ctx, pod), path+": Forbidden", "remove this mount")
