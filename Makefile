@@ -14,8 +14,10 @@ HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
 
 GO ?= go
 GOTEST_FLAGS ?= -count=1
+FUZZTIME ?= 60s
+FUZZTIME_SHORT ?= 10s
 # The CNI plugin's own packages need no root either; test-node runs them again with the node tier.
-PKGS_UNIT := ./api/... ./internal/... ./cmd/... ./operator/internal/... ./dataplane-image/internal/... ./dataplane-image/cmd/... ./cni/internal/... ./cni/pkg/...
+PKGS_UNIT := ./api/... ./internal/... ./cmd/... ./operator/internal/... ./dataplane-image/internal/... ./dataplane-image/cmd/... ./dataplane-image/build/... ./dataplane-image/probe-agent/... ./cni/internal/... ./cni/pkg/...
 
 ##@ General
 .PHONY: help
@@ -99,13 +101,12 @@ bench-cni: ## CNI ADD+DEL latency vs the bridge plugin and ovs-vsctl, and a 1000
 	hack/bench-cni.sh
 
 .PHONY: fuzz
-fuzz: ## Run the renderer fuzz target for FUZZTIME (default 60s).
-	$(GO) test ./internal/render -run '^$$' -fuzz FuzzRender -fuzztime $${FUZZTIME:-60s}
+fuzz: ## Run every fuzz target of the repo (discovered) for FUZZTIME each (default 60s); prints each one's exec count.
+	GO=$(GO) FUZZTIME=$(FUZZTIME) hack/fuzz.sh
 
 .PHONY: test-fuzz
-test-fuzz: ## Short fuzz runs of the renderer and the injector (part of test).
-	FUZZTIME=15s $(MAKE) -s fuzz
-	$(GO) test ./internal/inject -run '^$$' -fuzz FuzzInject -fuzztime 10s
+test-fuzz: ## Every fuzz target for FUZZTIME_SHORT each (default 10s), so CI covers each one (part of test).
+	GO=$(GO) FUZZTIME=$(FUZZTIME_SHORT) hack/fuzz.sh
 
 .PHONY: bench
 bench: ## Benchmarks of the pure packages.
@@ -155,10 +156,12 @@ bench-cluster: $(HELM) ## Pod create -> Ready on the local cluster, injected, no
 
 ##@ Lint
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## gofmt, go vet and golangci-lint.
+lint: $(GOLANGCI_LINT) ## gofmt, go vet, golangci-lint and shellcheck of the image's build script.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	$(GOLANGCI_LINT) run ./...
+	@command -v shellcheck >/dev/null || { echo "shellcheck not found: hack/install-deps.sh installs it"; exit 1; }
+	shellcheck dataplane-image/build/build-fstack.sh dataplane-image/build/testdata/bin/*
 
 ##@ Tools
 .PHONY: tools

@@ -188,6 +188,10 @@ func TestEndToEnd(t *testing.T) {
 		pod = checkKillRestartsApp(t, pod)
 	})
 
+	step(t, "the operator's metrics answer a metrics-reader's token over HTTPS and refuse an anonymous scrape", checkMetrics)
+
+	step(t, "with the operator down, a pod naming a stack is refused with the webhook named, others start; back up, it injects again", checkOperatorDown)
+
 	step(t, "restarting the operator breaks nothing: a replacement pod is injected and its old port and directory go", func(t *testing.T) {
 		restartOperator(t)
 		old := pod
@@ -212,6 +216,18 @@ func TestEndToEnd(t *testing.T) {
 			return si.Status.BoundPods == 0 && c != nil && c.Reason == "NoBoundPods", condString(si)
 		})
 	})
+
+	step(t, "the sample Nginx's httpGet readiness and tcpSocket liveness probes pass through the dataplane, though nothing answers on the pod IP", func(t *testing.T) {
+		mustApply(t, nginxSample(t))
+		p := waitNginxReady(t)
+		checkProbesRewritten(t, p)
+		checkNoListenerOnPodIP(t, p)
+		deleteNginxSample(t, p)
+	})
+
+	step(t, "an injected Nginx runs each worker on its own CPU of the app container", checkNginxWorkersOnOwnCPUs)
+
+	step(t, "an Nginx whose configuration breaks the shim (sendfile on) is refused with the file and line in its log", checkMisconfiguredNginxRefused)
 }
 
 // step runs one stage; a failed stage ends the suite, since every later one builds on it.

@@ -70,17 +70,22 @@ build_overlay() {
     mkdir -p "$WORK/overlay/opt/kube-fstack/shim/$mode"
     dataplane-image/standin/shim/build.sh "$WORK/overlay/opt/kube-fstack/shim/$mode/libff_syscall.so"
   done
+  # The probe agent the supervisor runs under the shim for the app probes; the same source as
+  # the real image's, built here with the host's gcc (the rootfs is the same Debian release).
+  gcc -O2 -Wall -Wextra -Werror -o "$WORK/overlay/usr/local/bin/fstack-probe-agent" \
+    dataplane-image/probe-agent/*.c
   echo "stand-in image: libff_syscall.so is kube-fstack's stand-in (dataplane-image/standin/shim), not F-Stack" \
     >"$WORK/overlay/opt/kube-fstack/shim/README.standin"
 }
 
 # The stand-in's supervisor arguments: testpmd as every F-Stack process (one queue pair each,
-# as F-Stack's processes), held back until the primary's mbuf pool exists; no shim library.
+# as F-Stack's processes), held back until the primary's mbuf pool exists. The shim library of
+# every mode is the stand-in's, so the supervisor requires one, as with the real image.
 # The primary answers pings (icmpecho); secondaries only receive, because testpmd's icmpecho
 # mode polls every queue in every process, and two processes on one virtio queue corrupt it.
 # In the other modes process k polls only its own queue, as an F-Stack process does.
 CMD=(--program-mode --program=/usr/bin/dpdk-testpmd --program-lcores-per-proc=2
-  --ready-telemetry=/mempool/list~mb_pool_0 --require-shim=false
+  --ready-telemetry=/mempool/list~mb_pool_0 --shim-contexts=standin
   --primary-args=--total-num-mbufs=8192 --primary-args=--forward-mode=icmpecho --secondary-args=--forward-mode=rxonly)
 for a in --rxq={procs} --txq={procs} --num-procs={procs} --proc-id={proc} --auto-start; do
   CMD+=("--primary-args=$a" "--secondary-args=$a")
@@ -107,6 +112,7 @@ build_layout() {
 
 need debootstrap debootstrap
 need umoci umoci
+need gcc gcc
 mkdir -p "$CACHE/dataplane-standin"
 build_rootfs
 build_overlay

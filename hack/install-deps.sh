@@ -6,7 +6,9 @@
 set -euo pipefail
 
 APT_PACKAGES=(
-  git make gcc
+  git make gcc patch
+  # make lint: shellcheck of the dataplane image's build script (whose tests need patch, above).
+  shellcheck
   # Operator envtest (make test-envtest): etcd beside the kube-apiserver built from source.
   etcd-server
   # CNI node tests (make test-node): OVS-DPDK, DPDK testpmd and its virtio PMD, netns tools.
@@ -16,10 +18,10 @@ APT_PACKAGES=(
 )
 
 # The local single-node cluster (hack/cluster/up.sh): container runtime, kube-proxy's and
-# the bridge plugin's netfilter tools, PKI, the pause image's static build, and shellcheck
-# for the scripts. Only with --cluster: `make test` never needs them.
+# the bridge plugin's netfilter tools, PKI and the pause image's static build. Only with
+# --cluster: `make test` never needs them.
 CLUSTER_PACKAGES=(
-  containerd runc iptables conntrack socat openssl curl libc6-dev shellcheck
+  containerd runc iptables conntrack socat openssl curl libc6-dev
 )
 if [ "${1:-}" = "--cluster" ]; then
   APT_PACKAGES+=("${CLUSTER_PACKAGES[@]}")

@@ -27,8 +27,11 @@ kc -n fstack-demo rollout status deployment/nginx-fstack --timeout=240s
 kc -n fstack-demo wait --for=condition=Ready stackinstance/local-vhost --timeout=60s >/dev/null
 
 pod="$(kc -n fstack-demo get pods -l app=nginx-fstack -o 'jsonpath={.items[0].metadata.name}')"
-svc="$(kc -n fstack-demo get service nginx-fstack -o 'jsonpath={.spec.clusterIP}')"
-wait_for "nginx behind Service $svc" 30 curl -fsS --max-time 2 "http://$svc/"
+ip="$(kc -n fstack-demo get pod "$pod" -o 'jsonpath={.status.podIP}')"
+# Like F-Stack, the stand-in leaves Nginx no listener on the pod IP (only inside the pod, on
+# loopback): the rollout above was Ready through the probes the dataplane performs for it.
+probe="http://$ip:9180/app-probe/nginx/readiness"
+wait_for "nginx's readiness probe through the dataplane" 30 curl -fsS --max-time 2 "$probe"
 cat <<MSG
 
 kube-fstack is running on a local cluster ($((SECONDS - T0))s).
@@ -38,9 +41,11 @@ kube-fstack is running on a local cluster ($((SECONDS - T0))s).
   kubectl -n fstack-demo get pod $pod -o yaml        # the injected dataplane, volumes, env
   kubectl -n fstack-demo logs $pod -c fstack-dataplane   # the supervisor and DPDK
   kubectl -n fstack-demo exec $pod -c fstack-dataplane -- cat /etc/f-stack/config.ini
-  curl http://$svc/                              # nginx, started by the launcher
+  curl $probe   # nginx's readiness probe, performed in the pod
+  kubectl -n fstack-demo get pod $pod -o jsonpath='{.metadata.annotations.kubefstack\.io/app-probes}'
   kubectl -n kube-fstack-system logs deploy/kube-fstack-operator
   hack/cluster/status.sh; make cluster-down           # state; tear everything down
 The dataplane image here is the stand-in (DPDK testpmd in F-Stack's place): $SAMPLES/stack.yaml's
-address 10.99.0.10 answers ping from the OVS bridge br-fstack, Nginx serves on kernel sockets.
+address 10.99.0.10 answers ping from the OVS bridge br-fstack; Nginx runs under the stand-in shim,
+which, as F-Stack, gives it no listener on the pod IP (its Service cannot reach it here).
 MSG

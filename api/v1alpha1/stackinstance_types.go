@@ -81,8 +81,8 @@ type StackInstanceStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Valid (the spec passes every check possible before a pod starts) and Ready (every
-	// bound pod runs the stack).
+	// Conditions: Valid (the spec passes every check possible before a pod starts), Ready (every
+	// bound pod runs the stack) and ConfigMap (the ConfigMap <name>-fstack holds the rendered preview).
 	// +listType=map
 	// +listMapKey=type
 	// +optional

@@ -19,6 +19,9 @@ const (
 	ConditionValid = "Valid"
 	// ConditionReady is True when every bound pod runs the stack and reports ready.
 	ConditionReady = "Ready"
+	// ConditionConfigMap is True when the StackInstance's ConfigMap <name>-fstack holds the
+	// rendered preview; False when it cannot be written, e.g. because another ConfigMap has the name.
+	ConditionConfigMap = "ConfigMap"
 )
 
 // FStackVersion is a released F-Stack version whose config.ini dialect the renderer speaks.

@@ -162,12 +162,20 @@ func pod(ns, name string) *corev1.Pod {
 			TerminationGracePeriodSeconds: &grace,
 			Containers: []corev1.Container{{
 				Name: "nginx", Image: "localhost/nginx:1.22", ImagePullPolicy: corev1.PullIfNotPresent,
-				Command:   []string{"nginx", "-g", "daemon off;"},
+				// Debian's nginx.conf is refused under the shim (sendfile on, worker_processes
+				// auto): the sample's configuration, written where nginx reads it.
+				Command:   []string{"sh", "-c", "echo '" + shimConf + "' >/tmp/nginx.conf && exec nginx -c /tmp/nginx.conf"},
 				Resources: corev1.ResourceRequirements{Limits: res, Requests: res},
 			}},
 		},
 	}
 }
+
+// shimConf is config/samples/local-cluster's nginx.conf in one line, with what the launcher
+// would add (it only judges commands that run nginx directly).
+const shimConf = `user www-data; worker_processes 1; daemon off; pid /run/nginx.pid; error_log stderr; ` +
+	`events { use epoll; multi_accept on; } http { sendfile off; access_log off; ` +
+	`server { listen 80 reuseport default_server; root /var/www/html; index index.nginx-debian.html; } }`
 
 // floorConf makes the floor's sidecar an HTTP server on its own port (the app's Nginx has 80).
 const floorConf = `events {} http { access_log off; server { listen 8099; return 204; } }`

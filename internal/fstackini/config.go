@@ -236,14 +236,27 @@ func parseMask(s string) ([]int, error) {
 	return lcores, nil
 }
 
+// F-Stack splits a list into at most 128 tokens (rte_strsplit) and stores each number as a
+// uint16 in an array of at most a few hundred entries ("too many elements in list").
+const (
+	maxListTokens = 128
+	maxListValue  = 65535
+	maxListElems  = 4096
+)
+
 // parseList reads F-Stack's list syntax ("1-3,4,7"), sorted; an empty list is refused here
-// although F-Stack accepts it and reads garbage.
+// although F-Stack accepts it and reads garbage, and so is what F-Stack would silently cut:
+// tokens past the 128th, numbers past uint16.
 func parseList(s string) ([]int, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, fmt.Errorf("empty list (F-Stack reads garbage)")
 	}
+	toks := strings.Split(s, ",")
+	if len(toks) > maxListTokens {
+		return nil, fmt.Errorf("%d items: F-Stack reads the first %d and drops the rest", len(toks), maxListTokens)
+	}
 	var out []int
-	for _, tok := range strings.Split(s, ",") {
+	for _, tok := range toks {
 		tok = strings.TrimSpace(tok)
 		lo, hi, isRange := strings.Cut(tok, "-")
 		a, err := strconv.Atoi(lo)
@@ -253,6 +266,12 @@ func parseList(s string) ([]int, error) {
 		}
 		if err != nil || a < 0 || b < a {
 			return nil, fmt.Errorf("%q is not an integer or range", tok)
+		}
+		if b > maxListValue {
+			return nil, fmt.Errorf("%q: F-Stack stores list items as 16-bit numbers", tok)
+		}
+		if len(out)+b-a+1 > maxListElems {
+			return nil, fmt.Errorf("%q: too many elements in the list (F-Stack fails on it)", tok)
 		}
 		for i := a; i <= b; i++ {
 			out = append(out, i)

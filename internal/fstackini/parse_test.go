@@ -59,6 +59,10 @@ func TestParserFacts(t *testing.T) {
 		{"kni without method", minimal + "[kni]\nenable=1\n", "method", nil},
 		{"vdev beyond nb_vdev", minimal + "[vdev0]\npath=/x\n", "nb_vdev", nil},
 		{"vlan before its port", "[dpdk]\nlcore_mask=1\nport_list=0\nvlan_filter=10\n[vlan10]\nportid=0\n", "before any [portN]", nil},
+		{"list number past uint16 (F-Stack truncates it; a huge range must not be expanded)",
+			strings.Replace(minimal, "port_list=0", "port_list=0-2000000000", 1), "16-bit", nil},
+		{"list of more than 4096 elements", strings.Replace(minimal, "port_list=0", "port_list=0-4096", 1), "too many elements", nil},
+		{"list of more than 128 items", strings.Replace(minimal, "port_list=0", "port_list=0"+strings.Repeat(",0", 128), 1), "first 128", nil},
 		{"ranges in lists", strings.Replace(minimal, "lcore_mask=c", "lcore_mask=3c", 1) + "lcore_list=2-3,4-5\n", "",
 			func(c *Config) bool { return reflect.DeepEqual(c.Ports[0].LcoreList, []int{2, 3, 4, 5}) }},
 	}

@@ -32,6 +32,8 @@ type plan struct {
 	*Prepared
 	pod  *corev1.Pod
 	shim []int // indices into pod.Spec.Containers that get the shim
+	// probes are the shim containers' probes the supervisor performs (probes.go).
+	probes appProbePlan
 }
 
 // Prepare validates and renders stack for injection; an invalid stack gives a *RejectError.
@@ -75,6 +77,7 @@ func newPlan(pod *corev1.Pod, prep *Prepared) (*plan, error) {
 	p := &plan{Prepared: prep, pod: pod}
 	errs := p.checkConflicts()
 	errs = append(errs, p.chooseShimContainers()...)
+	errs = append(errs, p.planAppProbes()...)
 	errs = append(errs, checkGuaranteed(&pod.Spec)...)
 	if len(errs) > 0 {
 		return nil, p.reject(errs...)
@@ -167,7 +170,7 @@ func (p *plan) apply() {
 	pod.Labels[fsv1.StackLabel] = p.stack
 	pod.Spec.ShareProcessNamespace = ptr(true)
 	pod.Spec.Volumes = append(pod.Spec.Volumes, p.volumes()...)
-	pod.Spec.InitContainers = append(pod.Spec.InitContainers, p.dataplaneContainer())
+	dp := p.dataplaneContainer()
 	var shimNames []string
 	for _, i := range p.shim {
 		p.addShim(&pod.Spec.Containers[i])
@@ -180,6 +183,8 @@ func (p *plan) apply() {
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
+	p.applyAppProbes(&dp)
+	pod.Spec.InitContainers = append(pod.Spec.InitContainers, dp)
 	pod.Annotations[podcontract.SpecAnnotation] = p.specJSON
 	pod.Annotations[podcontract.ConfigHashAnnotation] = p.hash
 	pod.Annotations[fsv1.StatusAnnotation] = string(status)

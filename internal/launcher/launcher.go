@@ -4,9 +4,15 @@
 //     secondary cannot attach before the primary exists and hangs silently if it tries;
 //   - it sets FF_INITIAL_LCORE_ID to a CPU of its own cpuset, which only the container knows (a
 //     CPU outside it makes the shim fall back to kernel sockets without a word);
-//   - it runs the command as its child, forwarding signals, and ends it when the dataplane starts
-//     a new generation: a DPDK secondary cannot survive its primary's restart, so the container
-//     must restart too, and kubelet does that when the launcher exits.
+//   - when the command is Nginx, it reads the configuration Nginx will use, refuses settings that
+//     make the shim misbehave and adds what the command line can fix (internal/nginxconf);
+//   - before starting, it checks that the shim has enough free contexts for the app, and asks
+//     for a dataplane restart otherwise (internal/shimctx): short of them, the app would run on
+//     kernel sockets without a word;
+//   - it runs the command as its child, forwarding signals (Nginx gets SIGQUIT, SIGTERM, then
+//     SIGKILL when stopped), and ends it when the dataplane starts a new generation: a DPDK
+//     secondary cannot survive its primary's restart, so the container must restart too, and
+//     kubelet does that when the launcher exits.
 package launcher
 
 import (
@@ -25,6 +31,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kube-fstack/kube-fstack/internal/nginxconf"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
@@ -39,9 +46,16 @@ type Launcher struct {
 	WaitTimeout time.Duration
 	Poll        time.Duration
 	Grace       time.Duration
+	// QuitGrace and TermGrace bound Nginx's graceful and fast shutdown before SIGKILL; their
+	// sum must stay below the pod's terminationGracePeriodSeconds.
+	QuitGrace, TermGrace time.Duration
 	// CPUs returns the CPUs this process may run on.
 	CPUs func() ([]int, error)
 	Log  io.Writer
+	// Getenv reads FF_NB_FSTACK_INSTANCE and FF_PROC_ID (nil: os.Getenv).
+	Getenv func(string) string
+	// NginxBuild learns nginx's compiled-in paths (nil: run `nginx -V`).
+	NginxBuild func(ctx context.Context, binary string) (nginxconf.Build, error)
 }
 
 // New returns a Launcher with the pod contract's paths.
@@ -52,7 +66,8 @@ func New() *Launcher {
 	}
 	return &Launcher{
 		ShimDir: podcontract.ShimDir, Container: name, WaitTimeout: 10 * time.Minute,
-		Poll: 50 * time.Millisecond, Grace: 10 * time.Second, CPUs: OwnCPUs, Log: os.Stderr,
+		Poll: 50 * time.Millisecond, Grace: 10 * time.Second, QuitGrace: 10 * time.Second, TermGrace: 5 * time.Second,
+		CPUs: OwnCPUs, Log: os.Stderr,
 	}
 }
 
@@ -66,7 +81,20 @@ func (l *Launcher) Run(ctx context.Context, argv []string) int {
 		l.logf("no command to run: usage: fstack-launcher -- COMMAND [ARGS...]")
 		return 2
 	}
+	// The configuration first: a refusal must not wait for the dataplane.
+	a, err := l.prepareApp(ctx, argv)
+	if err != nil {
+		l.logf("%v", err)
+		var ce *configError
+		if errors.As(err, &ce) {
+			return ExitConfig
+		}
+		return 1
+	}
 	gen, err := l.waitReady(ctx)
+	if err == nil {
+		gen, err = l.ensureContexts(ctx, gen, a.need)
+	}
 	if err != nil {
 		l.logf("%v", err)
 		return 1
@@ -80,7 +108,7 @@ func (l *Launcher) Run(ctx context.Context, argv []string) int {
 		l.logf("%v", err)
 		return 1
 	}
-	return l.supervise(ctx, argv, env, gen)
+	return l.supervise(ctx, a, env, gen)
 }
 
 // waitReady returns the generation once the dataplane reports it ready.
@@ -140,7 +168,8 @@ func (l *Launcher) record(gen string) error {
 }
 
 // supervise runs argv until it exits or the dataplane's generation moves on.
-func (l *Launcher) supervise(ctx context.Context, argv, env []string, gen string) int {
+func (l *Launcher) supervise(ctx context.Context, a *app, env []string, gen string) int {
+	argv := a.argv
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = env, os.Stdin, os.Stdout, os.Stderr
 	// Its own process group, so a kill after the grace period also reaches what it forked.
@@ -161,11 +190,20 @@ func (l *Launcher) supervise(ctx context.Context, argv, env []string, gen string
 		case <-done:
 			return exitCode(cmd.ProcessState)
 		case s := <-sigs:
+			if a.nginx && (s == syscall.SIGTERM || s == syscall.SIGINT) {
+				l.logf("%s: stopping nginx (SIGQUIT, then SIGTERM after %s, then SIGKILL after %s more)", s, l.QuitGrace, l.TermGrace)
+				l.stopNginx(cmd.Process.Pid, done)
+				return exitCode(cmd.ProcessState)
+			}
 			if s != syscall.SIGCHLD && s != syscall.SIGURG {
 				_ = cmd.Process.Signal(s)
 			}
 		case <-ctx.Done():
-			l.stop(cmd, done)
+			if a.nginx {
+				l.stopNginx(cmd.Process.Pid, done)
+			} else {
+				l.stop(cmd, done)
+			}
 			return exitCode(cmd.ProcessState)
 		case <-tick.C:
 			if now := l.read(podcontract.GenerationFile); now != gen {

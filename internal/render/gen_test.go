@@ -2,6 +2,7 @@ package render_test
 
 import (
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -47,25 +48,23 @@ func (g *gen) build() {
 	if g.wild && g.intn(16) == 0 {
 		s.FStackVersion = "2.0"
 	}
-	s.Processes = int32(1 + g.intn(4))
-	cpu0 := 1 + g.intn(40)
-	for k := 0; k < int(s.Processes)+g.intn(2); k++ {
-		g.facts.DataplaneCPUs = append(g.facts.DataplaneCPUs, cpu0+k)
-	}
-	if g.wild && g.intn(8) == 0 {
-		g.facts.DataplaneCPUs = g.facts.DataplaneCPUs[:g.intn(len(g.facts.DataplaneCPUs))]
-	}
-	g.facts.AppCPUs = []int{cpu0 + int(s.Processes) + 2}
+	s.Processes = g.processes()
+	g.cpus(int(s.Processes))
 	g.dpdk()
 	vhost := g.flip()
-	for i, n := 0, 1+g.intn(3); i < n; i++ {
+	for i, n := 0, g.portCount(); i < n; i++ {
 		g.port(i, vhost)
 	}
+	g.servePorts()
 	g.vlans()
 	g.kni()
 	g.freebsd()
 	g.rss()
 	g.shim(vhost)
+	if g.wild && g.intn(16) == 0 {
+		// Past the CRD's bounds, as a pod's editor could write it into the annotation.
+		s.Processes = []int32{-5, 0, 65, 1<<31 - 1}[g.intn(4)]
+	}
 }
 
 func (g *gen) dpdk() {
@@ -95,9 +94,6 @@ func (g *gen) port(i int, vhost bool) {
 	case vhost:
 		p.Device.VhostUser = &fsv1.VhostUserDevice{}
 		if g.flip() {
-			p.Device.VhostUser.Queues = g.spec.Processes + int32(g.intn(2))
-		}
-		if g.flip() {
 			p.Device.VhostUser.MAC = fmt.Sprintf("02:00:00:00:00:%02x", i)
 		}
 		if g.flip() {
@@ -107,7 +103,7 @@ func (g *gen) port(i int, vhost bool) {
 	case g.flip():
 		res := "example.com/vf"
 		p.Device.PCI = &fsv1.PCIDevice{Resource: res}
-		g.facts.PCIResources = map[string][]string{res: append(g.facts.PCIResources[res], fmt.Sprintf("0000:5e:0%d.%d", 9-i, i))}
+		g.facts.PCIResources = map[string][]string{res: append(g.facts.PCIResources[res], fmt.Sprintf("0000:5e:%02x.%d", 31-i, i%8))}
 		g.attach(p.Attachment, "")
 	default:
 		p.Device.PCI = &fsv1.PCIDevice{Address: fmt.Sprintf("0000:%02x:00.0", 0x81-i)}
@@ -126,9 +122,6 @@ func (g *gen) port(i int, vhost bool) {
 	if g.flip() {
 		p.VIPs6 = []string{fmt.Sprintf("2001:db8:ff%x::1", i)}
 		p.VIPPrefixLength = 128
-	}
-	if i > 0 && g.intn(4) == 0 && g.spec.Processes > 1 {
-		p.Processes = []int32{0}
 	}
 	g.spec.Ports = append(g.spec.Ports, p)
 }
@@ -182,7 +175,13 @@ func (g *gen) kni() {
 	k.Action = []fsv1.KNIAction{fsv1.KNIActionDefault, fsv1.KNIActionAllToKernel, fsv1.KNIActionAllToFStack}[g.intn(3)]
 	g.spec.KNI = k
 	for i := range g.spec.Ports {
-		g.spec.Ports[i].Processes = nil // the primary must serve every port
+		// The primary must serve every port.
+		if ps := &g.spec.Ports[i]; ps.Processes != nil && !slices.Contains(ps.Processes, 0) {
+			ps.Processes = append(ps.Processes, 0)
+			if vu := ps.Device.VhostUser; vu != nil && vu.Queues != 0 && int(vu.Queues) < len(ps.Processes) {
+				vu.Queues = int32(len(ps.Processes))
+			}
+		}
 	}
 }
 

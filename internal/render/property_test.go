@@ -14,6 +14,8 @@ import (
 // F-Stack's rules: each must be accepted and say exactly what the spec and facts say.
 func TestPropertyValidSpecsRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewSource(20261121))
+	var maxProcs int32
+	split := 0 // specs whose ports are served by different processes
 	for i := 0; i < 2000; i++ {
 		data := make([]byte, 256)
 		rng.Read(data)
@@ -24,6 +26,10 @@ func TestPropertyValidSpecsRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("case %d: a valid spec was refused: %v\nspec: %+v", i, err, g.spec)
 		}
+		maxProcs = max(maxProcs, g.spec.Processes)
+		if len(g.spec.Ports) > 1 && !reflect.DeepEqual(g.spec.Ports[0].Processes, g.spec.Ports[1].Processes) {
+			split++
+		}
 		if !reflect.DeepEqual(before, &g.spec) {
 			t.Fatalf("case %d: Render modified its input", i)
 		}
@@ -31,6 +37,9 @@ func TestPropertyValidSpecsRoundTrip(t *testing.T) {
 		if t.Failed() {
 			t.Fatalf("case %d failed; config:\n%s", i, res.Config)
 		}
+	}
+	if maxProcs != 64 || split < 200 {
+		t.Errorf("the generator must reach the CRD's 64 processes and split ports between processes: max %d processes, %d split specs", maxProcs, split)
 	}
 }
 

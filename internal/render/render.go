@@ -48,6 +48,10 @@ func (e *ValidationError) Error() string {
 // Render validates spec against facts and renders it. On any problem it returns a
 // *ValidationError listing all of them.
 func Render(spec *fsv1.StackInstanceSpec, facts *Facts) (*Result, error) {
+	// The schema's bounds first and alone: every later step sizes or indexes by them.
+	if errs := CheckSchema(spec); len(errs) > 0 {
+		return nil, &ValidationError{Errs: errs}
+	}
 	s := Defaults(spec)
 	errs := checkSpec(s)
 	p, e := resolve(s, facts)
@@ -76,6 +80,9 @@ func Render(spec *fsv1.StackInstanceSpec, facts *Facts) (*Result, error) {
 
 // Validate runs every check possible before a pod exists, rendering with PlaceholderFacts.
 func Validate(spec *fsv1.StackInstanceSpec) field.ErrorList {
+	if errs := CheckSchema(spec); len(errs) > 0 {
+		return errs
+	}
 	_, err := Render(spec, PlaceholderFacts(spec))
 	var ve *ValidationError
 	if errors.As(err, &ve) {
@@ -90,7 +97,7 @@ func Validate(spec *fsv1.StackInstanceSpec) field.ErrorList {
 func PlaceholderFacts(spec *fsv1.StackInstanceSpec) *Facts {
 	s := Defaults(spec)
 	f := &Facts{PCIResources: map[string][]string{}, Attachments: map[string]Attachment{}}
-	for i := 0; i < int(s.Processes); i++ {
+	for i := 0; i < min(int(s.Processes), maxProcesses); i++ {
 		f.DataplaneCPUs = append(f.DataplaneCPUs, 1+i)
 	}
 	f.AppCPUs = []int{1 + int(s.Processes)}

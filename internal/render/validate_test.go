@@ -51,7 +51,7 @@ func TestValidationNamesFieldAndRemedy(t *testing.T) {
 				s.Ports[0].VIPs = append(s.Ports[0].VIPs, fmt.Sprintf("172.16.0.%d", i+1))
 			}
 		}, "spec.ports[0].vips", "must have at most 64", "#11"},
-		{"bad VIP", func(s *fsv1.StackInstanceSpec, f *render.Facts) { s.Ports[0].VIPs = []string{"1.1.1.1 ;2.2.2.2"} },
+		{"bad VIP", func(s *fsv1.StackInstanceSpec, f *render.Facts) { s.Ports[0].VIPs = []string{"1.1.1.1 ;2.2.2"} },
 			"spec.ports[0].vips[0]", "IPv4", "#11"},
 		{"vhost queues below processes", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
 			vhostPort(s)
@@ -66,7 +66,7 @@ func TestValidationNamesFieldAndRemedy(t *testing.T) {
 			f.Attachments = nil
 		}, "spec.ports[0].attachment", "fstack-cni", "#7"},
 		{"KNI without method", func(s *fsv1.StackInstanceSpec, f *render.Facts) { s.KNI = &fsv1.KNISpec{Enabled: true} },
-			"spec.kni.method", "Accept", "#20"},
+			"spec.kni.method", "method is required", "#20"},
 		{"KNI primary not serving a port", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
 			s.KNI = &fsv1.KNISpec{Enabled: true, Method: fsv1.KNIReject}
 			s.Ports[0].Processes = []int32{1}
@@ -219,7 +219,7 @@ func TestBaseIsValid(t *testing.T) {
 func TestAllErrorsAtOnce(t *testing.T) {
 	s, f := base()
 	s.FreeBSD.TCBHashSize = ptr[int32](1000)
-	s.Shim.Polling = true
+	s.FreeBSD.MaxFiles = ptr[int32](100000)
 	s.Ports[0].VIPs = []string{"nope"}
 	_, err := render.Render(s, f)
 	var ve *render.ValidationError

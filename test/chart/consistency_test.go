@@ -20,28 +20,6 @@ func config(t *testing.T, path ...string) []*unstructured.Unstructured {
 	return objects(t, "\n"+string(data))
 }
 
-// TestRBACIsGenerated: the chart's ClusterRole and Role grant exactly what controller-gen
-// generated from the operator's markers (config/rbac/role.yaml), the Role in the release namespace.
-func TestRBACIsGenerated(t *testing.T) {
-	generated := config(t, "rbac", "role.yaml")
-	for _, set := range valueSets(t) {
-		rendered := objects(t, render(t, set))
-		for _, kind := range []string{"ClusterRole", "Role"} {
-			want, got := find(generated, kind), find(rendered, kind)
-			if len(want) != 1 || len(got) != 1 {
-				t.Fatalf("%s: %d generated and %d rendered %ss, want one each", set, len(want), len(got), kind)
-			}
-			if !reflect.DeepEqual(want[0].Object["rules"], got[0].Object["rules"]) {
-				t.Errorf("%s: the chart's %s rules differ from config/rbac/role.yaml: run make generate\nchart: %v\ngenerated: %v",
-					set, kind, got[0].Object["rules"], want[0].Object["rules"])
-			}
-		}
-		if ns := find(rendered, "Role")[0].GetNamespace(); ns != namespace {
-			t.Errorf("%s: Role in namespace %q, want the release namespace %q", set, ns, namespace)
-		}
-	}
-}
-
 // TestWebhooksAsConfigured: with the defaults, the chart's webhook configurations are exactly
 // config/webhook/webhooks.yaml (the scoping selectors included).
 func TestWebhooksAsConfigured(t *testing.T) {
@@ -80,7 +58,7 @@ func TestOperatorFlagsNameTheObjects(t *testing.T) {
 			return objs[0].GetName()
 		}
 		for flag, want := range map[string]string{
-			"--webhook-service":                  name("Service"),
+			"--webhook-service":                  webhookService(t, rendered).GetName(),
 			"--mutating-webhook-configuration":   name("MutatingWebhookConfiguration"),
 			"--validating-webhook-configuration": name("ValidatingWebhookConfiguration"),
 			"--cert-secret":                      mountedSecret(t, deploy[0]),

@@ -56,11 +56,31 @@ app.kubernetes.io/component: {{ .component }}
 {{/*
 The operator's RBAC rules, read from files/rbac/role.yaml: a copy of config/rbac/role.yaml, which
 controller-gen generates from the code's markers (make generate copies it, make verify catches
-drift). Pass (dict "ctx" $ "kind" "ClusterRole") or "Role".
+drift). Pass (dict "ctx" $ "kind" "ClusterRole") or "Role". Two changes, both checked by
+test/chart (TestRBACIsGenerated):
+- resourceNames are the operator's flag defaults in the markers; each becomes the name of this
+  release's object (a name the chart does not know fails the render, so a new marker with
+  resourceNames cannot slip through unmapped);
+- rules the configured operator never uses are left out: the certificate's (webhook
+  configurations, Secrets) when cert-manager issues it, the metrics filter's (TokenReviews,
+  SubjectAccessReviews) when metrics are off.
 */}}
 {{- define "kube-fstack.generatedRules" -}}
+{{- $ctx := .ctx }}
+{{- $names := dict
+  "kube-fstack-injector" (include "kube-fstack.mutatingName" $ctx)
+  "kube-fstack-validator" (include "kube-fstack.validatingName" $ctx)
+  "kube-fstack-webhook-cert" (include "kube-fstack.certSecret" $ctx)
+  "kube-fstack-operator.kubefstack.io" "kube-fstack-operator.kubefstack.io" }}
+{{- $unused := list }}
+{{- if ne $ctx.Values.certs.mode "operator" }}
+{{- $unused = concat $unused (list "mutatingwebhookconfigurations" "validatingwebhookconfigurations" "secrets") }}
+{{- end }}
+{{- if not $ctx.Values.operator.metrics.enabled }}
+{{- $unused = concat $unused (list "tokenreviews" "subjectaccessreviews") }}
+{{- end }}
 {{- $rules := list }}
-{{- range $doc := splitList "\n---\n" (.ctx.Files.Get "files/rbac/role.yaml") }}
+{{- range $doc := splitList "\n---\n" ($ctx.Files.Get "files/rbac/role.yaml") }}
 {{- $obj := fromYaml $doc }}
 {{- if eq (get $obj "kind") $.kind }}
 {{- $rules = get $obj "rules" }}
@@ -69,5 +89,25 @@ drift). Pass (dict "ctx" $ "kind" "ClusterRole") or "Role".
 {{- if not $rules }}
 {{- fail (printf "files/rbac/role.yaml has no %s: run make generate" .kind) }}
 {{- end }}
-{{- toYaml $rules }}
+{{- $out := list }}
+{{- range $rule := $rules }}
+{{- $skip := false }}
+{{- range $res := (get $rule "resources" | default list) }}
+{{- if has $res $unused }}{{ $skip = true }}{{ end }}
+{{- end }}
+{{- if not $skip }}
+{{- with get $rule "resourceNames" }}
+{{- $mapped := list }}
+{{- range $n := . }}
+{{- if not (hasKey $names $n) }}
+{{- fail (printf "files/rbac/role.yaml names %q in resourceNames: map it to the release's object in kube-fstack.generatedRules" $n) }}
+{{- end }}
+{{- $mapped = append $mapped (get $names $n) }}
+{{- end }}
+{{- $_ := set $rule "resourceNames" $mapped }}
+{{- end }}
+{{- $out = append $out $rule }}
+{{- end }}
+{{- end }}
+{{- toYaml $out }}
 {{- end }}

@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -49,7 +50,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&p.ShimDir, "shim-dir", p.ShimDir, "volume shared with the app containers (shim, generation and ready markers)")
 	fs.StringVar(&p.ImageShimDir, "image-shim-dir", p.ImageShimDir, "what the image carries for the shim dir: top-level files and <mode>/libff_syscall.so")
 	fs.StringVar(&p.ConfigFile, "config-file", p.ConfigFile, "where config.ini is written")
-	fs.StringVar(&p.CpusetFile, "cpuset-file", p.CpusetFile, "the container's cpuset, to cross-check the CPU affinity (empty: no check)")
+	fs.StringVar(&p.CpusetFile, "cpuset-file", p.CpusetFile, "the container's cpuset, to cross-check the CPU affinity (default: found in the process's own cgroup, v1 or v2; \"none\": no check)")
 	fs.StringVar(&l.FStack, "fstack", "", "F-Stack's binary, run as <fstack> --conf <config> --proc-type=... --proc-id=k (default: <image-shim-dir>/<shim mode>/fstack)")
 	fs.BoolVar(&l.ProgramMode, "program-mode", false, "run --program with the rendered EAL argv instead of F-Stack (tests, the stand-in image)")
 	fs.StringVar(&l.Program, "program", "", "program mode: the DPDK program run as every process")
@@ -63,7 +64,10 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.readyCmd, "ready-command", "", "command (space-separated, {proc} expands) that must succeed for a process to be ready, e.g. \"/usr/local/bin/ff_traffic -p {proc} -s\"")
 	fs.Var((*listFlag)(&o.cfg.ReadyTelemetry), "ready-telemetry", "telemetry check the primary must pass before secondaries start: \"command\" (non-empty reply) or \"command~text\" (repeat), e.g. /mempool/list~mb_pool_0 for testpmd")
 	fs.BoolVar(&o.cfg.RequireShim, "require-shim", true, "fail when the image has no libff_syscall.so for the spec's shim mode")
+	fs.StringVar(&o.cfg.ShimContexts, "shim-contexts", supervisor.ContextsZone, "where the shim's free contexts are counted: zone (F-Stack's ff_socket_ops_zone_<k> memzones, through telemetry and the primary's memory), standin (the stand-in shim's slot files), off")
+	fs.DurationVar(&o.cfg.ContextsInterval, "contexts-interval", 100*time.Millisecond, "how often the shim contexts are read and published to <shim-dir>/contexts")
 	fs.StringVar(&o.ffTraffic, "ff-traffic", "/usr/local/bin/ff_traffic", "ff_traffic for per-process metrics (skipped when absent)")
+	fs.StringVar(&o.cfg.ProbeAgent, "probe-agent", podcontract.ProbeAgent, "the probe agent that performs the app probes of "+podcontract.EnvAppProbes+" through F-Stack")
 	fs.StringVar(&o.listen, "listen", ":"+strconv.Itoa(podcontract.SupervisorPort), "address of /readyz, /healthz and /metrics")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -76,6 +80,7 @@ func parseFlags(args []string) (*options, error) {
 	if o.podInfoSpec != "" {
 		p.SpecFile = o.podInfoSpec
 	}
+	o.cfg.AppProbes = os.Getenv(podcontract.EnvAppProbes)
 	if o.readyCmd != "" {
 		o.cfg.ReadyCommand = strings.Fields(o.readyCmd)
 	}
@@ -116,9 +121,16 @@ func main() {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	go func() { <-sigs; close(stop) }()
-	if err := s.Run(stop); err != nil {
-		fmt.Fprintln(os.Stderr, "fstack-supervisor:", err)
-		os.Exit(1)
+	for {
+		err := s.Run(stop)
+		if errors.Is(err, supervisor.ErrRestartRequested) {
+			continue // a new generation with fresh shim zones; the apps restart with it
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fstack-supervisor:", err)
+			os.Exit(1)
+		}
+		return
 	}
 }
 

@@ -30,9 +30,13 @@ type Paths struct {
 	// ConfigFile is where config.ini is written for F-Stack.
 	ConfigFile string
 	// CpusetFile is the container's cpuset (cgroup v1 cpuset.cpus or v2 cpuset.cpus.effective),
-	// used to cross-check the affinity; empty or unreadable skips the check.
+	// used to cross-check the affinity; empty finds it in the process's own cgroup (v1 or v2),
+	// CpusetNone skips the check.
 	CpusetFile string
 }
+
+// CpusetNone as Paths.CpusetFile turns the cpuset cross-check off.
+const CpusetNone = "none"
 
 // DefaultPaths are the in-pod paths of the contract.
 func DefaultPaths() Paths {
@@ -45,7 +49,6 @@ func DefaultPaths() Paths {
 		ShimDir:      podcontract.ShimDir,
 		ImageShimDir: podcontract.ImageShimDir,
 		ConfigFile:   "/etc/f-stack/config.ini",
-		CpusetFile:   "/sys/fs/cgroup/cpuset/cpuset.cpus",
 	}
 }
 
@@ -91,6 +94,15 @@ type Config struct {
 	// secondary started then dies looking them up (testpmd: /mempool/list~mb_pool_0).
 	ReadyTelemetry []string
 	// RequireShim fails the start when the image has no libff_syscall.so for the spec's shim
-	// mode. The stand-in image has none and turns it off.
+	// mode (--require-shim=false only warns).
 	RequireShim bool
+	// AppProbes is podcontract.EnvAppProbes: the app probes the injector rewrote to this
+	// supervisor, performed by ProbeAgent through F-Stack (appprobe.go).
+	AppProbes  string
+	ProbeAgent string
+	// ShimContexts says where the shim's free contexts are counted: ContextsZone (F-Stack's
+	// memzones), ContextsStandin (the stand-in's slot files) or ContextsOff.
+	ShimContexts string
+	// ContextsInterval is how often they are read and published for the launchers.
+	ContextsInterval time.Duration
 }

@@ -29,11 +29,22 @@ type FactSource struct {
 	LookupEnv func(string) (string, bool)
 	// Statfs reports the filesystem of a path.
 	Statfs func(string, *unix.Statfs_t) error
+	// Cgroup finds the container's cpuset when Paths.CpusetFile is empty; nil skips the check.
+	Cgroup *CgroupSource
+	// Logf says which cpuset the affinity was checked against, or why it was not; nil: silent.
+	Logf func(format string, args ...any)
 }
 
 // OSFactSource reads the real process and filesystem.
 func OSFactSource(p Paths) *FactSource {
-	return &FactSource{Paths: p, Affinity: schedAffinity, LookupEnv: os.LookupEnv, Statfs: unix.Statfs}
+	return &FactSource{Paths: p, Affinity: schedAffinity, LookupEnv: os.LookupEnv, Statfs: unix.Statfs,
+		Cgroup: &CgroupSource{Root: "/"}}
+}
+
+func (f *FactSource) logf(format string, args ...any) {
+	if f.Logf != nil {
+		f.Logf(format, args...)
+	}
 }
 
 func schedAffinity() ([]int, error) {
@@ -102,26 +113,51 @@ func (f *FactSource) cpus(processes int) ([]int, error) {
 }
 
 // crossCheckCpuset refuses an affinity wider than the cgroup's cpuset: EAL pins to CPUs outside
-// it fail ("Cannot set affinity") or abort the process.
+// it fail ("Cannot set affinity") or abort the process. It logs which cpuset it read, or why
+// there was none to read.
 func (f *FactSource) crossCheckCpuset(cpus []int) error {
-	if f.Paths.CpusetFile == "" {
+	file, layout := f.cpusetFile()
+	if file == "" {
+		f.logf("cpuset cross-check skipped: %s; the CPU affinity (%s) is all there is", layout, render.FormatCPUList(cpus))
 		return nil
 	}
-	data, err := os.ReadFile(f.Paths.CpusetFile)
+	data, err := readProc(file)
 	if err != nil {
-		return nil // no cpuset controller visible: the affinity is all there is
+		f.logf("cpuset cross-check skipped: %s: %v", layout, err)
+		return nil
 	}
 	set, err := render.ParseCPUList(string(data))
 	if err != nil || len(set) == 0 {
+		f.logf("cpuset cross-check skipped: %s: %s holds no CPU list (%q)", layout, file, strings.TrimSpace(string(data)))
 		return nil
 	}
+	f.logf("cpuset cross-check: %s, %s = %s", layout, file, render.FormatCPUList(set))
 	for _, c := range cpus {
 		if !slices.Contains(set, c) {
 			return fmt.Errorf("dataplane CPUs: CPU %d of the supervisor's affinity (%s) is outside the container's cpuset %s (%s); do not start it under taskset",
-				c, render.FormatCPUList(cpus), render.FormatCPUList(set), f.Paths.CpusetFile)
+				c, render.FormatCPUList(cpus), render.FormatCPUList(set), file)
 		}
 	}
 	return nil
+}
+
+// cpusetFile is the file to cross-check against and the layout it comes from, or "" and why
+// there is none.
+func (f *FactSource) cpusetFile() (file, layout string) {
+	switch f.Paths.CpusetFile {
+	case CpusetNone:
+		return "", "--cpuset-file=" + CpusetNone
+	case "":
+		if f.Cgroup == nil {
+			return "", "no cgroup source configured"
+		}
+		loc := f.Cgroup.Locate()
+		if loc.File == "" {
+			return "", loc.Skip
+		}
+		return loc.File, loc.Layout
+	}
+	return f.Paths.CpusetFile, "--cpuset-file"
 }
 
 // attachments reads the CNI plugin's device-info file of every port: required for vhost-user

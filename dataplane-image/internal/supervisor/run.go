@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/fftraffic"
@@ -29,17 +30,27 @@ type Supervisor struct {
 	Traffic *fftraffic.Reader
 	// Now is the clock.
 	Now func() time.Time
+	// Contexts counts the shim's free contexts per instance; nil: made from Cfg.ShimContexts.
+	Contexts ContextSource
 
-	log     *lineLog
-	noHuge  bool
-	health  health
-	metrics *metrics
+	log            *lineLog
+	noHuge         bool
+	health         health
+	metrics        *metrics
+	ctxm           *contextMetrics
+	ctxmOnce       sync.Once
+	collectorsOnce sync.Once
+	app            *appProbing
 }
 
 // New makes a supervisor that logs (its own lines and its children's) to out.
 func New(cfg Config, facts *FactSource, out io.Writer) *Supervisor {
-	return &Supervisor{Cfg: cfg, Facts: facts, Env: os.Environ(), Now: time.Now,
-		log: &lineLog{out: out}, metrics: newMetrics()}
+	s := &Supervisor{Cfg: cfg, Facts: facts, Env: os.Environ(), Now: time.Now,
+		log: &lineLog{out: out}, metrics: newMetrics(), app: newAppProbing(cfg.AppProbes)}
+	if facts != nil && facts.Logf == nil {
+		facts.Logf = s.logf
+	}
+	return s
 }
 
 func (s *Supervisor) logf(format string, args ...any) {
@@ -62,6 +73,9 @@ func (s *Supervisor) Run(stop <-chan struct{}) error {
 	}
 	if err := removeReady(s.Cfg.Paths.ShimDir); err != nil {
 		return fmt.Errorf("ready file: %w", err)
+	}
+	if err := s.resetContexts(res); err != nil {
+		return err
 	}
 	// The shim's files go first: the kubelet starts the app containers once the postStart hook
 	// (wait-placed) sees the launcher there, and the launcher holds them until ready names this
@@ -86,6 +100,11 @@ func (s *Supervisor) Run(stop <-chan struct{}) error {
 
 	exited := make(chan *child, len(res.EAL))
 	procs, err := s.startAll(res, prefix, exited, stop)
+	var cw *contextWatch
+	if err == nil {
+		cw, err = s.watchContexts(gen, procs[0].cmd.Process.Pid, len(procs))
+	}
+	defer cw.Stop()
 	if err == nil {
 		err = s.publish(gen)
 	}
@@ -99,10 +118,11 @@ func (s *Supervisor) Run(stop <-chan struct{}) error {
 		}
 		return err
 	}
+	s.startProbeAgent(res)
 	elapsed := s.Now().Sub(begin)
 	s.metrics.timeToReady.Set(elapsed.Seconds())
 	s.logf("ready: generation %d, %d processes in %s", gen, len(procs), elapsed.Round(time.Millisecond))
-	return s.watch(procs, prefix, exited, stop)
+	return s.watch(procs, prefix, exited, stop, cw.restarts())
 }
 
 // prepare loads the spec, gathers the facts, renders and writes config.ini.
@@ -138,11 +158,15 @@ func (s *Supervisor) prepare() (*render.Result, error) {
 	return res, nil
 }
 
+// registerCollectors registers the scrape-time collectors once: Run runs again after a
+// restart an app asked for.
 func (s *Supervisor) registerCollectors(prefix string, procs int) {
-	s.metrics.reg.MustRegister(newNICCollector(telemetry.SocketPath(s.Cfg.Paths.RuntimeDir, prefix)))
-	if s.Traffic != nil {
-		s.metrics.reg.MustRegister(newTrafficCollector(s.Traffic, procs))
-	}
+	s.collectorsOnce.Do(func() {
+		s.metrics.reg.MustRegister(newNICCollector(telemetry.SocketPath(s.Cfg.Paths.RuntimeDir, prefix)))
+		if s.Traffic != nil {
+			s.metrics.reg.MustRegister(newTrafficCollector(s.Traffic, procs))
+		}
+	})
 }
 
 // resolveFStack picks the fstack binary built with the spec's shim mode when none is given:
@@ -252,8 +276,11 @@ func (s *Supervisor) publish(gen int) error {
 }
 
 // watch waits for the first process exit (an error) or a stop (nil).
-func (s *Supervisor) watch(procs []*child, prefix string, exited <-chan *child, stop <-chan struct{}) error {
+func (s *Supervisor) watch(procs []*child, prefix string, exited <-chan *child, stop <-chan struct{}, restart <-chan struct{}) error {
 	select {
+	case <-restart:
+		s.shutdown(procs, prefix)
+		return ErrRestartRequested
 	case c := <-exited:
 		s.health.ready.Store(false)
 		s.health.failed.Store(true)
@@ -276,6 +303,7 @@ func (s *Supervisor) watch(procs []*child, prefix string, exited <-chan *child, 
 // process, and deletes the primary's hugepage files, which would otherwise hold the pod's pages.
 func (s *Supervisor) shutdown(procs []*child, prefix string) {
 	s.health.ready.Store(false)
+	s.stopProbeAgent() // first: a shim client left behind spins on a stopped F-Stack
 	if err := removeReady(s.Cfg.Paths.ShimDir); err != nil {
 		s.logf("remove ready file: %v", err)
 	}

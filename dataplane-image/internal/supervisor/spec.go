@@ -2,26 +2,79 @@ package supervisor
 
 import (
 	"bytes"
-	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 
+	kjson "sigs.k8s.io/json"
+
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/render"
 )
 
+// MaxSpecBytes bounds the spec file: the API server caps all of a pod's annotations together at
+// 256 KiB, so a larger file did not come from one.
+const MaxSpecBytes = 256 << 10
+
 // LoadSpec reads the StackInstance spec the injector snapshotted into the pod (JSON, the
-// kubefstack.io/spec annotation exposed by the downward API).
+// kubefstack.io/spec annotation exposed by the downward API). Anyone who may edit the pod can
+// change that annotation after admission, so it is read like any untrusted input: bounded,
+// strictly decoded, and held to every bound of the CRD before anything is sized by it.
 func LoadSpec(path string) (*fsv1.StackInstanceSpec, error) {
-	data, err := os.ReadFile(path)
+	data, err := readBounded(path, MaxSpecBytes)
 	if err != nil {
 		return nil, fmt.Errorf("StackInstance spec: %w (the injector exposes the kubefstack.io/spec annotation there through the downward API; use --spec-file to pass one directly)", err)
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, fmt.Errorf("StackInstance spec %s is empty: the pod has no kubefstack.io/spec annotation; was it created through the kube-fstack injector?", path)
 	}
+	spec, err := DecodeSpec(data)
+	if err != nil {
+		return nil, fmt.Errorf("StackInstance spec %s (the pod's kubefstack.io/spec annotation): %w", path, err)
+	}
+	return spec, nil
+}
+
+var errTooLarge = errors.New("larger than the API server allows a pod's annotations")
+
+// readBounded reads at most limit bytes of path and fails on a larger file.
+func readBounded(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s: more than %d bytes, %w", path, limit, errTooLarge)
+	}
+	return data, nil
+}
+
+// DecodeSpec decodes a spec the way the API server would accept it: one JSON object, field
+// names matched exactly, no repeated fields, and every bound and rule of the CRD
+// (render.CheckSchema); problems come back with their field paths. Unknown fields are ignored, as
+// the API server's own clients do: the operator writes the spec with its defaults applied, so a
+// newer operator's new defaulted field must not stop a pod whose StackInstance pins an older
+// dataplane image. An ignored field changes nothing, so it gives an editor of the annotation no power.
+func DecodeSpec(data []byte) (*fsv1.StackInstanceSpec, error) {
+	if len(data) > MaxSpecBytes {
+		return nil, fmt.Errorf("%d bytes, %w", len(data), errTooLarge)
+	}
 	var spec fsv1.StackInstanceSpec
-	if err := json.Unmarshal(data, &spec); err != nil {
-		return nil, fmt.Errorf("StackInstance spec %s is not valid JSON for a StackInstance spec: %w", path, err)
+	strict, err := kjson.UnmarshalStrict(data, &spec, kjson.DisallowDuplicateFields)
+	if err != nil {
+		return nil, fmt.Errorf("not valid JSON for a StackInstance spec: %w", err)
+	}
+	if len(strict) > 0 {
+		return nil, fmt.Errorf("not a StackInstance spec as the API server stores it: %w", errors.Join(strict...))
+	}
+	if errs := render.CheckSchema(&spec); len(errs) > 0 {
+		return nil, &render.ValidationError{Errs: errs}
 	}
 	return &spec, nil
 }

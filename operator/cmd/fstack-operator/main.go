@@ -40,7 +40,8 @@ func parseFlags() (manager.Options, error) {
 	var pullPolicy, memory, allowedImages string
 	var qps float64
 	var burst int
-	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "Address of the metrics endpoint (0 disables it).")
+	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint (0 disables it).")
+	flag.BoolVar(&o.MetricsInsecure, "metrics-insecure", false, "Serve metrics over plain HTTP without authentication (local debugging only); by default they are HTTPS, for callers allowed to get /metrics.")
 	flag.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz.")
 	flag.BoolVar(&o.LeaderElect, "leader-elect", false, "Elect one active controller among replicas (every replica serves the webhooks).")
 	flag.StringVar(&o.Namespace, "namespace", os.Getenv("POD_NAMESPACE"), "The operator's namespace (never injected; holds the certificate secret and the lease).")

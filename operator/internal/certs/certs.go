@@ -27,8 +27,15 @@ type Options struct {
 	ValidatingName string
 }
 
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch,namespace=kube-fstack-system
+// cert-controller reads the webhook configurations and the Secret through an informer (list and
+// watch, which a name cannot limit: its informer has no field selector) and writes them with
+// Update. Writes are limited to the objects the operator manages; the names here are the flags'
+// defaults, and the chart replaces them with the release's (charts/kube-fstack/templates/_helpers.tpl).
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=list;watch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=update,resourceNames=kube-fstack-injector
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=update,resourceNames=kube-fstack-validator
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=create;list;watch,namespace=kube-fstack-system
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=update,resourceNames=kube-fstack-webhook-cert,namespace=kube-fstack-system
 
 // EnsureSecret creates the empty secret the rotator fills: cert-controller only updates an
 // existing one, and an install that forgot it would otherwise never serve its webhooks.

@@ -6,11 +6,13 @@ package controller
 import (
 	"context"
 	"errors"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -28,31 +30,53 @@ import (
 
 // StackInstanceReconciler reconciles a StackInstance.
 type StackInstanceReconciler struct {
-	Client   client.Client
-	Recorder events.EventRecorder
+	Client client.Client
+	// APIReader reads what the cache does not hold: a ConfigMap without the operator's label.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
 	// Workers is how many StackInstances are reconciled at once; each waits on API writes.
 	Workers int
 }
 
+// conflictRecheck is how often a StackInstance whose ConfigMap name is taken looks again: the
+// other ConfigMap carries no label of ours, so no watch says when it goes.
+const conflictRecheck = time.Minute
+
 // +kubebuilder:rbac:groups=kubefstack.io,resources=stackinstances,verbs=get;list;watch
-// +kubebuilder:rbac:groups=kubefstack.io,resources=stackinstances/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=kubefstack.io,resources=stackinstances/status,verbs=patch
+// ConfigMaps: the cache watches the operator's own (list, watch); get reads one of that name
+// without the operator's label; create, then server-side apply (patch) write its own. Create and
+// patch are cluster-wide because StackInstances may live in any namespace.
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile validates one StackInstance, writes its ConfigMap and patches its status once.
-func (r *StackInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// observation is what one reconcile learned; the status is computed from it alone.
+type observation struct {
+	errs field.ErrorList // why the spec is invalid
+	hash string
+	// configMap is what writing the ConfigMap returned (only for a valid spec).
+	configMap error
+	// pods is nil when the pods could not be listed: the status keeps its counts then.
+	pods *podCounts
+}
+
+// Reconcile validates one StackInstance, writes its ConfigMap and patches its status once, in a
+// deferred patch, so that whatever step fails the status says what was learned before it.
+func (r *StackInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	si := &fsv1.StackInstance{}
 	if err := r.Client.Get(ctx, req.NamespacedName, si); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	obs := &observation{hash: si.Status.ConfigHash}
+	defer func() {
+		retErr = kerrors.NewAggregate([]error{retErr, r.patchStatus(ctx, si, obs)})
+	}()
 	res, errs := renderPreview(si)
-	hash := si.Status.ConfigHash
+	obs.errs = errs
 	if res != nil {
-		hash = render.ConfigHash(res.Config)
-		if err := r.ensureConfigMap(ctx, si, res, hash); err != nil {
-			return ctrl.Result{}, err
-		}
+		obs.hash = render.ConfigHash(res.Config)
+		obs.configMap = r.ensureConfigMap(ctx, si, res, obs.hash)
 	}
 	// countPods only reads the cached pods: no copies (TrimPod keeps them small as well).
 	pods := &corev1.PodList{}
@@ -60,7 +84,13 @@ func (r *StackInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, r.patchStatus(ctx, si, errs, countPods(pods.Items, hash), hash)
+	n := countPods(pods.Items, obs.hash)
+	obs.pods = &n
+	var conflict *ConflictError
+	if errors.As(obs.configMap, &conflict) {
+		return ctrl.Result{RequeueAfter: conflictRecheck}, nil
+	}
+	return ctrl.Result{}, obs.configMap
 }
 
 // renderPreview renders the spec with placeholder facts; errs lists why it is invalid.
@@ -76,16 +106,19 @@ func renderPreview(si *fsv1.StackInstance) (*render.Result, field.ErrorList) {
 	return res, nil
 }
 
-// patchStatus computes the whole status and writes it in one patch, emitting an event for
-// each condition that changed.
-func (r *StackInstanceReconciler) patchStatus(ctx context.Context, si *fsv1.StackInstance, errs field.ErrorList, n podCounts, hash string) error {
+// patchStatus computes the whole status from obs and writes it in one patch, emitting an event
+// for each condition that changed.
+func (r *StackInstanceReconciler) patchStatus(ctx context.Context, si *fsv1.StackInstance, obs *observation) error {
 	before := si.DeepCopy()
-	valid := validCondition(errs, si.Generation)
-	ready := readyCondition(len(errs) == 0, n, si.Generation, si.Name)
+	valid := len(obs.errs) == 0
 	st := &si.Status
-	meta.SetStatusCondition(&st.Conditions, valid)
-	meta.SetStatusCondition(&st.Conditions, ready)
-	st.ObservedGeneration, st.BoundPods, st.ReadyPods, st.ConfigHash = si.Generation, n.Bound, n.Ready, hash
+	meta.SetStatusCondition(&st.Conditions, validCondition(obs.errs, si.Generation))
+	meta.SetStatusCondition(&st.Conditions, configMapCondition(valid, obs.configMap, si.Generation, si.Namespace, si.Name))
+	if obs.pods != nil {
+		meta.SetStatusCondition(&st.Conditions, readyCondition(valid, *obs.pods, si.Generation, si.Name))
+		st.BoundPods, st.ReadyPods = obs.pods.Bound, obs.pods.Ready
+	}
+	st.ObservedGeneration, st.ConfigHash = si.Generation, obs.hash
 	if equality.Semantic.DeepEqual(before.Status, si.Status) {
 		return nil // nothing to write: a no-op patch still costs the API server a write path
 	}
@@ -94,14 +127,14 @@ func (r *StackInstanceReconciler) patchStatus(ctx context.Context, si *fsv1.Stac
 	}
 	for _, c := range transitions(before.Status.Conditions, st.Conditions) {
 		kind := corev1.EventTypeNormal
-		if c.Reason == ReasonInvalidSpec {
+		if problem(c.Reason) {
 			kind = corev1.EventTypeWarning
 		}
 		if r.Recorder != nil {
 			r.Recorder.Eventf(si, nil, kind, c.Reason, "Reconcile", "%s=%s: %s", c.Type, c.Status, c.Message)
 		}
 	}
-	log.FromContext(ctx).V(1).Info("status", "valid", valid.Status, "bound", n.Bound, "ready", n.Ready, "older", n.Older)
+	log.FromContext(ctx).V(1).Info("status", "valid", valid, "bound", st.BoundPods, "ready", st.ReadyPods)
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,14 +15,18 @@ import (
 
 // Condition reasons.
 const (
-	ReasonValid          = "Valid"
-	ReasonInvalidSpec    = "InvalidSpec"
-	ReasonNoBoundPods    = "NoBoundPods"
-	ReasonPodsNotReady   = "PodsNotReady"
-	ReasonAllPodsReady   = "AllPodsReady"
-	ReasonOlderConfig    = "PodsRunOlderConfig"
-	maxConditionMessage  = 32 * 1024
-	injectionNamespaceOK = "enabled"
+	ReasonValid        = "Valid"
+	ReasonInvalidSpec  = "InvalidSpec"
+	ReasonNoBoundPods  = "NoBoundPods"
+	ReasonPodsNotReady = "PodsNotReady"
+	ReasonAllPodsReady = "AllPodsReady"
+	ReasonOlderConfig  = "PodsRunOlderConfig"
+	ReasonConfigMapOK  = "UpToDate"
+	// ReasonConfigMapConflict: another ConfigMap has the name; the operator leaves it alone.
+	ReasonConfigMapConflict = "ConfigMapConflict"
+	ReasonConfigMapFailed   = "ConfigMapWriteFailed"
+	maxConditionMessage     = 32 * 1024
+	injectionNamespaceOK    = "enabled"
 )
 
 // podCounts is what the controller observed of the pods bound to a StackInstance.
@@ -96,6 +101,33 @@ func readyCondition(valid bool, n podCounts, generation int64, name string) v1.C
 	return c
 }
 
+// configMapCondition says whether the ConfigMap <name>-fstack holds the preview of the current
+// spec; err is what writing it returned.
+func configMapCondition(valid bool, err error, generation int64, namespace, name string) v1.Condition {
+	c := v1.Condition{Type: fsv1.ConditionConfigMap, ObservedGeneration: generation, Status: v1.ConditionFalse}
+	cm := namespace + "/" + ConfigMapName(name)
+	var conflict *ConflictError
+	switch {
+	case !valid:
+		c.Reason, c.Message = ReasonInvalidSpec, "the spec is not valid, so nothing was rendered: see the Valid condition"
+	case errors.As(err, &conflict):
+		c.Reason = ReasonConfigMapConflict
+		c.Message = conflict.Error() + ": delete or rename that ConfigMap to get the rendered preview here (or rename the StackInstance); " +
+			"pods are injected either way, the preview is only for reading"
+	case err != nil:
+		c.Reason, c.Message = ReasonConfigMapFailed, truncate(fmt.Sprintf("writing ConfigMap %s failed (retrying): %v", cm, err))
+	default:
+		c.Status, c.Reason = v1.ConditionTrue, ReasonConfigMapOK
+		c.Message = fmt.Sprintf("ConfigMap %s holds the spec with defaults, a preview config.ini and the EAL argv", cm)
+	}
+	return c
+}
+
+// problem reasons are Warning events, and news even on a condition's first appearance.
+func problem(reason string) bool {
+	return reason == ReasonInvalidSpec || reason == ReasonConfigMapConflict || reason == ReasonConfigMapFailed
+}
+
 func truncate(s string) string {
 	if len(s) > maxConditionMessage {
 		return s[:maxConditionMessage-3] + "..."
@@ -110,7 +142,7 @@ func transitions(old, updated []v1.Condition) []v1.Condition {
 	var out []v1.Condition
 	for _, c := range updated {
 		prev := metav1.FindStatusCondition(old, c.Type)
-		if prev == nil && c.Reason != ReasonInvalidSpec {
+		if prev == nil && !problem(c.Reason) {
 			continue
 		}
 		if prev == nil || prev.Status != c.Status || prev.Reason != c.Reason {

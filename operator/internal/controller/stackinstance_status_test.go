@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -97,4 +99,34 @@ func TestTransitions(t *testing.T) {
 
 func v1Cond(t, reason string) metav1.Condition {
 	return metav1.Condition{Type: t, Status: metav1.ConditionFalse, Reason: reason}
+}
+
+func TestConfigMapCondition(t *testing.T) {
+	cases := []struct {
+		name    string
+		valid   bool
+		err     error
+		status  metav1.ConditionStatus
+		reason  string
+		message string
+	}{
+		{"written", true, nil, metav1.ConditionTrue, ReasonConfigMapOK, "ConfigMap web/s-fstack holds"},
+		{"invalid", false, nil, metav1.ConditionFalse, ReasonInvalidSpec, "see the Valid condition"},
+		{"conflict", true, fmt.Errorf("ensure: %w", &ConflictError{Namespace: "web", Name: "s-fstack"}), metav1.ConditionFalse,
+			ReasonConfigMapConflict, "ConfigMap web/s-fstack exists and is not this StackInstance's"},
+		{"failed", true, errors.New("forbidden"), metav1.ConditionFalse, ReasonConfigMapFailed, "writing ConfigMap web/s-fstack failed (retrying): forbidden"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := configMapCondition(c.valid, c.err, 3, "web", "s")
+			if got.Type != fsv1.ConditionConfigMap || got.Status != c.status || got.Reason != c.reason ||
+				!strings.Contains(got.Message, c.message) || got.ObservedGeneration != 3 {
+				t.Fatalf("got %+v, want %s/%s with %q", got, c.status, c.reason, c.message)
+			}
+		})
+	}
+	// A conflict is news the first time it is seen, unlike a first healthy condition.
+	if got := transitions(nil, []metav1.Condition{v1Cond(fsv1.ConditionConfigMap, ReasonConfigMapConflict)}); len(got) != 1 {
+		t.Fatalf("a first ConfigMapConflict must be an event, got %+v", got)
+	}
 }

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -33,13 +34,23 @@ import (
 	fswebhook "github.com/kube-fstack/kube-fstack/operator/internal/webhook"
 )
 
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete,namespace=kube-fstack-system
+// Leader election reads and renews one Lease, and creates it first (a create cannot be limited
+// to a name).
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=create,namespace=kube-fstack-system
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;update,resourceNames=kube-fstack-operator.kubefstack.io,namespace=kube-fstack-system
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=kube-fstack-system
+
+// The metrics endpoint authenticates every scrape with a TokenReview and authorizes it with a
+// SubjectAccessReview (get on the non-resource URL /metrics: the chart's metrics-reader role).
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // Options configure the manager.
 type Options struct {
 	MetricsAddr, ProbeAddr string
-	LeaderElect            bool
+	// MetricsInsecure serves metrics over plain HTTP to anyone: only for local debugging.
+	MetricsInsecure bool
+	LeaderElect     bool
 	// Namespace is the operator's own: never injected; holds the certificate secret and lease.
 	Namespace   string
 	WebhookHost string
@@ -91,7 +102,8 @@ func New(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
 			return nil, err
 		}
 	}
-	rec := &controller.StackInstanceReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kube-fstack"), Workers: o.Workers}
+	rec := &controller.StackInstanceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+		Recorder: mgr.GetEventRecorder("kube-fstack"), Workers: o.Workers}
 	if err := rec.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
@@ -144,7 +156,7 @@ func ctrlOptions(o Options) ctrl.Options {
 	return ctrl.Options{
 		Controller:              ctrlconfig.Controller{SkipNameValidation: &o.SecondInProcess},
 		Scheme:                  Scheme(),
-		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                 metricsOptions(o),
 		HealthProbeBindAddress:  o.ProbeAddr,
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        "kube-fstack-operator.kubefstack.io",
@@ -157,5 +169,21 @@ func ctrlOptions(o Options) ctrl.Options {
 			&corev1.Pod{}:       {Label: labels.NewSelector().Add(*hasStack), Transform: controller.TrimPod},
 			&corev1.ConfigMap{}: {Label: labels.SelectorFromSet(labels.Set{controller.ManagedByLabel: controller.ManagedBy})},
 		}},
+	}
+}
+
+// metricsOptions serves metrics over HTTPS (a self-signed certificate controller-runtime makes)
+// to callers the API server authenticates and allows to get /metrics, as controller-runtime
+// recommends; HTTP/2 is off there, as in kubebuilder's layout (its stream resets are a known
+// denial-of-service vector and Prometheus does not need it).
+func metricsOptions(o Options) metricsserver.Options {
+	if o.MetricsInsecure {
+		return metricsserver.Options{BindAddress: o.MetricsAddr}
+	}
+	return metricsserver.Options{
+		BindAddress:    o.MetricsAddr,
+		SecureServing:  true,
+		FilterProvider: filters.WithAuthenticationAndAuthorization,
+		TLSOpts:        []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,8 +15,10 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kube-fstack/kube-fstack/operator/internal/certs"
@@ -24,39 +27,29 @@ import (
 
 // The operator manages its own webhook certificate: it creates the secret, fills it with a CA and
 // a serving certificate, puts the CA into both webhook configurations, and serves the
-// certificate once it is mounted. The configurations here are decoys (they match nothing) so the suite's own
-// webhooks, served with envtest's certificate, keep working.
+// certificate once it is mounted. The configurations here are decoys (they match nothing) so the
+// suite's own webhooks, served with envtest's certificate, keep working.
+//
+// It does so on the RBAC controller-gen generates (config/rbac/role.yaml) and nothing more, its
+// resourceNames renamed as the chart renames them for a release: as a user bound to exactly
+// those rules it also holds the leader Lease and authenticates metrics scrapes, and a webhook
+// configuration it was not told about is out of its reach.
 func TestOperatorManagesWebhookCertificates(t *testing.T) {
 	ctx := context.Background()
-	none := &metav1.LabelSelector{MatchLabels: map[string]string{"kubefstack.io/never": "true"}}
-	port := int32(443)
-	ref := admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
-		Namespace: operatorNS, Name: "kube-fstack-webhook", Port: &port}}
-	sideEffects := admissionregistrationv1.SideEffectClassNone
-	rules := []admissionregistrationv1.RuleWithOperations{{
-		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
-	}}
-	mut := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "certs-test-injector"},
-		Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "decoy.kubefstack.io", ClientConfig: ref, Rules: rules,
-			NamespaceSelector: none, SideEffects: &sideEffects, AdmissionReviewVersions: []string{"v1"}}}}
-	val := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "certs-test-validator"},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "decoy.kubefstack.io", ClientConfig: ref, Rules: rules,
-			NamespaceSelector: none, SideEffects: &sideEffects, AdmissionReviewVersions: []string{"v1"}},
-			// The validator has two webhooks (StackInstances, ephemeral containers): both need the CA.
-			{Name: "decoy2.kubefstack.io", ClientConfig: ref, Rules: rules,
-				NamespaceSelector: none, SideEffects: &sideEffects, AdmissionReviewVersions: []string{"v1"}}}}
-	if err := k8s.Create(ctx, mut); err != nil {
-		t.Fatal(err)
-	}
-	if err := k8s.Create(ctx, val); err != nil {
-		t.Fatal(err)
+	mut, val := decoyWebhooks(t, "certs-test-injector", "certs-test-validator")
+	user := operatorUser(t, map[string]string{"kube-fstack-injector": mut.Name, "kube-fstack-validator": val.Name,
+		"kube-fstack-webhook-cert": "certs-test", leaseName: leaseName})
+	other, _ := decoyWebhooks(t, "certs-test-other", "certs-test-other")
+	other.Webhooks[0].TimeoutSeconds = ptr(int32(3))
+	if err := user.Update(ctx, other); !apierrors.IsForbidden(err) {
+		t.Fatalf("the operator may update a webhook configuration it does not manage: %v", err)
 	}
 	certDir := t.TempDir()
 	webhookPort := freePort(t)
-	mgr, err := manager.New(restCfg, manager.Options{
-		MetricsAddr: "0", ProbeAddr: "0", Namespace: operatorNS, WebhookHost: "127.0.0.1", WebhookPort: webhookPort,
-		CertDir: certDir, ManageCerts: true, Inject: injectConfig(), SecondInProcess: true,
+	metrics := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	mgr, err := manager.New(user.cfg, manager.Options{
+		MetricsAddr: metrics, ProbeAddr: "0", Namespace: operatorNS, WebhookHost: "127.0.0.1", WebhookPort: webhookPort,
+		CertDir: certDir, ManageCerts: true, LeaderElect: true, Inject: injectConfig(), SecondInProcess: true,
 		Certs: certs.Options{SecretName: "certs-test", ServiceName: "kube-fstack-webhook",
 			MutatingName: mut.Name, ValidatingName: val.Name},
 	}, ctrl.Log)
@@ -72,6 +65,21 @@ func TestOperatorManagesWebhookCertificates(t *testing.T) {
 			t.Errorf("second manager: %v", err)
 		}
 	}()
+	waitLeader(t)
+	// Its metrics endpoint may ask the API server who a scraper is and whether it may read
+	// (TokenReview, SubjectAccessReview).
+	cs, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := metricsReaderToken(t, cs, "certs-scraper")
+	eventually(t, 30*time.Second, func() error {
+		code, body, err := scrapeAt(metrics, token)
+		if err == nil && code != http.StatusOK {
+			err = fmt.Errorf("scrape with a metrics-reader token: %d %.100s", code, body)
+		}
+		return err
+	})
 
 	eventually(t, 60*time.Second, func() error {
 		secret := &corev1.Secret{}
@@ -92,7 +100,7 @@ func TestOperatorManagesWebhookCertificates(t *testing.T) {
 		}
 		if !bytes.Equal(m.Webhooks[0].ClientConfig.CABundle, ca) || !bytes.Equal(v.Webhooks[0].ClientConfig.CABundle, ca) ||
 			!bytes.Equal(v.Webhooks[1].ClientConfig.CABundle, ca) {
-			return fmt.Errorf("caBundle not injected into every webhook of both configurations yet")
+			return fmt.Errorf("caBundle not injected into both webhook configurations yet")
 		}
 		return nil
 	})
@@ -137,4 +145,35 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// decoyWebhooks creates webhook configurations that match nothing, so the suite's own webhooks
+// (served with envtest's certificate) keep working whatever CA an operator puts into these.
+func decoyWebhooks(t *testing.T, mutName, valName string) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
+	t.Helper()
+	none := &metav1.LabelSelector{MatchLabels: map[string]string{"kubefstack.io/never": "true"}}
+	port := int32(443)
+	ref := admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
+		Namespace: operatorNS, Name: "kube-fstack-webhook", Port: &port}}
+	sideEffects := admissionregistrationv1.SideEffectClassNone
+	rules := []admissionregistrationv1.RuleWithOperations{{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+	}}
+	mut := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: mutName},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "decoy.kubefstack.io", ClientConfig: ref, Rules: rules,
+			NamespaceSelector: none, SideEffects: &sideEffects, AdmissionReviewVersions: []string{"v1"}}}}
+	val := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: valName},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "decoy.kubefstack.io", ClientConfig: ref, Rules: rules,
+			NamespaceSelector: none, SideEffects: &sideEffects, AdmissionReviewVersions: []string{"v1"}},
+			// The validator has two webhooks (StackInstances, pod updates): both need the CA.
+			{Name: "decoy2.kubefstack.io", ClientConfig: ref, Rules: rules,
+				NamespaceSelector: none, SideEffects: &sideEffects, AdmissionReviewVersions: []string{"v1"}}}}
+	if err := k8s.Create(context.Background(), mut); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Create(context.Background(), val); err != nil {
+		t.Fatal(err)
+	}
+	return mut, val
 }

@@ -8,6 +8,7 @@ package envtest
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -37,7 +38,10 @@ const (
 var (
 	k8s     client.Client
 	restCfg *rest.Config
-	root    = filepath.Join("..", "..", "..")
+	env     *envtest.Environment
+	// metricsAddr is where the suite's operator serves its metrics.
+	metricsAddr string
+	root        = filepath.Join("..", "..", "..")
 )
 
 // injectConfig is what the goldens of internal/inject were made with, and an allow-list of
@@ -61,7 +65,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
-	env := testenv.Environment(root)
+	env = testenv.Environment(root)
 	cfg, err := env.Start()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "start envtest: %v\n", err)
@@ -91,8 +95,16 @@ func zapLevel() zapcore.Level {
 }
 
 func startManager(cfg *rest.Config, wh *envtest.WebhookInstallOptions) (func(), error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	metricsAddr = l.Addr().String()
+	_ = l.Close()
+	// Metrics as the chart serves them: HTTPS, every scrape authenticated and authorized by the
+	// API server.
 	mgr, err := manager.New(cfg, manager.Options{
-		MetricsAddr: "0", ProbeAddr: "0", Namespace: operatorNS,
+		MetricsAddr: metricsAddr, ProbeAddr: "0", Namespace: operatorNS,
 		WebhookHost: wh.LocalServingHost, WebhookPort: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
 		Inject: injectConfig(),
 	}, ctrl.Log)

@@ -1,0 +1,164 @@
+package build_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The Dockerfile cannot be built here (F-Stack's source is out of reach); these tests hold it
+// to the script the other tests run: same steps, same pin, and the last stage copies what the
+// install step produces and checks its libraries.
+
+type instruction struct{ op, args string }
+
+type stage struct {
+	name  string
+	instr []instruction
+}
+
+func parseDockerfile(t *testing.T) []stage {
+	t.Helper()
+	b, err := os.ReadFile("../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stages []stage
+	var line string
+	for _, l := range strings.Split(string(b), "\n") {
+		if t := strings.TrimSpace(l); t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		if strings.HasSuffix(l, "\\") {
+			line += strings.TrimSuffix(l, "\\") + " "
+			continue
+		}
+		line += l
+		op, args, _ := strings.Cut(strings.TrimSpace(line), " ")
+		line = ""
+		if op == "FROM" {
+			name := ""
+			if _, n, ok := strings.Cut(args, " AS "); ok {
+				name = n
+			}
+			stages = append(stages, stage{name: name})
+		}
+		if len(stages) > 0 {
+			stages[len(stages)-1].instr = append(stages[len(stages)-1].instr, instruction{op, strings.Join(strings.Fields(args), " ")})
+		}
+	}
+	if len(stages) < 3 || stages[0].name != "fstack" {
+		t.Fatalf("Dockerfile: want an fstack stage first and a last stage, got %d stages", len(stages))
+	}
+	return stages
+}
+
+func (s stage) all(op string) []string {
+	var out []string
+	for _, i := range s.instr {
+		if i.op == op {
+			out = append(out, i.args)
+		}
+	}
+	return out
+}
+
+func TestDockerfileRunsEveryStepOfTheScriptInOrder(t *testing.T) {
+	build := parseDockerfile(t)[0]
+	if !slices.Contains(build.all("COPY"), "dataplane-image/build/build-fstack.sh /src/build-fstack.sh") {
+		t.Fatalf("the fstack stage does not copy the script to /src/build-fstack.sh: %q", build.all("COPY"))
+	}
+	var ran []string
+	step := regexp.MustCompile(`^/src/build-fstack\.sh (\S+)$`)
+	for _, run := range build.all("RUN") {
+		if m := step.FindStringSubmatch(run); m != nil {
+			ran = append(ran, m[1])
+		}
+	}
+	want := strings.Fields(newRecipe(t).mustRun("steps"))
+	if !slices.Equal(ran, want) {
+		t.Errorf("the fstack stage runs steps %v, the script's are %v", ran, want)
+	}
+	env := strings.Join(build.all("ENV"), " ")
+	mustContain(t, "fstack stage ENV", env, "OUT=/out", "PATCH_DIR=/src/patches", "FSTACK_COMMIT=${FSTACK_COMMIT}")
+	if !slices.Contains(build.all("COPY"), "dataplane-image/patches/ /src/patches/") {
+		t.Errorf("the patches are not copied to PATCH_DIR")
+	}
+}
+
+func TestDockerfileAndScriptPinTheSameCommit(t *testing.T) {
+	b, err := os.ReadFile("build-fstack.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`FSTACK_COMMIT=\$\{FSTACK_COMMIT:-([0-9a-f]{40})\}`).FindSubmatch(b)
+	if m == nil || string(m[1]) != "761639943bdda33103aa98241ca6a3079f1c1b7e" {
+		t.Fatalf("build-fstack.sh's default pin is %q, want v1.25's commit", m)
+	}
+	for _, s := range parseDockerfile(t) {
+		for _, arg := range s.all("ARG") {
+			if name, val, _ := strings.Cut(arg, "="); name == "FSTACK_COMMIT" && val != string(m[1]) {
+				t.Errorf("stage %q: ARG FSTACK_COMMIT=%s, the script pins %s", s.name, val, m[1])
+			}
+		}
+	}
+}
+
+func TestLastStageCopiesWhatInstallProducesAndChecksItsLibraries(t *testing.T) {
+	stages := parseDockerfile(t)
+	last := stages[len(stages)-1]
+	r := newRecipe(t)
+	r.mustRun("patch", "lib", "tools", "adapter", "install")
+
+	outs, err := os.ReadDir(r.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	produced := map[string]bool{}
+	for _, e := range outs {
+		produced[e.Name()] = true
+	}
+	var dests []string
+	for _, c := range last.all("COPY") {
+		f := strings.Fields(c)
+		if f[0] != "--from=fstack" {
+			continue
+		}
+		src, dst := f[1], f[2]
+		dests = append(dests, dst)
+		rel, ok := strings.CutPrefix(strings.TrimSuffix(src, "/"), "/out/")
+		if !ok {
+			t.Errorf("COPY --from=fstack %s: not under the script's OUT (/out)", src)
+			continue
+		}
+		// Something built in the stage outside the script (the probe agent) may also land in /out.
+		if top, _, _ := strings.Cut(rel, "/"); produced[top] {
+			if entries, err := os.ReadDir(filepath.Join(r.out, rel)); err != nil || len(entries) == 0 {
+				t.Errorf("COPY --from=fstack %s: the install step leaves nothing there (%v)", src, err)
+			}
+			delete(produced, top)
+		}
+	}
+	for name := range produced {
+		t.Errorf("the install step produces /out/%s, which the last stage does not copy", name)
+	}
+
+	var checked []string
+	for _, run := range last.all("RUN") {
+		if _, args, ok := strings.Cut(run, "build-fstack.sh check-libs "); ok {
+			checked = strings.Fields(args)
+		}
+	}
+	for _, d := range dests {
+		if !slices.ContainsFunc(checked, func(c string) bool { return strings.HasPrefix(d, strings.TrimSuffix(c, "/")+"/") }) {
+			t.Errorf("%s is copied into the image but check-libs (%v) does not cover it", d, checked)
+		}
+	}
+	// libatomic.so.1: DPDK's default drivers (net/sfc) put it in every binary (FSTACK.md 13.2).
+	if !strings.Contains(strings.Join(last.all("RUN"), "\n"), " libatomic1 ") {
+		t.Errorf("the last stage does not install libatomic1")
+	}
+}

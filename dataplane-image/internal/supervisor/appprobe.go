@@ -1,0 +1,228 @@
+package supervisor
+
+import (
+	"fmt"
+	"math/bits"
+	"net"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/render"
+)
+
+// appProbeAddr is where the agent reaches the app: F-Stack's loopback. It answers whatever
+// address the app's listener is bound to as long as that is the wildcard (Nginx's `listen 80`),
+// without knowing which F-Stack port or address the spec gave it. With FF_LOOPBACK_SUPPORT a
+// shim client reaches the app there (FSTACK.md 13.3).
+const appProbeAddr = "127.0.0.1"
+
+// agentMargin is kept from a probe's timeout for the answer to reach the kubelet.
+const agentMargin = 100 * time.Millisecond
+
+// appProbing serves the pod's rewritten app probes (podcontract.EnvAppProbes).
+type appProbing struct {
+	probes podcontract.AppProbes
+	err    error // EnvAppProbes could not be read: every probe fails with it
+	agent  atomic.Pointer[probeAgent]
+	mu     sync.Mutex
+	failed map[string]bool // last result per path, to log changes only
+}
+
+func newAppProbing(raw string) *appProbing {
+	probes, err := podcontract.ParseAppProbes(raw)
+	return &appProbing{probes: probes, err: err, failed: map[string]bool{}}
+}
+
+// AgentShimMode is the shim build the probe agent preloads: the spec's, without multi-sc, which
+// makes every socket() attach another of the instance's 32 contexts and keep it until exit (one
+// probe each), and without polling, which only changes epoll_wait. Both change only the client
+// side of the shim; the requests a client sends (socket, connect, read, write, close) are served
+// the same way by every fstack build.
+func AgentShimMode(sh *fsv1.ShimSpec) string {
+	c := *sh
+	c.MultiSC, c.Polling = ptrFalse(), false
+	return ShimMode(&c)
+}
+
+func ptrFalse() *bool { f := false; return &f }
+
+// startProbeAgent starts the agent once the generation is ready, if the pod has app probes.
+func (s *Supervisor) startProbeAgent(res *render.Result) {
+	if len(s.app.probes) == 0 {
+		if s.app.err != nil {
+			s.logf("app probes: %v; every app probe fails", s.app.err)
+		}
+		return
+	}
+	env, cpu, note := s.agentEnv(res)
+	s.logf("app probes: %d, performed by %s on CPU %d through F-Stack at %s (%s)", len(s.app.probes), s.Cfg.ProbeAgent, cpu, appProbeAddr, note)
+	a := newProbeAgent(s.Cfg.ProbeAgent, env, s.log)
+	s.app.agent.Store(a)
+	// Attach now rather than on the kubelet's first probe.
+	go func() { _, _ = a.running(s.Now().Add(10 * time.Second)) }()
+}
+
+func (s *Supervisor) stopProbeAgent() {
+	if a := s.app.agent.Swap(nil); a != nil {
+		a.stop(time.Second)
+	}
+}
+
+// agentEnv is the agent's environment: the shim as an app gets it, with FF_INITIAL_LCORE_ID on
+// the CPU of the last F-Stack process. The agent must run on a CPU of this container (EAL pins
+// it there; a CPU outside the cpuset makes the shim fall back to kernel sockets), and every one
+// is an F-Stack process's lcore. A shim client shares no per-lcore state with that process (it
+// only uses rte_malloc, whose heap is locked, and the context's spinlock), so the same lcore id
+// is safe; but it busy-waits for each answer, so it stays off process 0's CPU when there is
+// another: process 0 answers it (FF_PROC_ID 0), and a client spinning on that CPU would delay
+// its own answer and the primary's traffic. The shim ignores an FF_INITIAL_LCORE_ID above lcore
+// 50 (INITIAL_LCORE_ID_MAX), so a CPU up to 50 is preferred.
+func (s *Supervisor) agentEnv(res *render.Result) ([]string, int, string) {
+	env := s.childEnv()
+	mode := AgentShimMode(&res.Spec.Shim)
+	lib := filepath.Join(s.Cfg.Paths.ImageShimDir, mode, podcontract.ShimLibrary)
+	note := "shim " + mode
+	if exists(lib) {
+		env = append(env, "LD_PRELOAD="+lib)
+	} else {
+		note = "WARNING: the image has no " + lib + ", the agent uses kernel sockets"
+	}
+	cpu, ok := agentCPU(res)
+	if !ok {
+		note += fmt.Sprintf("; WARNING: every F-Stack CPU is above %d, which the shim ignores: the agent falls back to kernel sockets", maxShimLcore)
+	}
+	env = append(env, "FF_NB_FSTACK_INSTANCE="+strconv.Itoa(len(res.EAL)), "FF_PROC_ID=0",
+		fmt.Sprintf("FF_INITIAL_LCORE_ID=0x%x", uint64(1)<<cpu))
+	return env, cpu, note
+}
+
+// maxShimLcore is the highest lcore the shim accepts in FF_INITIAL_LCORE_ID.
+const maxShimLcore = 50
+
+// agentCPU picks the agent's CPU among the F-Stack processes' (their EAL -c masks): the last
+// process's first, process 0's last, none above maxShimLcore if it can (ok false otherwise).
+func agentCPU(res *render.Result) (int, bool) {
+	var cpus []int
+	for k := len(res.EAL) - 1; k >= 0; k-- {
+		for _, a := range res.EAL[k] {
+			if m, err := strconv.ParseUint(strings.TrimPrefix(a, "-c"), 16, 64); strings.HasPrefix(a, "-c") && err == nil && m != 0 {
+				cpus = append(cpus, 63-bits.LeadingZeros64(m))
+			}
+		}
+	}
+	for _, c := range cpus {
+		if c <= maxShimLcore {
+			return c, true
+		}
+	}
+	if len(cpus) == 0 {
+		return 0, false
+	}
+	return cpus[0], false
+}
+
+// serveAppProbe answers /app-probe/<container>/<kind>: 200 when the original probe passes
+// through F-Stack, 503 with the reason otherwise. Before the dataplane is ready it fails, so a
+// startup probe keeps waiting.
+func (s *Supervisor) serveAppProbe(w http.ResponseWriter, r *http.Request) {
+	probe, ok := s.app.probes[r.URL.Path]
+	switch {
+	case s.app.err != nil:
+		http.Error(w, s.app.err.Error(), http.StatusServiceUnavailable)
+		return
+	case !ok:
+		http.Error(w, "no app probe at "+r.URL.Path, http.StatusNotFound)
+		return
+	case !s.health.ready.Load():
+		http.Error(w, "the F-Stack dataplane is not ready: "+s.health.text(), http.StatusServiceUnavailable)
+		return
+	}
+	a := s.app.agent.Load()
+	if a == nil {
+		http.Error(w, "the probe agent is not running", http.StatusServiceUnavailable)
+		return
+	}
+	timeout := max(time.Duration(probe.TimeoutSeconds)*time.Second-agentMargin, agentMargin)
+	line, err := a.ask(agentRequest(probe, appProbeAddr, timeout), s.Now().Add(timeout))
+	passed, detail := judge(probe, line, err)
+	s.app.record(s, r.URL.Path, passed, detail)
+	if !passed {
+		http.Error(w, detail, http.StatusServiceUnavailable)
+		return
+	}
+	_, _ = w.Write([]byte(detail + "\n"))
+}
+
+// record logs a probe's result when it changes.
+func (a *appProbing) record(s *Supervisor, path string, passed bool, detail string) {
+	a.mu.Lock()
+	was, seen := a.failed[path]
+	a.failed[path] = !passed
+	a.mu.Unlock()
+	if !seen || was == passed {
+		s.logf("app probe %s: %s", path, detail)
+	}
+}
+
+// agentRequest is the agent's request line (and, for httpGet, the request the kubelet would
+// send, user headers replacing the defaults of the same name).
+func agentRequest(p podcontract.AppProbe, addr string, timeout time.Duration) []byte {
+	ms := timeout.Milliseconds()
+	if p.GRPC != nil {
+		return []byte(fmt.Sprintf("grpc %s %d %d %d\n%s", addr, p.Port, ms, len(p.GRPC.Service), p.GRPC.Service))
+	}
+	if p.HTTPGet == nil {
+		return []byte(fmt.Sprintf("tcp %s %d %d\n", addr, p.Port, ms))
+	}
+	hdr := [][2]string{{"Host", net.JoinHostPort(addr, strconv.Itoa(int(p.Port)))},
+		{"User-Agent", "kube-probe/fstack"}, {"Accept", "*/*"}}
+	var replaced [3]bool
+	for _, h := range p.HTTPGet.Headers {
+		i := slices.IndexFunc(hdr[:3], func(d [2]string) bool { return strings.EqualFold(d[0], h.Name) })
+		if i >= 0 && !replaced[i] {
+			hdr[i], replaced[i] = [2]string{h.Name, h.Value}, true
+			continue
+		}
+		hdr = append(hdr, [2]string{h.Name, h.Value})
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "GET %s HTTP/1.1\r\n", p.HTTPGet.Path)
+	for _, h := range hdr {
+		fmt.Fprintf(&b, "%s: %s\r\n", h[0], h[1])
+	}
+	b.WriteString("Connection: close\r\n\r\n")
+	return []byte(fmt.Sprintf("http %s %d %d %d\n%s", addr, p.Port, ms, b.Len(), b.String()))
+}
+
+// judge maps the agent's answer as the kubelet maps its own probe's: a connection for tcpSocket,
+// a status from 200 to 399 for httpGet, SERVING for grpc.
+func judge(p podcontract.AppProbe, line string, err error) (bool, string) {
+	if err != nil {
+		return false, err.Error()
+	}
+	what, rest, _ := strings.Cut(line, " ")
+	switch {
+	case what == "fail":
+		return false, rest
+	case what != "ok":
+		return false, fmt.Sprintf("the probe agent answered %q", line)
+	case p.GRPC != nil:
+		return rest == "SERVING", fmt.Sprintf("grpc health of %q on port %d: %s", p.GRPC.Service, p.Port, rest)
+	case p.HTTPGet == nil:
+		return true, fmt.Sprintf("tcp port %d: connected", p.Port)
+	}
+	code, err := strconv.Atoi(rest)
+	if err != nil {
+		return false, fmt.Sprintf("the probe agent answered %q", line)
+	}
+	msg := fmt.Sprintf("GET %s on port %d: HTTP %d", p.HTTPGet.Path, p.Port, code)
+	return code >= 200 && code < 400, msg
+}

@@ -1,0 +1,208 @@
+package supervisor
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/render"
+)
+
+// fakeAgent stands in for fstack-probe-agent (tested on its own in dataplane-image/probe-agent):
+// it speaks the agent's protocol, records its environment and every request, and answers by
+// port: 80 passes, 81 is an HTTP 500 (or a NOT_SERVING gRPC service), 82 refuses, 83 never
+// answers, 84 dies.
+const fakeAgent = `#!/bin/sh
+env >"$0.env"
+echo "ready kernel" >&3
+while read -r kind addr port ms n; do
+  echo "$kind $addr $port $ms" >>"$0.requests"
+  [ "$kind" != tcp ] && [ "$n" -gt 0 ] && head -c "$n" >>"$0.requests"
+  case "$kind $port" in
+    "http 80") echo "ok 204" >&3 ;;
+    "grpc 80") echo "ok SERVING" >&3 ;;
+    "tcp 80") echo "ok connected" >&3 ;;
+    "grpc 81") echo "fail health status NOT_SERVING" >&3 ;;
+    *" 81") echo "ok 500" >&3 ;;
+    *" 82") echo "fail connect: Connection refused" >&3 ;;
+    *" 83") sleep 30 ;;
+    *" 84") exit 3 ;;
+  esac
+  case "$port" in
+  esac
+done
+`
+
+func appProbes(t *testing.T) string {
+	t.Helper()
+	get := func(port int32, path string, h ...podcontract.AppHeader) podcontract.AppProbe {
+		return podcontract.AppProbe{Port: port, TimeoutSeconds: 1, HTTPGet: &podcontract.AppHTTPGet{Path: path, Headers: h}}
+	}
+	raw, err := json.Marshal(podcontract.AppProbes{
+		"/app-probe/app/readiness": get(80, "/healthz?x=1", podcontract.AppHeader{Name: "host", Value: "www.test"}, podcontract.AppHeader{Name: "X-A", Value: "b"}),
+		"/app-probe/app/liveness":  {Port: 80, TimeoutSeconds: 1},
+		"/app-probe/app/startup":   get(81, "/"),
+		"/app-probe/b/readiness":   {Port: 82, TimeoutSeconds: 1},
+		"/app-probe/b/liveness":    {Port: 83, TimeoutSeconds: 1},
+		"/app-probe/b/startup":     {Port: 84, TimeoutSeconds: 1},
+		"/app-probe/c/readiness":   {Port: 80, TimeoutSeconds: 1, GRPC: &podcontract.AppGRPC{Service: "web"}},
+		"/app-probe/c/liveness":    {Port: 81, TimeoutSeconds: 1, GRPC: &podcontract.AppGRPC{}},
+	})
+	mustDo(t, err)
+	return string(raw)
+}
+
+func TestAppProbesThroughTheAgent(t *testing.T) {
+	h := newHarness(t, vhostSpec(2))
+	h.writeDevinfo()
+	agentBin := filepath.Join(t.TempDir(), "agent")
+	mustDo(t, os.WriteFile(agentBin, []byte(fakeAgent), 0o755))
+	mode := AgentShimMode(&render.Defaults(vhostSpec(2)).Shim)
+	lib := filepath.Join(h.paths.ImageShimDir, mode, podcontract.ShimLibrary)
+	mustDo(t, os.MkdirAll(filepath.Dir(lib), 0o755))
+	mustDo(t, copyFile(harmlessLibrary(t), lib))
+
+	s := h.supervisor("primary", "secondary")
+	s.Cfg.AppProbes, s.Cfg.ProbeAgent = appProbes(t), agentBin
+	s.app = newAppProbing(s.Cfg.AppProbes)
+	srv := s.handler()
+	expect := func(path string, code int, body string) {
+		t.Helper()
+		if c, b := get(t, srv, path); c != code || !strings.Contains(b, body) {
+			t.Errorf("%s = %d %q, want %d with %q", path, c, b, code, body)
+		}
+	}
+	// Not ready: fail, so the kubelet's startup probe keeps waiting.
+	expect("/app-probe/app/readiness", http.StatusServiceUnavailable, "not ready")
+
+	stop := make(chan struct{})
+	done := run(s, stop)
+	eventually(t, "ready", s.health.ready.Load)
+	expect("/app-probe/app/readiness", http.StatusOK, "GET /healthz?x=1 on port 80: HTTP 204")
+	expect("/app-probe/app/liveness", http.StatusOK, "tcp port 80: connected")
+	expect("/app-probe/app/startup", http.StatusServiceUnavailable, "HTTP 500") // the kubelet fails >= 400 too
+	expect("/app-probe/b/readiness", http.StatusServiceUnavailable, "Connection refused")
+	expect("/app-probe/nobody/readiness", http.StatusNotFound, "no app probe")
+	expect("/app-probe/c/readiness", http.StatusOK, `grpc health of "web" on port 80: SERVING`)
+	expect("/app-probe/c/liveness", http.StatusServiceUnavailable, "health status NOT_SERVING")
+
+	env, _ := os.ReadFile(agentBin + ".env")
+	for _, want := range []string{"LD_PRELOAD=" + lib, "FF_NB_FSTACK_INSTANCE=2", "FF_PROC_ID=0",
+		"FF_INITIAL_LCORE_ID=0x8"} { // CPU 3: the last process's, of the container's CPUs 2,3
+		if !strings.Contains(string(env), want+"\n") {
+			t.Errorf("agent environment lacks %s:\n%s", want, env)
+		}
+	}
+	reqs, _ := os.ReadFile(agentBin + ".requests")
+	for _, want := range []string{"http 127.0.0.1 80 900\n", "GET /healthz?x=1 HTTP/1.1\r\nhost: www.test\r\nUser-Agent: kube-probe/fstack\r\nAccept: */*\r\nX-A: b\r\nConnection: close\r\n\r\n",
+		"tcp 127.0.0.1 80 900\n", "grpc 127.0.0.1 80 900\nweb"} {
+		if !strings.Contains(string(reqs), want) {
+			t.Errorf("agent requests lack %q:\n%q", want, reqs)
+		}
+	}
+
+	// A stuck agent is killed once the probe's timeout and the grace pass; a dead one is
+	// replaced; the next probe gets a fresh agent either way.
+	s.app.agent.Load().stuckAfter = 100 * time.Millisecond
+	expect("/app-probe/b/liveness", http.StatusServiceUnavailable, "stopped answering and was killed")
+	expect("/app-probe/app/liveness", http.StatusOK, "connected")
+	expect("/app-probe/b/startup", http.StatusServiceUnavailable, "exited without answering")
+	expect("/app-probe/app/liveness", http.StatusOK, "connected")
+
+	close(stop)
+	if err := waitResult(t, done); err != nil {
+		t.Fatal(err)
+	}
+	logged := h.log.String()
+	for _, want := range []string{"app probes: 8, performed by " + agentBin + " on CPU 3", "exited: exit status 0", "app probe /app-probe/b/readiness: connect: Connection refused"} {
+		if !strings.Contains(logged, want) {
+			t.Errorf("log lacks %q:\n%s", want, logged)
+		}
+	}
+	expect("/app-probe/app/liveness", http.StatusServiceUnavailable, "not ready")
+}
+
+// An agent that never stays up is started a bounded number of times: each start of a real one
+// takes a shim context, and one that crashes never gives it back.
+// harmlessLibrary is a library the fake agent can preload for real: the C library it already uses.
+func harmlessLibrary(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{"/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/x86_64-linux-gnu/libc.so.6", "/lib64/libc.so.6", "/usr/lib64/libc.so.6"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	t.Fatal("no libc.so.6 in the usual places to preload into the fake agent")
+	return ""
+}
+
+func TestProbeAgentStartsAreBounded(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "agent")
+	mustDo(t, os.WriteFile(bin, []byte("#!/bin/sh\nexit 1\n"), 0o755))
+	a := newProbeAgent(bin, nil, &lineLog{out: io.Discard})
+	var err error
+	for range a.maxStarts + 2 {
+		_, err = a.ask([]byte("tcp 127.0.0.1 80 100\n"), time.Now().Add(time.Second))
+	}
+	if err == nil || !strings.Contains(err.Error(), "started 5 times") {
+		t.Fatalf("want the start bound in the error, got %v", err)
+	}
+}
+
+func TestAppProbesUnreadable(t *testing.T) {
+	s := New(Config{AppProbes: `{"/app-probe/a/readiness":{"port":80,"httpGet":{"path":"/\r\nX: y"},"timeoutSeconds":1}}`}, nil, io.Discard)
+	s.health.ready.Store(true)
+	if c, b := get(t, s.handler(), "/app-probe/a/readiness"); c != http.StatusServiceUnavailable || !strings.Contains(b, podcontract.EnvAppProbes) {
+		t.Fatalf("a hostile probe was not refused: %d %q", c, b)
+	}
+}
+
+func TestAgentCPU(t *testing.T) {
+	eal := func(masks ...string) *render.Result {
+		res := &render.Result{}
+		for _, m := range masks {
+			res.EAL = append(res.EAL, []string{"f-stack", "-c" + m, "-n4"})
+		}
+		return res
+	}
+	for _, c := range []struct {
+		res  *render.Result
+		want int
+		ok   bool
+	}{
+		{eal("4"), 2, true},                                 // one process: its CPU
+		{eal("4", "8", "10"), 4, true},                      // the last process's, not process 0's
+		{eal("4", "8000000000000"), 2, true},                // CPU 51 is above what the shim takes
+		{eal("8000000000000", "10000000000000"), 52, false}, // none it takes: warned
+	} {
+		if got, ok := agentCPU(c.res); got != c.want || ok != c.ok {
+			t.Errorf("%v: CPU %d %v, want %d %v", c.res.EAL, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestAgentShimMode(t *testing.T) {
+	tr, f := true, false
+	for _, c := range []struct {
+		ke, msc  *bool
+		ts, poll bool
+		want     string
+	}{
+		{&tr, &tr, false, false, "kernel-event"},
+		{&f, &tr, false, true, "pipeline"},
+		{&f, &f, true, false, "thread-socket"},
+		{&tr, &f, false, false, "kernel-event"},
+	} {
+		sh := render.Defaults(vhostSpec(1)).Shim
+		sh.KernelEvent, sh.MultiSC, sh.ThreadSocket, sh.Polling = c.ke, c.msc, c.ts, c.poll
+		if got := AgentShimMode(&sh); got != c.want {
+			t.Errorf("%+v: %s, want %s", c, got, c.want)
+		}
+	}
+}

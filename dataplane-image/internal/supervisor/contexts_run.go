@@ -1,0 +1,217 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kube-fstack/kube-fstack/internal/render"
+	"github.com/kube-fstack/kube-fstack/internal/shimctx"
+)
+
+// ErrRestartRequested ends Run when an app asked for a dataplane restart because it would start
+// short of shim contexts; the caller runs the supervisor again (a new generation, fresh zones).
+var ErrRestartRequested = errors.New("an app asked for a dataplane restart")
+
+// contextMetrics are the shim context gauges, registered once for every generation.
+type contextMetrics struct {
+	free, capacity *prometheus.GaugeVec
+	freeAll, up    prometheus.Gauge
+	restarts       prometheus.Counter
+}
+
+func (s *Supervisor) contextMetrics() *contextMetrics {
+	s.ctxmOnce.Do(s.newContextMetrics)
+	return s.ctxm
+}
+
+func (s *Supervisor) newContextMetrics() {
+	m := &contextMetrics{
+		free: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "fstack_shim_contexts_free",
+			Help: "Free shim contexts of each F-Stack instance (of 32): apps killed with SIGKILL never give theirs back."}, []string{"instance"}),
+		capacity: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "fstack_shim_contexts_capacity",
+			Help: "Shim contexts of each F-Stack instance."}, []string{"instance"}),
+		freeAll: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fstack_shim_contexts_free_all",
+			Help: "Free shim contexts of all F-Stack instances together."}),
+		up: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fstack_shim_contexts_read_up",
+			Help: "1 if the last reading of the shim contexts succeeded."}),
+		restarts: prometheus.NewCounter(prometheus.CounterOpts{Name: "fstack_dataplane_restarts_for_contexts_total",
+			Help: "Dataplane restarts an app asked for because it would have started short of shim contexts."}),
+	}
+	s.metrics.reg.MustRegister(m.free, m.capacity, m.freeAll, m.up, m.restarts)
+	s.ctxm = m
+}
+
+// contextWatch publishes readings of one generation and turns a justified restart request into
+// a restart.
+type contextWatch struct {
+	s       *Supervisor
+	src     ContextSource
+	gen     int
+	restart chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+// watchContexts makes the generation's first reading (before ready: the launcher finds it
+// there) and keeps reading every ContextsInterval. Without a source it returns nil.
+func (s *Supervisor) watchContexts(gen, primaryPID, instances int) (*contextWatch, error) {
+	src := s.Contexts
+	if src == nil {
+		return nil, nil
+	}
+	if err := src.Reset(primaryPID, instances); err != nil {
+		return nil, err
+	}
+	w := &contextWatch{s: s, src: src, gen: gen, restart: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	s.logf("shim contexts: read from %s every %s", src.Name(), w.interval())
+	w.publish()
+	go w.loop()
+	return w, nil
+}
+
+func (w *contextWatch) loop() {
+	defer close(w.done)
+	t := time.NewTicker(w.interval())
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-t.C:
+		}
+		st := w.publish()
+		if w.justified(st) {
+			close(w.restart)
+			return
+		}
+	}
+}
+
+func (w *contextWatch) interval() time.Duration {
+	if w.s.Cfg.ContextsInterval > 0 {
+		return w.s.Cfg.ContextsInterval
+	}
+	return 100 * time.Millisecond
+}
+
+// Stop ends the readings (nil-safe).
+func (w *contextWatch) Stop() {
+	if w == nil {
+		return
+	}
+	close(w.stop)
+	<-w.done
+}
+
+// restarts is nil-safe for watch's select.
+func (w *contextWatch) restarts() <-chan struct{} {
+	if w == nil {
+		return nil
+	}
+	return w.restart
+}
+
+// publish reads every instance, updates the metrics and writes the state for the launchers.
+func (w *contextWatch) publish() *shimctx.State {
+	m := w.s.contextMetrics()
+	st := &shimctx.State{Generation: w.gen, ReadAt: shimctx.Now(), Source: w.src.Name()}
+	inst, err := w.src.Read()
+	if err != nil {
+		st.Error = err.Error()
+		m.up.Set(0)
+	} else {
+		st.Instances = inst
+		m.up.Set(1)
+		all := 0
+		for k, in := range inst {
+			m.free.WithLabelValues(strconv.Itoa(k)).Set(float64(in.Free))
+			m.capacity.WithLabelValues(strconv.Itoa(k)).Set(float64(in.Capacity))
+			all += in.Free
+		}
+		m.freeAll.Set(float64(all))
+	}
+	if err := shimctx.Write(w.s.Cfg.Paths.ShimDir, shimctx.StateFile, st); err != nil {
+		w.s.logf("shim contexts: %v", err)
+	}
+	return st
+}
+
+// justified reads a pending request: it is honoured when it names this generation and the
+// reading confirms the shortage; otherwise it is removed (the launcher then checks again).
+func (w *contextWatch) justified(st *shimctx.State) bool {
+	dir := w.s.Cfg.Paths.ShimDir
+	r, err := shimctx.ReadRequest(dir, shimctx.RequestFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return false
+	}
+	switch {
+	case err != nil:
+		w.s.logf("shim contexts: ignoring a restart request: %v", err)
+		_ = shimctx.Remove(dir, shimctx.RequestFile)
+		return false
+	case r.Generation != w.gen:
+		_ = shimctx.Remove(dir, shimctx.RequestFile)
+		return false
+	case st.Error != "":
+		w.decline(r, fmt.Sprintf("the contexts cannot be read (%s)", st.Error))
+		return false
+	}
+	short := st.Short(r.Need)
+	if len(short) == 0 {
+		w.decline(r, "enough are free now")
+		return false
+	}
+	// The request stays until the next generation clears it: the launcher waits for that
+	// generation, and must not take the request's disappearance for an answer.
+	w.s.contextMetrics().restarts.Inc()
+	w.s.logf("shim contexts: container %s would start short (%v): restarting the dataplane for fresh zones (generation %d ends)", r.Container, short, w.gen)
+	return true
+}
+
+// decline answers a request that is not honoured (the launcher then checks again).
+func (w *contextWatch) decline(r *shimctx.Request, why string) {
+	dir := w.s.Cfg.Paths.ShimDir
+	w.s.logf("shim contexts: container %s asks for a restart, but %s: not restarting", r.Container, why)
+	if err := shimctx.Write(dir, shimctx.DeclinedFile, r); err != nil {
+		w.s.logf("shim contexts: %v", err)
+	}
+	_ = shimctx.Remove(dir, shimctx.RequestFile)
+}
+
+// contextSource makes the source --shim-contexts names.
+func contextSource(kind, runtimeDir, prefix string) (ContextSource, error) {
+	switch kind {
+	case ContextsZone:
+		return newZoneSource(runtimeDir, prefix), nil
+	case ContextsStandin:
+		return &standinSource{dir: runtimeDir + "/" + prefix}, nil
+	case ContextsOff, "":
+		return nil, nil
+	}
+	return nil, fmt.Errorf("--shim-contexts=%s: want %s, %s or %s", kind, ContextsZone, ContextsStandin, ContextsOff)
+}
+
+// resetContexts makes the source when none was given and clears the previous generation's
+// state and requests: the launcher must not read a dead generation's counts as current.
+func (s *Supervisor) resetContexts(res *render.Result) error {
+	if sh := res.Spec.Shim.Enabled; sh == nil || !*sh {
+		s.Contexts = nil // no shim, no contexts: the launcher then checks nothing
+	} else if s.Contexts == nil {
+		src, err := contextSource(s.Cfg.ShimContexts, s.Cfg.Paths.RuntimeDir, FilePrefix(res.EAL[0]))
+		if err != nil {
+			return err
+		}
+		s.Contexts = src
+	}
+	for _, f := range []string{shimctx.StateFile, shimctx.RequestFile, shimctx.DeclinedFile} {
+		if err := shimctx.Remove(s.Cfg.Paths.ShimDir, f); err != nil {
+			return fmt.Errorf("shim contexts: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,141 @@
+package supervisor
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kube-fstack/kube-fstack/internal/manifest"
+	"github.com/kube-fstack/kube-fstack/internal/render"
+)
+
+// Each spec is one a pod's editor could write into kubefstack.io/spec after admission; each is
+// refused with a message, never a panic or an allocation sized by a number in it.
+func TestDecodeSpecRefusesHostileSpecs(t *testing.T) {
+	port := `"ports":[{"name":"data","device":{"pci":{"address":"0000:3b:00.0"}},"ipv4":{"address":"10.0.0.1/24","gateway":"10.0.0.2"}}]`
+	cases := map[string]struct{ spec, want string }{
+		"processes -5":         {`{"processes":-5,` + port + `}`, "spec.processes"},
+		"processes 2147483647": {`{"processes":2147483647,` + port + `}`, "spec.processes"},
+		"processes overflow":   {`{"processes":2147483648,` + port + `}`, "not valid JSON"},
+		"repeated field":       {`{"processes":1,"processes":64,` + port + `}`, `duplicate field "processes"`},
+		"trailing data":        {`{` + port + `} {}`, "not valid JSON"},
+		"not an object":        {`[1,2,3]`, "not valid JSON"},
+		"duplicate port names": {`{"ports":[{"name":"a","device":{"pci":{"address":"0000:3b:00.0"}},"ipv4":{"address":"10.0.0.1/24","gateway":"10.0.0.2"}},{"name":"a","device":{"pci":{"address":"0000:3b:00.1"}},"ipv4":{"address":"10.0.1.1/24","gateway":"10.0.1.2"}}]}`, "spec.ports[1]: Duplicate value"},
+		"bad page size":        {`{"dataplane":{"hugePages":{"pageSize":"3Mi"}},` + port + `}`, "spec.dataplane.hugePages.pageSize"},
+		"deep nesting":         {strings.Repeat(`{"dpdk":`, 5000) + strings.Repeat(`}`, 5000), "not valid JSON"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := DecodeSpec([]byte(tc.spec))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("want an error containing %q, got %v", tc.want, err)
+			}
+		})
+	}
+}
+
+// A field this supervisor does not know (a newer operator's default) is ignored, never mapped by
+// case folding onto a field it does know.
+func TestDecodeSpecIgnoresUnknownFields(t *testing.T) {
+	spec, err := DecodeSpec([]byte(`{"processes":2,"futureKnob":{"x":1},"ports":[{"name":"data","device":{"pci":{"address":"0000:3b:00.0"}},"ipv4":{"address":"10.0.0.1/24","gateway":"10.0.0.2"}}]}`))
+	if err != nil || spec.Processes != 2 {
+		t.Fatalf("want the spec with 2 processes, got %+v, %v", spec, err)
+	}
+	spec, err = DecodeSpec([]byte(`{"Processes":-5,"ports":[{"name":"data","device":{"pci":{"address":"0000:3b:00.0"}},"ipv4":{"address":"10.0.0.1/24","gateway":"10.0.0.2"}}]}`))
+	if err != nil || spec.Processes != 0 {
+		t.Fatalf("a case-folded \"Processes\" must be ignored, not read as processes: got %+v, %v", spec, err)
+	}
+}
+
+func TestLoadSpecBoundsTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "spec")
+	mustDo(t, os.WriteFile(path, []byte(`{"ports":[],"x":"`+strings.Repeat("a", MaxSpecBytes)+`"}`), 0o644))
+	_, err := LoadSpec(path)
+	if !errors.Is(err, errTooLarge) {
+		t.Fatalf("want errTooLarge, got %v", err)
+	}
+}
+
+func TestLoadSpecNamesTheFieldPath(t *testing.T) {
+	h := newHarness(t, vhostSpec(2))
+	mustDo(t, os.WriteFile(h.paths.SpecFile, []byte(`{"processes":-5,"ports":[{"name":"data","device":{"vhostUser":{}},"ipv4":{"from":"Attachment"}}]}`), 0o644))
+	_, err := LoadSpec(h.paths.SpecFile)
+	var ve *render.ValidationError
+	if !errors.As(err, &ve) || ve.Errs[0].Field != "spec.processes" || !strings.Contains(err.Error(), "kubefstack.io/spec") {
+		t.Fatalf("want a ValidationError at spec.processes naming the annotation, got %v", err)
+	}
+}
+
+// FuzzDecodeSpec: whatever the annotation holds, the supervisor's path through it (decode,
+// gather the pod's facts, render) ends in a spec that meets every CRD bound or in an error.
+func FuzzDecodeSpec(f *testing.F) {
+	for _, seed := range sampleSpecs(f) {
+		f.Add(seed)
+	}
+	f.Add([]byte(`{"processes":-5,"ports":[{"name":"a","device":{"vhostUser":{}},"ipv4":{"from":"Attachment"}}]}`))
+	f.Add([]byte(`{"processes":64,"ports":[{"name":"a","processes":[63,0],"device":{"pci":{"resource":"x/y"}},"vlans":[]}]}`))
+	f.Add([]byte(`{"dpdk":{"noHuge":true},"freebsd":{"boot":{"a":"1"}},"ports":null}`))
+	fs := &FactSource{
+		Paths:     Paths{PodSocketDir: "/nonexistent/kube-fstack-fuzz", HugePagesDir: "/nonexistent"},
+		Affinity:  func() ([]int, error) { return []int{2, 3, 4, 5}, nil },
+		LookupEnv: func(string) (string, bool) { return "0000:3b:02.0,0000:3b:02.1", true },
+		Statfs: func(_ string, st *unix.Statfs_t) error {
+			st.Type, st.Bsize = hugetlbfsMagic, 2<<20
+			return nil
+		},
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		spec, err := DecodeSpec(data)
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("an error without a message")
+			}
+			return
+		}
+		if errs := render.CheckSchema(spec); len(errs) > 0 {
+			t.Fatalf("DecodeSpec returned a spec outside the CRD's bounds: %v", errs)
+		}
+		_, _ = fs.Gather(spec)
+		_, _ = render.Render(spec, render.PlaceholderFacts(spec))
+	})
+}
+
+// sampleSpecs are the specs of config/samples as the injector writes them into the annotation.
+func sampleSpecs(tb testing.TB) [][]byte {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "..", "config", "samples", "*.yaml"))
+	var out [][]byte
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		sis, err := manifest.StackInstances(data)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for i := range sis {
+			raw, err := json.Marshal(&sis[i].Spec)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			out = append(out, raw)
+		}
+	}
+	if len(out) == 0 {
+		tb.Fatal("no sample StackInstances found in config/samples")
+	}
+	return out
+}
+
+func TestSamplesDecode(t *testing.T) {
+	for _, raw := range sampleSpecs(t) {
+		if _, err := DecodeSpec(raw); err != nil {
+			t.Errorf("a sample the API server accepts is refused: %v\n%s", err, raw)
+		}
+	}
+}

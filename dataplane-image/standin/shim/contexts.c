@@ -1,0 +1,118 @@
+/*
+ * Stands in for the shim's context slots (FSTACK.md 3.1, 3.5, 13.3). Each F-Stack instance has
+ * 32; a process's first F-Stack socket() attaches one, a clean exit gives it back, a process
+ * killed with SIGKILL never does, and when none is free the shim silently hands out a kernel
+ * socket. Repeated app restarts against one dataplane therefore end with the app on the kernel.
+ *
+ * Here the slots are the 32 bytes (0 free, 1 held) of
+ * <runtime dir>/rte/kube_fstack_standin_contexts_<k>, which the supervisor
+ * (--shim-contexts=standin) creates empty at each generation, as F-Stack's primary creates its
+ * zones, and counts for its metrics and the launcher. The process takes a slot of instance
+ * FF_PROC_ID mod FF_NB_FSTACK_INSTANCE on its first AF_INET/AF_INET6 socket() and gives it back
+ * at exit(); the socket itself stays a kernel socket (this is not a network stack).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "standin.h"
+
+#define SLOTS 32
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pid_t tried_by; /* the process that looked for a slot (a forked child looks again) */
+static pid_t held_by;
+static int held_slot = -1;
+static char slot_path[4096];
+
+static long env_long(const char *name, long def)
+{
+	const char *v = getenv(name);
+	char *end;
+	long n;
+
+	if (!v || !*v)
+		return def;
+	n = strtol(v, &end, 10);
+	return *end ? def : n;
+}
+
+static void give_back(void)
+{
+	int fd;
+
+	if (held_by != getpid() || held_slot < 0)
+		return;
+	fd = open(slot_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return;
+	if (flock(fd, LOCK_EX) == 0 && pwrite(fd, "", 1, held_slot) == 1)
+		held_slot = -1;
+	close(fd);
+}
+
+/* take_slot returns the slot taken in the file, -1 when all are held, -2 without a file. */
+static int take_slot(const char *path)
+{
+	unsigned char b[SLOTS];
+	int fd, i, got = -1;
+
+	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -2;
+	if (flock(fd, LOCK_EX) == 0 && pread(fd, b, SLOTS, 0) == SLOTS) {
+		for (i = 0; i < SLOTS && got < 0; i++)
+			if (b[i] == 0 && pwrite(fd, "\1", 1, i) == 1)
+				got = i;
+	}
+	close(fd);
+	return got;
+}
+
+static void attach(void)
+{
+	const char *rt = getenv("RUNTIME_DIRECTORY");
+	long n = env_long("FF_NB_FSTACK_INSTANCE", 1), k;
+	char msg[4400];
+	int slot;
+
+	if (n < 1)
+		n = 1;
+	k = env_long("FF_PROC_ID", 0) % n;
+	snprintf(slot_path, sizeof(slot_path), "%s/dpdk/rte/kube_fstack_standin_contexts_%ld", rt && *rt ? rt : "/var/run", k);
+	slot = take_slot(slot_path);
+	if (slot >= 0) {
+		held_slot = slot;
+		held_by = getpid();
+		atexit(give_back);
+		snprintf(msg, sizeof(msg), "holds shim context %d of instance %ld (%s); exit gives it back, SIGKILL leaks it", slot, k, slot_path);
+	} else if (slot == -1) {
+		snprintf(msg, sizeof(msg), "no free shim context in instance %ld (all %d held): using kernel sockets, silently as F-Stack does", k, SLOTS);
+	} else {
+		snprintf(msg, sizeof(msg), "no shim context file %s (is the supervisor run with --shim-contexts=standin?): using kernel sockets", slot_path);
+	}
+	standin_announce(msg);
+}
+
+int socket(int domain, int type, int protocol)
+{
+	static int (*real_socket)(int, int, int);
+
+	if (!real_socket)
+		real_socket = (int (*)(int, int, int))dlsym(RTLD_NEXT, "socket");
+	if (domain == AF_INET || domain == AF_INET6) {
+		pthread_mutex_lock(&mu);
+		if (tried_by != getpid()) {
+			tried_by = getpid();
+			attach();
+		}
+		pthread_mutex_unlock(&mu);
+	}
+	return real_socket(domain, type, protocol);
+}

@@ -1,0 +1,176 @@
+package dpdk
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/telemetry"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+)
+
+// App restarts against a long-lived dataplane, with the stand-in shim's context slots standing
+// in for F-Stack's (32 per instance, leaked by every SIGKILLed process, none free means kernel
+// sockets): through the launcher, the dataplane restarts before the app would start short; the
+// same app started without the launcher ends up on the kernel. Real: the supervisor with
+// testpmd behind OVS, the launcher binary, the stand-in library, mount+PID namespaces playing
+// the app container (killed as the kubelet kills a container). Not real: F-Stack's zones.
+func TestAppRestartsNeverExhaustTheShim(t *testing.T) {
+	p := newPod(t, "fsdp6", "10.99.7.16", 1)
+	d := p.startDataplane(t, "1", "--shim-contexts=standin", "--contexts-interval=50ms")
+	d.waitReady(t)
+	app := newApp(t, p)
+
+	// With the coupling: 33 SIGKILLed starts. The first 32 take the generation's 32 slots; the
+	// 33rd finds none and gets the dataplane restarted first.
+	for i := 1; i <= 33; i++ {
+		out := app.startAndKill(t, true)
+		if !strings.Contains(out, "holds shim context") {
+			t.Fatalf("start %d through the launcher did not get a shim context:\n%s", i, out)
+		}
+		if i == 32 {
+			waitMetrics(t, d, "0 free after 32 SIGKILLed starts (the stand-in leaks on SIGKILL)", `fstack_shim_contexts_free{instance="0"} 0`)
+		}
+	}
+	d.waitReady(t)
+	if g := p.file(podcontract.GenerationFile); g != "2" {
+		t.Fatalf("generation %q after the 33rd start, want 2 (a dataplane restart)", g)
+	}
+	waitMetrics(t, d, "one restart, and 31 free in the new generation", "fstack_dataplane_restarts_for_contexts_total 1", `fstack_shim_contexts_free{instance="0"} 31`)
+
+	// Without the coupling the same restarts end on kernel sockets: the failure it prevents.
+	for i := 1; i <= 31; i++ {
+		app.startAndKill(t, false)
+	}
+	if out := app.startAndKill(t, false); !strings.Contains(out, "no free shim context in instance 0") {
+		t.Fatalf("the 32nd bare start on generation 2 did not fall back:\n%s", out)
+	}
+}
+
+// The supervisor finds a memzone through a real primary's telemetry and reads it from the
+// primary's memory: the path of the F-Stack zone reader, checked on testpmd's mbuf pool (a
+// struct rte_mempool starts with its name).
+func TestMemzoneReadThroughProcMem(t *testing.T) {
+	p := newPod(t, "fsdp7", "10.99.7.17", 1)
+	d := p.startDataplane(t, "1")
+	d.waitReady(t)
+	c, err := telemetry.Dial(telemetry.SocketPath(p.runDir, "rte"), 5*time.Second)
+	must(t, err)
+	defer c.Close()
+	found, err := c.FindMemzones("MP_mb_pool_0")
+	must(t, err)
+	mz := found["MP_mb_pool_0"]
+	if mz == nil {
+		t.Fatal("no memzone MP_mb_pool_0 in the primary's /eal/memzone_list")
+	}
+	mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", d.pidOf(t, "dpdk-testpmd")))
+	must(t, err)
+	defer mem.Close()
+	b := make([]byte, 16)
+	if _, err := mem.ReadAt(b, int64(mz.Address)); err != nil {
+		t.Fatalf("read the memzone at 0x%x: %v", mz.Address, err)
+	}
+	if !bytes.HasPrefix(b, []byte("mb_pool_0\x00")) {
+		t.Fatalf("memzone MP_mb_pool_0 at 0x%x starts with %q, want the mempool's name", mz.Address, b)
+	}
+}
+
+// waitMetrics waits for /metrics to hold every line in want: the supervisor reads the slots
+// every 50 ms, so a reading may lag the last kill by that much.
+func waitMetrics(t *testing.T, d *dataplane, what string, want ...string) {
+	t.Helper()
+	var body string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		_, body = d.get(podcontract.MetricsPath)
+		ok := true
+		for _, w := range want {
+			ok = ok && regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(w)+`$`).MatchString(body)
+		}
+		if ok {
+			return
+		}
+	}
+	t.Fatalf("/metrics never showed %s (%q):\n%s", what, want, body)
+}
+
+// testApp is the app container: the launcher (built from this tree) or not, the stand-in
+// library preloaded, bash opening an AF_INET socket as its first act.
+type testApp struct {
+	p        *pod
+	launcher string
+	lib      string
+}
+
+func newApp(t *testing.T, p *pod) *testApp {
+	t.Helper()
+	a := &testApp{p: p, launcher: filepath.Join(p.dir, "fstack-launcher"), lib: filepath.Join(p.dir, "libff_syscall.so")}
+	if out, err := exec.Command("go", "build", "-o", a.launcher, "github.com/kube-fstack/kube-fstack/cmd/fstack-launcher").CombinedOutput(); err != nil {
+		t.Fatalf("build the launcher: %v\n%s", err, out)
+	}
+	script := filepath.Join(repoRoot(t), "dataplane-image/standin/shim/build.sh")
+	if out, err := exec.Command(script, a.lib).CombinedOutput(); err != nil {
+		t.Fatalf("build the stand-in shim (gcc): %v\n%s", err, out)
+	}
+	return a
+}
+
+func repoRoot(t *testing.T) string {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	must(t, err)
+	return strings.TrimSpace(string(out))
+}
+
+// startAndKill starts the app, waits until it has opened its socket, and SIGKILLs the
+// container's PID 1 (the kernel then kills everything in its PID namespace).
+func (a *testApp) startAndKill(t *testing.T, launcher bool) string {
+	t.Helper()
+	cmd := []string{"env", "LD_PRELOAD=" + a.lib, "FF_NB_FSTACK_INSTANCE=1", podcontract.EnvContainerName + "=app"}
+	if launcher {
+		cmd = append(cmd, a.launcher, "--")
+	}
+	cmd = append(cmd, "bash", "-c", ": 3<>/dev/tcp/127.0.0.1/1 2>/dev/null; echo app-started; exec sleep 1000")
+	args := append([]string{"--mount", "--pid", "--fork", "--mount-proc", "--propagation", "private", "--", "sh", "-c", containerScript, "sh",
+		filepath.Join(a.p.dir, "empty"), a.p.shimDir, a.p.runDir, env.huge.Dir, ""}, cmd...)
+	c := exec.Command("unshare", args...)
+	var out lockedBuffer
+	c.Stdout, c.Stderr = &out, &out
+	must(t, c.Start())
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(out.String(), "app-started") {
+		if time.Now().After(deadline) {
+			_ = c.Process.Kill()
+			t.Fatalf("the app did not start within 60s:\n%s", out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if kids := descendants(c.Process.Pid); len(kids) > 0 {
+		_ = syscall.Kill(kids[0], syscall.SIGKILL)
+	}
+	_ = c.Wait()
+	return out.String()
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

@@ -1,0 +1,137 @@
+package launcher
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/shimctx"
+)
+
+// fakeSupervisor plays the supervisor's side of shimctx in the shim dir: it publishes a reading
+// of free[gen] every few milliseconds and, when honour is set, answers a restart request with a
+// new generation whose zones are fresh.
+type fakeSupervisor struct {
+	dir      string
+	free     atomic.Int32
+	honour   bool
+	restarts atomic.Int32
+	stop     chan struct{}
+}
+
+func startFakeSupervisor(t *testing.T, dir string, free int, honour bool) *fakeSupervisor {
+	f := &fakeSupervisor{dir: dir, honour: honour, stop: make(chan struct{})}
+	f.free.Store(int32(free))
+	// As the supervisor does, a first reading before ready (older than the launcher's start,
+	// so the launcher waits for a fresh one).
+	st := &shimctx.State{Generation: 1, ReadAt: shimctx.Now() - int64(time.Hour), Source: "test", Instances: []shimctx.Instance{{Free: 32, Capacity: 32}}}
+	if err := shimctx.Write(dir, shimctx.StateFile, st); err != nil {
+		t.Fatal(err)
+	}
+	ready(t, dir, "1")
+	done := make(chan struct{})
+	go f.run(done)
+	t.Cleanup(func() { close(f.stop); <-done })
+	return f
+}
+
+func (f *fakeSupervisor) run(done chan struct{}) {
+	defer close(done)
+	gen := 1
+	for {
+		select {
+		case <-f.stop:
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+		st := &shimctx.State{Generation: gen, ReadAt: shimctx.Now(), Source: "test", Instances: []shimctx.Instance{{Free: int(f.free.Load()), Capacity: 32}}}
+		_ = shimctx.Write(f.dir, shimctx.StateFile, st)
+		if r, err := shimctx.ReadRequest(f.dir, shimctx.RequestFile); err == nil && f.honour && r.Generation == gen {
+			// The supervisor's order: readiness, state and request go, F-Stack restarts
+			// (which takes a while), then the new generation, its first reading, ready.
+			_ = os.Remove(filepath.Join(f.dir, podcontract.ReadyFile))
+			_ = shimctx.Remove(f.dir, shimctx.StateFile)
+			_ = shimctx.Remove(f.dir, shimctx.RequestFile)
+			time.Sleep(100 * time.Millisecond)
+			gen++
+			f.free.Store(32)
+			f.restarts.Add(1)
+			_ = os.WriteFile(filepath.Join(f.dir, podcontract.GenerationFile), []byte(strconv.Itoa(gen)+"\n"), 0o644)
+			_ = shimctx.Write(f.dir, shimctx.StateFile, &shimctx.State{Generation: gen, ReadAt: shimctx.Now(), Source: "test", Instances: []shimctx.Instance{{Free: 32, Capacity: 32}}})
+			_ = os.WriteFile(filepath.Join(f.dir, podcontract.ReadyFile), []byte(strconv.Itoa(gen)+"\n"), 0o644)
+		}
+	}
+}
+
+func TestStartsWhenEnoughContextsAreFree(t *testing.T) {
+	l, dir, log := newTest(t, 0)
+	sup := startFakeSupervisor(t, dir, 1, true)
+	if code := l.Run(context.Background(), []string{"true"}); code != 0 {
+		t.Fatalf("exit code %d; log:\n%s", code, log)
+	}
+	if sup.restarts.Load() != 0 || !strings.Contains(log.String(), "shim contexts: [1/32] free, this app needs [1]") {
+		t.Fatalf("restarts %d; log:\n%s", sup.restarts.Load(), log)
+	}
+}
+
+// The app's previous runs leaked every context: the launcher gets the dataplane restarted and
+// starts the app against the new generation, never against the exhausted one.
+func TestAsksForADataplaneRestartWhenShort(t *testing.T) {
+	l, dir, log := newTest(t, 0)
+	sup := startFakeSupervisor(t, dir, 0, true)
+	out := filepath.Join(dir, "started")
+	if code := l.Run(context.Background(), []string{"sh", "-c", "touch " + out}); code != 0 {
+		t.Fatalf("exit code %d; log:\n%s", code, log)
+	}
+	if sup.restarts.Load() != 1 {
+		t.Fatalf("dataplane restarts %d, want 1; log:\n%s", sup.restarts.Load(), log)
+	}
+	if rec, _ := os.ReadFile(filepath.Join(dir, podcontract.AppsDir, "nginx")); strings.TrimSpace(string(rec)) != "2" {
+		t.Fatalf("the app started against generation %q, want the restarted 2", rec)
+	}
+	if _, err := os.Stat(out); err != nil {
+		t.Fatalf("the app did not run: %v", err)
+	}
+	if !strings.Contains(log.String(), "instance 0: 0 free, 1 needed") {
+		t.Errorf("the log does not say why:\n%s", log)
+	}
+}
+
+// A dataplane that does not restart (an older supervisor, or one that disagrees) never gets
+// the app started on kernel sockets: the launcher gives up, the kubelet restarts it.
+func TestNeverStartsShortOfContexts(t *testing.T) {
+	l, dir, log := newTest(t, 0)
+	l.WaitTimeout = 300 * time.Millisecond
+	startFakeSupervisor(t, dir, 0, false)
+	out := filepath.Join(dir, "started")
+	if code := l.Run(context.Background(), []string{"sh", "-c", "touch " + out}); code != 1 {
+		t.Fatalf("exit code %d, want 1; log:\n%s", code, log)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Fatal("the app ran although its instance had no free shim context")
+	}
+	if !strings.Contains(log.String(), "did not restart within") {
+		t.Errorf("log:\n%s", log)
+	}
+}
+
+// Nginx's need: the master and each worker, on the instance the shim maps worker i to.
+func TestNginxNeedsAContextPerWorker(t *testing.T) {
+	l, dir, _ := newTest(t, 0, 1)
+	fakeNginx(t, l, dir, "", "worker_processes 3;\n"+goodConf)
+	l.Getenv = func(k string) string { return map[string]string{"FF_NB_FSTACK_INSTANCE": "2", "FF_PROC_ID": "1"}[k] }
+	a, err := l.prepareApp(context.Background(), []string{filepath.Join(dir, "bin", "nginx")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Workers 0 and 2 on instance 1, worker 1 on instance 0, plus the master everywhere.
+	if len(a.need) != 2 || a.need[0] != 2 || a.need[1] != 3 {
+		t.Fatalf("need %v, want [2 3]", a.need)
+	}
+}

@@ -1,0 +1,173 @@
+package launcher
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kube-fstack/kube-fstack/internal/nginxconf"
+)
+
+// ExitConfig is the exit code when the app's configuration would make the shim misbehave
+// (EX_CONFIG).
+const ExitConfig = 78
+
+// app is what the launcher knows of the command it runs.
+type app struct {
+	argv  []string
+	nginx bool
+	// need is the shim contexts per F-Stack instance the app will take.
+	need []int
+}
+
+// prepareApp judges an Nginx command's configuration (FSTACK.md 13.3) and adds the -g fix-ups;
+// any other command, and nginx -t/-T/-v/-V/-s, passes through untouched.
+func (l *Launcher) prepareApp(ctx context.Context, argv []string) (*app, error) {
+	n, procID := l.instances()
+	a := &app{argv: argv, need: make([]int, n)}
+	for k := range a.need {
+		a.need[k] = 1 // what any app's first F-Stack socket takes
+	}
+	if !nginxconf.IsNginx(argv[0]) {
+		return a, nil
+	}
+	cpus, err := l.CPUs()
+	if err != nil {
+		return nil, fmt.Errorf("read this container's CPUs: %w", err)
+	}
+	build := l.NginxBuild
+	if build == nil {
+		build = func(ctx context.Context, bin string) (nginxconf.Build, error) {
+			return nginxconf.QueryBuild(ctx, bin, withoutPreload(os.Environ()))
+		}
+	}
+	p, err := nginxconf.Prepare(ctx, argv, nginxconf.Shim{Instances: n, CPUs: cpus}, build)
+	if err != nil || p == nil {
+		return a, err
+	}
+	for _, w := range p.Plan.Warnings {
+		l.logf("nginx: WARNING: %s", w)
+	}
+	if len(p.Plan.Refusals) > 0 {
+		return nil, &configError{conf: p.ConfFile, refusals: p.Plan.Refusals}
+	}
+	for _, f := range p.Plan.FixUps {
+		l.logf("nginx: set %s", f)
+	}
+	if len(p.Plan.Globals) > 0 {
+		l.logf("nginx: running %q", p.Argv)
+	}
+	a.argv, a.nginx = p.Argv, true
+	// The master and worker i (on instance (FF_PROC_ID+i) mod N) each hold a context.
+	for i := 0; i < p.Plan.Workers; i++ {
+		a.need[(procID+i)%n]++
+	}
+	return a, nil
+}
+
+type configError struct {
+	conf     string
+	refusals []string
+}
+
+func (e *configError) Error() string {
+	return fmt.Sprintf("nginx's configuration (%s) would make F-Stack's shim misbehave; not starting it:\n  %s",
+		e.conf, strings.Join(e.refusals, "\n  "))
+}
+
+// instances reads FF_NB_FSTACK_INSTANCE and FF_PROC_ID as the shim does (defaults 1 and 0).
+func (l *Launcher) instances() (n, procID int) {
+	getenv := l.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	n, err := strconv.Atoi(getenv("FF_NB_FSTACK_INSTANCE"))
+	if err != nil || n < 1 || n > 64 {
+		n = 1
+	}
+	procID, err = strconv.Atoi(getenv("FF_PROC_ID"))
+	if err != nil || procID < 0 {
+		procID = 0
+	}
+	return n, procID
+}
+
+func withoutPreload(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, e := range env {
+		if !strings.HasPrefix(e, "LD_PRELOAD=") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// stopNginx gives Nginx its graceful path first: SIGQUIT to the master (finish requests, close
+// listeners, exit), then SIGTERM (fast shutdown), then SIGKILL to the whole process group, each
+// step bounded. Under the shim workers often keep spinning after SIGQUIT, and every process
+// killed leaks one of its instance's 32 shim contexts, so the log says what it took.
+func (l *Launcher) stopNginx(pid int, done <-chan struct{}) {
+	begin := time.Now()
+	for _, step := range []struct {
+		sig   syscall.Signal
+		bound time.Duration
+	}{{syscall.SIGQUIT, l.QuitGrace}, {syscall.SIGTERM, l.TermGrace}} {
+		_ = syscall.Kill(pid, step.sig)
+		if l.waitGroupGone(pid, done, step.bound) {
+			l.logf("nginx stopped after %s in %s", step.sig, time.Since(begin).Round(time.Millisecond))
+			return
+		}
+		l.logf("nginx still running %s after %s", step.bound, step.sig)
+	}
+	left := groupMembers(pid)
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	<-done
+	l.logf("nginx needed SIGKILL: %d processes killed (pids %v); each held a shim context that is now lost until the dataplane restarts", len(left), left)
+}
+
+// waitGroupGone waits until the master has exited and no process of its group is left (workers
+// may outlive their master), bounded.
+func (l *Launcher) waitGroupGone(pgid int, done <-chan struct{}, bound time.Duration) bool {
+	deadline := time.Now().Add(bound)
+	for {
+		select {
+		case <-done:
+			if len(groupMembers(pgid)) == 0 {
+				return true
+			}
+		default:
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(l.Poll)
+	}
+}
+
+// groupMembers lists the live (not zombie) processes of process group pgid.
+func groupMembers(pgid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		// state ppid pgrp
+		if len(f) >= 3 && f[0] != "Z" && f[0] != "X" && f[2] == strconv.Itoa(pgid) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}

@@ -1,0 +1,181 @@
+package render_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/render"
+)
+
+// celCase breaks one CEL rule of the CRD; the renderer must refuse it at path.
+type celCase struct {
+	mutate func(s map[string]any)
+	path   string
+}
+
+func port(s map[string]any, i int) map[string]any   { return s["ports"].([]any)[i].(map[string]any) }
+func obj(m map[string]any, k string) map[string]any { return m[k].(map[string]any) }
+
+// celCases holds a violation for every CEL rule, keyed by "<schema path> <first words of the
+// rule>". A rule added to the API without a case here fails TestRendererEnforcesEveryCELRule.
+var celCases = map[string][]celCase{
+	"spec !has(self.vlans) || self.vlans.all": {{func(s map[string]any) {
+		s["vlans"].([]any)[0].(map[string]any)["port"] = "nope"
+	}, "spec.vlans[0].port"}},
+	"spec !has(self.rssCheck) || !has(self.rssCheck.entries)": {{func(s map[string]any) {
+		obj(s, "rssCheck")["entries"].([]any)[0].(map[string]any)["port"] = "nope"
+	}, "spec.rssCheck.entries[0].port"}},
+	"spec self.ports.all(p, !has(p.processes)": {{func(s map[string]any) {
+		port(s, 0)["processes"] = []any{int64(0), int64(2)}
+	}, "spec.ports[0].processes[1]"}, {func(s map[string]any) {
+		delete(s, "processes") // defaults to 1
+	}, "spec.ports[0].processes[1]"}},
+	"spec.dpdk !has(self.noHuge) || !self.noHuge": {{func(s map[string]any) {
+		obj(s, "dpdk")["noHuge"] = true
+		delete(obj(s, "dpdk"), "memory")
+	}, "spec.dpdk.memory"}},
+	"spec.kni !self.enabled || has(self.method)": {{func(s map[string]any) {
+		delete(obj(s, "kni"), "method")
+	}, "spec.kni.method"}},
+	"spec.ports[] !has(self.vipInterface) || has(self.vips)": {{func(s map[string]any) {
+		delete(port(s, 0), "vips")
+		delete(port(s, 0), "vips6")
+	}, "spec.ports[0].vipInterface"}},
+	"spec.ports[].device (has(self.vhostUser) ? 1 : 0)": {{func(s map[string]any) {
+		obj(port(s, 0), "device")["vhostUser"] = map[string]any{}
+	}, "spec.ports[0].device"}, {func(s map[string]any) {
+		port(s, 0)["device"] = map[string]any{}
+	}, "spec.ports[0].device"}},
+	"spec.ports[].device.pci has(self.address) != has(self.resource)": {{func(s map[string]any) {
+		obj(obj(port(s, 0), "device"), "pci")["resource"] = "intel.com/vf"
+	}, "spec.ports[0].device.pci"}, {func(s map[string]any) {
+		obj(port(s, 0), "device")["pci"] = map[string]any{}
+	}, "spec.ports[0].device.pci"}},
+	"spec.ports[].device.bond.members[] has(self.address) != has(self.resource)": {{func(s map[string]any) {
+		obj(obj(port(s, 3), "device"), "bond")["members"].([]any)[0] = map[string]any{}
+	}, "spec.ports[3].device.bond.members[0]"}},
+	"spec.ports[].ipv4 self.from != 'Static' || has(self.address)": {{func(s map[string]any) {
+		delete(obj(port(s, 0), "ipv4"), "address")
+	}, "spec.ports[0].ipv4.address"}},
+	"spec.ports[].ipv4 self.from != 'Static' || has(self.gateway)": {{func(s map[string]any) {
+		delete(obj(port(s, 2), "ipv4"), "gateway") // from defaults to Static
+	}, "spec.ports[2].ipv4.gateway"}},
+	"spec.ports[].ipv6 self.from != 'Static' || has(self.address)": {{func(s map[string]any) {
+		delete(obj(port(s, 0), "ipv6"), "address")
+	}, "spec.ports[0].ipv6.address"}},
+	"spec.vlans[].ipv4 self.from != 'Static' || has(self.address)": {{func(s map[string]any) {
+		delete(obj(s["vlans"].([]any)[0].(map[string]any), "ipv4"), "address")
+	}, "spec.vlans[0].ipv4.address"}},
+	"spec.vlans[].ipv4 self.from != 'Static' || has(self.gateway)": {{func(s map[string]any) {
+		delete(obj(s["vlans"].([]any)[0].(map[string]any), "ipv4"), "gateway")
+	}, "spec.vlans[0].ipv4.gateway"}},
+	"spec.vlans[].ipv6 self.from != 'Static' || has(self.address)": {{func(s map[string]any) {
+		delete(obj(s["vlans"].([]any)[0].(map[string]any), "ipv6"), "address")
+	}, "spec.vlans[0].ipv6.address"}},
+	"spec.rssCheck !self.enabled || (has(self.entries)": {{func(s map[string]any) {
+		delete(obj(s, "rssCheck"), "entries")
+	}, "spec.rssCheck.entries"}, {func(s map[string]any) {
+		obj(s, "rssCheck")["entries"] = []any{}
+	}, "spec.rssCheck.entries"}},
+	"spec.shim !(has(self.polling) && self.polling": {{func(s map[string]any) {
+		obj(s, "shim")["polling"] = true
+		delete(obj(s, "shim"), "kernelEvent") // unset means on
+	}, "spec.shim.polling"}, {func(s map[string]any) {
+		obj(s, "shim")["polling"] = true
+		obj(s, "shim")["kernelEvent"] = true
+		obj(s, "shim")["enabled"] = false // the rule holds whether or not the shim is on
+	}, "spec.shim.polling"}},
+}
+
+// TestRendererEnforcesEveryCELRule: each CEL rule of the generated CRD has a case here that the
+// API server refuses, and the renderer refuses it at the field to change.
+func TestRendererEnforcesEveryCELRule(t *testing.T) {
+	adm := loadAdmission(t)
+	base := loadBase(t)
+	w := newWalker()
+	w.walk(adm.spec, base, nil, "spec")
+	covered := map[string]bool{}
+	for spath, rules := range w.cel {
+		for _, rule := range rules {
+			key, cases := celCaseFor(spath, rule)
+			if cases == nil {
+				t.Errorf("CEL rule at %s has no case in celCases: %s", spath, rule)
+				continue
+			}
+			covered[key] = true
+			for i, c := range cases {
+				spec := deepCopy(base).(map[string]any)
+				c.mutate(spec)
+				spec = normalize(spec)
+				if errs := adm.admit(spec); len(errs) == 0 {
+					t.Errorf("%s case %d: the API server accepts it; the case does not break the rule", key, i)
+				}
+				if errs := render.Validate(decodeSpec(t, spec)); !errorAt(errs, c.path) {
+					t.Errorf("%s case %d: the renderer does not refuse it at %s: %v", key, i, c.path, errs.ToAggregate())
+				}
+			}
+		}
+	}
+	for key := range celCases {
+		if !covered[key] {
+			t.Errorf("celCases has %q, which matches no CEL rule of the CRD", key)
+		}
+	}
+}
+
+func celCaseFor(spath, rule string) (string, []celCase) {
+	for key, cases := range celCases {
+		p, prefix, _ := strings.Cut(key, " ")
+		if p == spath && strings.HasPrefix(rule, prefix) {
+			return key, cases
+		}
+	}
+	return "", nil
+}
+
+// The two specs of the report (issue 12), and the two the offline CLI accepted although the API
+// server refuses them: each is refused with its field path, without a panic or an allocation
+// sized by the value.
+func TestHostileSpecsAreRefused(t *testing.T) {
+	cases := map[string]struct {
+		mutate func(*fsv1.StackInstanceSpec)
+		path   string
+	}{
+		"processes -5":               {func(s *fsv1.StackInstanceSpec) { s.Processes = -5 }, "spec.processes"},
+		"processes 2147483647":       {func(s *fsv1.StackInstanceSpec) { s.Processes = 2147483647 }, "spec.processes"},
+		"duplicate port names":       {func(s *fsv1.StackInstanceSpec) { s.Ports = append(s.Ports, s.Ports[0]) }, "spec.ports[1]"},
+		"pktTxDelayMicroseconds 150": {func(s *fsv1.StackInstanceSpec) { s.DPDK.PktTxDelayMicroseconds = ptr[int32](150) }, "spec.dpdk.pktTxDelayMicroseconds"},
+		"port process index -1":      {func(s *fsv1.StackInstanceSpec) { s.Ports[0].Processes = []int32{-1} }, "spec.ports[0].processes[0]"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s, f := base()
+			tc.mutate(s)
+			_, err := render.Render(s, f)
+			var ve *render.ValidationError
+			if !errors.As(err, &ve) || !errorAt(ve.Errs, tc.path) {
+				t.Errorf("Render: want an error at %s, got %v", tc.path, err)
+			}
+			if errs := render.Validate(s); !errorAt(errs, tc.path) {
+				t.Errorf("Validate: want an error at %s, got %v", tc.path, errs.ToAggregate())
+			}
+		})
+	}
+}
+
+// A hostile value comes back shortened: the error lands in the dataplane's log and its status.
+func TestSchemaErrorsDoNotEchoHugeValues(t *testing.T) {
+	s, _ := base()
+	huge := strings.Repeat("x", 200000)
+	s.DPDK.BaseVirtAddr = huge
+	s.Shim.Containers = []string{huge, huge}
+	errs := render.CheckSchema(s)
+	if len(errs) != 2 {
+		t.Fatalf("want 2 errors, got %v", errs)
+	}
+	if msg := errs.ToAggregate().Error(); len(msg) > 1000 {
+		t.Errorf("the error message is %d bytes long", len(msg))
+	}
+}
