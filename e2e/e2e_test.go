@@ -157,6 +157,10 @@ func TestEndToEnd(t *testing.T) {
 		checkCPUsAndHugepages(t, pod)
 	})
 
+	step(t, "the dataplane runs with SYS_NICE its only capability, without privilege escalation, under seccomp", func(t *testing.T) {
+		checkDataplaneConfined(t, pod)
+	})
+
 	step(t, "a pod naming the stack in a namespace that did not opt in is untouched", func(t *testing.T) {
 		checkPlainPodUntouched(t)
 	})

@@ -86,3 +86,18 @@ func TestInjectInvalidStack(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 }
+
+// The audit's exploit (issue 12): a pod whose app mounts fstack-vhost, the node's whole socket
+// root, is refused with the mount's field path, and nothing is printed for kubectl to apply.
+func TestInjectRefusesMountOfTheSocketRoot(t *testing.T) {
+	in := filepath.Join("..", "inject", "testdata", "mounts-socket-root.yaml")
+	out, errOut, code := run(t, "inject", "-f", in, "--stack", sample("vhost-user.yaml"))
+	if code == 0 || out != "" {
+		t.Fatalf("exit %d with output %q; want non-zero and nothing on stdout", code, out)
+	}
+	for _, want := range []string{"spec.containers[0].volumeMounts[1].name: Forbidden", "fstack-vhost", "remove this mount"} {
+		if !strings.Contains(errOut, want) {
+			t.Fatalf("stderr %q lacks %q", errOut, want)
+		}
+	}
+}

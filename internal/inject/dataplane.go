@@ -1,15 +1,18 @@
 package inject
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // dataplaneContainer is the native sidecar running the supervisor: it starts before the app
-// containers and they start only once its startup probe passes.
+// containers and they start only once its postStart hook saw the launcher placed.
 func (p *plan) dataplaneContainer() corev1.Container {
 	image := p.spec.Dataplane.Image
 	if image == "" {
@@ -37,25 +40,30 @@ func (p *plan) dataplaneContainer() corev1.Container {
 			Limits: limits, Requests: limits.DeepCopy(),
 		},
 		VolumeMounts: mounts,
-		// The startup probe passes as soon as the launcher is in the shim volume (the app
-		// containers exec it, and it holds them until the dataplane is ready), so the kubelet
-		// starts the apps beside EAL's init rather than after it. Both probes long-poll (see
-		// podcontract.ProbeWait): with plain probes, an injected pod's create-to-Ready was 2.5x
-		// the plain pod's (make bench-cluster). /healthz stays healthy while EAL waits for a
-		// vhost-user peer, so liveness never kills a slow start.
-		StartupProbe:   httpProbe(podcontract.StartedzPath+podcontract.ProbeWait, 1, 300),
-		ReadinessProbe: httpProbe(podcontract.ReadyzPath+podcontract.ProbeWait, 1, 3),
-		LivenessProbe:  httpProbe(podcontract.HealthzPath, 5, 3),
-		SecurityContext: &corev1.SecurityContext{
-			// DPDK keeps its runtime dir and hugepage files as root; IPC_LOCK lets it lock its
-			// memory. Nothing more: vhost-user needs no device access and no privilege.
-			RunAsUser:    ptr(int64(0)),
-			RunAsNonRoot: ptr(false),
-			Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"IPC_LOCK"}},
-		},
+		// No startup probe: it cost the pod one kubelet relist (about 1 s) before the apps
+		// started. The postStart hook returns once the launcher is in the shim volume; the
+		// kubelet runs it inside the container's start and starts the app containers (whose
+		// command is the launcher, which holds them until the dataplane is ready) only after.
+		Lifecycle: &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
+			Command: []string{podcontract.SupervisorBinary, podcontract.WaitPlacedCommand, "--timeout=" + waitPlacedTimeout}}}},
+		// Readiness long-polls (see podcontract.ProbeWait), so the pod is Ready within
+		// milliseconds of the dataplane, not a period later. Liveness does not delay the apps:
+		// the dataplane is the last init container, and kubelet 1.35 counts the pod initialized
+		// once the last restartable init container runs (and its startup probe, if any, passed)
+		// before it looks at that container's liveness. /healthz stays healthy while EAL waits
+		// for a vhost-user peer, so liveness never kills a slow start.
+		ReadinessProbe:           httpProbe(podcontract.ReadyzPath+podcontract.ProbeWait, 1, 3),
+		LivenessProbe:            httpProbe(podcontract.HealthzPath, 5, 3),
+		SecurityContext:          p.dataplaneSecurity(),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
 }
+
+// waitPlacedTimeout bounds the postStart hook. The supervisor places the launcher right after
+// reading the spec and the pod's facts (milliseconds); when it fails before that it exits, and
+// its hook with it. The bound only ends a supervisor stuck before placing, which the kubelet
+// then restarts.
+const waitPlacedTimeout = "2m"
 
 // dataplaneResources: one exclusive CPU per F-Stack process, the hugepages, one device per PCI
 // port of an SR-IOV resource, and whatever else the StackInstance adds, as limits that equal
@@ -109,4 +117,48 @@ func httpProbe(path string, period, failures int32) *corev1.Probe {
 			Path: path, Port: intstr.FromInt32(podcontract.SupervisorPort)}},
 		PeriodSeconds: period, FailureThreshold: failures, TimeoutSeconds: 1,
 	}
+}
+
+// dataplaneSecurity gives the dataplane what DPDK and F-Stack need for this stack's features and
+// nothing else: every capability dropped, no privilege escalation, the runtime's default seccomp
+// profile. It stays root (uid 0, no capability): DPDK keeps its runtime dir at /var/run/dpdk
+// only for root (elsewhere for other users, where the shim and the ff_* tools, which use
+// root's path, would not find it), and the primary's hugepage files, config and sockets in the
+// pod's emptyDirs and vhost-user directory are files it owns, for which uid 0 needs no
+// capability. vhost-user needs nothing beyond SYS_NICE (below): virtio_user speaks to a unix
+// socket, the memory is hugetlbfs files, and without a PCI device EAL uses IOVA as VA (no
+// /proc/self/pagemap).
+func (p *plan) dataplaneSecurity() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		RunAsUser:                ptr(int64(0)),
+		RunAsNonRoot:             ptr(false),
+		AllowPrivilegeEscalation: ptr(false),
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: p.dataplaneCapabilities()},
+	}
+}
+
+func (p *plan) dataplaneCapabilities() []corev1.Capability {
+	// Every DPDK process: the RuntimeDefault seccomp profile (containerd's and Docker's) lets
+	// only holders of SYS_NICE call get_mempolicy, set_mempolicy and mbind, with which a
+	// NUMA-aware EAL (F-Stack's bundled DPDK, Debian's) places each hugepage segment on its
+	// socket. Without them EAL's first allocation fails (measured with the stand-in's testpmd:
+	// "set_mempolicy: Operation not permitted", "error allocating rte services array", EAL init
+	// fails with ENOMEM). SYS_NICE also lets it renice or re-pin other processes, which the
+	// pod's cpuset still bounds.
+	caps := []corev1.Capability{"SYS_NICE"}
+	if slices.ContainsFunc(p.spec.Ports, func(port fsv1.PortSpec) bool { return port.Device.PCI != nil || port.Device.Bond != nil }) {
+		// PCI ports (a VF or NIC bound to vfio-pci, device nodes from the device plugin): VFIO's
+		// DMA mapping pins every page of the mempools, which counts against RLIMIT_MEMLOCK unless
+		// the process holds IPC_LOCK.
+		caps = append(caps, "IPC_LOCK")
+	}
+	if p.spec.KNI != nil && p.spec.KNI.Enabled {
+		// KNI (v1.25: virtio_user over /dev/vhost-net): F-Stack creates and configures the tap
+		// veth<port> in the pod's network namespace (TUNSETIFF, address, link up), which needs
+		// NET_ADMIN. The /dev/vhost-net and /dev/net/tun device nodes are not a capability: a
+		// device plugin must give them (spec.dataplane.resources).
+		caps = append(caps, "NET_ADMIN")
+	}
+	return caps
 }

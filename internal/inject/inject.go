@@ -28,6 +28,9 @@ type Config struct {
 	// DataplaneMemory is the dataplane's memory when the StackInstance sets none: the FreeBSD stack
 	// lives on the ordinary heap, not in hugepages.
 	DataplaneMemory resource.Quantity
+	// AllowedImages are the image prefixes a StackInstance's spec.dataplane.image may start
+	// with; empty allows any. Image is always allowed.
+	AllowedImages []string
 }
 
 // DefaultConfig is what the operator and the CLI use unless told otherwise.
@@ -83,7 +86,7 @@ func Decide(pod *corev1.Pod) Decision {
 // copy) with that decision. A pod that cannot run the stack gets a *RejectError.
 func Inject(pod *corev1.Pod, stack *fsv1.StackInstance, cfg Config) (*corev1.Pod, Decision, error) {
 	if d := Decide(pod); d != Injected {
-		return pod.DeepCopy(), d, nil
+		return skipped(pod, d, cfg)
 	}
 	prep, err := Prepare(stack, cfg)
 	if err != nil {
@@ -96,7 +99,7 @@ func Inject(pod *corev1.Pod, stack *fsv1.StackInstance, cfg Config) (*corev1.Pod
 func (p *Prepared) Inject(pod *corev1.Pod) (*corev1.Pod, Decision, error) {
 	out := pod.DeepCopy()
 	if d := Decide(pod); d != Injected {
-		return out, d, nil
+		return skipped(pod, d, p.cfg)
 	}
 	plan, err := newPlan(out, p)
 	if err != nil {
@@ -104,6 +107,17 @@ func (p *Prepared) Inject(pod *corev1.Pod) (*corev1.Pod, Decision, error) {
 	}
 	plan.apply()
 	return out, Injected, nil
+}
+
+// skipped returns a copy of a pod that is not injected; one that claims to be injected already
+// must use the node's socket root as the injection does (CheckAlreadyInjected).
+func skipped(pod *corev1.Pod, d Decision, cfg Config) (*corev1.Pod, Decision, error) {
+	if d == SkippedAlreadyInjected {
+		if errs := CheckAlreadyInjected(pod, cfg); len(errs) > 0 {
+			return nil, "", &RejectError{Stack: StackName(pod), Errs: errs}
+		}
+	}
+	return pod.DeepCopy(), d, nil
 }
 
 // Status is what the status annotation records.

@@ -50,6 +50,10 @@ func Prepare(stack *fsv1.StackInstance, cfg Config) (*Prepared, error) {
 			stack.Name, ve.Errs.ToAggregate().Error(), stack.Name)))
 	}
 	p.spec = res.Spec
+	if ferr := cfg.CheckImage(field.NewPath("spec", "dataplane", "image"), p.spec.Dataplane.Image); ferr != nil {
+		// The StackInstance was admitted before the operator restricted its images.
+		return nil, p.reject(field.Forbidden(stackLabelPath(), fmt.Sprintf("StackInstance %q: %s", stack.Name, ferr.Error())))
+	}
 	p.hash = render.ConfigHash(res.Config)
 	raw, err := json.Marshal(res.Spec)
 	if err != nil {
@@ -89,7 +93,7 @@ func stackLabelPath() *field.Path {
 	return field.NewPath("metadata", "labels").Key(fsv1.StackLabel)
 }
 
-// checkConflicts refuses pods that already use a name the injection adds.
+// checkConflicts refuses pods that already use a name the injection adds or mount its volumes.
 func (p *plan) checkConflicts() field.ErrorList {
 	var errs field.ErrorList
 	for i, c := range p.pod.Spec.InitContainers {
@@ -102,13 +106,7 @@ func (p *plan) checkConflicts() field.ErrorList {
 			errs = append(errs, field.Duplicate(field.NewPath("spec", "containers").Index(i).Child("name"), c.Name))
 		}
 	}
-	ours := p.volumeNames()
-	for i, v := range p.pod.Spec.Volumes {
-		if slices.Contains(ours, v.Name) {
-			errs = append(errs, field.Duplicate(field.NewPath("spec", "volumes").Index(i).Child("name"), v.Name))
-		}
-	}
-	return errs
+	return append(errs, p.checkReserved()...)
 }
 
 // chooseShimContainers picks the app containers that get the shim and checks each can be

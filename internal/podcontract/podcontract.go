@@ -9,14 +9,21 @@ const (
 	// DataplaneContainer is the name of the injected native sidecar.
 	DataplaneContainer = "fstack-dataplane"
 	// SupervisorPort serves /readyz, /healthz and /metrics on the pod's kernel network; the
-	// startup, readiness and liveness probes of the dataplane use it.
+	// readiness and liveness probes of the dataplane use it.
 	SupervisorPort = 9180
+	// SupervisorBinary is where every dataplane image (the real one and the stand-in) has the
+	// supervisor: the injected postStart hook runs `SupervisorBinary WaitPlacedCommand`.
+	SupervisorBinary = "/usr/local/bin/fstack-supervisor"
+	// WaitPlacedCommand is the supervisor's subcommand that returns once the launcher is in
+	// ShimDir: the dataplane's postStart hook, so the kubelet starts the app containers (whose
+	// command is the launcher) only then.
+	WaitPlacedCommand = "wait-placed"
 	// ReadyzPath answers 200 once every F-Stack process is up and the shim is in place.
 	ReadyzPath = "/readyz"
 	// StartedzPath answers 200 once the shim's files (the launcher first of all) are in the
-	// shim volume, so the kubelet may start the app containers: their launcher waits for ready.
+	// shim volume, and otherwise why not: the postStart hook quotes it when it fails.
 	StartedzPath = "/startedz"
-	// ProbeWait is the query that makes /readyz and /startedz hold a failing answer until the
+	// ProbeWait is the query that makes /readyz (and /startedz) hold a failing answer until the
 	// condition holds or this much time passes: a probe every second then sees a change within
 	// milliseconds, where a plain probe sees it up to a period late.
 	ProbeWait = "?wait=900ms"
@@ -55,6 +62,13 @@ const (
 	PodInfoVolume = "fstack-podinfo"
 	PodInfoDir    = "/etc/kube-fstack/podinfo"
 )
+
+// InjectedVolumes are the names of every volume the injector may add. They are reserved: a pod
+// may neither declare nor mount them itself (fstack-vhost is the node's whole socket root, which
+// only the dataplane's subPathExpr mount narrows to the pod's own directory).
+func InjectedVolumes() []string {
+	return []string{HugePagesVolume, DPDKRuntimeVolume, ShimVolume, PodInfoVolume, VhostVolume}
+}
 
 // Files of the downward-API volume (in PodInfoDir).
 const (

@@ -19,6 +19,8 @@ func TestSchemaRejects(t *testing.T) {
 		{"negative replicas", []string{"operator.replicas=-1"}, []string{"replicas"}},
 		{"relative socket root", []string{"vhostSocketRoot=run/vhost"}, []string{"vhostSocketRoot"}},
 		{"pull policy", []string{"dataplane.pullPolicy=Sometimes"}, []string{"pullPolicy"}},
+		{"image prefix with a space", []string{"dataplane.allowedImages[0]=a.example/x b.example/y"}, []string{"allowedImages"}},
+		{"image prefixes not a list", []string{"dataplane.allowedImages=a.example/x"}, []string{"allowedImages"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := []string{"template", release, chartDir, "--namespace", namespace}

@@ -1,10 +1,12 @@
 // fstack-supervisor is the dataplane image's entrypoint: it renders F-Stack's config.ini from
 // the StackInstance spec the pod was admitted with and the pod's own facts, starts the F-Stack
 // processes in order, places the shim for the app containers and serves /readyz, /healthz and
-// /metrics. It exits non-zero as soon as any F-Stack process dies.
+// /metrics. It exits non-zero as soon as any F-Stack process dies. `fstack-supervisor
+// wait-placed` is the dataplane's postStart hook.
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -70,6 +72,10 @@ func parseFlags(args []string) (*options, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
+	if fs.NArg() > 0 {
+		// A hook naming a subcommand this binary lacks must fail, not start a second dataplane.
+		return nil, fmt.Errorf("unknown argument %q (the only subcommand is wait-placed)", fs.Arg(0))
+	}
 	p.SpecFile = filepath.Join(p.PodInfoDir, podcontract.PodInfoSpec)
 	if o.podInfoSpec != "" {
 		p.SpecFile = o.podInfoSpec
@@ -93,6 +99,9 @@ func (o *options) validate() error {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "wait-placed" {
+		os.Exit(waitPlaced(os.Args[2:]))
+	}
 	o, err := parseFlags(os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fstack-supervisor:", err)
@@ -123,4 +132,24 @@ func main() {
 		}
 		return
 	}
+}
+
+// waitPlaced is the dataplane's postStart hook: it returns 0 once the launcher is in the shim
+// volume, so the kubelet starts the app containers only then (see supervisor.WaitPlaced).
+func waitPlaced(args []string) int {
+	fs := flag.NewFlagSet("fstack-supervisor wait-placed", flag.ContinueOnError)
+	shimDir := fs.String("shim-dir", podcontract.ShimDir, "volume shared with the app containers")
+	timeout := fs.Duration("timeout", 2*time.Minute, "give up (the kubelet then restarts the container) after this long")
+	poll := fs.Duration("poll", 5*time.Millisecond, "how often to look")
+	addr := fs.String("supervisor", "127.0.0.1:"+strconv.Itoa(podcontract.SupervisorPort), "where the supervisor answers /startedz, asked only to explain a failure")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	if err := supervisor.WaitPlaced(ctx, *shimDir, *poll, supervisor.StartedzReason(*addr)); err != nil {
+		fmt.Fprintln(os.Stderr, "fstack-supervisor wait-placed:", err)
+		return 1
+	}
+	return 0
 }

@@ -77,8 +77,9 @@ func (s *Supervisor) Run(stop <-chan struct{}) error {
 	if err := s.resetContexts(res); err != nil {
 		return err
 	}
-	// The shim's files go first: the kubelet starts the app containers once /startedz says
-	// the launcher is there, and the launcher holds them until ready names this generation.
+	// The shim's files go first: the kubelet starts the app containers once the postStart hook
+	// (wait-placed) sees the launcher there, and the launcher holds them until ready names this
+	// generation.
 	warning, err := placeShim(s.Cfg.Paths.ImageShimDir, s.Cfg.Paths.ShimDir, &res.Spec.Shim, s.Cfg.RequireShim)
 	if err != nil {
 		s.health.set(err.Error())

@@ -25,7 +25,7 @@ func main() {
 		cfg := ctrl.GetConfigOrDie()
 		cfg.QPS, cfg.Burst = o.QPS, o.Burst
 		if mgr, err = manager.New(cfg, o, log); err == nil {
-			log.Info("starting", "namespace", o.Namespace, "manageCerts", o.ManageCerts, "dataplaneImage", o.Inject.Image)
+			log.Info("starting", "namespace", o.Namespace, "manageCerts", o.ManageCerts, "dataplaneImage", o.Inject.Image, "allowedDataplaneImages", o.Inject.AllowedImages)
 			err = mgr.Start(ctrl.SetupSignalHandler())
 		}
 	}
@@ -37,7 +37,7 @@ func main() {
 
 func parseFlags() (manager.Options, error) {
 	o := manager.Options{Inject: inject.DefaultConfig()}
-	var pullPolicy, memory string
+	var pullPolicy, memory, allowedImages string
 	var qps float64
 	var burst int
 	flag.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint (0 disables it).")
@@ -54,6 +54,7 @@ func parseFlags() (manager.Options, error) {
 	flag.StringVar(&o.Certs.MutatingName, "mutating-webhook-configuration", "kube-fstack-injector", "MutatingWebhookConfiguration whose CA bundle the operator keeps.")
 	flag.StringVar(&o.Certs.ValidatingName, "validating-webhook-configuration", "kube-fstack-validator", "ValidatingWebhookConfiguration whose CA bundle the operator keeps.")
 	flag.StringVar(&o.Inject.Image, "dataplane-image", o.Inject.Image, "Dataplane image for StackInstances that name none.")
+	flag.StringVar(&allowedImages, "allowed-dataplane-images", "", "Comma-separated image prefixes a StackInstance's spec.dataplane.image must start with (e.g. registry.example/kube-fstack/); empty allows any; --dataplane-image is always allowed.")
 	flag.StringVar(&pullPolicy, "dataplane-pull-policy", "IfNotPresent", "imagePullPolicy of the injected dataplane.")
 	flag.StringVar(&o.Inject.HostSocketRoot, "vhost-socket-root", o.Inject.HostSocketRoot, "The CNI plugin's socket root on the nodes.")
 	flag.StringVar(&memory, "dataplane-memory", o.Inject.DataplaneMemory.String(), "Memory of the dataplane container when the StackInstance sets none.")
@@ -65,6 +66,7 @@ func parseFlags() (manager.Options, error) {
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zo)))
 	o.Inject.ImagePullPolicy = corev1.PullPolicy(pullPolicy)
+	o.Inject.AllowedImages = inject.ParseImagePrefixes(allowedImages)
 	mem, err := resource.ParseQuantity(memory)
 	if err != nil {
 		return o, fmt.Errorf("--dataplane-memory: %w", err)

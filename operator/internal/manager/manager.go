@@ -141,11 +141,13 @@ func New(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
 }
 
 func registerWebhooks(mgr ctrl.Manager, o Options) error {
-	if err := (&fswebhook.StackInstanceValidator{}).SetupWithManager(mgr); err != nil {
+	if err := (&fswebhook.StackInstanceValidator{Images: o.Inject}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	injector := fswebhook.NewPodInjector(mgr.GetCache(), mgr.GetAPIReader(), admission.NewDecoder(mgr.GetScheme()), o.Inject, o.Namespace)
 	mgr.GetWebhookServer().Register(fswebhook.InjectPath, &webhook.Admission{Handler: injector})
+	updates := &fswebhook.PodUpdateValidator{Config: o.Inject, OwnNamespace: o.Namespace, Decoder: admission.NewDecoder(mgr.GetScheme())}
+	mgr.GetWebhookServer().Register(fswebhook.PodUpdatePath, &webhook.Admission{Handler: updates})
 	return nil
 }
 

@@ -66,6 +66,11 @@ func (h *PodInjector) Handle(ctx context.Context, req admission.Request) admissi
 		return skip("operator-namespace", "the operator's own namespace is never injected")
 	}
 	if d := inject.Decide(pod); d != inject.Injected {
+		if d == inject.SkippedAlreadyInjected {
+			if errs := inject.CheckAlreadyInjected(pod, h.Config); len(errs) > 0 {
+				return refuse(pod, &inject.RejectError{Stack: inject.StackName(pod), Errs: errs})
+			}
+		}
 		return skip(string(d), "not injected: "+string(d))
 	}
 	prep, resp := h.prepare(ctx, req.Namespace, inject.StackName(pod))

@@ -5,18 +5,23 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/inject"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 )
 
 // StackInstanceValidator refuses StackInstances F-Stack cannot run, with every problem's field
 // path: the rules that need the whole spec at once (port ids as DPDK assigns them, the EAL
 // argument budget, address families, the flavor's limits) live in the renderer, which CEL
-// cannot express.
-type StackInstanceValidator struct{}
+// cannot express. It also refuses a spec.dataplane.image the operator does not allow.
+type StackInstanceValidator struct {
+	// Images holds the default dataplane image and the allowed prefixes.
+	Images inject.Config
+}
 
 // SetupWithManager registers the webhook.
 func (v *StackInstanceValidator) SetupWithManager(mgr ctrl.Manager) error {
@@ -25,12 +30,12 @@ func (v *StackInstanceValidator) SetupWithManager(mgr ctrl.Manager) error {
 
 // ValidateCreate checks a new StackInstance.
 func (v *StackInstanceValidator) ValidateCreate(_ context.Context, si *fsv1.StackInstance) (admission.Warnings, error) {
-	return nil, validate(si)
+	return nil, v.validate(si)
 }
 
 // ValidateUpdate checks a changed StackInstance and says that running pods keep their config.
 func (v *StackInstanceValidator) ValidateUpdate(_ context.Context, old, si *fsv1.StackInstance) (admission.Warnings, error) {
-	if err := validate(si); err != nil {
+	if err := v.validate(si); err != nil {
 		return nil, err
 	}
 	if !equality.Semantic.DeepEqual(old.Spec, si.Spec) && old.Status.BoundPods > 0 {
@@ -44,8 +49,12 @@ func (v *StackInstanceValidator) ValidateDelete(context.Context, *fsv1.StackInst
 	return nil, nil
 }
 
-func validate(si *fsv1.StackInstance) error {
-	if errs := render.Validate(&si.Spec); len(errs) > 0 {
+func (v *StackInstanceValidator) validate(si *fsv1.StackInstance) error {
+	errs := render.Validate(&si.Spec)
+	if ferr := v.Images.CheckImage(field.NewPath("spec", "dataplane", "image"), si.Spec.Dataplane.Image); ferr != nil {
+		errs = append(errs, ferr)
+	}
+	if len(errs) > 0 {
 		return apierrors.NewInvalid(fsv1.GroupVersion.WithKind("StackInstance").GroupKind(), si.Name, errs)
 	}
 	return nil

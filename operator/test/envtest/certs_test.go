@@ -98,7 +98,8 @@ func TestOperatorManagesWebhookCertificates(t *testing.T) {
 		if err := k8s.Get(ctx, types.NamespacedName{Name: val.Name}, v); err != nil {
 			return err
 		}
-		if !bytes.Equal(m.Webhooks[0].ClientConfig.CABundle, ca) || !bytes.Equal(v.Webhooks[0].ClientConfig.CABundle, ca) {
+		if !bytes.Equal(m.Webhooks[0].ClientConfig.CABundle, ca) || !bytes.Equal(v.Webhooks[0].ClientConfig.CABundle, ca) ||
+			!bytes.Equal(v.Webhooks[1].ClientConfig.CABundle, ca) {
 			return fmt.Errorf("caBundle not injected into both webhook configurations yet")
 		}
 		return nil
@@ -164,7 +165,10 @@ func decoyWebhooks(t *testing.T, mutName, valName string) (*admissionregistratio
 			NamespaceSelector: none, SideEffects: &sideEffects, AdmissionReviewVersions: []string{"v1"}}}}
 	val := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: valName},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "decoy.kubefstack.io", ClientConfig: ref, Rules: rules,
-			NamespaceSelector: none, SideEffects: &sideEffects, AdmissionReviewVersions: []string{"v1"}}}}
+			NamespaceSelector: none, SideEffects: &sideEffects, AdmissionReviewVersions: []string{"v1"}},
+			// The validator has two webhooks (StackInstances, pod updates): both need the CA.
+			{Name: "decoy2.kubefstack.io", ClientConfig: ref, Rules: rules,
+				NamespaceSelector: none, SideEffects: &sideEffects, AdmissionReviewVersions: []string{"v1"}}}}
 	if err := k8s.Create(context.Background(), mut); err != nil {
 		t.Fatal(err)
 	}

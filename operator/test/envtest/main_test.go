@@ -44,12 +44,16 @@ var (
 	root        = filepath.Join("..", "..", "..")
 )
 
-// injectConfig is what the goldens of internal/inject were made with.
+// injectConfig is what the goldens of internal/inject were made with, and an allow-list of
+// dataplane images (--allowed-dataplane-images) that admits the test stacks' own image.
 func injectConfig() inject.Config {
 	cfg := inject.DefaultConfig()
 	cfg.ImagePullPolicy = corev1.PullIfNotPresent
+	cfg.AllowedImages = []string{allowedImages}
 	return cfg
 }
+
+const allowedImages = "registry.example/fstack/"
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))

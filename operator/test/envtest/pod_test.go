@@ -46,7 +46,7 @@ func comparable(p *corev1.Pod) any {
 // creating an already injected pod changes nothing.
 func TestPodsInjectedLikeTheGoldens(t *testing.T) {
 	ctx := context.Background()
-	for _, name := range []string{"nginx-pci", "nginx-vhost", "nginx-sriov", "two-apps", "opt-out", "no-stack"} {
+	for _, name := range []string{"nginx-pci", "nginx-vhost", "nginx-sriov", "nginx-kni", "two-apps", "opt-out", "no-stack"} {
 		t.Run(name, func(t *testing.T) {
 			in := readPodFile(t, filepath.Join(goldenDir, name+".yaml"))
 			if s := inject.StackName(in); s != "" {

@@ -1,0 +1,71 @@
+package inject
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+)
+
+// A pod that arrives already carrying the status annotation is not injected again (a copy of an
+// injected pod, kubectl debug --copy-to, a re-applied manifest), but the annotation is only a
+// string anyone may write: such a pod could declare fstack-vhost itself and mount the node's
+// whole socket root, or point the dataplane's subPathExpr at another pod's directory. Its
+// pod-local volumes (emptyDirs, the downward API) reach nothing outside the pod; fstack-vhost
+// must be exactly what the injection makes of it.
+
+// CheckAlreadyInjected refuses an already injected pod whose fstack-vhost differs from the
+// injection's: a hostPath of the configured socket root, mounted only by the dataplane container
+// with subPathExpr $(POD_UID), where POD_UID is the pod's own UID.
+func CheckAlreadyInjected(pod *corev1.Pod, cfg Config) field.ErrorList {
+	var errs field.ErrorList
+	for i, v := range pod.Spec.Volumes {
+		if v.Name == podcontract.VhostVolume && (v.HostPath == nil || v.HostPath.Path != cfg.HostSocketRoot) {
+			errs = append(errs, field.Forbidden(field.NewPath("spec", "volumes").Index(i), fmt.Sprintf(
+				"%s must be the hostPath %s the injection makes; remove the %s annotation and the injected parts, and let the injection add them",
+				v.Name, cfg.HostSocketRoot, "kubefstack.io/status")))
+		}
+	}
+	check := func(path *field.Path, c *corev1.Container) {
+		for j, m := range c.VolumeMounts {
+			if m.Name == podcontract.VhostVolume && !isDataplaneVhostMount(c, m) {
+				errs = append(errs, injectedVolumeError(path.Child("volumeMounts").Index(j).Child("name"), m.Name))
+			}
+		}
+		for j, d := range c.VolumeDevices {
+			if d.Name == podcontract.VhostVolume {
+				errs = append(errs, injectedVolumeError(path.Child("volumeDevices").Index(j).Child("name"), d.Name))
+			}
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		check(field.NewPath("spec", "initContainers").Index(i), &pod.Spec.InitContainers[i])
+	}
+	for i := range pod.Spec.Containers {
+		check(field.NewPath("spec", "containers").Index(i), &pod.Spec.Containers[i])
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		c := corev1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		check(field.NewPath("spec", "ephemeralContainers").Index(i), &c)
+	}
+	return errs
+}
+
+// isDataplaneVhostMount: the dataplane's mount of its own directory, as dataplaneContainer makes
+// it. The env entry wins over envFrom, and the last entry of a name wins, so that one must be
+// the pod's UID.
+func isDataplaneVhostMount(c *corev1.Container, m corev1.VolumeMount) bool {
+	if c.Name != podcontract.DataplaneContainer || m.SubPath != "" || m.SubPathExpr != "$("+podcontract.EnvPodUID+")" {
+		return false
+	}
+	var uid *corev1.EnvVar
+	for i := range c.Env {
+		if c.Env[i].Name == podcontract.EnvPodUID {
+			uid = &c.Env[i]
+		}
+	}
+	return uid != nil && uid.Value == "" && uid.ValueFrom != nil && uid.ValueFrom.FieldRef != nil &&
+		uid.ValueFrom.FieldRef.FieldPath == "metadata.uid"
+}

@@ -1,0 +1,40 @@
+package inject
+
+import (
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+)
+
+// CheckPodUpdate refuses the two changes to a running injected pod that would undo what
+// admission decided (a pod's volumes and mounts are immutable, its images and labels are not):
+//   - a new image for the dataplane container outside the allowed images: the injection checked
+//     spec.dataplane.image, `kubectl set image` would bypass it;
+//   - removing or changing the stack label: every webhook of kube-fstack selects pods by it, so
+//     without it an ephemeral container could mount the node's socket root unchecked.
+func CheckPodUpdate(old, pod *corev1.Pod, cfg Config) field.ErrorList {
+	if !slices.ContainsFunc(old.Spec.Volumes, func(v corev1.Volume) bool {
+		return slices.Contains(podcontract.InjectedVolumes(), v.Name)
+	}) {
+		return nil // not injected: nothing to keep
+	}
+	var errs field.ErrorList
+	if was, now := old.Labels[fsv1.StackLabel], pod.Labels[fsv1.StackLabel]; was != now {
+		errs = append(errs, field.Forbidden(field.NewPath("metadata", "labels").Key(fsv1.StackLabel), fmt.Sprintf(
+			"an injected pod keeps its StackInstance label (%q); delete the pod to change it", was)))
+	}
+	for i, c := range pod.Spec.InitContainers {
+		if c.Name != podcontract.DataplaneContainer || i >= len(old.Spec.InitContainers) || old.Spec.InitContainers[i].Image == c.Image {
+			continue
+		}
+		if ferr := cfg.CheckImage(field.NewPath("spec", "initContainers").Index(i).Child("image"), c.Image); ferr != nil {
+			errs = append(errs, ferr)
+		}
+	}
+	return errs
+}

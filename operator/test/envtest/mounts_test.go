@@ -1,0 +1,72 @@
+package envtest
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Pods whose containers mount a volume the injector owns are refused with the mount's field
+// path: at creation by the injection webhook (an app container, an init container, a pod that
+// claims to be injected already), and later,
+// for ephemeral containers added through the pods/ephemeralcontainers subresource (which the
+// injection webhook never sees), by the validating webhook of that subresource. A harmless
+// ephemeral container is admitted, and pods outside opted-in namespaces are not judged.
+func TestPodsMountingInjectedVolumesRefused(t *testing.T) {
+	ctx := context.Background()
+	ensureStack(t, stack(t, "vhost-user", "vhost-user"))
+	ensureStack(t, stack(t, "nginx-shim", "nginx-shim"))
+	for file, path := range map[string]string{
+		"mounts-socket-root.yaml":   "spec.containers[0].volumeMounts[1].name",
+		"mounts-injected-init.yaml": "spec.initContainers[0].volumeMounts[0].name",
+		// Claims to be injected already (a forged status annotation), so it is not injected again.
+		"forged-status.yaml": "spec.containers[0].volumeMounts[0].name",
+	} {
+		pod := readPodFile(t, filepath.Join(goldenDir, file))
+		wantErr(t, k8s.Create(ctx, pod), path+": Forbidden", "remove this mount")
+	}
+
+	pod := readPodFile(t, filepath.Join(goldenDir, "nginx-vhost.yaml"))
+	pod.Name = "debugged"
+	if err := k8s.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	reach := debugContainer("reach", corev1.VolumeMount{Name: "fstack-vhost", MountPath: "/all-pods"})
+	wantErr(t, addEphemeral(ctx, pod, reach), "spec.ephemeralContainers[0].volumeMounts[0].name: Forbidden", "fstack-vhost")
+	got := &corev1.Pod{}
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Spec.EphemeralContainers) != 0 {
+		t.Fatalf("the refused ephemeral container was stored: %+v", got.Spec.EphemeralContainers)
+	}
+	if err := addEphemeral(ctx, got, debugContainer("harmless")); err != nil {
+		t.Fatalf("a harmless ephemeral container was refused: %v", err)
+	}
+
+	plain := readPodFile(t, filepath.Join(goldenDir, "nginx-vhost.yaml"))
+	plain.Name, plain.Namespace = "debugged-plain", plainNS
+	plain.Spec.Volumes = []corev1.Volume{{Name: "fstack-vhost", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	if err := k8s.Create(ctx, plain); err != nil {
+		t.Fatal(err)
+	}
+	if err := addEphemeral(ctx, plain, reach); err != nil {
+		t.Fatalf("namespace %s did not opt in, yet its ephemeral container was judged: %v", plainNS, err)
+	}
+}
+
+func debugContainer(name string, mounts ...corev1.VolumeMount) corev1.EphemeralContainer {
+	return corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name: name, Image: "localhost/nginx:1.22", Command: []string{"sleep", "1"}, VolumeMounts: mounts,
+		TerminationMessagePolicy: corev1.TerminationMessageReadFile, ImagePullPolicy: corev1.PullIfNotPresent}}
+}
+
+// addEphemeral adds c through the pods/ephemeralcontainers subresource, as kubectl debug does.
+func addEphemeral(ctx context.Context, pod *corev1.Pod, c corev1.EphemeralContainer) error {
+	p := pod.DeepCopy()
+	p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, c)
+	return k8s.SubResource("ephemeralcontainers").Update(ctx, p)
+}

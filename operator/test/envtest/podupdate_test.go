@@ -1,0 +1,58 @@
+package envtest
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+)
+
+// Updates of an injected pod cannot undo admission: a dataplane image outside the allowed ones
+// (kubectl set image) and removing the stack label (which every kube-fstack webhook selects by)
+// are refused with the field path; an allowed image and unrelated changes pass.
+func TestInjectedPodUpdatesRefused(t *testing.T) {
+	ctx := context.Background()
+	ensureStack(t, stack(t, "vhost-user", "vhost-user"))
+	pod := readPodFile(t, filepath.Join(goldenDir, "nginx-vhost.yaml"))
+	pod.Name = "updated"
+	if err := k8s.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, updatePod(ctx, pod.Name, func(p *corev1.Pod) { p.Spec.InitContainers[0].Image = "evil.example/fstack/dataplane:v1" }),
+		"spec.initContainers[0].image: Invalid value", "--allowed-dataplane-images")
+	wantErr(t, updatePod(ctx, pod.Name, func(p *corev1.Pod) { delete(p.Labels, fsv1.StackLabel) }),
+		"metadata.labels[kubefstack.io/stack]: Forbidden")
+	if err := updatePod(ctx, pod.Name, func(p *corev1.Pod) { p.Spec.InitContainers[0].Image = allowedImages + "dataplane:v1.25" }); err != nil {
+		t.Fatalf("an allowed dataplane image was refused: %v", err)
+	}
+	if err := updatePod(ctx, pod.Name, func(p *corev1.Pod) { p.Labels["team"] = "web" }); err != nil {
+		t.Fatalf("an unrelated update was refused: %v", err)
+	}
+	optOut := readPodFile(t, filepath.Join(goldenDir, "opt-out.yaml"))
+	optOut.Name = "opted-out-updated"
+	if err := k8s.Create(ctx, optOut); err != nil {
+		t.Fatal(err)
+	}
+	if err := updatePod(ctx, optOut.Name, func(p *corev1.Pod) { delete(p.Labels, fsv1.StackLabel) }); err != nil {
+		t.Fatalf("a pod that was never injected may lose its label: %v", err)
+	}
+}
+
+// updatePod applies change to the stored pod, retrying on conflicts.
+func updatePod(ctx context.Context, name string, change func(*corev1.Pod)) error {
+	for {
+		p := &corev1.Pod{}
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: optedInNS, Name: name}, p); err != nil {
+			return err
+		}
+		change(p)
+		if err := k8s.Update(ctx, p); !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+}
