@@ -97,7 +97,7 @@ static void attach(void)
 	} else {
 		snprintf(msg, sizeof(msg), "no shim context file %s (is the supervisor run with --shim-contexts=standin?): using kernel sockets", slot_path);
 	}
-	standin_announce(msg);
+	standin_announce("contexts", msg);
 }
 
 int socket(int domain, int type, int protocol)

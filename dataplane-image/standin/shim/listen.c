@@ -48,7 +48,7 @@ int bind(int fd, const struct sockaddr *addr, socklen_t len)
 			snprintf(msg, sizeof(msg), "bind() to %s:%d moved to 127.0.0.1 (F-Stack serves no kernel listener)",
 				 inet_ntoa(in.sin_addr), ntohs(in.sin_port));
 			in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-			standin_announce(msg);
+			standin_announce("listen", msg);
 			return next(fd, (const struct sockaddr *)&in, sizeof(in));
 		}
 	} else if (addr && addr->sa_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
@@ -60,7 +60,7 @@ int bind(int fd, const struct sockaddr *addr, socklen_t len)
 				 ntohs(in6.sin6_port));
 			in6.sin6_addr = in6addr_loopback;
 			in6.sin6_scope_id = 0;
-			standin_announce(msg);
+			standin_announce("listen", msg);
 			return next(fd, (const struct sockaddr *)&in6, sizeof(in6));
 		}
 	}

@@ -2,7 +2,10 @@
 #ifndef KUBE_FSTACK_STANDIN_H
 #define KUBE_FSTACK_STANDIN_H
 
-/* standin_announce prints, once per process, that the stand-in acted and what it did first. */
-void standin_announce(const char *what);
+/*
+ * standin_announce prints that the stand-in acted and what it did, the first time a hook of the
+ * given kind (a string literal, e.g. "listen") acts in a process.
+ */
+void standin_announce(const char *kind, const char *what);
 
 #endif
