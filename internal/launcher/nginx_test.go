@@ -1,17 +1,16 @@
 package launcher
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/kube-fstack/kube-fstack/internal/nginxconf"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/syncbuf"
 )
 
 // fakeNginx writes an executable named nginx (a shell script standing in for the binary: what
@@ -103,7 +102,7 @@ func TestStopsNginxGracefullyFirst(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			l, dir, _ := newTest(t, 0)
-			log := &syncBuffer{}
+			log := &syncbuf.Buffer{}
 			l.Log = log
 			l.QuitGrace, l.TermGrace = 300*time.Millisecond, 300*time.Millisecond
 			ready(t, dir, "1")
@@ -124,22 +123,4 @@ func TestStopsNginxGracefullyFirst(t *testing.T) {
 			}
 		})
 	}
-}
-
-// syncBuffer is a log the test reads while the launcher writes it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -1,12 +1,10 @@
 package supervisor
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,25 +12,8 @@ import (
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
+	"github.com/kube-fstack/kube-fstack/internal/syncbuf"
 )
-
-// syncBuffer is the supervisor's log, read while it runs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // harness is a fake pod tree: spec, device info, volumes, and fake fact sources.
 type harness struct {
@@ -42,13 +23,13 @@ type harness struct {
 	env    map[string]string
 	fsType int64
 	bsize  int64
-	log    *syncBuffer
+	log    *syncbuf.Buffer
 }
 
 func newHarness(t *testing.T, spec *fsv1.StackInstanceSpec) *harness {
 	t.Helper()
 	root := t.TempDir()
-	h := &harness{t: t, cpus: []int{2, 3}, env: map[string]string{}, fsType: hugetlbfsMagic, bsize: 2 << 20, log: &syncBuffer{}}
+	h := &harness{t: t, cpus: []int{2, 3}, env: map[string]string{}, fsType: hugetlbfsMagic, bsize: 2 << 20, log: &syncbuf.Buffer{}}
 	h.paths = Paths{
 		SpecFile: filepath.Join(root, "podinfo", "spec"), PodInfoDir: filepath.Join(root, "podinfo"),
 		PodSocketDir: filepath.Join(root, "vhost"), HugePagesDir: filepath.Join(root, "huge"),

@@ -8,13 +8,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/telemetry"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/syncbuf"
 )
 
 // App restarts against a long-lived dataplane, with the stand-in shim's context slots standing
@@ -140,7 +140,7 @@ func (a *testApp) startAndKill(t *testing.T, launcher bool) string {
 	args := append([]string{"--mount", "--pid", "--fork", "--mount-proc", "--propagation", "private", "--", "sh", "-c", containerScript, "sh",
 		filepath.Join(a.p.dir, "empty"), a.p.shimDir, a.p.runDir, env.huge.Dir, ""}, cmd...)
 	c := exec.Command("unshare", args...)
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	c.Stdout, c.Stderr = &out, &out
 	must(t, c.Start())
 	deadline := time.Now().Add(60 * time.Second)
@@ -156,21 +156,4 @@ func (a *testApp) startAndKill(t *testing.T, launcher bool) string {
 	}
 	_ = c.Wait()
 	return out.String()
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
