@@ -18,7 +18,7 @@ candidates() {
   [ ${#roots[@]} -gt 0 ] || roots=(.)
   for r in "${roots[@]}"; do
     r=${r%/...}
-    grep -rlE --include='*_test.go' --exclude-dir=.git --exclude-dir=bin --exclude-dir=_output '^func Fuzz[A-Za-z0-9_]*\(' "$r" 2>/dev/null || true
+    grep -rlE --include='*_test.go' --exclude-dir=.git --exclude-dir=.cache --exclude-dir=bin --exclude-dir=_output '^func Fuzz[A-Za-z0-9_]*\(' "$r" 2>/dev/null || true
   done | grep -vE '^\./(\.cache|bin|_output)/' | xargs -r -n1 dirname | sort -u
 }
 
