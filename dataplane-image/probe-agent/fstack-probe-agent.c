@@ -162,21 +162,17 @@ int send_all(int fd, const void *data, size_t n, long long deadline)
 	return 0;
 }
 
-int read_full(int fd, void *data, size_t n, long long deadline, const char **why)
+/*
+ * read_some reads what is there (0 at end of stream), retrying on EAGAIN until deadline: the
+ * shim hooks no poll(), so waiting is polling. -1 with *why on failure.
+ */
+static ssize_t read_some(int fd, char *buf, size_t n, long long deadline, const char **why)
 {
-	char *buf = data;
-	size_t have = 0;
+	for (;;) {
+		ssize_t r = read(fd, buf, n);
 
-	while (have < n) {
-		ssize_t r = read(fd, buf + have, n - have);
-		if (r > 0) {
-			have += r;
-			continue;
-		}
-		if (r == 0) {
-			*why = "connection closed early";
-			return -1;
-		}
+		if (r >= 0)
+			return r;
 		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
 			*why = strerror(errno);
 			return -1;
@@ -186,6 +182,24 @@ int read_full(int fd, void *data, size_t n, long long deadline, const char **why
 			return -1;
 		}
 		pause_briefly();
+	}
+}
+
+int read_full(int fd, void *data, size_t n, long long deadline, const char **why)
+{
+	char *buf = data;
+	size_t have = 0;
+
+	while (have < n) {
+		ssize_t r = read_some(fd, buf + have, n - have, deadline, why);
+
+		if (r < 0)
+			return -1;
+		if (r == 0) {
+			*why = "connection closed early";
+			return -1;
+		}
+		have += r;
 	}
 	return 0;
 }
@@ -197,27 +211,18 @@ static int read_status(int fd, long long deadline, const char **why)
 	size_t have = 0;
 
 	for (;;) {
-		ssize_t r = read(fd, buf + have, sizeof(buf) - 1 - have);
-		if (r > 0) {
-			have += r;
-			buf[have] = 0;
-			if (strstr(buf, "\r\n") || strchr(buf, '\n') || have == sizeof(buf) - 1)
-				break;
-			continue;
-		}
+		ssize_t r = read_some(fd, buf + have, sizeof(buf) - 1 - have, deadline, why);
+
+		if (r < 0)
+			return -1;
 		if (r == 0) {
 			*why = have ? "connection closed inside the status line" : "connection closed before any response";
 			return -1;
 		}
-		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-			*why = strerror(errno);
-			return -1;
-		}
-		if (now_ms() >= deadline) {
-			*why = "timed out waiting for the response";
-			return -1;
-		}
-		pause_briefly();
+		have += r;
+		buf[have] = 0;
+		if (strchr(buf, '\n') || have == sizeof(buf) - 1)
+			break;
 	}
 	/* "HTTP/1.x NNN ..." */
 	if (strncmp(buf, "HTTP/", 5) != 0 || !strchr(buf, ' ')) {
