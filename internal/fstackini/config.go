@@ -144,11 +144,27 @@ func (p *parser) dpdk(name, value string) error {
 	case "vlan_filter":
 		p.c.VLANFilter, err = parseList(value)
 	case "nb_vdev":
-		p.c.NbVdev, err = strconv.Atoi(value)
+		p.c.NbVdev, err = parseCount(value)
 	case "nb_bond":
-		p.c.NbBond, err = strconv.Atoi(value)
+		p.c.NbBond, err = parseCount(value)
 	}
 	return err
+}
+
+// maxDevCount bounds nb_vdev and nb_bond: each device takes a DPDK port id, and DPDK has
+// RTE_MAX_ETHPORTS (32) of them; F-Stack's own EAL argv budget (FSTACK.md 2.3) is smaller still.
+// Without the bound a count of 10^12 would have the checks walk 10^12 sections.
+const maxDevCount = 32
+
+func parseCount(value string) (int, error) {
+	n, err := strconv.Atoi(value)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not an integer", value)
+	}
+	if n < 0 || n > maxDevCount {
+		return 0, fmt.Errorf("%d is outside 0..%d (RTE_MAX_ETHPORTS)", n, maxDevCount)
+	}
+	return n, nil
 }
 
 func (p *parser) simple(m *map[string]string, name, value string, keys ...string) error {
