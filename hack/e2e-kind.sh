@@ -50,5 +50,6 @@ export E2E_KUBECONFIG="$KUBECONFIG_KIND" E2E_KUBECTL="$KUBECTL" E2E_OVSDB_SOCK="
   E2E_OVS_NETNS="${E2E_OVS_NETNS:-}" E2E_OVS_BRIDGE=br-fstack E2E_SOCKET_ROOT=/var/run/kube-fstack/vhost \
   E2E_LOG_DIR=/var/log/kube-fstack E2E_OPERATOR_NAMESPACE=kube-fstack-system E2E_RELEASE=kube-fstack \
   E2E_DATAPLANE_IMAGE=localhost/kube-fstack/dataplane-standin:dev E2E_NODE="$NODE" \
-  E2E_NODE_EXEC="docker exec $NODE" E2E_ATTACHMENT=net1 E2E_NETWORKS=kube-fstack-system/fstack-net@net1
+  E2E_NODE_EXEC="docker exec $NODE" E2E_ATTACHMENT=net1 E2E_NETWORKS=kube-fstack-system/fstack-net@net1 \
+  E2E_OPERATOR_ARCHIVE="$ROOT/.cache/images/operator.oci.tar" E2E_CNI_ARCHIVE="$ROOT/.cache/images/cni.oci.tar"
 go test ./e2e/ -count=1 -v -timeout 30m "$@"

@@ -152,5 +152,6 @@ e2e_env() {
     E2E_OVS_NETNS="$OVS_NETNS" E2E_OVS_BRIDGE="$OVS_BRIDGE" E2E_SOCKET_ROOT="$SOCKET_ROOT" E2E_LOG_DIR="$LOGS" \
     E2E_OPERATOR_NAMESPACE="${RELEASE_NAMESPACE:-kube-fstack-system}" E2E_RELEASE="${RELEASE:-kube-fstack}" \
     E2E_DATAPLANE_IMAGE=localhost/kube-fstack/dataplane-standin:dev E2E_NODE="$NODE_NAME" \
-    E2E_OVS_RESTART="$ROOT/hack/cluster/ovs-restart.sh" E2E_IPAM_DIR="$CNI_DATA/fstack/$NET_NAME"
+    E2E_OVS_RESTART="$ROOT/hack/cluster/ovs-restart.sh" E2E_IPAM_DIR="$CNI_DATA/fstack/$NET_NAME" \
+    E2E_OPERATOR_ARCHIVE="$ROOT/.cache/images/operator.oci.tar" E2E_CNI_ARCHIVE="$ROOT/.cache/images/cni.oci.tar"
 }
