@@ -122,7 +122,7 @@ image-cni: ## Build the CNI installer image from cni/Dockerfile with buildah (no
 	hack/image-cni.sh
 
 .PHONY: image-dataplane-standin
-image-dataplane-standin: ## Build the stand-in dataplane image (Debian DPDK + supervisor) as an OCI tarball, no daemon (root).
+image-dataplane-standin: ## Build the stand-in dataplane image (Debian DPDK + supervisor), packed with buildah as an OCI archive, no daemon (root).
 	hack/image-dataplane-standin.sh
 
 ##@ Cluster
