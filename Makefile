@@ -113,12 +113,16 @@ bench: ## Benchmarks of the pure packages.
 	$(GO) test ./internal/... -run '^$$' -bench . -benchmem
 
 ##@ Images
+.PHONY: image-operator
+image-operator: ## Build the operator image from ./Dockerfile with buildah (no daemon, no registry, no network; root), as an OCI archive.
+	hack/image-operator.sh
+
 .PHONY: image-cni
-image-cni: ## Build the CNI installer image (static fstack-cni + installer) as an OCI tarball with umoci.
+image-cni: ## Build the CNI installer image from cni/Dockerfile with buildah (no daemon, no registry, no network; root), as an OCI archive.
 	hack/image-cni.sh
 
 .PHONY: image-dataplane-standin
-image-dataplane-standin: ## Build the stand-in dataplane image (Debian DPDK + supervisor) as an OCI tarball, no daemon (root).
+image-dataplane-standin: ## Build the stand-in dataplane image (Debian DPDK + supervisor), packed with buildah as an OCI archive, no daemon (root).
 	hack/image-dataplane-standin.sh
 
 ##@ Cluster
@@ -156,12 +160,11 @@ bench-cluster: $(HELM) ## Pod create -> Ready on the local cluster, injected, no
 
 ##@ Lint
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## gofmt, go vet, golangci-lint and shellcheck of the image's build script.
+lint: $(GOLANGCI_LINT) ## gofmt, go vet, golangci-lint and shellcheck of every shell script.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	$(GOLANGCI_LINT) run ./...
-	@command -v shellcheck >/dev/null || { echo "shellcheck not found: hack/install-deps.sh installs it"; exit 1; }
-	shellcheck dataplane-image/build/build-fstack.sh dataplane-image/build/testdata/bin/*
+	hack/shellcheck.sh
 
 ##@ Tools
 .PHONY: tools

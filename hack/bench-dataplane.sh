@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-TAR=.cache/images/dataplane-standin.tar
+TAR=.cache/images/dataplane-standin.oci.tar
 BUNDLE=.cache/dataplane-standin/bundle
 RUNS=${RUNS:-5}
 

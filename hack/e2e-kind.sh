@@ -27,7 +27,7 @@ KUBECTL="$(command -v kubectl)" || die "kubectl is required on PATH"
   || die "the host's OVS needs a netdev bridge br-fstack"
 mkdir -p /var/run/kube-fstack
 [ -x "$KIND" ] || { GOBIN="$ROOT/bin" go install "sigs.k8s.io/kind@$KIND_VERSION" && mv "$ROOT/bin/kind" "$KIND"; }
-make -s tools build image-cni image-dataplane-standin
+make -s tools build
 
 "$KIND" get clusters | grep -qx "$CLUSTER_NAME" || "$KIND" create cluster --name "$CLUSTER_NAME" --config hack/kind/cluster.yaml
 KUBECONFIG_KIND="$ROOT/_output/kind.kubeconfig"
@@ -38,10 +38,10 @@ kc -n kube-system rollout status daemonset/kube-multus-ds --timeout=300s
 
 # The images are OCI tarballs built without a daemon: import them into the node's containerd.
 hack/cluster/images.sh build
-for pair in operator:localhost/kube-fstack/operator cni:localhost/kube-fstack/cni nginx:localhost/nginx; do
-  docker exec -i "$NODE" ctr -n k8s.io images import --base-name "${pair#*:}" - <".cache/cluster/cache/images/${pair%%:*}.tar"
+for pair in images/operator:localhost/kube-fstack/operator images/cni:localhost/kube-fstack/cni \
+    images/dataplane-standin:localhost/kube-fstack/dataplane-standin cluster/cache/images/nginx:localhost/nginx; do
+  docker exec -i "$NODE" ctr -n k8s.io images import --base-name "${pair#*:}" - <".cache/${pair%%:*}.oci.tar"
 done
-docker exec -i "$NODE" ctr -n k8s.io images import --base-name localhost/kube-fstack/dataplane-standin - <.cache/images/dataplane-standin.tar
 
 KUBECONFIG="$KUBECONFIG_KIND" "$HELM" upgrade --install kube-fstack charts/kube-fstack -n kube-fstack-system \
   --create-namespace -f hack/kind/values.yaml --wait --timeout 5m
@@ -50,5 +50,6 @@ export E2E_KUBECONFIG="$KUBECONFIG_KIND" E2E_KUBECTL="$KUBECTL" E2E_OVSDB_SOCK="
   E2E_OVS_NETNS="${E2E_OVS_NETNS:-}" E2E_OVS_BRIDGE=br-fstack E2E_SOCKET_ROOT=/var/run/kube-fstack/vhost \
   E2E_LOG_DIR=/var/log/kube-fstack E2E_OPERATOR_NAMESPACE=kube-fstack-system E2E_RELEASE=kube-fstack \
   E2E_DATAPLANE_IMAGE=localhost/kube-fstack/dataplane-standin:dev E2E_NODE="$NODE" \
-  E2E_NODE_EXEC="docker exec $NODE" E2E_ATTACHMENT=net1 E2E_NETWORKS=kube-fstack-system/fstack-net@net1
+  E2E_NODE_EXEC="docker exec $NODE" E2E_ATTACHMENT=net1 E2E_NETWORKS=kube-fstack-system/fstack-net@net1 \
+  E2E_OPERATOR_ARCHIVE="$ROOT/.cache/images/operator.oci.tar" E2E_CNI_ARCHIVE="$ROOT/.cache/images/cni.oci.tar"
 go test ./e2e/ -count=1 -v -timeout 30m "$@"

@@ -32,9 +32,9 @@ for dir in $(candidates "$@"); do
     echo "$names" >&2
     exit 1
   fi
-  for name in $(grep -E '^Fuzz' <<<"$names"); do
+  while read -r name; do
     list+=("$pkg $name")
-  done
+  done < <(grep -E '^Fuzz' <<<"$names" || true)
 done
 if [ ${#list[@]} -eq 0 ]; then
   echo "fuzz: no fuzz targets found" >&2

@@ -8,16 +8,18 @@
 #   (ctr -n k8s.io images import --base-name localhost/kube-fstack/dataplane-standin <tar>)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=hack/lib/image.sh
+source hack/lib/image.sh
 
 IMAGE_NAME=localhost/kube-fstack/dataplane-standin
 TAG=dev
 CACHE=$PWD/.cache
 ROOTFS=$CACHE/dataplane-standin/rootfs
 WORK=$CACHE/dataplane-standin/work
-OUT=$CACHE/images/dataplane-standin.tar
+OUT=$CACHE/images/dataplane-standin.oci.tar
 # What the stand-in's supervisor starts: DPDK's own programs, linked the same way for the
 # primary and any secondary (PLATFORM.md: mixed builds exchange garbage).
-DPDK_PACKAGES="dpdk-dev librte-net-virtio23 librte-mempool-ring23 librte-net-null23"
+DPDK_PACKAGES=(dpdk-dev librte-net-virtio23 librte-mempool-ring23 librte-net-null23)
 APT_OPTS=(-o DPkg::Lock::Timeout=600 -y -qq --no-install-recommends)
 
 need() {
@@ -26,24 +28,15 @@ need() {
   DEBIAN_FRONTEND=noninteractive apt-get "${APT_OPTS[@]}" install "$2"
 }
 
-# The machine's own Debian mirror, so nothing here names one.
-mirror() {
-  local m
-  m=$(grep -hoE '^(URIs:|deb) +[^ ]+' /etc/apt/sources.list /etc/apt/sources.list.d/*.sources 2>/dev/null \
-        | awk '{print $2}' | grep -E '/debian/?$' | head -1)
-  [ -n "$m" ] || { echo "no Debian mirror in /etc/apt/sources.list*" >&2; exit 1; }
-  echo "$m"
-}
-
 build_rootfs() {
   [ -f "$ROOTFS/.complete" ] && { echo "rootfs: cached at $ROOTFS"; return; }
   rm -rf "$ROOTFS" && mkdir -p "$ROOTFS"
   echo "rootfs: debootstrap bookworm (about 1-2 min)"
-  debootstrap --variant=minbase bookworm "$ROOTFS" "$(mirror)" >"$CACHE/dataplane-standin/debootstrap.log"
+  debootstrap --variant=minbase bookworm "$ROOTFS" "$(debian_mirror)" >"$CACHE/dataplane-standin/debootstrap.log"
   mount -t proc proc "$ROOTFS/proc"
   trap 'umount "$ROOTFS/proc" 2>/dev/null || true' EXIT
-  echo "rootfs: apt-get install $DPDK_PACKAGES"
-  chroot "$ROOTFS" env DEBIAN_FRONTEND=noninteractive apt-get "${APT_OPTS[@]}" install $DPDK_PACKAGES \
+  echo "rootfs: apt-get install ${DPDK_PACKAGES[*]}"
+  chroot "$ROOTFS" env DEBIAN_FRONTEND=noninteractive apt-get "${APT_OPTS[@]}" install "${DPDK_PACKAGES[@]}" \
     >"$CACHE/dataplane-standin/apt.log"
   chroot "$ROOTFS" apt-get clean
   umount "$ROOTFS/proc"; trap - EXIT
@@ -87,31 +80,18 @@ build_overlay() {
 CMD=(--program-mode --program=/usr/bin/dpdk-testpmd --program-lcores-per-proc=2
   --ready-telemetry=/mempool/list~mb_pool_0 --shim-contexts=standin
   --primary-args=--total-num-mbufs=8192 --primary-args=--forward-mode=icmpecho --secondary-args=--forward-mode=rxonly)
-for a in --rxq={procs} --txq={procs} --num-procs={procs} --proc-id={proc} --auto-start; do
+for a in '--rxq={procs}' '--txq={procs}' '--num-procs={procs}' '--proc-id={proc}' --auto-start; do
   CMD+=("--primary-args=$a" "--secondary-args=$a")
 done
 
 build_layout() {
-  local layout=$WORK/layout
-  rm -rf "$layout"
-  umoci init --layout "$layout"
-  umoci new --image "$layout:$TAG"
-  umoci insert --image "$layout:$TAG" "$ROOTFS" /
-  umoci insert --image "$layout:$TAG" "$WORK/overlay" /
-  umoci config --image "$layout:$TAG" \
-    --config.entrypoint /usr/local/bin/fstack-supervisor \
-    "${CMD[@]/#/--config.cmd=}" \
-    --config.label io.kubefstack.fstack-version=none \
-    --config.label io.kubefstack.flavor=KubeFStack \
-    --config.label io.kubefstack.shim-modes=none \
-    --config.label io.kubefstack.standin=dpdk-testpmd
-  umoci gc --layout "$layout"
-  mkdir -p "$(dirname "$OUT")"
-  tar -C "$layout" -cf "$OUT" .
+  pack --label io.kubefstack.fstack-version=none --label io.kubefstack.flavor=KubeFStack \
+    --label io.kubefstack.shim-modes=none --label io.kubefstack.standin=dpdk-testpmd \
+    "$OUT" "$IMAGE_NAME:$TAG" /usr/local/bin/fstack-supervisor "$ROOTFS" "$WORK/overlay" -- "${CMD[@]}"
 }
 
 need debootstrap debootstrap
-need umoci umoci
+need buildah buildah
 need gcc gcc
 mkdir -p "$CACHE/dataplane-standin"
 build_rootfs

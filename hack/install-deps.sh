@@ -7,14 +7,16 @@ set -euo pipefail
 
 APT_PACKAGES=(
   git make gcc patch
-  # make lint: shellcheck of the dataplane image's build script (whose tests need patch, above).
+  # make lint: shellcheck of every shell script (the image build script's tests need patch, above).
   shellcheck
   # Operator envtest (make test-envtest): etcd beside the kube-apiserver built from source.
   etcd-server
   # CNI node tests (make test-node): OVS-DPDK, DPDK testpmd and its virtio PMD, netns tools.
   openvswitch-switch-dpdk dpdk-dev librte-net-virtio23 librte-mempool-ring23 iproute2 iputils-ping util-linux
-  # Dataplane tests and the stand-in image (make test-dataplane, make image-dataplane-standin).
-  librte-net-null23 debootstrap umoci
+  # Dataplane tests and the stand-in image (make test-dataplane, make image-dataplane-standin);
+  # buildah builds every image (the Dockerfiles of make image-operator/image-cni, and the packed
+  # ones) with no daemon or registry; umoci unpacks the stand-in for make bench-dataplane.
+  librte-net-null23 debootstrap buildah umoci
 )
 
 # The local single-node cluster (hack/cluster/up.sh): container runtime, kube-proxy's and

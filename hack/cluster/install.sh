@@ -27,7 +27,7 @@ KUBECONFIG="$KUBECONFIG_ADMIN" "$HELM" upgrade --install "$RELEASE" "$ROOT/chart
     die "helm install of the chart failed (see above)"
   }
 # A rebuilt image under the same tag needs new pods; helm sees no change in the manifests.
-images_now="$(stat -c %Y "$CACHE/images/operator.tar" "$ROOT/.cache/images/cni.tar" | xargs)"
+images_now="$(stat -c %Y "$ROOT/.cache/images/operator.oci.tar" "$ROOT/.cache/images/cni.oci.tar" | xargs)"
 if [ "$(cat "$RUN/installed-images" 2>/dev/null)" != "$images_now" ]; then
   if [ -f "$RUN/installed-images" ]; then
     log "images changed: restarting the operator and the CNI installer"

@@ -146,29 +146,12 @@ vsctl() { ovs-vsctl --db="unix:$OVS_DB_SOCK" "$@"; }
 # The daemons in start order; down.sh stops them in reverse.
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy)
 
-# pack OUT TAG ENTRYPOINT DIR... [-- CMD...]: one image from directories inserted at /.
-pack() {
-  local out="$1" tag="$2" entry="$3" work; shift 3
-  local dirs=() cmd=()
-  while [ $# -gt 0 ] && [ "$1" != "--" ]; do dirs+=("$1"); shift; done
-  [ $# -gt 0 ] && shift
-  cmd=("$@")
-  mkdir -p "$CACHE"; work="$(mktemp -d "$CACHE/pack.XXXXXX")"
-  umoci init --layout "$work/layout"
-  umoci new --image "$work/layout:$tag"
-  local d
-  for d in "${dirs[@]}"; do umoci insert --image "$work/layout:$tag" "$d" / >/dev/null; done
-  umoci config --image "$work/layout:$tag" --config.entrypoint "$entry" "${cmd[@]/#/--config.cmd=}"
-  umoci gc --layout "$work/layout"
-  tar -C "$work/layout" -cf "$out.tmp" . && mv "$out.tmp" "$out"
-  rm -rf "$work"
-}
-
 # e2e_env: what the Go e2e suite and the cluster benchmark read to find this cluster (e2e/framework).
 e2e_env() {
   export E2E_KUBECONFIG="$KUBECONFIG_ADMIN" E2E_KUBECTL="$K8S_BIN/kubectl" E2E_OVSDB_SOCK="$OVS_DB_SOCK" \
     E2E_OVS_NETNS="$OVS_NETNS" E2E_OVS_BRIDGE="$OVS_BRIDGE" E2E_SOCKET_ROOT="$SOCKET_ROOT" E2E_LOG_DIR="$LOGS" \
     E2E_OPERATOR_NAMESPACE="${RELEASE_NAMESPACE:-kube-fstack-system}" E2E_RELEASE="${RELEASE:-kube-fstack}" \
     E2E_DATAPLANE_IMAGE=localhost/kube-fstack/dataplane-standin:dev E2E_NODE="$NODE_NAME" \
-    E2E_OVS_RESTART="$ROOT/hack/cluster/ovs-restart.sh" E2E_IPAM_DIR="$CNI_DATA/fstack/$NET_NAME"
+    E2E_OVS_RESTART="$ROOT/hack/cluster/ovs-restart.sh" E2E_IPAM_DIR="$CNI_DATA/fstack/$NET_NAME" \
+    E2E_OPERATOR_ARCHIVE="$ROOT/.cache/images/operator.oci.tar" E2E_CNI_ARCHIVE="$ROOT/.cache/images/cni.oci.tar"
 }

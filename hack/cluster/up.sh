@@ -16,7 +16,7 @@ T0=$(date +%s)
 preflight() {
   [ "$(id -u)" = 0 ] || die "run as root: the cluster mounts, creates cgroups and iptables rules"
   local c missing=()
-  for c in containerd runc ctr iptables conntrack umoci openssl gcc ovsdb-server ovs-vsctl /usr/bin/etcd "$OVS_VSWITCHD"; do
+  for c in containerd runc ctr iptables conntrack buildah openssl gcc ovsdb-server ovs-vsctl /usr/bin/etcd "$OVS_VSWITCHD"; do
     command -v "$c" >/dev/null || missing+=("$c")
   done
   [ ${#missing[@]} -eq 0 ] || die "missing ${missing[*]}: run hack/install-deps.sh --cluster"
