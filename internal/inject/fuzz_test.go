@@ -18,7 +18,7 @@ func FuzzInject(f *testing.F) {
 	for i, name := range fixtures.PodNames() {
 		f.Add(fixtures.MustRead(f, "pods/"+name+".yaml"), uint8(i))
 	}
-	stacks := testStacks(f)
+	stacks := fixtures.Stacks(f)
 	names := make([]string, 0, len(stacks))
 	for n := range stacks {
 		names = append(names, n)
@@ -49,7 +49,7 @@ func FuzzInject(f *testing.F) {
 }
 
 func BenchmarkInject(b *testing.B) {
-	stacks := testStacks(b)
+	stacks := fixtures.Stacks(b)
 	for _, name := range []string{"nginx-vhost", "two-apps"} {
 		pod := fixtures.LoadPod(b, name)
 		stack := stacks[StackName(pod)]

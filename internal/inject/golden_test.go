@@ -11,25 +11,21 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/golden"
 )
-
-// testStacks are the sample StackInstances plus the fixtures' own, by name.
-func testStacks(t testing.TB) map[string]*fsv1.StackInstance { return fixtures.Stacks(t) }
 
 // TestGolden checks golden pairs, as Istio's injector has them: the fixture pod x
 // (internal/fixtures/pods/x.yaml) and testdata/x.yaml.injected, what injection makes of it, or
 // testdata/x.yaml.err, why it is refused.
 func TestGolden(t *testing.T) {
-	stacks := testStacks(t)
+	stacks := fixtures.Stacks(t)
 	names := fixtures.PodNames()
 	if len(names) < 8 {
 		t.Fatalf("found %d golden inputs, want at least 8", len(names))
 	}
 	for _, name := range names {
-		in := filepath.Join("testdata", name+".yaml")
+		gold := filepath.Join("testdata", name+".yaml")
 		t.Run(name+".yaml", func(t *testing.T) {
 			pod := fixtures.LoadPod(t, name)
 			stack := stacks[StackName(pod)]
@@ -42,16 +38,16 @@ func TestGolden(t *testing.T) {
 				if !errors.As(err, &re) {
 					t.Fatalf("want a *RejectError, got %T: %v", err, err)
 				}
-				golden.Compare(t, in+".err", []byte(err.Error()+"\n"))
-				golden.MustNotExist(t, in+".injected")
+				golden.Compare(t, gold+".err", []byte(err.Error()+"\n"))
+				golden.MustNotExist(t, gold+".injected")
 				return
 			}
 			got, err := yaml.Marshal(out)
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden.Compare(t, in+".injected", got)
-			golden.MustNotExist(t, in+".err")
+			golden.Compare(t, gold+".injected", got)
+			golden.MustNotExist(t, gold+".err")
 			again, d, err := Inject(out, stack, testConfig())
 			if err != nil || d != SkippedAlreadyInjected && d != SkippedNoStack && d != SkippedOptOut {
 				t.Fatalf("injecting the injected pod: decision %q, error %v", d, err)

@@ -8,7 +8,7 @@ import (
 )
 
 func TestCheckPodUpdate(t *testing.T) {
-	stacks := testStacks(t)
+	stacks := fixtures.Stacks(t)
 	cfg := testConfig()
 	cfg.AllowedImages = []string{"registry.example/kube-fstack/"}
 	old, _, err := Inject(fixtures.LoadPod(t, "nginx-vhost"), stacks["vhost-user"], cfg)
