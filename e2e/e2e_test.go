@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -31,6 +32,7 @@ import (
 
 	fstackv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/e2e/framework"
+	"github.com/kube-fstack/kube-fstack/internal/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/nodetest"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
@@ -66,37 +68,29 @@ func manifests() string {
 // secondary, through nothing but the injected volumes, before the pod may become Ready. It also
 // records what the launcher set FF_INITIAL_LCORE_ID to and the CPUs it runs on.
 func workload() string {
-	return fmt.Sprintf(`apiVersion: apps/v1
-kind: Deployment
-metadata: {name: %[1]s, namespace: %[2]s}
-spec:
-  replicas: 1
-  strategy: {type: Recreate}
-  selector: {matchLabels: {app: %[1]s}}
-  template:
-    metadata:
-      labels: {app: %[1]s, kubefstack.io/stack: %[3]s}
-      annotations: {k8s.v1.cni.cncf.io/networks: "%[6]s"}
-    spec:
-      terminationGracePeriodSeconds: 3
-      containers:
-      - name: %[4]s
-        image: %[5]s
-        imagePullPolicy: IfNotPresent
-        command:
-        - sh
-        - -c
-        - |
-          echo "$FF_INITIAL_LCORE_ID" >/tmp/lcore
-          sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status >/tmp/cpus
-          dpdk-proc-info --file-prefix=rte --single-file-segments --log-level=5 -- --stats >/tmp/attach.txt 2>&1; echo $? >/tmp/attach.rc
-          exec sleep infinity
-        readinessProbe:
-          exec: {command: [sh, -c, 'test "$(cat /tmp/attach.rc)" = 0']}
-          periodSeconds: 1
-        resources:
-          limits: {cpu: 500m, memory: 128Mi}
-`, appName, injectedNS, stackName, appCont, env.StandinImg, env.Networks)
+	return fixtures.YAML(injectedDeployment(appName, 3, corev1.Container{
+		Name: appCont, Image: env.StandinImg,
+		Command: []string{"sh", "-c", `echo "$FF_INITIAL_LCORE_ID" >/tmp/lcore
+sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status >/tmp/cpus
+dpdk-proc-info --file-prefix=rte --single-file-segments --log-level=5 -- --stats >/tmp/attach.txt 2>&1; echo $? >/tmp/attach.rc
+exec sleep infinity
+`},
+		ReadinessProbe: &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{
+			Exec: &corev1.ExecAction{Command: []string{"sh", "-c", `test "$(cat /tmp/attach.rc)" = 0`}}}},
+	}))
+}
+
+// injectedDeployment is every workload the suite applies: one pod bound to the suite's
+// StackInstance (under Multus, through the networks annotation) whose container c, limited to
+// 500m and 128Mi, is killed grace seconds after SIGTERM.
+func injectedDeployment(name string, grace int64, c corev1.Container, opts ...fixtures.PodOption) *appsv1.Deployment {
+	c.ImagePullPolicy = corev1.PullIfNotPresent
+	c.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("128Mi")}
+	return fixtures.Deployment(name, append([]fixtures.PodOption{
+		fixtures.WithNamespace(injectedNS), fixtures.WithStackLabel(stackName),
+		fixtures.WithAnnotation("k8s.v1.cni.cncf.io/networks", env.Networks),
+		fixtures.WithTerminationGracePeriod(grace), fixtures.WithContainer(c),
+	}, opts...)...)
 }
 
 func TestEndToEnd(t *testing.T) {

@@ -14,43 +14,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-fstack/kube-fstack/e2e/framework"
+	"github.com/kube-fstack/kube-fstack/internal/fixtures"
 )
 
 // nginxWorkload is Debian's Nginx (localhost/nginx:1.22) injected with the shim, its
 // configuration from a ConfigMap, run as `nginx -c <conf>`: the launcher judges the file and
 // adds worker_processes, worker_cpu_affinity and daemon off with -g.
 func nginxWorkload(name, conf string) string {
-	indented := "    " + strings.ReplaceAll(strings.TrimSpace(conf), "\n", "\n    ")
-	return fmt.Sprintf(`apiVersion: v1
-kind: ConfigMap
-metadata: {name: %[1]s, namespace: %[2]s}
-data:
-  nginx.conf: |
-%[5]s
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: %[1]s, namespace: %[2]s}
-spec:
-  replicas: 1
-  strategy: {type: Recreate}
-  selector: {matchLabels: {app: %[1]s}}
-  template:
-    metadata:
-      labels: {app: %[1]s, kubefstack.io/stack: %[3]s}
-      annotations: {k8s.v1.cni.cncf.io/networks: "%[4]s"}
-    spec:
-      terminationGracePeriodSeconds: 5
-      containers:
-      - name: nginx
-        image: localhost/nginx:1.22
-        imagePullPolicy: IfNotPresent
-        command: [nginx, -c, /etc/nginx/e2e/nginx.conf]
-        volumeMounts: [{name: conf, mountPath: /etc/nginx/e2e}]
-        resources:
-          limits: {cpu: 500m, memory: 128Mi}
-      volumes: [{name: conf, configMap: {name: %[1]s}}]
-`, name, injectedNS, stackName, env.Networks, indented)
+	return fixtures.YAML(fixtures.ConfigMap(name, injectedNS, map[string]string{"nginx.conf": strings.TrimSpace(conf) + "\n"}),
+		injectedDeployment(name, 5, corev1.Container{
+			Name: "nginx", Image: "localhost/nginx:1.22", Command: []string{"nginx", "-c", "/etc/nginx/e2e/nginx.conf"},
+			VolumeMounts: []corev1.VolumeMount{{Name: "conf", MountPath: "/etc/nginx/e2e"}},
+		}, fixtures.WithConfigMapVolume("conf", name)))
 }
 
 const shimNginxConf = `user www-data;

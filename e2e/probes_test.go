@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-fstack/kube-fstack/e2e/framework"
+	"github.com/kube-fstack/kube-fstack/internal/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
@@ -27,10 +27,7 @@ const nginxSampleApp = "nginx-fstack"
 
 func nginxSample(t *testing.T) string {
 	t.Helper()
-	raw, err := os.ReadFile("../config/samples/local-cluster/nginx.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := fixtures.MustRead(t, "samples/local-cluster/nginx.yaml")
 	doc := strings.ReplaceAll(string(raw), "namespace: fstack-demo", "namespace: "+injectedNS)
 	doc = strings.ReplaceAll(doc, "kubefstack.io/stack: local-vhost", "kubefstack.io/stack: "+stackName)
 	if env.Networks != "" {

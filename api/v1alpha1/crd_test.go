@@ -1,95 +1,29 @@
 package v1alpha1_test
 
 import (
-	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
-	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
-	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
-	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
-	"k8s.io/apimachinery/pkg/util/validation/field"
-	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"sigs.k8s.io/yaml"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/fixtures/crdschema"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 )
 
 // The generated CRD's OpenAPI schema, defaults and CEL rules, evaluated with the API server's own
-// libraries (the envtest tier runs the same through a real kube-apiserver).
-
-type crdSchema struct {
-	internal   *apiextensions.JSONSchemaProps
-	structural *structuralschema.Structural
-}
-
-func loadCRD(t *testing.T) *crdSchema {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "config", "crd", "bases", "kubefstack.io_stackinstances.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var crd apiextensionsv1.CustomResourceDefinition
-	if err := yaml.UnmarshalStrict(raw, &crd); err != nil {
-		t.Fatal(err)
-	}
-	in := &apiextensions.JSONSchemaProps{}
-	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(crd.Spec.Versions[0].Schema.OpenAPIV3Schema, in, nil); err != nil {
-		t.Fatal(err)
-	}
-	ss, err := structuralschema.NewStructural(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &crdSchema{internal: in, structural: ss}
-}
-
-// admit defaults and validates obj as the API server would on create.
-func (c *crdSchema) admit(t *testing.T, obj map[string]any) field.ErrorList {
-	t.Helper()
-	defaulting.Default(obj, c.structural)
-	v, _, err := validation.NewSchemaValidator(c.internal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	errs := validation.ValidateCustomResource(nil, obj, v)
-	celErrs, _ := cel.NewValidator(c.structural, true, celconfig.PerCallLimit).
-		Validate(context.Background(), nil, c.structural, obj, nil, celconfig.RuntimeCELCostBudget)
-	return append(errs, celErrs...)
-}
-
-func sampleObjects(t *testing.T) map[string]map[string]any {
-	t.Helper()
-	files, _ := filepath.Glob(filepath.Join("..", "..", "config", "samples", "*.yaml"))
-	out := map[string]map[string]any{}
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		obj := map[string]any{}
-		if err := yaml.Unmarshal(raw, &obj); err != nil {
-			t.Fatal(err)
-		}
-		out[filepath.Base(f)] = obj
-	}
-	return out
-}
+// libraries (internal/fixtures/crdschema; the envtest tier runs the same through a real
+// kube-apiserver).
 
 func TestSamplesPassTheCRD(t *testing.T) {
-	c := loadCRD(t)
-	samples := sampleObjects(t)
+	c := crdschema.Load(t)
+	samples := fixtures.SampleObjects(t)
 	if len(samples) < 6 {
 		t.Fatalf("want the 6 samples, got %d", len(samples))
 	}
 	for name, obj := range samples {
-		if errs := c.admit(t, obj); len(errs) > 0 {
+		if errs := c.Admit(obj); len(errs) > 0 {
 			t.Errorf("%s: %v", name, errs.ToAggregate())
 		}
 	}
@@ -98,10 +32,10 @@ func TestSamplesPassTheCRD(t *testing.T) {
 // TestSchemaDefaultsMatchRenderer: the spec the API server stores (schema defaults applied) and
 // the manifest as written render to the same config: offline renders and the operator agree.
 func TestSchemaDefaultsMatchRenderer(t *testing.T) {
-	c := loadCRD(t)
-	for name, obj := range sampleObjects(t) {
+	c := crdschema.Load(t)
+	for name, obj := range fixtures.SampleObjects(t) {
 		written := decode(t, obj)
-		c.admit(t, obj)
+		c.Admit(obj)
 		stored := decode(t, obj)
 		a, errA := render.Render(&written.Spec, render.PlaceholderFacts(&written.Spec))
 		b, errB := render.Render(&stored.Spec, render.PlaceholderFacts(&stored.Spec))
@@ -128,7 +62,7 @@ func decode(t *testing.T, obj map[string]any) *fsv1.StackInstance {
 }
 
 func TestCRDRejects(t *testing.T) {
-	c := loadCRD(t)
+	c := crdschema.Load(t)
 	cases := map[string]struct {
 		spec, want string
 	}{
@@ -150,7 +84,7 @@ func TestCRDRejects(t *testing.T) {
 			if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
 				t.Fatal(err)
 			}
-			errs := c.admit(t, obj)
+			errs := c.Admit(obj)
 			if errs == nil || !strings.Contains(errs.ToAggregate().Error(), tc.want) {
 				t.Errorf("want an error mentioning %q, got %v", tc.want, errs.ToAggregate())
 			}

@@ -10,13 +10,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kube-fstack/kube-fstack/internal/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/golden"
 	"github.com/kube-fstack/kube-fstack/internal/inject"
-	"github.com/kube-fstack/kube-fstack/internal/manifest"
 )
 
 func TestInjectWorkloadMatchesGolden(t *testing.T) {
-	out, errOut, code := run(t, "inject", "-f", sample("workloads/nginx-vhost.yaml"), "--stack", sample("vhost-user.yaml"))
+	out, errOut, code := run(t, "inject", "-f", sample(t, "workloads/nginx-vhost.yaml"), "--stack", sample(t, "vhost-user.yaml"))
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -28,8 +28,8 @@ func TestInjectWorkloadMatchesGolden(t *testing.T) {
 
 // The offline CLI gives exactly what the webhook's pure function gives.
 func TestInjectPodEqualsThePackage(t *testing.T) {
-	in := filepath.Join("..", "inject", "testdata", "nginx-vhost.yaml")
-	out, errOut, code := run(t, "inject", "-f", in, "--stack", sample("vhost-user.yaml"))
+	in := fixtures.Path(t, "pods/nginx-vhost.yaml")
+	out, errOut, code := run(t, "inject", "-f", in, "--stack", sample(t, "vhost-user.yaml"))
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -37,18 +37,10 @@ func TestInjectPodEqualsThePackage(t *testing.T) {
 	if err := yaml.UnmarshalStrict([]byte(out), got); err != nil {
 		t.Fatal(err)
 	}
-	pod, err := manifest.PodFile(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, _ := os.ReadFile(sample("vhost-user.yaml"))
-	sis, err := manifest.StackInstances(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pod := fixtures.LoadPod(t, "nginx-vhost")
 	cfg := inject.DefaultConfig()
 	cfg.ImagePullPolicy = corev1.PullIfNotPresent
-	want, _, err := inject.Inject(pod, &sis[0], cfg)
+	want, _, err := inject.Inject(pod, fixtures.Stack(t, "vhost-user"), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +51,7 @@ func TestInjectPodEqualsThePackage(t *testing.T) {
 
 func TestInjectRefusalNamesTemplateFields(t *testing.T) {
 	dir := t.TempDir()
-	raw, _ := os.ReadFile(sample("workloads/nginx-vhost.yaml"))
+	raw := fixtures.MustRead(t, "samples/workloads/nginx-vhost.yaml")
 	const command = `command: [nginx, -c, /etc/nginx/kube-fstack/nginx.conf]`
 	if !strings.Contains(string(raw), command) {
 		t.Fatalf("the sample's command moved; this test removes %q", command)
@@ -69,7 +61,7 @@ func TestInjectRefusalNamesTemplateFields(t *testing.T) {
 	if err := os.WriteFile(path, []byte(broken), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, code := run(t, "inject", "-f", path, "--stack", sample("vhost-user.yaml"))
+	out, errOut, code := run(t, "inject", "-f", path, "--stack", sample(t, "vhost-user.yaml"))
 	if code != 1 || out != "" {
 		t.Fatalf("exit %d with output %q; want 1 and nothing on stdout", code, out)
 	}
@@ -81,7 +73,7 @@ func TestInjectRefusalNamesTemplateFields(t *testing.T) {
 }
 
 func TestInjectInvalidStack(t *testing.T) {
-	_, errOut, code := run(t, "inject", "-f", sample("workloads/nginx-vhost.yaml"), "--stack", filepath.Join("..", "inject", "testdata", "stacks", "broken.yaml"))
+	_, errOut, code := run(t, "inject", "-f", sample(t, "workloads/nginx-vhost.yaml"), "--stack", fixtures.Path(t, "stacks/broken.yaml"))
 	if code != 1 || !strings.Contains(errOut, "spec.ports[1].device.pci: Duplicate value") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
@@ -90,8 +82,8 @@ func TestInjectInvalidStack(t *testing.T) {
 // The audit's exploit (issue 12): a pod whose app mounts fstack-vhost, the node's whole socket
 // root, is refused with the mount's field path, and nothing is printed for kubectl to apply.
 func TestInjectRefusesMountOfTheSocketRoot(t *testing.T) {
-	in := filepath.Join("..", "inject", "testdata", "mounts-socket-root.yaml")
-	out, errOut, code := run(t, "inject", "-f", in, "--stack", sample("vhost-user.yaml"))
+	in := fixtures.Path(t, "pods/mounts-socket-root.yaml")
+	out, errOut, code := run(t, "inject", "-f", in, "--stack", sample(t, "vhost-user.yaml"))
 	if code == 0 || out != "" {
 		t.Fatalf("exit %d with output %q; want non-zero and nothing on stdout", code, out)
 	}

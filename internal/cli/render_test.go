@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kube-fstack/kube-fstack/internal/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/fstackini"
 )
 
@@ -17,10 +18,11 @@ func run(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	return o.String(), e.String(), code
 }
 
-func sample(name string) string { return filepath.Join("..", "..", "config", "samples", name) }
+// sample is the path of a file of config/samples, written out of the fixtures for the CLI's -f.
+func sample(t *testing.T, name string) string { return fixtures.Path(t, "samples/"+name) }
 
 func TestRenderMatchesGolden(t *testing.T) {
-	out, errOut, code := run(t, "render", "-f", sample("nginx-shim.yaml"), "--cpus", "8-11", "--app-cpus", "12-15")
+	out, errOut, code := run(t, "render", "-f", sample(t, "nginx-shim.yaml"), "--cpus", "8-11", "--app-cpus", "12-15")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -34,7 +36,7 @@ func TestRenderMatchesGolden(t *testing.T) {
 }
 
 func TestRenderFactsFromFlags(t *testing.T) {
-	out, errOut, code := run(t, "render", "-f", sample("sriov.yaml"), "--cpus", "4,6",
+	out, errOut, code := run(t, "render", "-f", sample(t, "sriov.yaml"), "--cpus", "4,6",
 		"--pci", "intel.com/sriov_dpdk=0000:5e:02.3", "--addr", "vf=10.1.2.3/24,10.1.2.1", "--eal", "--proc-id", "1")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
@@ -54,14 +56,14 @@ func TestRenderFactsFromFlags(t *testing.T) {
 }
 
 func TestRenderVhostFlagAndNotes(t *testing.T) {
-	out, errOut, code := run(t, "render", "-f", sample("vhost-user.yaml"), "--cpus", "2-3", "--vhost", "data=/x/net1.sock")
+	out, errOut, code := run(t, "render", "-f", sample(t, "vhost-user.yaml"), "--cpus", "2-3", "--vhost", "data=/x/net1.sock")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	if !strings.Contains(out, "path=/x/net1.sock") {
 		t.Errorf("--vhost ignored:\n%s", out)
 	}
-	out, errOut, _ = run(t, "render", "-f", sample("vhost-user.yaml"))
+	out, errOut, _ = run(t, "render", "-f", sample(t, "vhost-user.yaml"))
 	if !strings.Contains(errOut, "no --cpus") || !strings.Contains(errOut, "socket path") || !strings.Contains(out, "[vdev0]") {
 		t.Errorf("placeholders must be announced on stderr; got %q", errOut)
 	}

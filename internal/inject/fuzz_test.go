@@ -2,28 +2,23 @@ package inject
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"sort"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kube-fstack/kube-fstack/internal/fixtures"
 )
 
 // FuzzInject: for any pod and any sample stack, injection never panics, refuses only with a
 // *RejectError, and is idempotent: inject(inject(p)) == inject(p).
 func FuzzInject(f *testing.F) {
-	inputs, _ := filepath.Glob("testdata/*.yaml")
-	for i, in := range inputs {
-		data, err := os.ReadFile(in)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data, uint8(i))
+	for i, name := range fixtures.PodNames() {
+		f.Add(fixtures.MustRead(f, "pods/"+name+".yaml"), uint8(i))
 	}
-	stacks := testStacks(f)
+	stacks := fixtures.Stacks(f)
 	names := make([]string, 0, len(stacks))
 	for n := range stacks {
 		names = append(names, n)
@@ -54,9 +49,9 @@ func FuzzInject(f *testing.F) {
 }
 
 func BenchmarkInject(b *testing.B) {
-	stacks := testStacks(b)
+	stacks := fixtures.Stacks(b)
 	for _, name := range []string{"nginx-vhost", "two-apps"} {
-		pod := readPod(b, "testdata/"+name+".yaml")
+		pod := fixtures.LoadPod(b, name)
 		stack := stacks[StackName(pod)]
 		// What the webhook pays per pod: the StackInstance is prepared once per generation.
 		prep, err := Prepare(stack, testConfig())

@@ -2,8 +2,8 @@ package inject
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,53 +11,23 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/golden"
-	"github.com/kube-fstack/kube-fstack/internal/manifest"
 )
 
-// testStacks are the sample StackInstances plus the test's own, by name.
-func testStacks(t testing.TB) map[string]*fsv1.StackInstance {
-	t.Helper()
-	files, _ := filepath.Glob("../../config/samples/*.yaml")
-	more, _ := filepath.Glob("testdata/stacks/*.yaml")
-	out := map[string]*fsv1.StackInstance{}
-	for _, f := range append(files, more...) {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sis, err := manifest.StackInstances(data)
-		if err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		for i := range sis {
-			out[sis[i].Name] = &sis[i]
-		}
-	}
-	return out
-}
-
-func readPod(t testing.TB, path string) *corev1.Pod {
-	t.Helper()
-	pod, err := manifest.PodFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pod
-}
-
-// TestGolden checks golden pairs, as Istio's injector has them: testdata/x.yaml is a pod;
-// x.yaml.injected is what injection makes of it, or x.yaml.err why it is refused.
+// TestGolden checks golden pairs, as Istio's injector has them: the fixture pod x
+// (internal/fixtures/pods/x.yaml) and testdata/x.yaml.injected, what injection makes of it, or
+// testdata/x.yaml.err, why it is refused.
 func TestGolden(t *testing.T) {
-	stacks := testStacks(t)
-	inputs, _ := filepath.Glob("testdata/*.yaml")
-	if len(inputs) < 8 {
-		t.Fatalf("found %d golden inputs, want at least 8", len(inputs))
+	stacks := fixtures.Stacks(t)
+	names := fixtures.PodNames()
+	if len(names) < 8 {
+		t.Fatalf("found %d golden inputs, want at least 8", len(names))
 	}
-	for _, in := range inputs {
-		t.Run(filepath.Base(in), func(t *testing.T) {
-			pod := readPod(t, in)
+	for _, name := range names {
+		gold := filepath.Join("testdata", name+".yaml")
+		t.Run(name+".yaml", func(t *testing.T) {
+			pod := fixtures.LoadPod(t, name)
 			stack := stacks[StackName(pod)]
 			if stack == nil {
 				stack = stacks["nginx-shim"] // pods that name no stack are never injected
@@ -68,16 +38,16 @@ func TestGolden(t *testing.T) {
 				if !errors.As(err, &re) {
 					t.Fatalf("want a *RejectError, got %T: %v", err, err)
 				}
-				golden.Compare(t, in+".err", []byte(err.Error()+"\n"))
-				golden.MustNotExist(t, in+".injected")
+				golden.Compare(t, gold+".err", []byte(err.Error()+"\n"))
+				golden.MustNotExist(t, gold+".injected")
 				return
 			}
 			got, err := yaml.Marshal(out)
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden.Compare(t, in+".injected", got)
-			golden.MustNotExist(t, in+".err")
+			golden.Compare(t, gold+".injected", got)
+			golden.MustNotExist(t, gold+".err")
 			again, d, err := Inject(out, stack, testConfig())
 			if err != nil || d != SkippedAlreadyInjected && d != SkippedNoStack && d != SkippedOptOut {
 				t.Fatalf("injecting the injected pod: decision %q, error %v", d, err)
@@ -89,14 +59,14 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// TestNoStaleGoldens fails on a golden whose input is gone.
+// TestNoStaleGoldens fails on a golden whose input pod is gone.
 func TestNoStaleGoldens(t *testing.T) {
 	for _, pattern := range []string{"testdata/*.yaml.injected", "testdata/*.yaml.err"} {
 		files, _ := filepath.Glob(pattern)
 		for _, f := range files {
-			in := strings.TrimSuffix(strings.TrimSuffix(f, ".injected"), ".err")
-			if _, err := os.Stat(in); err != nil {
-				t.Errorf("%s has no input %s: delete it", f, in)
+			name := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(filepath.Base(f), ".injected"), ".err"), ".yaml")
+			if !slices.Contains(fixtures.PodNames(), name) {
+				t.Errorf("%s has no input internal/fixtures/pods/%s.yaml: delete it", f, name)
 			}
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/kube-fstack/kube-fstack/internal/fixtures"
 )
 
 func TestImageAllowed(t *testing.T) {
@@ -35,7 +37,7 @@ func TestImageAllowed(t *testing.T) {
 func TestPrepareRefusesDisallowedImage(t *testing.T) {
 	cfg := testConfig()
 	cfg.AllowedImages = []string{"registry.example/kube-fstack/"}
-	stack := testStacks(t)["two-apps"] // spec.dataplane.image: registry.example/fstack/dataplane:v1.25
+	stack := fixtures.Stacks(t)["two-apps"] // spec.dataplane.image: registry.example/fstack/dataplane:v1.25
 	_, err := Prepare(stack, cfg)
 	var re *RejectError
 	if !errors.As(err, &re) {

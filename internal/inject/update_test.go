@@ -4,13 +4,14 @@ import (
 	"testing"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/fixtures"
 )
 
 func TestCheckPodUpdate(t *testing.T) {
-	stacks := testStacks(t)
+	stacks := fixtures.Stacks(t)
 	cfg := testConfig()
 	cfg.AllowedImages = []string{"registry.example/kube-fstack/"}
-	old, _, err := Inject(readPod(t, "testdata/nginx-vhost.yaml"), stacks["vhost-user"], cfg)
+	old, _, err := Inject(fixtures.LoadPod(t, "nginx-vhost"), stacks["vhost-user"], cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func TestCheckPodUpdate(t *testing.T) {
 			}
 		})
 	}
-	plain := readPod(t, "testdata/nginx-vhost.yaml")
+	plain := fixtures.LoadPod(t, "nginx-vhost")
 	changed := plain.DeepCopy()
 	delete(changed.Labels, fsv1.StackLabel)
 	if errs := CheckPodUpdate(plain, changed, cfg); len(errs) != 0 {

@@ -58,9 +58,18 @@ func PodFile(path string) (*corev1.Pod, error) {
 	if err != nil {
 		return nil, err
 	}
+	pod, err := Pod(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return pod, nil
+}
+
+// Pod decodes one Pod from YAML or JSON.
+func Pod(data []byte) (*corev1.Pod, error) {
 	pod := &corev1.Pod{}
 	if err := yaml.UnmarshalStrict(data, pod); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 	return pod, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/kube-fstack/kube-fstack/internal/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/golden"
 	"github.com/kube-fstack/kube-fstack/internal/manifest"
 	"github.com/kube-fstack/kube-fstack/internal/render"
@@ -57,11 +58,7 @@ func loadScenario(t testing.TB, factsPath string) (*render.Facts, []byte) {
 	for name, a := range ff.Attachments {
 		f.Attachments[name] = render.Attachment{SocketPath: a.SocketPath, MAC: a.MAC, IPs: a.IPs, Gateways: a.Gateways, Server: a.Server}
 	}
-	stack, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", ff.Stack))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f, stack
+	return f, fixtures.MustRead(t, "samples/"+ff.Stack)
 }
 
 func TestGolden(t *testing.T) {

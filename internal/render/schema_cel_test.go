@@ -95,7 +95,7 @@ func TestRendererEnforcesEveryCELRule(t *testing.T) {
 	adm := loadAdmission(t)
 	base := loadBase(t)
 	w := newWalker()
-	w.walk(adm.spec, base, nil, "spec")
+	w.walk(adm.Spec, base, nil, "spec")
 	covered := map[string]bool{}
 	for spath, rules := range w.cel {
 		for _, rule := range rules {

@@ -1,78 +1,31 @@
 package render_test
 
 import (
-	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
 	"testing"
 
-	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
-	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
-	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
-	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
-	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"sigs.k8s.io/yaml"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/fixtures/crdschema"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 )
 
-// The API server's side: the generated CRD evaluated with kube-apiserver's own validation,
-// defaulting and CEL libraries (the envtest tier runs the same through a real kube-apiserver).
-type admission struct {
-	spec       *apiextensionsv1.JSONSchemaProps
-	structural *structuralschema.Structural
-	schema     validation.SchemaValidator
-	cel        *cel.Validator
-}
+// The API server's side: the generated CRD evaluated with kube-apiserver's own libraries.
+type admission struct{ *crdschema.Admission }
 
-func loadAdmission(t *testing.T) *admission {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "config", "crd", "bases", "kubefstack.io_stackinstances.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var crd apiextensionsv1.CustomResourceDefinition
-	if err := yaml.UnmarshalStrict(raw, &crd); err != nil {
-		t.Fatal(err)
-	}
-	v1 := crd.Spec.Versions[0].Schema.OpenAPIV3Schema
-	in := &apiextensions.JSONSchemaProps{}
-	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(v1, in, nil); err != nil {
-		t.Fatal(err)
-	}
-	ss, err := structuralschema.NewStructural(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sv, _, err := validation.NewSchemaValidator(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec := v1.Properties["spec"]
-	return &admission{spec: &spec, structural: ss, schema: sv, cel: cel.NewValidator(ss, true, celconfig.PerCallLimit)}
-}
+func loadAdmission(t *testing.T) *admission { return &admission{crdschema.Load(t)} }
 
-// admit defaults and validates a spec as the API server does on create.
+// admit defaults and validates a copy of spec as the API server does on create.
 func (a *admission) admit(spec map[string]any) field.ErrorList {
-	obj := map[string]any{
+	return a.Admit(map[string]any{
 		"apiVersion": "kubefstack.io/v1alpha1", "kind": "StackInstance",
 		"metadata": map[string]any{"name": "x", "namespace": "d"}, "spec": deepCopy(spec),
-	}
-	defaulting.Default(obj, a.structural)
-	errs := validation.ValidateCustomResource(nil, obj, a.schema)
-	// The API server's create strategy checks list sets and maps apart from the schema validator.
-	errs = append(errs, listtype.ValidateListSetsAndMaps(nil, a.structural, obj)...)
-	celErrs, _ := a.cel.Validate(context.Background(), nil, a.structural, obj, nil, celconfig.RuntimeCELCostBudget)
-	return append(errs, celErrs...)
+	})
 }
 
 // baseSpec sets every field that has a bound, so that each bound has a value to vary.
@@ -150,7 +103,7 @@ func TestRendererEnforcesEveryCRDBound(t *testing.T) {
 		t.Fatalf("the base spec must pass CheckSchema: %v", errs.ToAggregate())
 	}
 	w := newWalker()
-	w.walk(adm.spec, base, nil, "spec")
+	w.walk(adm.Spec, base, nil, "spec")
 	refused := map[string]bool{}
 	var skipped []string
 	for i := range w.cases {

@@ -52,18 +52,6 @@ func mustDo(t *testing.T, err error) {
 	}
 }
 
-// vhostSpec is a spec with one vhost-user port on attachment net1.
-func vhostSpec(processes int32) *fsv1.StackInstanceSpec {
-	f := false
-	return &fsv1.StackInstanceSpec{
-		Processes: processes,
-		Ports: []fsv1.PortSpec{{Name: "data", Attachment: "net1",
-			Device:     fsv1.PortDevice{VhostUser: &fsv1.VhostUserDevice{Queues: processes}},
-			Addressing: fsv1.Addressing{IPv4: &fsv1.IPv4Address{From: fsv1.AddressAttachment}}}},
-		Shim: fsv1.ShimSpec{Enabled: &f},
-	}
-}
-
 func (h *harness) writeDevinfo() {
 	const ifname = "net1"
 	mustDo(h.t, devinfo.Write(filepath.Join(h.paths.PodSocketDir, ifname+".json"), &devinfo.Info{

@@ -10,7 +10,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kube-fstack/kube-fstack/internal/manifest"
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 )
 
@@ -105,29 +106,22 @@ func FuzzDecodeSpec(f *testing.F) {
 	})
 }
 
+// vhostSpec is a spec with one vhost-user port on attachment net1, addressed by its IPAM, and
+// no shim.
+func vhostSpec(processes int32) *fsv1.StackInstanceSpec {
+	return &fixtures.StackInstance("vhost", fixtures.WithProcesses(processes),
+		fixtures.WithVhostPort("data", "net1", processes), fixtures.WithShim(false)).Spec
+}
+
 // sampleSpecs are the specs of config/samples as the injector writes them into the annotation.
 func sampleSpecs(tb testing.TB) [][]byte {
-	files, _ := filepath.Glob(filepath.Join("..", "..", "..", "config", "samples", "*.yaml"))
 	var out [][]byte
-	for _, file := range files {
-		data, err := os.ReadFile(file)
+	for _, si := range fixtures.Samples(tb) {
+		raw, err := json.Marshal(&si.Spec)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		sis, err := manifest.StackInstances(data)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		for i := range sis {
-			raw, err := json.Marshal(&sis[i].Spec)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			out = append(out, raw)
-		}
-	}
-	if len(out) == 0 {
-		tb.Fatal("no sample StackInstances found in config/samples")
+		out = append(out, raw)
 	}
 	return out
 }

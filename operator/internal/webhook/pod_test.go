@@ -3,8 +3,6 @@ package webhook
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,41 +11,32 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-	"sigs.k8s.io/yaml"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/inject"
-	"github.com/kube-fstack/kube-fstack/internal/manifest"
 )
 
 // The adapter's own decisions; the API-server path is covered by operator/test/envtest. The
 // StackInstance is read from controller-runtime's fake client here, standing in for the cache.
-func newInjector(t testing.TB) (*PodInjector, []byte) {
+func newInjector(t testing.TB) *PodInjector {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	_ = corev1.AddToScheme(scheme)
 	_ = fsv1.AddToScheme(scheme)
-	data, err := os.ReadFile(filepath.Join("..", "..", "..", "config", "samples", "vhost-user.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sis, err := manifest.StackInstances(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	si := &sis[0]
-	si.Namespace = "web"
+	si := fixtures.Stack(t, "vhost-user", fixtures.InNamespace("web", "vhost-user"))
 	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(si).Build()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "internal", "inject", "testdata", "nginx-vhost.yaml"))
+	return NewPodInjector(reader, nil, admission.NewDecoder(scheme), inject.DefaultConfig(), "kube-fstack-system")
+}
+
+// podJSON is the injector's fixture pod nginx-vhost with opts, as the API server sends it.
+func podJSON(t testing.TB, opts ...fixtures.PodOption) []byte {
+	t.Helper()
+	raw, err := json.Marshal(fixtures.LoadPod(t, "nginx-vhost", opts...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod := &corev1.Pod{}
-	if err := yaml.UnmarshalStrict(raw, pod); err != nil {
-		t.Fatal(err)
-	}
-	podJSON, _ := json.Marshal(pod)
-	return NewPodInjector(reader, nil, admission.NewDecoder(scheme), inject.DefaultConfig(), "kube-fstack-system"), podJSON
+	return raw
 }
 
 func request(ns string, pod []byte) admission.Request {
@@ -57,7 +46,7 @@ func request(ns string, pod []byte) admission.Request {
 }
 
 func TestHandle(t *testing.T) {
-	h, pod := newInjector(t)
+	h, pod := newInjector(t), podJSON(t)
 	ctx := context.Background()
 	resp := h.Handle(ctx, request("web", pod))
 	if !resp.Allowed || len(resp.Patches) == 0 {
@@ -66,13 +55,11 @@ func TestHandle(t *testing.T) {
 	if resp := h.Handle(ctx, request("kube-fstack-system", pod)); !resp.Allowed || len(resp.Patches) != 0 {
 		t.Fatal("the operator's own namespace was injected")
 	}
-	missing := strings.Replace(string(pod), `"kubefstack.io/stack":"vhost-user"`, `"kubefstack.io/stack":"nope"`, 1)
-	resp = h.Handle(ctx, request("web", []byte(missing)))
+	resp = h.Handle(ctx, request("web", podJSON(t, fixtures.WithStackLabel("nope"))))
 	if resp.Allowed || !strings.Contains(resp.Result.Message, `StackInstance "nope" not found`) {
 		t.Fatalf("missing stack: %+v", resp.Result)
 	}
-	noCmd := strings.Replace(string(pod), `"command":["nginx","-g","daemon off;"],`, "", 1)
-	resp = h.Handle(ctx, request("web", []byte(noCmd)))
+	resp = h.Handle(ctx, request("web", podJSON(t, fixtures.WithoutCommand("nginx"))))
 	if resp.Allowed || resp.Result.Code != 422 || len(resp.Result.Details.Causes) == 0 || resp.Result.Details.Causes[0].Field != "spec.containers[0].command" {
 		t.Fatalf("no command: %+v", resp.Result)
 	}
@@ -80,7 +67,7 @@ func TestHandle(t *testing.T) {
 
 // A StackInstance the cache has not seen yet (created a moment before its pods) is read live.
 func TestHandleReadsLiveOnCacheMiss(t *testing.T) {
-	h, pod := newInjector(t)
+	h, pod := newInjector(t), podJSON(t)
 	h.Live, h.Reader = h.Reader, fake.NewClientBuilder().WithScheme(h.Reader.(interface{ Scheme() *runtime.Scheme }).Scheme()).Build()
 	if resp := h.Handle(context.Background(), request("web", pod)); !resp.Allowed || len(resp.Patches) == 0 {
 		t.Fatalf("want the pod injected from the live read, got %+v", resp.Result)
@@ -89,8 +76,8 @@ func TestHandleReadsLiveOnCacheMiss(t *testing.T) {
 
 // BenchmarkHandle is the webhook's work per pod: decode, read the stack, inject, diff to a patch.
 func BenchmarkHandle(b *testing.B) {
-	h, pod := newInjector(b)
-	req := request("web", pod)
+	h := newInjector(b)
+	req := request("web", podJSON(b))
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {

@@ -33,7 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/internal/manifest"
+	"github.com/kube-fstack/kube-fstack/internal/fixtures"
 	"github.com/kube-fstack/kube-fstack/operator/internal/manager"
 	"github.com/kube-fstack/kube-fstack/operator/internal/testenv"
 )
@@ -98,7 +98,7 @@ func run(root, operator string, pods, stacks int, http1, audit bool, operatorEnv
 		return err
 	}
 	defer op.stop()
-	si, err := sampleStack(root, "vhost-user")
+	si, err := sampleStack("vhost-user")
 	if err != nil {
 		return err
 	}
@@ -179,16 +179,15 @@ func startOperator(bin string, cfg *rest.Config, wh *envtest.WebhookInstallOptio
 	}
 }
 
-func sampleStack(root, name string) (*fsv1.StackInstance, error) {
-	data, err := os.ReadFile(filepath.Join(root, "config", "samples", name+".yaml"))
+func sampleStack(name string) (*fsv1.StackInstance, error) {
+	stacks, err := fixtures.ReadStacks()
 	if err != nil {
 		return nil, err
 	}
-	sis, err := manifest.StackInstances(data)
-	if err != nil {
-		return nil, err
+	if stacks[name] == nil {
+		return nil, fmt.Errorf("no sample StackInstance %q", name)
 	}
-	return &sis[0], nil
+	return stacks[name], nil
 }
 
 // manyStacks creates n StackInstances at once and waits until the operator marks all Valid.

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/kube-fstack/kube-fstack/internal/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/manifest"
 )
 
@@ -56,10 +57,11 @@ type podBench struct {
 }
 
 func newPodBench(ctx context.Context, c client.Client, cfg *rest.Config, root string, op *operatorProcess, wh *envtest.WebhookInstallOptions) (*podBench, error) {
-	tmpl, err := manifest.PodFile(filepath.Join(root, "internal", "inject", "testdata", "nginx-vhost.yaml"))
+	tmpl, err := fixtures.ReadPod("nginx-vhost")
 	if err != nil {
 		return nil, err
 	}
+	// The injector's golden of that pod: what the webhook makes of it.
 	pre, err := manifest.PodFile(filepath.Join(root, "internal", "inject", "testdata", "nginx-vhost.yaml.injected"))
 	if err != nil {
 		return nil, err

@@ -2,17 +2,14 @@ package envtest
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/internal/manifest"
+	"github.com/kube-fstack/kube-fstack/internal/fixtures"
 )
 
 // eventually retries check until it passes or timeout, then fails with its last error.
@@ -31,31 +28,11 @@ func eventually(t *testing.T, timeout time.Duration, check func() error) {
 	}
 }
 
-// stack loads a StackInstance from the samples or the injector's test stacks by name, as a
-// StackInstance named as in the opted-in namespace.
+// stack is the sample or test StackInstance name (internal/fixtures), as a StackInstance named as
+// in the opted-in namespace.
 func stack(t *testing.T, name, as string) *fsv1.StackInstance {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(root, "config", "samples", "*.yaml"))
-	more, _ := filepath.Glob(filepath.Join(root, "internal", "inject", "testdata", "stacks", "*.yaml"))
-	for _, f := range append(files, more...) {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sis, err := manifest.StackInstances(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range sis {
-			if sis[i].Name == name {
-				si := sis[i].DeepCopy()
-				si.Namespace, si.Name = optedInNS, as
-				return si
-			}
-		}
-	}
-	t.Fatalf("no StackInstance %q in the samples", name)
-	return nil
+	return fixtures.Stack(t, name, fixtures.InNamespace(optedInNS, as))
 }
 
 // ensureStack creates si unless it exists.
@@ -64,15 +41,6 @@ func ensureStack(t *testing.T, si *fsv1.StackInstance) {
 	if err := k8s.Create(context.Background(), si); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("create StackInstance %s: %v", si.Name, err)
 	}
-}
-
-func readPodFile(t *testing.T, path string) *corev1.Pod {
-	t.Helper()
-	pod, err := manifest.PodFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pod
 }
 
 // wantErr fails unless err is an API error whose message has every part.

@@ -2,11 +2,12 @@ package envtest
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kube-fstack/kube-fstack/internal/fixtures"
 )
 
 // Pods whose containers mount a volume the injector owns are refused with the mount's field
@@ -19,17 +20,17 @@ func TestPodsMountingInjectedVolumesRefused(t *testing.T) {
 	ctx := context.Background()
 	ensureStack(t, stack(t, "vhost-user", "vhost-user"))
 	ensureStack(t, stack(t, "nginx-shim", "nginx-shim"))
-	for file, path := range map[string]string{
-		"mounts-socket-root.yaml":   "spec.containers[0].volumeMounts[1].name",
-		"mounts-injected-init.yaml": "spec.initContainers[0].volumeMounts[0].name",
+	for name, path := range map[string]string{
+		"mounts-socket-root":   "spec.containers[0].volumeMounts[1].name",
+		"mounts-injected-init": "spec.initContainers[0].volumeMounts[0].name",
 		// Claims to be injected already (a forged status annotation), so it is not injected again.
-		"forged-status.yaml": "spec.containers[0].volumeMounts[0].name",
+		"forged-status": "spec.containers[0].volumeMounts[0].name",
 	} {
-		pod := readPodFile(t, filepath.Join(goldenDir, file))
+		pod := fixtures.LoadPod(t, name)
 		wantErr(t, k8s.Create(ctx, pod), path+": Forbidden", "remove this mount")
 	}
 
-	pod := readPodFile(t, filepath.Join(goldenDir, "nginx-vhost.yaml"))
+	pod := fixtures.LoadPod(t, "nginx-vhost")
 	pod.Name = "debugged"
 	if err := k8s.Create(ctx, pod); err != nil {
 		t.Fatal(err)
@@ -47,7 +48,7 @@ func TestPodsMountingInjectedVolumesRefused(t *testing.T) {
 		t.Fatalf("a harmless ephemeral container was refused: %v", err)
 	}
 
-	plain := readPodFile(t, filepath.Join(goldenDir, "nginx-vhost.yaml"))
+	plain := fixtures.LoadPod(t, "nginx-vhost")
 	plain.Name, plain.Namespace = "debugged-plain", plainNS
 	plain.Spec.Volumes = []corev1.Volume{{Name: "fstack-vhost", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 	if err := k8s.Create(ctx, plain); err != nil {

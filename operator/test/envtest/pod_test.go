@@ -16,12 +16,25 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/inject"
+	"github.com/kube-fstack/kube-fstack/internal/manifest"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/operator/internal/controller"
 )
 
+// goldenDir holds the injector's goldens: what it makes of each fixture pod (the outputs of
+// internal/inject's tests, which this suite holds the webhook to).
 var goldenDir = filepath.Join(root, "internal", "inject", "testdata")
+
+func readGolden(t *testing.T, name string) *corev1.Pod {
+	t.Helper()
+	pod, err := manifest.PodFile(filepath.Join(goldenDir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pod
+}
 
 // serverDefaulted is what the API server stores for pod in the plain namespace, where no webhook
 // runs: the golden with the server's defaults, to compare with what the webhook produced.
@@ -48,11 +61,11 @@ func TestPodsInjectedLikeTheGoldens(t *testing.T) {
 	ctx := context.Background()
 	for _, name := range []string{"nginx-pci", "nginx-vhost", "nginx-sriov", "nginx-kni", "two-apps", "opt-out", "no-stack"} {
 		t.Run(name, func(t *testing.T) {
-			in := readPodFile(t, filepath.Join(goldenDir, name+".yaml"))
+			in := fixtures.LoadPod(t, name)
 			if s := inject.StackName(in); s != "" {
 				ensureStack(t, stack(t, s, s))
 			}
-			golden := readPodFile(t, filepath.Join(goldenDir, name+".yaml.injected"))
+			golden := readGolden(t, name+".yaml.injected")
 			want := serverDefaulted(t, golden)
 			if err := k8s.Create(ctx, in); err != nil {
 				t.Fatalf("create: %v", err)
@@ -75,7 +88,7 @@ func TestPodsInjectedLikeTheGoldens(t *testing.T) {
 // Namespaces that did not opt in, and the operator's own, never see the webhook's changes.
 func TestPodsOutsideOptedInNamespacesUntouched(t *testing.T) {
 	for _, ns := range []string{plainNS, operatorNS} {
-		pod := readPodFile(t, filepath.Join(goldenDir, "nginx-vhost.yaml"))
+		pod := fixtures.LoadPod(t, "nginx-vhost")
 		pod.Namespace = ns
 		want := pod.DeepCopy()
 		if err := k8s.Create(context.Background(), pod); err != nil {
@@ -92,11 +105,11 @@ func TestPodsOutsideOptedInNamespacesUntouched(t *testing.T) {
 func TestPodsRefusedWithReason(t *testing.T) {
 	ctx := context.Background()
 	ensureStack(t, stack(t, "nginx-shim", "nginx-shim"))
-	missing := readPodFile(t, filepath.Join(goldenDir, "nginx-pci.yaml"))
+	missing := fixtures.LoadPod(t, "nginx-pci")
 	missing.Name, missing.Labels[fsv1.StackLabel] = "names-missing-stack", "nope"
 	wantErr(t, k8s.Create(ctx, missing), `StackInstance "nope" not found in namespace "web"`)
 
-	noCommand := readPodFile(t, filepath.Join(goldenDir, "no-command.yaml"))
+	noCommand := fixtures.LoadPod(t, "no-command")
 	msg, err := os.ReadFile(filepath.Join(goldenDir, "no-command.yaml.err"))
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +125,7 @@ func TestStatusFollowsPods(t *testing.T) {
 	ensureStack(t, si)
 	var pods []*corev1.Pod
 	for i := range 2 {
-		pod := readPodFile(t, filepath.Join(goldenDir, "nginx-vhost.yaml"))
+		pod := fixtures.LoadPod(t, "nginx-vhost")
 		pod.Name, pod.Labels[fsv1.StackLabel] = fmt.Sprintf("counted-%d", i), si.Name
 		if err := k8s.Create(ctx, pod); err != nil {
 			t.Fatal(err)

@@ -2,7 +2,6 @@ package envtest
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/fixtures"
 )
 
 // Updates of an injected pod cannot undo admission: a dataplane image outside the allowed ones
@@ -18,7 +18,7 @@ import (
 func TestInjectedPodUpdatesRefused(t *testing.T) {
 	ctx := context.Background()
 	ensureStack(t, stack(t, "vhost-user", "vhost-user"))
-	pod := readPodFile(t, filepath.Join(goldenDir, "nginx-vhost.yaml"))
+	pod := fixtures.LoadPod(t, "nginx-vhost")
 	pod.Name = "updated"
 	if err := k8s.Create(ctx, pod); err != nil {
 		t.Fatal(err)
@@ -33,7 +33,7 @@ func TestInjectedPodUpdatesRefused(t *testing.T) {
 	if err := updatePod(ctx, pod.Name, func(p *corev1.Pod) { p.Labels["team"] = "web" }); err != nil {
 		t.Fatalf("an unrelated update was refused: %v", err)
 	}
-	optOut := readPodFile(t, filepath.Join(goldenDir, "opt-out.yaml"))
+	optOut := fixtures.LoadPod(t, "opt-out")
 	optOut.Name = "opted-out-updated"
 	if err := k8s.Create(ctx, optOut); err != nil {
 		t.Fatal(err)
