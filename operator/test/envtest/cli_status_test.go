@@ -130,4 +130,3 @@ func runCLI(t *testing.T, args ...string) string {
 	}
 	return stdout.String()
 }
-
