@@ -180,7 +180,7 @@ func TestEndToEnd(t *testing.T) {
 	step(t, "StackInstance status counts the bound and ready pod", func(t *testing.T) {
 		waitStack(t, "1 bound, 1 ready, Ready=True", func(si *fstackv1.StackInstance) (bool, string) {
 			c := meta.FindStatusCondition(si.Status.Conditions, fstackv1.ConditionReady)
-			return si.Status.BoundPods == 1 && si.Status.ReadyPods == 1 && c != nil && c.Status == metav1.ConditionTrue, condString(si)
+			return si.Status.BoundPods == 1 && si.Status.ReadyPods == 1 && si.Status.Ready == "1/1" && c != nil && c.Status == metav1.ConditionTrue, condString(si)
 		})
 	})
 

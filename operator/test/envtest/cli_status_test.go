@@ -57,6 +57,11 @@ func TestCLIStatusShowsPods(t *testing.T) {
 		return nil
 	})
 
+	// `kubectl get fsi` says the same: Ready is ready/bound pods, Status the Ready condition's reason.
+	if cells := getColumns(t, optedInNS, si.Name); cells["Ready"] != "1/2" || cells["Status"] != fsv1.ReasonPodsNotReady || cells["Valid"] != "True" {
+		t.Errorf("kubectl get columns %v", cells)
+	}
+
 	kubeconfig := writeKubeconfig(t)
 	out := runCLI(t, "status", "--kubeconfig", kubeconfig, "-n", optedInNS, si.Name)
 	t.Logf("kubectl fstack status:\n%s", out)
