@@ -166,7 +166,6 @@ func podToStack(_ context.Context, obj client.Object) []reconcile.Request {
 	if name == "" {
 		return nil
 	}
-
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}}
 }
 
