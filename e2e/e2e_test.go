@@ -106,7 +106,7 @@ func TestEndToEnd(t *testing.T) {
 	step(t, "a valid StackInstance becomes Valid and gets its rendered ConfigMap", func(t *testing.T) {
 		mustApply(t, manifests())
 		si := waitStack(t, "Valid", func(si *fstackv1.StackInstance) (bool, string) {
-			c := meta.FindStatusCondition(si.Status.Conditions, "Valid")
+			c := meta.FindStatusCondition(si.Status.Conditions, fstackv1.ConditionValid)
 			return c != nil && c.Status == metav1.ConditionTrue, condString(si)
 		})
 		cm := &corev1.ConfigMap{}
@@ -173,8 +173,8 @@ func TestEndToEnd(t *testing.T) {
 
 	step(t, "StackInstance status counts the bound and ready pod", func(t *testing.T) {
 		waitStack(t, "1 bound, 1 ready, Ready=True", func(si *fstackv1.StackInstance) (bool, string) {
-			c := meta.FindStatusCondition(si.Status.Conditions, "Ready")
-			return si.Status.BoundPods == 1 && si.Status.ReadyPods == 1 && c != nil && c.Status == metav1.ConditionTrue, condString(si)
+			c := meta.FindStatusCondition(si.Status.Conditions, fstackv1.ConditionReady)
+			return si.Status.BoundPods == 1 && si.Status.ReadyPods == 1 && si.Status.Ready == "1/1" && c != nil && c.Status == metav1.ConditionTrue, condString(si)
 		})
 	})
 
@@ -206,8 +206,8 @@ func TestEndToEnd(t *testing.T) {
 		}
 		waitPodResourcesGone(t, pod)
 		waitStack(t, "0 bound, Ready reason NoBoundPods", func(si *fstackv1.StackInstance) (bool, string) {
-			c := meta.FindStatusCondition(si.Status.Conditions, "Ready")
-			return si.Status.BoundPods == 0 && c != nil && c.Reason == "NoBoundPods", condString(si)
+			c := meta.FindStatusCondition(si.Status.Conditions, fstackv1.ConditionReady)
+			return si.Status.BoundPods == 0 && c != nil && c.Reason == fstackv1.ReasonNoBoundPods, condString(si)
 		})
 	})
 

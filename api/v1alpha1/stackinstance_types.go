@@ -88,13 +88,19 @@ type StackInstanceStatus struct {
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// BoundPods counts the pods that name this StackInstance.
+	// BoundPods counts the live pods whose StackLabel (kubefstack.io/stack, a label: an annotation
+	// of that name is not read) names this StackInstance.
 	// +optional
 	BoundPods int32 `json:"boundPods,omitempty"`
 
 	// ReadyPods counts the bound pods whose dataplane reports ready.
 	// +optional
 	ReadyPods int32 `json:"readyPods,omitempty"`
+
+	// Ready is readyPods/boundPods ("2/3"), what the Ready column of kubectl get shows, as for
+	// Deployments.
+	// +optional
+	Ready string `json:"ready,omitempty"`
 
 	// ConfigHash is the hash of the config rendered from the current spec; a pod running another
 	// hash runs an older config.
@@ -110,8 +116,8 @@ type StackInstanceStatus struct {
 // +kubebuilder:printcolumn:name="Processes",type=integer,JSONPath=`.spec.processes`
 // +kubebuilder:printcolumn:name="Ports",type=string,JSONPath=`.spec.ports[*].name`
 // +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=="Valid")].status`
-// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.readyPods`
-// +kubebuilder:printcolumn:name="Bound",type=string,JSONPath=`.status.boundPods`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.ready`,description="bound pods whose dataplane is ready / bound pods"
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="the Ready condition's reason"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type StackInstance struct {
 	metav1.TypeMeta   `json:",inline"`

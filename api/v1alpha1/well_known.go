@@ -5,23 +5,13 @@ package v1alpha1
 const (
 	// InjectionLabel on a Namespace opts its pods into dataplane injection ("enabled").
 	InjectionLabel = "kubefstack.io/injection"
-	// StackLabel (label or annotation) on a pod names the StackInstance in the pod's namespace.
+	// StackLabel on a pod names the StackInstance in the pod's namespace. Only the label is read:
+	// the webhook and the controller's pod watch select on labels, never on annotations.
 	StackLabel = "kubefstack.io/stack"
 	// InjectAnnotation set to "false" on a pod opts it out of injection.
 	InjectAnnotation = "kubefstack.io/inject"
 	// StatusAnnotation records what was injected, so injecting again changes nothing.
 	StatusAnnotation = "kubefstack.io/status"
-)
-
-// Condition types of StackInstance status.
-const (
-	// ConditionValid is True when the spec passes every check that can be made before a pod starts.
-	ConditionValid = "Valid"
-	// ConditionReady is True when every bound pod runs the stack and reports ready.
-	ConditionReady = "Ready"
-	// ConditionConfigMap is True when the StackInstance's ConfigMap <name>-fstack holds the
-	// rendered preview; False when it cannot be written, e.g. because another ConfigMap has the name.
-	ConditionConfigMap = "ConfigMap"
 )
 
 // FStackVersion is a released F-Stack version whose config.ini dialect the renderer speaks.

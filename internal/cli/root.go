@@ -1,5 +1,5 @@
 // Package cli is the kubectl-fstack command line: offline tools over the same pure packages the
-// operator and the dataplane use.
+// operator and the dataplane use, and views of a cluster's stacks through the user's kubeconfig.
 package cli
 
 import (
@@ -17,7 +17,7 @@ var errReported = errors.New("reported")
 func Run(args []string, stdout, stderr io.Writer) int {
 	root := &cobra.Command{
 		Use:           "kubectl-fstack",
-		Short:         "Offline tools for kube-fstack: render F-Stack's config.ini, inject the dataplane into manifests",
+		Short:         "kube-fstack's tools: render F-Stack's config.ini and inject the dataplane offline, show a cluster's stacks",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -25,6 +25,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	root.SetErr(stderr)
 	root.SetArgs(args)
 	root.AddCommand(newRenderCommand(stdout, stderr), newInjectCommand(stdout, stderr))
+	root.AddCommand(newStatusCommand(stdout))
 	if err := root.Execute(); err != nil {
 		if !errors.Is(err, errReported) {
 			fmt.Fprintln(stderr, "error:", err)

@@ -6,6 +6,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,6 +37,10 @@ type StackInstanceReconciler struct {
 	Recorder  events.EventRecorder
 	// Workers is how many StackInstances are reconciled at once; each waits on API writes.
 	Workers int
+	// OnPodEvent, when set (tests), sees the pod (the new one of an update) of each event that
+	// passed PodCountsChanged, in the informer's order: a test can prove an update was filtered
+	// without waiting for anything.
+	OnPodEvent func(pod client.Object)
 }
 
 // conflictRecheck is how often a StackInstance whose ConfigMap name is taken looks again: the
@@ -57,8 +62,10 @@ type observation struct {
 	hash string
 	// configMap is what writing the ConfigMap returned (only for a valid spec).
 	configMap error
-	// pods is nil when the pods could not be listed: the status keeps its counts then.
-	pods *podCounts
+	// pods is nil when the pods could not be listed: the status keeps its counts then, and the
+	// Ready condition says why (podsErr).
+	pods    *podCounts
+	podsErr error
 }
 
 // Reconcile validates one StackInstance, writes its ConfigMap and patches its status once, in a
@@ -82,7 +89,8 @@ func (r *StackInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	pods := &corev1.PodList{}
 	if err := r.Client.List(ctx, pods, client.InNamespace(si.Namespace), client.MatchingLabels{fsv1.StackLabel: si.Name},
 		client.UnsafeDisableDeepCopy); err != nil {
-		return ctrl.Result{}, err
+		obs.podsErr = err
+		return ctrl.Result{}, kerrors.NewAggregate([]error{err, obs.configMap})
 	}
 	n := countPods(pods.Items, obs.hash)
 	obs.pods = &n
@@ -114,10 +122,14 @@ func (r *StackInstanceReconciler) patchStatus(ctx context.Context, si *fsv1.Stac
 	st := &si.Status
 	meta.SetStatusCondition(&st.Conditions, validCondition(obs.errs, si.Generation))
 	meta.SetStatusCondition(&st.Conditions, configMapCondition(valid, obs.configMap, si.Generation, si.Namespace, si.Name))
-	if obs.pods != nil {
+	switch {
+	case obs.podsErr != nil:
+		meta.SetStatusCondition(&st.Conditions, podListFailedCondition(obs.podsErr, si.Generation, si.Name))
+	case obs.pods != nil:
 		meta.SetStatusCondition(&st.Conditions, readyCondition(valid, *obs.pods, si.Generation, si.Name))
 		st.BoundPods, st.ReadyPods = obs.pods.Bound, obs.pods.Ready
 	}
+	st.Ready = fmt.Sprintf("%d/%d", st.ReadyPods, st.BoundPods)
 	st.ObservedGeneration, st.ConfigHash = si.Generation, obs.hash
 	if equality.Semantic.DeepEqual(before.Status, si.Status) {
 		return nil // nothing to write: a no-op patch still costs the API server a write path
@@ -144,7 +156,7 @@ func (r *StackInstanceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Status writes (our own) and metadata changes say nothing new about the spec.
 		For(&fsv1.StackInstance{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&corev1.ConfigMap{}, builder.OnlyMetadata).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToStack)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToStack), builder.WithPredicates(r.podPredicates()...)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(1, r.Workers)}).
 		Complete(r)
 }
@@ -155,4 +167,13 @@ func podToStack(_ context.Context, obj client.Object) []reconcile.Request {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}}
+}
+
+func (r *StackInstanceReconciler) podPredicates() []predicate.Predicate {
+	preds := []predicate.Predicate{PodCountsChanged()}
+	if hook := r.OnPodEvent; hook != nil {
+		// Predicates run in order and stop at the first that refuses: this one sees only what passed.
+		preds = append(preds, predicate.NewPredicateFuncs(func(o client.Object) bool { hook(o); return true }))
+	}
+	return preds
 }

@@ -13,20 +13,9 @@ import (
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
-// Condition reasons.
 const (
-	ReasonValid        = "Valid"
-	ReasonInvalidSpec  = "InvalidSpec"
-	ReasonNoBoundPods  = "NoBoundPods"
-	ReasonPodsNotReady = "PodsNotReady"
-	ReasonAllPodsReady = "AllPodsReady"
-	ReasonOlderConfig  = "PodsRunOlderConfig"
-	ReasonConfigMapOK  = "UpToDate"
-	// ReasonConfigMapConflict: another ConfigMap has the name; the operator leaves it alone.
-	ReasonConfigMapConflict = "ConfigMapConflict"
-	ReasonConfigMapFailed   = "ConfigMapWriteFailed"
-	maxConditionMessage     = 32 * 1024
-	injectionNamespaceOK    = "enabled"
+	maxConditionMessage  = 32 * 1024
+	injectionNamespaceOK = "enabled"
 )
 
 // podCounts is what the controller observed of the pods bound to a StackInstance.
@@ -67,10 +56,10 @@ func dataplaneReady(p *corev1.Pod) bool {
 func validCondition(errs field.ErrorList, generation int64) v1.Condition {
 	c := v1.Condition{Type: fsv1.ConditionValid, ObservedGeneration: generation}
 	if len(errs) == 0 {
-		c.Status, c.Reason, c.Message = v1.ConditionTrue, ReasonValid, "the spec passes every check possible before a pod starts"
+		c.Status, c.Reason, c.Message = v1.ConditionTrue, fsv1.ReasonValid, "the spec passes every check possible before a pod starts"
 		return c
 	}
-	c.Status, c.Reason = v1.ConditionFalse, ReasonInvalidSpec
+	c.Status, c.Reason = v1.ConditionFalse, fsv1.ReasonInvalidSpec
 	c.Message = truncate(fmt.Sprintf("fix the spec; pods naming this StackInstance are refused until then: %s", errs.ToAggregate().Error()))
 	return c
 }
@@ -80,25 +69,34 @@ func readyCondition(valid bool, n podCounts, generation int64, name string) v1.C
 	c := v1.Condition{Type: fsv1.ConditionReady, ObservedGeneration: generation, Status: v1.ConditionFalse}
 	switch {
 	case !valid:
-		c.Reason, c.Message = ReasonInvalidSpec, "the spec is not valid: see the Valid condition"
+		c.Reason, c.Message = fsv1.ReasonInvalidSpec, "the spec is not valid: see the Valid condition"
 	case n.Bound == 0:
-		c.Reason = ReasonNoBoundPods
+		c.Reason = fsv1.ReasonNoBoundPods
 		c.Message = fmt.Sprintf("no pod names this StackInstance: label pods %s=%s in a namespace labelled %s=%s",
 			fsv1.StackLabel, name, fsv1.InjectionLabel, injectionNamespaceOK)
 	case n.Ready < n.Bound:
-		c.Reason = ReasonPodsNotReady
+		c.Reason = fsv1.ReasonPodsNotReady
 		c.Message = fmt.Sprintf("%d of %d pods have a ready dataplane", n.Ready, n.Bound)
 	default:
-		c.Status, c.Reason = v1.ConditionTrue, ReasonAllPodsReady
+		c.Status, c.Reason = v1.ConditionTrue, fsv1.ReasonAllPodsReady
 		c.Message = fmt.Sprintf("%d of %d pods have a ready dataplane", n.Ready, n.Bound)
 	}
 	if valid && n.Older > 0 {
 		if c.Status == v1.ConditionTrue {
-			c.Reason = ReasonOlderConfig
+			c.Reason = fsv1.ReasonOlderConfig
 		}
 		c.Message += fmt.Sprintf("; %d of %d pods run an older config: running pods keep the config they started with, recreate them (e.g. kubectl rollout restart) to apply the current spec", n.Older, n.Bound)
 	}
 	return c
+}
+
+// podListFailedCondition says that the bound pods could not be listed: the counts in the status
+// are the last ones observed, so Ready is Unknown rather than what they would say.
+func podListFailedCondition(err error, generation int64, name string) v1.Condition {
+	return v1.Condition{Type: fsv1.ConditionReady, ObservedGeneration: generation, Status: v1.ConditionUnknown,
+		Reason: fsv1.ReasonPodListFailed,
+		Message: truncate(fmt.Sprintf("listing the pods labelled %s=%s failed (retrying; the counts are the last observed): %v",
+			fsv1.StackLabel, name, err))}
 }
 
 // configMapCondition says whether the ConfigMap <name>-fstack holds the preview of the current
@@ -109,15 +107,15 @@ func configMapCondition(valid bool, err error, generation int64, namespace, name
 	var conflict *ConflictError
 	switch {
 	case !valid:
-		c.Reason, c.Message = ReasonInvalidSpec, "the spec is not valid, so nothing was rendered: see the Valid condition"
+		c.Reason, c.Message = fsv1.ReasonInvalidSpec, "the spec is not valid, so nothing was rendered: see the Valid condition"
 	case errors.As(err, &conflict):
-		c.Reason = ReasonConfigMapConflict
+		c.Reason = fsv1.ReasonConfigMapConflict
 		c.Message = conflict.Error() + ": delete or rename that ConfigMap to get the rendered preview here (or rename the StackInstance); " +
 			"pods are injected either way, the preview is only for reading"
 	case err != nil:
-		c.Reason, c.Message = ReasonConfigMapFailed, truncate(fmt.Sprintf("writing ConfigMap %s failed (retrying): %v", cm, err))
+		c.Reason, c.Message = fsv1.ReasonConfigMapFailed, truncate(fmt.Sprintf("writing ConfigMap %s failed (retrying): %v", cm, err))
 	default:
-		c.Status, c.Reason = v1.ConditionTrue, ReasonConfigMapOK
+		c.Status, c.Reason = v1.ConditionTrue, fsv1.ReasonConfigMapOK
 		c.Message = fmt.Sprintf("ConfigMap %s holds the spec with defaults, a preview config.ini and the EAL argv", cm)
 	}
 	return c
@@ -125,7 +123,11 @@ func configMapCondition(valid bool, err error, generation int64, namespace, name
 
 // problem reasons are Warning events, and news even on a condition's first appearance.
 func problem(reason string) bool {
-	return reason == ReasonInvalidSpec || reason == ReasonConfigMapConflict || reason == ReasonConfigMapFailed
+	switch reason {
+	case fsv1.ReasonInvalidSpec, fsv1.ReasonConfigMapConflict, fsv1.ReasonConfigMapFailed, fsv1.ReasonPodListFailed:
+		return true
+	}
+	return false
 }
 
 func truncate(s string) string {

@@ -23,12 +23,12 @@ func TestReadyCondition(t *testing.T) {
 		reason  string
 		message string
 	}{
-		{"invalid", false, podCounts{Bound: 3, Ready: 3}, metav1.ConditionFalse, ReasonInvalidSpec, "see the Valid condition"},
-		{"no pods", true, podCounts{}, metav1.ConditionFalse, ReasonNoBoundPods, "label pods kubefstack.io/stack=web"},
-		{"some ready", true, podCounts{Bound: 3, Ready: 1}, metav1.ConditionFalse, ReasonPodsNotReady, "1 of 3 pods have a ready dataplane"},
-		{"all ready", true, podCounts{Bound: 3, Ready: 3}, metav1.ConditionTrue, ReasonAllPodsReady, "3 of 3 pods have a ready dataplane"},
-		{"older config", true, podCounts{Bound: 3, Ready: 3, Older: 2}, metav1.ConditionTrue, ReasonOlderConfig, "2 of 3 pods run an older config"},
-		{"older and not ready", true, podCounts{Bound: 3, Ready: 2, Older: 1}, metav1.ConditionFalse, ReasonPodsNotReady, "1 of 3 pods run an older config"},
+		{"invalid", false, podCounts{Bound: 3, Ready: 3}, metav1.ConditionFalse, fsv1.ReasonInvalidSpec, "see the Valid condition"},
+		{"no pods", true, podCounts{}, metav1.ConditionFalse, fsv1.ReasonNoBoundPods, "label pods kubefstack.io/stack=web"},
+		{"some ready", true, podCounts{Bound: 3, Ready: 1}, metav1.ConditionFalse, fsv1.ReasonPodsNotReady, "1 of 3 pods have a ready dataplane"},
+		{"all ready", true, podCounts{Bound: 3, Ready: 3}, metav1.ConditionTrue, fsv1.ReasonAllPodsReady, "3 of 3 pods have a ready dataplane"},
+		{"older config", true, podCounts{Bound: 3, Ready: 3, Older: 2}, metav1.ConditionTrue, fsv1.ReasonOlderConfig, "2 of 3 pods run an older config"},
+		{"older and not ready", true, podCounts{Bound: 3, Ready: 2, Older: 1}, metav1.ConditionFalse, fsv1.ReasonPodsNotReady, "1 of 3 pods run an older config"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -42,11 +42,11 @@ func TestReadyCondition(t *testing.T) {
 
 func TestValidCondition(t *testing.T) {
 	ok := validCondition(nil, 2)
-	if ok.Status != metav1.ConditionTrue || ok.Reason != ReasonValid {
+	if ok.Status != metav1.ConditionTrue || ok.Reason != fsv1.ReasonValid {
 		t.Fatalf("got %+v", ok)
 	}
 	bad := validCondition(field.ErrorList{field.Required(field.NewPath("spec", "ports"), "add one")}, 2)
-	if bad.Status != metav1.ConditionFalse || bad.Reason != ReasonInvalidSpec || !strings.Contains(bad.Message, "spec.ports: Required value: add one") {
+	if bad.Status != metav1.ConditionFalse || bad.Reason != fsv1.ReasonInvalidSpec || !strings.Contains(bad.Message, "spec.ports: Required value: add one") {
 		t.Fatalf("got %+v", bad)
 	}
 	long := validCondition(field.ErrorList{field.Invalid(field.NewPath("spec"), strings.Repeat("x", 40000), "too long")}, 2)
@@ -78,20 +78,20 @@ func TestCountPods(t *testing.T) {
 }
 
 func TestTransitions(t *testing.T) {
-	old := []metav1.Condition{{Type: fsv1.ConditionValid, Status: metav1.ConditionTrue, Reason: ReasonValid}}
+	old := []metav1.Condition{{Type: fsv1.ConditionValid, Status: metav1.ConditionTrue, Reason: fsv1.ReasonValid}}
 	updated := []metav1.Condition{
-		{Type: fsv1.ConditionValid, Status: metav1.ConditionTrue, Reason: ReasonValid, Message: "new words"},
-		{Type: fsv1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonNoBoundPods},
+		{Type: fsv1.ConditionValid, Status: metav1.ConditionTrue, Reason: fsv1.ReasonValid, Message: "new words"},
+		{Type: fsv1.ConditionReady, Status: metav1.ConditionFalse, Reason: fsv1.ReasonNoBoundPods},
 	}
 	if got := transitions(old, updated); len(got) != 0 {
 		t.Fatalf("got %+v, want none: a new message is no transition, a first healthy condition no news", got)
 	}
-	updated[1].Reason = ReasonPodsNotReady
-	old = append(old, v1Cond(fsv1.ConditionReady, ReasonNoBoundPods))
+	updated[1].Reason = fsv1.ReasonPodsNotReady
+	old = append(old, v1Cond(fsv1.ConditionReady, fsv1.ReasonNoBoundPods))
 	if got := transitions(old, updated); len(got) != 1 || got[0].Type != fsv1.ConditionReady {
 		t.Fatalf("got %+v, want the Ready transition", got)
 	}
-	first := []metav1.Condition{v1Cond(fsv1.ConditionValid, ReasonInvalidSpec)}
+	first := []metav1.Condition{v1Cond(fsv1.ConditionValid, fsv1.ReasonInvalidSpec)}
 	if got := transitions(nil, first); len(got) != 1 {
 		t.Fatalf("a first condition that reports a problem must be an event, got %+v", got)
 	}
@@ -110,11 +110,11 @@ func TestConfigMapCondition(t *testing.T) {
 		reason  string
 		message string
 	}{
-		{"written", true, nil, metav1.ConditionTrue, ReasonConfigMapOK, "ConfigMap web/s-fstack holds"},
-		{"invalid", false, nil, metav1.ConditionFalse, ReasonInvalidSpec, "see the Valid condition"},
+		{"written", true, nil, metav1.ConditionTrue, fsv1.ReasonConfigMapOK, "ConfigMap web/s-fstack holds"},
+		{"invalid", false, nil, metav1.ConditionFalse, fsv1.ReasonInvalidSpec, "see the Valid condition"},
 		{"conflict", true, fmt.Errorf("ensure: %w", &ConflictError{Namespace: "web", Name: "s-fstack"}), metav1.ConditionFalse,
-			ReasonConfigMapConflict, "ConfigMap web/s-fstack exists and is not this StackInstance's"},
-		{"failed", true, errors.New("forbidden"), metav1.ConditionFalse, ReasonConfigMapFailed, "writing ConfigMap web/s-fstack failed (retrying): forbidden"},
+			fsv1.ReasonConfigMapConflict, "ConfigMap web/s-fstack exists and is not this StackInstance's"},
+		{"failed", true, errors.New("forbidden"), metav1.ConditionFalse, fsv1.ReasonConfigMapFailed, "writing ConfigMap web/s-fstack failed (retrying): forbidden"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -126,7 +126,7 @@ func TestConfigMapCondition(t *testing.T) {
 		})
 	}
 	// A conflict is news the first time it is seen, unlike a first healthy condition.
-	if got := transitions(nil, []metav1.Condition{v1Cond(fsv1.ConditionConfigMap, ReasonConfigMapConflict)}); len(got) != 1 {
+	if got := transitions(nil, []metav1.Condition{v1Cond(fsv1.ConditionConfigMap, fsv1.ReasonConfigMapConflict)}); len(got) != 1 {
 		t.Fatalf("a first ConfigMapConflict must be an event, got %+v", got)
 	}
 }

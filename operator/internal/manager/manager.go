@@ -65,6 +65,9 @@ type Options struct {
 	// QPS and Burst limit the client's requests to the API server.
 	QPS   float32
 	Burst int
+	// OnPodEvent is the controller's test hook: it sees every pod event that enqueues a
+	// StackInstance.
+	OnPodEvent func(pod client.Object)
 	// SecondInProcess lets a test run another manager beside the first (controller names are
 	// otherwise unique per process).
 	SecondInProcess bool
@@ -103,7 +106,7 @@ func New(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
 		}
 	}
 	rec := &controller.StackInstanceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-		Recorder: mgr.GetEventRecorder("kube-fstack"), Workers: o.Workers}
+		Recorder: mgr.GetEventRecorder("kube-fstack"), Workers: o.Workers, OnPodEvent: o.OnPodEvent}
 	if err := rec.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}

@@ -54,7 +54,7 @@ func testNotAdopted(t *testing.T, stackName string, labels map[string]string) {
 			return err
 		}
 		c := meta.FindStatusCondition(got.Status.Conditions, fsv1.ConditionConfigMap)
-		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != controller.ReasonConfigMapConflict {
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != fsv1.ReasonConfigMapConflict {
 			return fmt.Errorf("ConfigMap condition %+v", c)
 		}
 		return nil
@@ -69,13 +69,13 @@ func testNotAdopted(t *testing.T, stackName string, labels map[string]string) {
 	if v := meta.FindStatusCondition(got.Status.Conditions, fsv1.ConditionValid); v == nil || v.Status != metav1.ConditionTrue {
 		t.Errorf("Valid condition %+v", v)
 	}
-	if r := meta.FindStatusCondition(got.Status.Conditions, fsv1.ConditionReady); r == nil || r.Reason != controller.ReasonNoBoundPods {
+	if r := meta.FindStatusCondition(got.Status.Conditions, fsv1.ConditionReady); r == nil || r.Reason != fsv1.ReasonNoBoundPods {
 		t.Errorf("Ready condition %+v", r)
 	}
 	if got.Status.ObservedGeneration != got.Generation || got.Status.ConfigHash == "" {
 		t.Errorf("status %+v", got.Status)
 	}
-	waitWarning(t, si, controller.ReasonConfigMapConflict)
+	waitWarning(t, si, fsv1.ReasonConfigMapConflict)
 	after := &corev1.ConfigMap{}
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(users), after); err != nil {
 		t.Fatal(err)

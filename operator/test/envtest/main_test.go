@@ -106,7 +106,7 @@ func startManager(cfg *rest.Config, wh *envtest.WebhookInstallOptions) (func(), 
 	mgr, err := manager.New(cfg, manager.Options{
 		MetricsAddr: metricsAddr, ProbeAddr: "0", Namespace: operatorNS,
 		WebhookHost: wh.LocalServingHost, WebhookPort: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
-		Inject: injectConfig(),
+		Inject: injectConfig(), OnPodEvent: podEvents.record,
 	}, ctrl.Log)
 	if err != nil {
 		return nil, err

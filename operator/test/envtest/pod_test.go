@@ -20,7 +20,6 @@ import (
 	"github.com/kube-fstack/kube-fstack/internal/inject"
 	"github.com/kube-fstack/kube-fstack/internal/manifest"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
-	"github.com/kube-fstack/kube-fstack/operator/internal/controller"
 )
 
 // goldenDir holds the injector's goldens: what it makes of each fixture pod (the outputs of
@@ -132,14 +131,14 @@ func TestStatusFollowsPods(t *testing.T) {
 		}
 		pods = append(pods, pod)
 	}
-	waitStatus(t, si.Name, 2, 0, controller.ReasonPodsNotReady, "0 of 2 pods have a ready dataplane")
+	waitStatus(t, si.Name, 2, 0, fsv1.ReasonPodsNotReady, "0 of 2 pods have a ready dataplane")
 	for _, pod := range pods {
 		pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: podcontract.DataplaneContainer, Ready: true, Image: "x", ImageID: "x"}}
 		if err := k8s.Status().Update(ctx, pod); err != nil {
 			t.Fatal(err)
 		}
 	}
-	waitStatus(t, si.Name, 2, 2, controller.ReasonAllPodsReady, "2 of 2 pods have a ready dataplane")
+	waitStatus(t, si.Name, 2, 2, fsv1.ReasonAllPodsReady, "2 of 2 pods have a ready dataplane")
 
 	cur := &fsv1.StackInstance{}
 	if err := k8s.Get(ctx, types.NamespacedName{Namespace: optedInNS, Name: si.Name}, cur); err != nil {
@@ -149,14 +148,14 @@ func TestStatusFollowsPods(t *testing.T) {
 	if err := k8s.Update(ctx, cur); err != nil {
 		t.Fatal(err)
 	}
-	waitStatus(t, si.Name, 2, 2, controller.ReasonOlderConfig, "2 of 2 pods run an older config")
+	waitStatus(t, si.Name, 2, 2, fsv1.ReasonOlderConfig, "2 of 2 pods run an older config")
 
 	for _, pod := range pods {
 		if err := k8s.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	waitStatus(t, si.Name, 0, 0, controller.ReasonNoBoundPods, "no pod names this StackInstance")
+	waitStatus(t, si.Name, 0, 0, fsv1.ReasonNoBoundPods, "no pod names this StackInstance")
 }
 
 func waitStatus(t *testing.T, name string, bound, ready int32, reason, message string) {

@@ -100,7 +100,7 @@ func TestControllerValidAndConfigMap(t *testing.T) {
 		switch {
 		case valid == nil || valid.Status != metav1.ConditionTrue:
 			return fmt.Errorf("Valid condition %+v", valid)
-		case ready == nil || ready.Reason != controller.ReasonNoBoundPods:
+		case ready == nil || ready.Reason != fsv1.ReasonNoBoundPods:
 			return fmt.Errorf("Ready condition %+v", ready)
 		case got.Status.ObservedGeneration != got.Generation || got.Status.ConfigHash != hash:
 			return fmt.Errorf("status %+v, want generation %d hash %s", got.Status, got.Generation, hash)

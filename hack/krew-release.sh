@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Build kubectl-fstack for every platform of plugins/krew/fstack.yaml, pack each as the archive
+# the manifest names, and write the manifest with the version, the release URL and each
+# archive's sha256 filled in. Upload the archives to RELEASE_URL, then submit the manifest.
+#   hack/krew-release.sh VERSION RELEASE_URL [OUT_DIR]     (OUT_DIR defaults to _output/krew)
+set -euo pipefail
+if [[ $# -lt 2 ]]; then
+	echo "usage: $0 VERSION RELEASE_URL [OUT_DIR], e.g. $0 v0.1.0 https://github.com/kube-fstack/kube-fstack/releases/download/v0.1.0" >&2
+	exit 2
+fi
+version=$1 url=$2 out=${3:-_output/krew}
+root=$(cd "$(dirname "$0")/.." && pwd)
+go=${GO:-go}
+mkdir -p "$out"
+manifest=$(grep -v "^#" "$root/plugins/krew/fstack.yaml")
+manifest=${manifest//RELEASE_URL/$url}
+manifest=${manifest//VERSION/$version}
+for arch in amd64 arm64; do
+	dir=$(mktemp -d)
+	(cd "$root" && CGO_ENABLED=0 GOOS=linux GOARCH=$arch "$go" build -trimpath -ldflags="-s -w" -o "$dir/kubectl-fstack" ./cmd/kubectl-fstack)
+	archive="$out/kubectl-fstack_${version}_linux_${arch}.tar.gz"
+	tar -C "$dir" --owner=0 --group=0 --numeric-owner -czf "$archive" kubectl-fstack
+	rm -rf "$dir"
+	sum=$(sha256sum "$archive" | cut -d' ' -f1)
+	placeholder="SHA256_LINUX_${arch^^}"
+	manifest=${manifest//$placeholder/$sum}
+done
+printf '%s\n' "$manifest" >"$out/fstack.yaml"
+echo "wrote $out/fstack.yaml and the archives beside it" >&2

@@ -1,0 +1,147 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+)
+
+// statusOptions reach the cluster as kubectl does: the kubeconfig from --kubeconfig, else
+// $KUBECONFIG, else ~/.kube/config; --context and -n override its current context.
+type statusOptions struct {
+	kubeconfig, context, namespace string
+	allNamespaces                  bool
+	timeout                        time.Duration
+}
+
+func newStatusCommand(stdout io.Writer) *cobra.Command {
+	o := &statusOptions{}
+	cmd := &cobra.Command{
+		Use:   "status [-n NAMESPACE | -A] [STACK]",
+		Short: "Show each pod bound to a StackInstance: node, config (current or old), dataplane state and restarts",
+		Long: `List the StackInstances of a namespace (or the one named) and every pod labelled
+kubefstack.io/stack with its name: the node it runs on, the config hash it was admitted with and
+whether that is the StackInstance's current one (old: recreate the pod to apply the current
+spec), the state of its dataplane container and how often it restarted.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := ""
+			if len(args) == 1 {
+				name = args[0]
+			}
+			return o.run(cmd.Context(), stdout, name)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+	f.StringVar(&o.context, "context", "", "the kubeconfig context to use")
+	f.StringVarP(&o.namespace, "namespace", "n", "", "the namespace (default: the context's)")
+	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "every namespace")
+	f.DurationVar(&o.timeout, "request-timeout", 30*time.Second, "how long to wait for the API server")
+	return cmd
+}
+
+// client builds a client from the kubeconfig and returns it with the namespace to look in.
+func (o *statusOptions) client() (client.Client, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.kubeconfig
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: o.context}
+	overrides.Context.Namespace = o.namespace
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+	ns, _, err := cc.Namespace()
+	if err != nil {
+		return nil, "", fmt.Errorf("kubeconfig: %w", err)
+	}
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, "", fmt.Errorf("kubeconfig: %w (use --kubeconfig, $KUBECONFIG or ~/.kube/config, as for kubectl)", err)
+	}
+	cfg.Timeout = o.timeout
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, "", err
+	}
+	if err := fsv1.AddToScheme(s); err != nil {
+		return nil, "", err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		return nil, "", fmt.Errorf("connect to %s: %w", cfg.Host, err)
+	}
+	if o.allNamespaces {
+		ns = ""
+	}
+	return c, ns, nil
+}
+
+func (o *statusOptions) run(ctx context.Context, stdout io.Writer, name string) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if name != "" && o.allNamespaces {
+		return fmt.Errorf("name a StackInstance or give -A, not both")
+	}
+	c, ns, err := o.client()
+	if err != nil {
+		return err
+	}
+	stacks, err := listStacks(ctx, c, ns, name)
+	if err != nil {
+		return err
+	}
+	if len(stacks) == 0 {
+		return fmt.Errorf("no StackInstances in %s", nsText(ns))
+	}
+	t := newStatusTable()
+	for i := range stacks {
+		pods := &corev1.PodList{}
+		if err := c.List(ctx, pods, client.InNamespace(stacks[i].Namespace),
+			client.MatchingLabels{fsv1.StackLabel: stacks[i].Name}); err != nil {
+			return fmt.Errorf("list the pods of StackInstance %s/%s: %w", stacks[i].Namespace, stacks[i].Name, err)
+		}
+		t.addStack(&stacks[i], pods.Items)
+	}
+	return t.write(stdout, ns == "")
+}
+
+func listStacks(ctx context.Context, c client.Client, ns, name string) ([]fsv1.StackInstance, error) {
+	if name != "" {
+		si := &fsv1.StackInstance{}
+		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, si)
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("StackInstance %q not found in namespace %q", name, ns)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("get StackInstance %s/%s: %w", ns, name, err)
+		}
+		return []fsv1.StackInstance{*si}, nil
+	}
+	list := &fsv1.StackInstanceList{}
+	if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+		return nil, fmt.Errorf("list StackInstances in %s: %w", nsText(ns), err)
+	}
+	sort.Slice(list.Items, func(i, j int) bool {
+		a, b := list.Items[i], list.Items[j]
+		return a.Namespace < b.Namespace || a.Namespace == b.Namespace && a.Name < b.Name
+	})
+	return list.Items, nil
+}
+
+func nsText(ns string) string {
+	if ns == "" {
+		return "any namespace"
+	}
+	return fmt.Sprintf("namespace %q", ns)
+}

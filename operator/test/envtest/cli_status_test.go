@@ -1,0 +1,138 @@
+package envtest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/cli"
+	"github.com/kube-fstack/kube-fstack/internal/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+)
+
+// `kubectl fstack status` against the API server, through a kubeconfig file as a user has one:
+// a pod admitted before the spec changed runs the old config, one admitted after runs the
+// current one, and each shows its node, its dataplane's state and restarts. No kubelet runs
+// here: the test writes the pods' node and container statuses as the scheduler and kubelet would.
+func TestCLIStatusShowsPods(t *testing.T) {
+	ctx := context.Background()
+	si := stack(t, "vhost-user", "shown")
+	ensureStack(t, si)
+	oldPod := statusPod(t, "shown-old", si.Name, "node-a", corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}, true, 2)
+	oldHash := oldPod.Annotations[podcontract.ConfigHashAnnotation]
+
+	cur := &fsv1.StackInstance{}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(si), cur); err != nil {
+		t.Fatal(err)
+	}
+	changed := cur.DeepCopy()
+	changed.Spec.DPDK.PktTxDelayMicroseconds = ptr(int32(30))
+	if err := k8s.Patch(ctx, changed, client.MergeFrom(cur)); err != nil {
+		t.Fatal(err)
+	}
+	crashing := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
+	newPod := statusPod(t, "shown-new", si.Name, "node-b", crashing, false, 5)
+	newHash := newPod.Annotations[podcontract.ConfigHashAnnotation]
+	if oldHash == "" || oldHash == newHash {
+		t.Fatalf("config hashes old %q new %q: the webhook should record a different one after the spec change", oldHash, newHash)
+	}
+	eventually(t, 20*time.Second, func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(si), cur); err != nil {
+			return err
+		}
+		if cur.Status.ConfigHash != newHash || cur.Status.Ready != "1/2" {
+			return fmt.Errorf("status hash %q ready %q; want %q, 1/2", cur.Status.ConfigHash, cur.Status.Ready, newHash)
+		}
+		return nil
+	})
+
+	// `kubectl get fsi` says the same: Ready is ready/bound pods, Status the Ready condition's reason.
+	if cells := getColumns(t, optedInNS, si.Name); cells["Ready"] != "1/2" || cells["Status"] != fsv1.ReasonPodsNotReady || cells["Valid"] != "True" {
+		t.Errorf("kubectl get columns %v", cells)
+	}
+
+	kubeconfig := writeKubeconfig(t)
+	out := runCLI(t, "status", "--kubeconfig", kubeconfig, "-n", optedInNS, si.Name)
+	t.Logf("kubectl fstack status:\n%s", out)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	want := []*regexp.Regexp{
+		regexp.MustCompile(`^STACK +READY +POD +NODE +CONFIG-HASH +CONFIG +DATAPLANE +RESTARTS$`),
+		regexp.MustCompile(fmt.Sprintf(`^shown +1/2 +shown-new +node-b +%s +current +Waiting: CrashLoopBackOff +5$`, newHash[:12])),
+		regexp.MustCompile(fmt.Sprintf(`^shown +1/2 +shown-old +node-a +%s +old \(current %s\) +Running, ready +2$`, oldHash[:12], newHash[:12])),
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("got %d lines, want %d:\n%s", len(lines), len(want), out)
+	}
+	for i, re := range want {
+		if !re.MatchString(lines[i]) {
+			t.Errorf("line %d %q does not match %s", i, lines[i], re)
+		}
+	}
+	// Every StackInstance of the namespace when none is named; the context's namespace without -n.
+	if all := runCLI(t, "status", "--kubeconfig", kubeconfig); !strings.Contains(all, "shown-old") {
+		t.Errorf("without -n (the context's namespace is %s) the table lacks the pods:\n%s", optedInNS, all)
+	}
+	var stderr bytes.Buffer
+	if code := cli.Run([]string{"status", "--kubeconfig", kubeconfig, "missing"}, &bytes.Buffer{}, &stderr); code != 1 ||
+		!strings.Contains(stderr.String(), `StackInstance "missing" not found in namespace "web"`) {
+		t.Errorf("exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// statusPod creates a pod bound to stack (injected by the webhook) and writes its node and its
+// dataplane's status.
+func statusPod(t *testing.T, name, stack, node string, state corev1.ContainerState, ready bool, restarts int32) *corev1.Pod {
+	t.Helper()
+	ctx := context.Background()
+	pod := fixtures.LoadPod(t, "nginx-vhost")
+	pod.Name, pod.Labels[fsv1.StackLabel], pod.Spec.NodeName = name, stack, node
+	if err := k8s.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.Phase = corev1.PodRunning
+	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: podcontract.DataplaneContainer, State: state,
+		Ready: ready, RestartCount: restarts, Image: "x", ImageID: "x"}}
+	if err := k8s.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	return pod
+}
+
+// writeKubeconfig writes the suite's credentials as a kubeconfig whose context's namespace is the
+// opted-in one.
+func writeKubeconfig(t *testing.T) string {
+	t.Helper()
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["envtest"] = &clientcmdapi.Cluster{Server: restCfg.Host, CertificateAuthorityData: restCfg.CAData}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: restCfg.CertData, ClientKeyData: restCfg.KeyData,
+		Token: restCfg.BearerToken}
+	cfg.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin", Namespace: optedInNS}
+	cfg.CurrentContext = "envtest"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBECONFIG", filepath.Join(os.TempDir(), "no-such-kubeconfig")) // --kubeconfig must win
+	return path
+}
+
+func runCLI(t *testing.T, args ...string) string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	if code := cli.Run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("kubectl fstack %s: exit %d: %s", strings.Join(args, " "), code, stderr.String())
+	}
+	return stdout.String()
+}
