@@ -63,9 +63,15 @@ func (n *node) write(t *testing.T, rel, data string) {
 	must(t, os.WriteFile(p, []byte(data), 0o644))
 }
 
-func (n *node) mkdir(t *testing.T, rel string) { t.Helper(); must(t, os.MkdirAll(filepath.Join(n.base, rel), 0o755)) }
+func (n *node) mkdir(t *testing.T, rel string) {
+	t.Helper()
+	must(t, os.MkdirAll(filepath.Join(n.base, rel), 0o755))
+}
 
-func (n *node) remove(t *testing.T, rel string) { t.Helper(); must(t, os.RemoveAll(filepath.Join(n.base, rel))) }
+func (n *node) remove(t *testing.T, rel string) {
+	t.Helper()
+	must(t, os.RemoveAll(filepath.Join(n.base, rel)))
+}
 
 // symlink replaces rel with a symlink to a copy of it outside every root, so a check that
 // followed it would see the same, fit content.
@@ -133,9 +139,13 @@ func TestBrokenNodeLosesTheLabel(t *testing.T) {
 		breakIt                 func(*testing.T, *node)
 	}{
 		{"no 1G pages", "hugepages-1Gi", fsv1.NodeLabelHugePages("1Gi"), "hugepagesz=1G hugepages=N", Fail,
-			func(t *testing.T, n *node) { n.write(t, "root/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages", "0") }},
+			func(t *testing.T, n *node) {
+				n.write(t, "root/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages", "0")
+			}},
 		{"no free 2M pages", "hugepages-2Mi", fsv1.NodeLabelHugePages("2Mi"), "every page is in use", Fail,
-			func(t *testing.T, n *node) { n.write(t, "root/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages", "0") }},
+			func(t *testing.T, n *node) {
+				n.write(t, "root/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages", "0")
+			}},
 		{"kubelet does not report 2M pages", "hugepages-2Mi", fsv1.NodeLabelHugePages("2Mi"), "restart the kubelet", Fail,
 			func(_ *testing.T, n *node) { delete(n.cfg.Allocatable, "hugepages-2Mi") }},
 		{"cpu manager none", "cpu-manager", fsv1.NodeLabelCPUManager, "cpuManagerPolicy: static", Fail,
@@ -205,7 +215,9 @@ func TestSymlinksAndSpecialFilesAreNotFollowed(t *testing.T) {
 			must(t, unix.Mkfifo(filepath.Join(n.base, "kubelet/cpu_manager_state"), 0o644))
 		}},
 		{"socket-root", func(t *testing.T, n *node) { n.symlink(t, "run/vhost") }},
-		{"hugepages-2Mi", func(t *testing.T, n *node) { n.symlink(t, "root/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages") }},
+		{"hugepages-2Mi", func(t *testing.T, n *node) {
+			n.symlink(t, "root/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages")
+		}},
 		{"hugepages", func(t *testing.T, n *node) { n.symlink(t, "root/sys/kernel/mm") }},
 		{"vfio", func(t *testing.T, n *node) { n.symlink(t, "root/sys/module/vfio_pci") }},
 	}

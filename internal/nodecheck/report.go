@@ -39,7 +39,7 @@ type Check struct {
 
 // Report is every check of one node and the labels they imply.
 type Report struct {
-	Checks []Check            `json:"checks"`
+	Checks []Check           `json:"checks"`
 	Labels map[string]string `json:"labels"`
 }
 
