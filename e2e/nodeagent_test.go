@@ -32,8 +32,12 @@ var stackNodeLabels = map[string]string{
 func checkNodeAgentGatesScheduling(t *testing.T) {
 	report := waitNodeLabels(t, "the node agent's labels on a fit node", func(l map[string]string) bool { return hasAll(l, stackNodeLabels) })
 	for _, c := range report.Failed() {
-		if c.Name != "vfio" && c.Name != "aslr" { // no IOMMU here; ASLR is informational
+		// The node has no IOMMU and no 1Gi pages, and ASLR is informational: only the checks
+		// behind the labels this stack needs must pass.
+		if _, needed := stackNodeLabels[c.Label]; needed {
 			t.Errorf("check %s %s on the local node: %s (%s)", c.Name, c.Status, c.Detail, c.Fix)
+		} else {
+			t.Logf("check %s %s: %s", c.Name, c.Status, c.Detail)
 		}
 	}
 	restore := func() {
