@@ -74,7 +74,7 @@ envtest-assets: ## Build kube-apiserver from source and find etcd for envtest (c
 
 .PHONY: test-envtest
 test-envtest: ## The operator against a real kube-apiserver and etcd: CRD schema/CEL, webhooks, controller.
-	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test $(GOTEST_FLAGS) -timeout 10m ./operator/test/envtest/...
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test $(GOTEST_FLAGS) -timeout 10m ./operator/test/envtest/... ./test/cli/...
 
 .PHONY: test-chart
 test-chart: $(HELM) ## The Helm chart: helm lint --strict, goldens, values schema, RBAC/webhooks vs config/, every object accepted by a real kube-apiserver.

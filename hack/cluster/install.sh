@@ -20,6 +20,7 @@ t0=$SECONDS
 log "helm upgrade --install $RELEASE charts/kube-fstack -n $RELEASE_NAMESPACE"
 KUBECONFIG="$KUBECONFIG_ADMIN" "$HELM" upgrade --install "$RELEASE" "$ROOT/charts/kube-fstack" \
   --namespace "$RELEASE_NAMESPACE" --create-namespace -f "$HERE/values.yaml" \
+  --set "cni.nodeAgent.ovsdbSocket=$(readlink -f "$OVS_DIR")/db.sock" --set "cni.nodeAgent.period=${NODE_AGENT_PERIOD:-5s}" \
   --wait --timeout 5m "$@" >/dev/null || {
     kc -n "$RELEASE_NAMESPACE" get pods -o wide >&2 || true
     kc -n "$RELEASE_NAMESPACE" describe pods >&2 || true

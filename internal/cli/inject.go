@@ -22,6 +22,7 @@ import (
 
 type injectOptions struct {
 	file, stackFile, stackName, image, pullPolicy string
+	nodeAffinity                                  bool
 }
 
 func newInjectCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -44,6 +45,7 @@ A workload that cannot run the stack is reported with its field paths on stderr 
 	f.StringVar(&o.stackName, "stack-name", "", "which StackInstance of a multi-document --stack file")
 	f.StringVar(&o.image, "image", inject.DefaultConfig().Image, "dataplane image when the StackInstance names none")
 	f.StringVar(&o.pullPolicy, "pull-policy", "IfNotPresent", "imagePullPolicy of the dataplane container")
+	f.BoolVar(&o.nodeAffinity, "node-affinity", true, "require the node agent's node.kubefstack.io labels the stack needs, as the operator does (false for a cluster without the node agent)")
 	_ = cmd.MarkFlagRequired("filename")
 	_ = cmd.MarkFlagRequired("stack")
 	return cmd
@@ -56,6 +58,7 @@ func (o *injectOptions) run(stdout, stderr io.Writer) error {
 	}
 	cfg := inject.DefaultConfig()
 	cfg.Image, cfg.ImagePullPolicy = o.image, corev1.PullPolicy(o.pullPolicy)
+	cfg.NodeAffinity = o.nodeAffinity
 	prep, err := inject.Prepare(si, cfg)
 	if err != nil {
 		return reportReject(stderr, "", err)

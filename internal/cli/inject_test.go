@@ -93,3 +93,16 @@ func TestInjectRefusesMountOfTheSocketRoot(t *testing.T) {
 		}
 	}
 }
+
+// --node-affinity=false leaves the pod's scheduling as it was, for clusters without the node agent.
+func TestInjectWithoutNodeAffinity(t *testing.T) {
+	in := fixtures.Path(t, "pods/nginx-vhost.yaml")
+	with, errOut, code := run(t, "inject", "-f", in, "--stack", sample(t, "vhost-user.yaml"))
+	if code != 0 || !strings.Contains(with, "node.kubefstack.io/vhost-user") {
+		t.Fatalf("exit %d (%s): default injection lacks the vhost-user node requirement", code, errOut)
+	}
+	without, errOut, code := run(t, "inject", "-f", in, "--stack", sample(t, "vhost-user.yaml"), "--node-affinity=false")
+	if code != 0 || strings.Contains(without, "affinity") {
+		t.Fatalf("exit %d (%s): --node-affinity=false still has an affinity:\n%s", code, errOut, without)
+	}
+}

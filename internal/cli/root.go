@@ -26,6 +26,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.AddCommand(newRenderCommand(stdout, stderr), newInjectCommand(stdout, stderr))
 	root.AddCommand(newStatusCommand(stdout))
+	root.AddCommand(newDoctorCommand(stdout))
 	if err := root.Execute(); err != nil {
 		if !errors.Is(err, errReported) {
 			fmt.Fprintln(stderr, "error:", err)

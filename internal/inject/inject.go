@@ -31,6 +31,9 @@ type Config struct {
 	// AllowedImages are the image prefixes a StackInstance's spec.dataplane.image may start
 	// with; empty allows any. Image is always allowed.
 	AllowedImages []string
+	// NodeAffinity adds the required node affinity on the node agent's labels (affinity.go);
+	// off where no node agent publishes them.
+	NodeAffinity bool
 }
 
 // DefaultConfig is what the operator and the CLI use unless told otherwise.
@@ -39,6 +42,7 @@ func DefaultConfig() Config {
 		Image:           "localhost/kube-fstack/dataplane:dev",
 		HostSocketRoot:  podcontract.HostSocketRoot,
 		DataplaneMemory: resource.MustParse("1Gi"),
+		NodeAffinity:    true,
 	}
 }
 

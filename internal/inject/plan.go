@@ -169,6 +169,9 @@ func (p *plan) apply() {
 	}
 	pod.Labels[fsv1.StackLabel] = p.stack
 	pod.Spec.ShareProcessNamespace = ptr(true)
+	if p.cfg.NodeAffinity {
+		addNodeAffinity(&pod.Spec, p.nodeRequirements())
+	}
 	pod.Spec.Volumes = append(pod.Spec.Volumes, p.volumes()...)
 	dp := p.dataplaneContainer()
 	var shimNames []string

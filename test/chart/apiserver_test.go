@@ -55,6 +55,7 @@ func TestAPIServer(t *testing.T) {
 	// Ordered: the install creates the namespace and the CRD the dry runs then meet.
 	t.Run("install", func(t *testing.T) { testInstall(t, c, kcPath) })
 	t.Run("dry-run", func(t *testing.T) { testDryRun(t, c) })
+	t.Run("node-agent-policy", func(t *testing.T) { testNodeAgentPolicy(t, c, cfg) })
 	t.Run("uninstall", func(t *testing.T) { testUninstall(t, c, kcPath) })
 }
 

@@ -22,6 +22,7 @@
 {{- define "kube-fstack.validatingName" -}}{{ include "kube-fstack.fullname" . }}-validator{{- end }}
 {{- define "kube-fstack.certificateName" -}}{{ include "kube-fstack.fullname" . }}-webhook{{- end }}
 {{- define "kube-fstack.cniName" -}}{{ include "kube-fstack.fullname" . }}-cni{{- end }}
+{{- define "kube-fstack.nodeAgentName" -}}{{ include "kube-fstack.fullname" . }}-node-agent{{- end }}
 
 {{- define "kube-fstack.certSecret" -}}
 {{- default (printf "%s-webhook-cert" (include "kube-fstack.fullname" .)) .Values.certs.secretName }}

@@ -1,6 +1,7 @@
 // Command fstack-cni-installer is the entrypoint of the node DaemonSet: it copies fstack-cni
 // into the host's CNI bin dir atomically, optionally merges it into a chained conflist, keeps
-// both in place, and exits 0 on SIGTERM.
+// both in place, and exits 0 on SIGTERM. `fstack-cni-installer node-agent` checks the node instead
+// and publishes the result on its Node (agent.go).
 package main
 
 import (
@@ -23,6 +24,9 @@ func main() {
 }
 
 func run() error {
+	if len(os.Args) > 1 && os.Args[1] == "node-agent" {
+		return runAgent(os.Args[2:])
+	}
 	in := &installer.Installer{Log: os.Stderr}
 	var plugin string
 	var once bool

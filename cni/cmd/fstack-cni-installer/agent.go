@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kube-fstack/kube-fstack/cni/internal/nodeagent"
+	"github.com/kube-fstack/kube-fstack/internal/nodecheck"
+)
+
+// runAgent is `fstack-cni-installer node-agent`: the DaemonSet's second container, the same
+// image, so nodes need no other one.
+func runAgent(args []string) error {
+	fs := flag.NewFlagSet("node-agent", flag.ContinueOnError)
+	a := &nodeagent.Agent{Log: os.Stderr}
+	var socketRoot, ovsdbSocket string
+	fs.StringVar(&a.Node, "node", os.Getenv("NODE_NAME"), "this node's name (the downward API's spec.nodeName)")
+	fs.DurationVar(&a.Period, "period", time.Minute, "how often to check the node")
+	fs.StringVar(&a.Checks.Root, "root", "/", "where the node's /sys and /proc are")
+	fs.StringVar(&a.Checks.KubeletDir, "kubelet-dir", "/host/kubelet", "the host's kubelet root dir, mounted read-only")
+	fs.StringVar(&socketRoot, "socket-root", "/host/vhost-parent/vhost", "the vhost-user socket root inside a mount of its host parent dir")
+	fs.StringVar(&a.Checks.Bridge, "bridge", "br-fstack", "the OVS bridge fstack-cni adds ports to")
+	fs.StringVar(&ovsdbSocket, "ovsdb-socket", "/host/ovs/db.sock", "OVSDB's unix socket (empty: fail the OVS checks)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if a.Node == "" {
+		return errors.New("--node (or NODE_NAME) is required: set it from the downward API's spec.nodeName")
+	}
+	if a.Period <= 0 {
+		return fmt.Errorf("--period %s: must be positive", a.Period)
+	}
+	a.Checks.SocketRootParent, a.Checks.SocketRootName = filepath.Dir(socketRoot), filepath.Base(socketRoot)
+	if ovsdbSocket != "" {
+		a.Checks.OVS = &nodecheck.OVSDB{Socket: ovsdbSocket}
+	}
+	cfg, err := rest.InClusterConfig()
+	if err != nil {
+		return fmt.Errorf("node-agent: %w", err)
+	}
+	cfg.UserAgent = "kube-fstack-node-agent"
+	if a.Client, err = kubernetes.NewForConfig(cfg); err != nil {
+		return fmt.Errorf("node-agent: %w", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	return a.Run(ctx)
+}

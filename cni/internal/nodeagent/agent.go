@@ -1,0 +1,108 @@
+// Package nodeagent is the loop of the CNI DaemonSet's node-agent container: every period it runs
+// the node checks (internal/nodecheck) and publishes their labels and report on its own Node,
+// changing nothing when nothing changed.
+package nodeagent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/nodecheck"
+)
+
+// Agent checks one node and publishes the result on its Node object.
+type Agent struct {
+	Client kubernetes.Interface
+	// Node is the agent's own node (the downward API's spec.nodeName).
+	Node   string
+	Period time.Duration
+	// Checks says where the node's files are; Allocatable is filled from the Node each time.
+	Checks nodecheck.Config
+	Log    io.Writer
+}
+
+// Run checks at once, then every Period until ctx ends. A failed round is logged and retried at
+// the next period: the API server or OVS may be restarting.
+func (a *Agent) Run(ctx context.Context) error {
+	t := time.NewTicker(a.Period)
+	defer t.Stop()
+	for {
+		if err := a.Once(ctx); err != nil {
+			fmt.Fprintf(a.Log, "node-agent: %v\n", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Once runs the checks and patches the Node when its labels or report differ.
+func (a *Agent) Once(ctx context.Context) error {
+	nodes := a.Client.CoreV1().Nodes()
+	node, err := nodes.Get(ctx, a.Node, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("get node %s: %w", a.Node, err)
+	}
+	cfg := a.Checks
+	cfg.Allocatable = node.Status.Allocatable
+	report := nodecheck.Run(ctx, &cfg)
+	patch := Patch(node, report)
+	if patch == nil {
+		return nil
+	}
+	if _, err := nodes.Patch(ctx, a.Node, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "kube-fstack-node-agent"}); err != nil {
+		return fmt.Errorf("patch node %s: %w", a.Node, err)
+	}
+	fmt.Fprintf(a.Log, "node-agent: published %s\n", summary(report))
+	return nil
+}
+
+// Patch is the JSON merge patch that makes node carry report's labels and report, touching only
+// keys under fsv1.NodeLabelPrefix (stale ones are removed); nil when node already does.
+func Patch(node *corev1.Node, report *nodecheck.Report) []byte {
+	labels := map[string]any{}
+	for k := range node.Labels {
+		if _, keep := report.Labels[k]; strings.HasPrefix(k, fsv1.NodeLabelPrefix) && !keep {
+			labels[k] = nil
+		}
+	}
+	for k, v := range report.Labels {
+		if node.Labels[k] != v {
+			labels[k] = v
+		}
+	}
+	meta := map[string]any{}
+	if len(labels) > 0 {
+		meta["labels"] = labels
+	}
+	if raw := report.Marshal(); node.Annotations[fsv1.NodeReportAnnotation] != raw {
+		meta["annotations"] = map[string]any{fsv1.NodeReportAnnotation: raw}
+	}
+	if len(meta) == 0 {
+		return nil
+	}
+	out, _ := json.Marshal(map[string]any{"metadata": meta}) // maps of strings: cannot fail
+	return out
+}
+
+// summary is one log line: the labels and each check that did not pass.
+func summary(r *nodecheck.Report) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "labels %v", r.Labels)
+	for _, c := range r.Failed() {
+		fmt.Fprintf(&b, "; %s %s: %s", c.Name, c.Status, c.Detail)
+	}
+	return b.String()
+}
