@@ -18,9 +18,12 @@ import (
 
 type bench struct {
 	bin string
-	tmp string
-	run string // a tmpfs for the attachments' directories and device info, as /var/run is on nodes
-	ovs *nodetest.OVS
+	// baseBin, when set, holds another build of fstack-cni (and host-local), measured in the
+	// same run as three more series (see baseSeries).
+	baseBin string
+	tmp     string
+	run     string // a tmpfs for the attachments' directories and device info, as /var/run is on nodes
+	ovs     *nodetest.OVS
 }
 
 // series is one way of making and removing an attachment, timed end to end.
@@ -87,15 +90,31 @@ func (b *bench) series() ([]*series, func(), error) {
 	fsk, bare := b.fstackNet("fstack", true), b.fstackNet("fstack-bare", false)
 	vsc, vscNoWait := b.vsctlNet("vsctl", false), b.vsctlNet("vsctl-nowait", true)
 	bridge := b.bridgeNet()
-	return []*series{
+	var base []*series
+	if b.baseBin != "" {
+		base = b.baseSeries(podNS)
+	}
+	return append([]*series{
 		{name: "fstack-cni + host-local", cycle: func(i int) error { return b.addDel(fsk, i, podNS) }},
 		{name: "bridge + host-local", cycle: func(i int) error { return b.addDel(bridge, i, podNS) }},
 		{name: "fstack-cni (no IPAM)", cycle: func(i int) error { return b.addDel(bare, i, podNS) }},
 		{name: "vsctl-cni --no-wait", cycle: func(i int) error { return b.addDel(vscNoWait, i, podNS) }},
 		{name: "vsctl-cni (waits)", cycle: func(i int) error { return b.addDel(vsc, i, podNS) }},
 		{name: "bare ovs-vsctl --no-wait x2", cycle: func(i int) error { return b.vsctl(i) }},
-		{name: "fstack-cni VERSION x2", cycle: func(int) error { return b.version() }},
-	}, cleanup, nil
+		{name: "fstack-cni VERSION x2", cycle: func(int) error { return b.version(b.bin) }},
+	}, base...), cleanup, nil
+}
+
+// baseSeries are the series of fstack-cni that tell two builds apart (with and without IPAM,
+// and two do-nothing starts), run from baseBin: the A/B of a change to the plugin, interleaved
+// with everything else, so both builds meet the same machine noise.
+func (b *bench) baseSeries(podNS string) []*series {
+	fsk, bare := b.fstackNet("base-fstack", true), b.fstackNet("base-fstack-bare", false)
+	return []*series{
+		{name: "base: fstack-cni + host-local", cycle: func(i int) error { return b.addDelIn(b.baseBin, fsk, i, podNS) }},
+		{name: "base: fstack-cni (no IPAM)", cycle: func(i int) error { return b.addDelIn(b.baseBin, bare, i, podNS) }},
+		{name: "base: fstack-cni VERSION x2", cycle: func(int) error { return b.version(b.baseBin) }},
+	}
 }
 
 func (b *bench) ipam(name string) map[string]any {
@@ -134,8 +153,10 @@ func mustList(name string, plugin map[string]any) *libcni.NetworkConfigList {
 	return list
 }
 
-func (b *bench) cni() *libcni.CNIConfig {
-	return libcni.NewCNIConfigWithCacheDir([]string{b.bin}, filepath.Join(b.tmp, "cache"), nil)
+func (b *bench) cni() *libcni.CNIConfig { return b.cniIn(b.bin) }
+
+func (b *bench) cniIn(bin string) *libcni.CNIConfig {
+	return libcni.NewCNIConfigWithCacheDir([]string{bin}, filepath.Join(b.tmp, "cache"), nil)
 }
 
 func podRT(i int, netns string) *libcni.RuntimeConf {
@@ -145,11 +166,15 @@ func podRT(i int, netns string) *libcni.RuntimeConf {
 }
 
 func (b *bench) addDel(list *libcni.NetworkConfigList, i int, netns string) error {
-	ctx, rt := context.Background(), podRT(i, netns)
-	if _, err := b.cni().AddNetworkList(ctx, list, rt); err != nil {
+	return b.addDelIn(b.bin, list, i, netns)
+}
+
+func (b *bench) addDelIn(bin string, list *libcni.NetworkConfigList, i int, netns string) error {
+	ctx, rt, cni := context.Background(), podRT(i, netns), b.cniIn(bin)
+	if _, err := cni.AddNetworkList(ctx, list, rt); err != nil {
 		return err
 	}
-	return b.cni().DelNetworkList(ctx, list, rt)
+	return cni.DelNetworkList(ctx, list, rt)
 }
 
 // vsctl is the exec approach with nothing around it: the two ovs-vsctl runs vsctl-cni makes,
@@ -170,9 +195,9 @@ func (b *bench) vsctl(i int) error {
 // that is process start-up and exit, the floor under any Go plugin the runtime execs. The exec
 // baseline pays it too, plus its ovs-vsctl runs, so vsctl-cni / this is the best ratio
 // fstack-cni could show if its own work took no time.
-func (b *bench) version() error {
+func (b *bench) version(bin string) error {
 	for range 2 {
-		cmd := exec.Command(filepath.Join(b.bin, "fstack-cni"))
+		cmd := exec.Command(filepath.Join(bin, "fstack-cni"))
 		cmd.Env = []string{"CNI_COMMAND=VERSION"}
 		cmd.Stdin = strings.NewReader(`{"cniVersion":"1.1.0"}`)
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -200,6 +225,11 @@ func report(n int, all []*series) {
 	line("ceiling: vsctl-cni --no-wait / fstack-cni VERSION x2", vscNoWait, floor, " (fstack-cni doing nothing)")
 	fmt.Printf("%-56s %.0f%% of p50\n", "process start-up and exit in fstack-cni's ADD+DEL:", 100*ratio(floor, bare, 50))
 	fmt.Printf("%-56s %.2fx (context only: the least disturbed cycle)\n", "vsctl-cni --no-wait / fstack-cni at min:", ratio(vscNoWait, bare, 0))
+	if len(all) > 7 {
+		line("this build / base build, both with host-local", fsk, all[7], "")
+		line("this build / base build, no IPAM", bare, all[8], "")
+		line("this build / base build, VERSION x2", floor, all[9], "")
+	}
 }
 
 func pct(d []time.Duration, p int) time.Duration {

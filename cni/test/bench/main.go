@@ -25,6 +25,7 @@ func run() error {
 	binDir := flag.String("bin", "", "dir with fstack-cni, bridge and host-local")
 	n := flag.Int("n", 100, "attachments per latency series")
 	cycles := flag.Int("cycles", 1000, "ADD/DEL cycles of the fault run")
+	baseBin := flag.String("base-bin", "", "dir with another build of fstack-cni (and host-local) to measure in the same run")
 	flag.Parse()
 	node, err := nodetest.StartNode("fskb-", "br-fstack", 0)
 	if err != nil {
@@ -37,7 +38,7 @@ func run() error {
 		return err
 	}
 	defer syscall.Unmount(run, 0) //nolint:errcheck // the bench's mount namespace goes with it anyway
-	b := &bench{bin: *binDir, tmp: tmp, run: run, ovs: ovs}
+	b := &bench{bin: *binDir, baseBin: *baseBin, tmp: tmp, run: run, ovs: ovs}
 	if err := b.latency(*n); err != nil {
 		return err
 	}
