@@ -19,12 +19,12 @@ import (
 
 type bench struct {
 	bin string
-	// baseBin, when set, holds another build of fstack-cni (and host-local), measured in the
-	// same run as three more series (see baseSeries).
-	baseBin string
-	tmp     string
-	run     string // a tmpfs for the attachments' directories and device info, as /var/run is on nodes
-	ovs     *nodetest.OVS
+	// bases are other builds of fstack-cni (each a dir with it and host-local), measured in the
+	// same run as three more series each (see baseSeries).
+	bases []base
+	tmp   string
+	run   string // a tmpfs for the attachments' directories and device info, as /var/run is on nodes
+	ovs   *nodetest.OVS
 }
 
 // series is one way of making and removing an attachment, timed end to end.
@@ -97,8 +97,8 @@ func (b *bench) series() ([]*series, func(), error) {
 	vsc, vscNoWait := b.vsctlNet("vsctl", false), b.vsctlNet("vsctl-nowait", true)
 	bridge := b.bridgeNet()
 	var base []*series
-	if b.baseBin != "" {
-		base = b.baseSeries(podNS)
+	for _, bb := range b.bases {
+		base = append(base, b.baseSeries(bb, podNS)...)
 	}
 	return append([]*series{
 		{name: "fstack-cni + host-local", cycle: func(i int) error { return b.addDel(fsk, i, podNS) }},
@@ -111,15 +111,18 @@ func (b *bench) series() ([]*series, func(), error) {
 	}, base...), cleanup, nil
 }
 
+// base is another build of fstack-cni: label names it in the report, bin is its dir.
+type base struct{ label, bin string }
+
 // baseSeries are the series of fstack-cni that tell two builds apart (with and without IPAM,
-// and two do-nothing starts), run from baseBin: the A/B of a change to the plugin, interleaved
-// with everything else, so both builds meet the same machine noise.
-func (b *bench) baseSeries(podNS string) []*series {
-	fsk, bare := b.fstackNet("base-fstack", true), b.fstackNet("base-fstack-bare", false)
+// and two do-nothing starts), run from another build: the A/B of a change to the plugin,
+// interleaved with everything else, so both builds meet the same machine noise.
+func (b *bench) baseSeries(bb base, podNS string) []*series {
+	fsk, bare := b.fstackNet(bb.label+"-fstack", true), b.fstackNet(bb.label+"-fstack-bare", false)
 	return []*series{
-		{name: "base: fstack-cni + host-local", cycle: func(i int) error { return b.addDelIn(b.baseBin, fsk, i, podNS) }},
-		{name: "base: fstack-cni (no IPAM)", cycle: func(i int) error { return b.addDelIn(b.baseBin, bare, i, podNS) }},
-		{name: "base: fstack-cni VERSION x2", cycle: func(int) error { return b.version(b.baseBin) }},
+		{name: bb.label + ": + host-local", cycle: func(i int) error { return b.addDelIn(bb.bin, fsk, i, podNS) }},
+		{name: bb.label + ": (no IPAM)", cycle: func(i int) error { return b.addDelIn(bb.bin, bare, i, podNS) }},
+		{name: bb.label + ": VERSION x2", cycle: func(int) error { return b.version(bb.bin) }},
 	}
 }
 
@@ -231,10 +234,11 @@ func report(n int, all []*series) {
 	line("ceiling: vsctl-cni --no-wait / fstack-cni VERSION x2", vscNoWait, floor, " (fstack-cni doing nothing)")
 	fmt.Printf("%-56s %.0f%% of p50\n", "process start-up and exit in fstack-cni's ADD+DEL:", 100*ratio(floor, bare, 50))
 	fmt.Printf("%-56s %.2fx (context only: the least disturbed cycle)\n", "vsctl-cni --no-wait / fstack-cni at min:", ratio(vscNoWait, bare, 0))
-	if len(all) > 7 {
-		for k, what := range []string{"with host-local", "no IPAM", "VERSION x2"} {
-			this, base := []*series{fsk, bare, floor}[k], all[7+k]
-			line("this build / base build, "+what, this, base,
+	for i := 7; i+3 <= len(all); i += 3 {
+		for k, what := range []string{"+ host-local", "(no IPAM)", "VERSION x2"} {
+			this, base := []*series{fsk, bare, floor}[k], all[i+k]
+			label, _, _ := strings.Cut(base.name, ":")
+			line("this build / "+label+", "+what, this, base,
 				fmt.Sprintf(", CPU p50 %.2fx", float64(pct(this.cpu, 50))/float64(pct(base.cpu, 50))))
 		}
 	}
