@@ -10,7 +10,10 @@
 # with --no-wait, so neither side waits for ovs-vswitchd; the waiting run (userspace-cni's
 # default) and two bare ovs-vsctl runs without any plugin process are printed beside it.
 # Every plugin is built static (CGO_ENABLED=0), as the CNI project ships its own.
-# Usage: hack/bench-cni.sh [-n 100] [-cycles 1000]
+# BENCH_CNI_BASE="<git revision or source dir> ..." also builds fstack-cni from each and measures
+# it in the same run (three more series each, and this build / it by wall and CPU time): the
+# A/B of a change.
+# Usage: [BENCH_CNI_BASE="<rev|dir> ..."] hack/bench-cni.sh [-n 100] [-cycles 1000]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
@@ -36,4 +39,16 @@ cp "$work/build/fstack-cni" "$work/build/vsctl-cni" "$work/build/bridge" "$work/
 # The bridge plugin makes a Linux bridge in the "host" namespace: give it one of its own.
 ip netns add "$ns"
 ip -n "$ns" link set lo up
-ip netns exec "$ns" "$work/bench" -bin "$work/bin" "$@"
+base=()
+for rev in ${BENCH_CNI_BASE:-}; do
+  label=$(basename "$rev")
+  echo "bench-cni: building fstack-cni at $rev as base build $label"
+  src="$work/base-src/$label"
+  mkdir -p "$src" "$work/base-bin/$label"
+  if [[ -d "$rev" ]]; then cp -a "$rev/." "$src/"; else git archive "$rev" | tar -x -C "$src"; fi
+  (cd "$src" && go build -o "$work/base-build/$label/" ./cni/cmd/fstack-cni)
+  cp "$work/base-build/$label/fstack-cni" "$work/build/host-local" "$work/base-bin/$label/"
+  base+=(-base "$label=$work/base-bin/$label")
+done
+
+ip netns exec "$ns" "$work/bench" -bin "$work/bin" "${base[@]}" "$@"

@@ -11,12 +11,12 @@
 package main
 
 import (
+	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/version"
-	"github.com/kube-fstack/kube-fstack/cni/internal/cnimain"
 
 	"github.com/kube-fstack/kube-fstack/cni/internal/plugin"
 )
 
 func main() {
-	cnimain.Main(plugin.New().Funcs(), version.All, "fstack-cni: vhost-user ports on OVS-DPDK for kube-fstack")
+	skel.PluginMainFuncs(plugin.New().Funcs(), version.All, "fstack-cni: vhost-user ports on OVS-DPDK for kube-fstack")
 }

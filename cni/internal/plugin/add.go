@@ -3,9 +3,9 @@ package plugin
 import (
 	"errors"
 
+	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
-	"github.com/kube-fstack/kube-fstack/cni/internal/cnimain"
 
 	"github.com/kube-fstack/kube-fstack/cni/pkg/ovsdb"
 )
@@ -13,7 +13,7 @@ import (
 // Add creates the pod directory, the device info and the OVS port, after running IPAM. Every
 // step registers its undo; any failure runs them in reverse, so a failed ADD leaves no port, no
 // directory and no IPAM lease.
-func (p *Plugin) Add(args *cnimain.CmdArgs) error {
+func (p *Plugin) Add(args *skel.CmdArgs) error {
 	c, err := p.start(args.StdinData, "ADD")
 	if err != nil {
 		return err
@@ -29,10 +29,10 @@ func (p *Plugin) Add(args *cnimain.CmdArgs) error {
 		return c.logResult(err)
 	}
 	c.log.Info("done", "socket", a.Socket)
-	return printResult(res, c.conf.CNIVersion)
+	return types.PrintResult(res, c.conf.CNIVersion)
 }
 
-func (c *command) addAttachment(args *cnimain.CmdArgs) (*attachment, error) {
+func (c *command) addAttachment(args *skel.CmdArgs) (*attachment, error) {
 	pod := parseCNIArgs(args.Args)
 	if err := validPodUID(pod.UID); err != nil {
 		return nil, types.NewError(types.ErrInvalidEnvironmentVariables, err.Error(), "")

@@ -1,13 +1,14 @@
 package plugin
 
 import (
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"net"
 	"path/filepath"
 	"strings"
 
-	"github.com/kube-fstack/kube-fstack/cni/internal/cnimain"
+	"github.com/containernetworking/cni/pkg/skel"
 )
 
 // attachment is everything derived from one CNI call: names, paths and identity.
@@ -30,7 +31,7 @@ type attachment struct {
 // portName is short (15 bytes, like a kernel ifname) and a pure function of the attachment, so
 // DEL can find the port with no cached state.
 func portName(containerID, ifname string) string {
-	sum := sum256([]byte(containerID + "/" + ifname))
+	sum := sha256.Sum256([]byte(containerID + "/" + ifname))
 	return portPrefix + hex.EncodeToString(sum[:6])
 }
 
@@ -39,14 +40,14 @@ const portPrefix = "fsk"
 // stableMAC is locally administered and unicast, and the same on every ADD of the pod's
 // interface, so a restarted sandbox keeps its neighbours' ARP entries valid.
 func stableMAC(podUID, ifname string) string {
-	sum := sum256([]byte(podUID + "/" + ifname))
+	sum := sha256.Sum256([]byte(podUID + "/" + ifname))
 	mac := net.HardwareAddr(sum[:6])
 	mac[0] = (mac[0] | 0x02) &^ 0x01
 	return mac.String()
 }
 
 // newAttachment derives the attachment; podUID may be empty for DEL and GC.
-func newAttachment(conf *NetConf, args *cnimain.CmdArgs, pod podArgs) *attachment {
+func newAttachment(conf *NetConf, args *skel.CmdArgs, pod podArgs) *attachment {
 	a := &attachment{
 		Network: conf.Name, ContainerID: args.ContainerID, IfName: args.IfName, Netns: args.Netns,
 		Pod: pod, PortName: portName(args.ContainerID, args.IfName),

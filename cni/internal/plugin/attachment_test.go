@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kube-fstack/kube-fstack/cni/internal/cnimain"
+	"github.com/containernetworking/cni/pkg/skel"
 )
 
 func TestPortNameIsShortStableAndPerAttachment(t *testing.T) {
@@ -46,7 +46,7 @@ func testConf(t *testing.T, over map[string]any) *NetConf {
 }
 
 func TestNewAttachmentPathsAndMACPrecedence(t *testing.T) {
-	args := &cnimain.CmdArgs{ContainerID: "c1", IfName: "net1", Netns: "/run/netns/p"}
+	args := &skel.CmdArgs{ContainerID: "c1", IfName: "net1", Netns: "/run/netns/p"}
 	pod := podArgs{UID: "u1", Namespace: "ns", Name: "p"}
 	a := newAttachment(testConf(t, map[string]any{"socketRoot": "/s", "podSocketDir": "/in-pod", "deviceInfoDir": "/d"}), args, pod)
 	if a.PodDir != "/s/u1" || a.Socket != "/s/u1/net1.sock" || a.PodSocket != "/in-pod/net1.sock" ||
@@ -69,7 +69,7 @@ func TestNewAttachmentPathsAndMACPrecedence(t *testing.T) {
 
 // A container ID with a slash must not make the NPWG file land in another directory.
 func TestDeviceInfoFileStaysInItsDirectory(t *testing.T) {
-	a := newAttachment(testConf(t, map[string]any{"deviceInfoDir": "/d"}), &cnimain.CmdArgs{ContainerID: "../../etc/x", IfName: "net1"}, podArgs{})
+	a := newAttachment(testConf(t, map[string]any{"deviceInfoDir": "/d"}), &skel.CmdArgs{ContainerID: "../../etc/x", IfName: "net1"}, podArgs{})
 	if filepath.Dir(a.DevInfoFile) != "/d" {
 		t.Fatalf("device info file %s escapes /d", a.DevInfoFile)
 	}
@@ -79,7 +79,7 @@ func TestDeviceInfoFileStaysInItsDirectory(t *testing.T) {
 }
 
 func TestCheckSocketPathAtTheSunPathLimit(t *testing.T) {
-	args := &cnimain.CmdArgs{ContainerID: "c1", IfName: "net1"}
+	args := &skel.CmdArgs{ContainerID: "c1", IfName: "net1"}
 	pod := podArgs{UID: "u"}
 	// socketRoot + "/u/net1.sock" is len(root)+12 bytes.
 	fits := "/" + strings.Repeat("r", maxSocketPath-12-1)

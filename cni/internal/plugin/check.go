@@ -4,14 +4,14 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
-	"github.com/kube-fstack/kube-fstack/cni/internal/cnimain"
 )
 
 // Check verifies that what ADD made is still there: the port with the right type, socket, owner
 // and tx steering (hash), the pod directory and its device info, and the interface in prevResult.
-func (p *Plugin) Check(args *cnimain.CmdArgs) error {
+func (p *Plugin) Check(args *skel.CmdArgs) error {
 	c, err := p.start(args.StdinData, "CHECK")
 	if err != nil {
 		return err

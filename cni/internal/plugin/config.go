@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -54,8 +55,12 @@ type runtimeConfig struct {
 // parseConf decodes, defaults and validates the network config. The prevResult stays raw:
 // parsePrevResult decodes it for the commands that use it.
 func parseConf(stdin []byte) (*NetConf, error) {
+	if len(stdin) > MaxStdin {
+		return nil, types.NewError(types.ErrDecodingFailure,
+			fmt.Sprintf("the network config on stdin is larger than %d bytes", MaxStdin), "a network config is a few kilobytes; check what the runtime sends")
+	}
 	conf := &NetConf{}
-	if err := decodeConf(stdin, conf); err != nil {
+	if err := json.Unmarshal(stdin, conf); err != nil {
 		return nil, types.NewError(types.ErrDecodingFailure, "malformed network config JSON", err.Error())
 	}
 	conf.applyDefaults()
@@ -64,6 +69,10 @@ func parseConf(stdin []byte) (*NetConf, error) {
 	}
 	return conf, nil
 }
+
+// MaxStdin bounds the network config a command accepts: a real one, prevResult and valid
+// attachments of a busy node included, is tens of kilobytes.
+const MaxStdin = 1 << 20
 
 // parsePrevResult decodes prevResult into a result of the config's version. ADD and CHECK read
 // it; DEL does not, and every DEL a runtime sends carries the cached ADD result there, whose

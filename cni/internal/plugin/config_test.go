@@ -137,3 +137,14 @@ func TestOnlyADDAndCHECKDecodePrevResult(t *testing.T) {
 		}
 	}
 }
+
+// A config over MaxStdin is refused with code 6 naming the limit, before it is decoded.
+func TestConfigIsBounded(t *testing.T) {
+	big := confJSON(t, map[string]any{"pad": strings.Repeat("a", MaxStdin)})
+	if _, err := parseConf(big); codeOf(err) != types.ErrDecodingFailure || !strings.Contains(err.Error(), "larger than 1048576 bytes") {
+		t.Fatalf("got %v, want code 6 naming the limit", err)
+	}
+	if _, err := parseConf(confJSON(t, map[string]any{"pad": strings.Repeat("a", 1000)})); err != nil {
+		t.Fatalf("a small config: %v", err)
+	}
+}

@@ -3,14 +3,14 @@ package plugin
 import (
 	"errors"
 
+	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
-	"github.com/kube-fstack/kube-fstack/cni/internal/cnimain"
 )
 
 // Del removes the port, the files and the IPAM lease. Whatever is already gone is success: the
 // runtime retries a failed DEL forever. The one failure it reports is an unreachable OVSDB, since
 // the port may still exist and a retry is what removes it.
-func (p *Plugin) Del(args *cnimain.CmdArgs) error {
+func (p *Plugin) Del(args *skel.CmdArgs) error {
 	c, err := p.start(args.StdinData, "DEL")
 	if err != nil {
 		return err

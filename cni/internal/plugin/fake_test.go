@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
-	"github.com/kube-fstack/kube-fstack/cni/internal/cnimain"
 )
 
 // fakeOVSDB is an RFC 7047 server on a unix socket that answers transactions by a script and
@@ -197,7 +197,7 @@ type node struct {
 	root   string
 	devDir string
 	stdin  []byte
-	args   *cnimain.CmdArgs
+	args   *skel.CmdArgs
 }
 
 func newNode(t *testing.T, ovsdbPath string, over map[string]any) *node {
@@ -211,7 +211,7 @@ func newNode(t *testing.T, ovsdbPath string, over map[string]any) *node {
 	}
 	n.stdin = confJSON(t, conf)
 	n.p = &Plugin{Timeout: 10 * time.Second, IPAM: n.ipam, Stderr: io.Discard}
-	n.args = &cnimain.CmdArgs{ContainerID: "c1", IfName: "net1", Netns: "/run/netns/p1", StdinData: n.stdin,
+	n.args = &skel.CmdArgs{ContainerID: "c1", IfName: "net1", Netns: "/run/netns/p1", StdinData: n.stdin,
 		Args: "K8S_POD_NAMESPACE=ns;K8S_POD_NAME=web-0;K8S_POD_UID=u1"}
 	return n
 }

@@ -1,16 +1,14 @@
 package plugin
 
 import (
-	"encoding/json"
 	"errors"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/containernetworking/cni/pkg/types"
 
-	"github.com/kube-fstack/kube-fstack/cni/internal/cnimain"
+	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
 )
 
@@ -18,9 +16,9 @@ import (
 var confFields = []string{"type", "socketRoot", "podSocketDir", "deviceInfoDir", "runtimeConfig.CNIDeviceInfoFile",
 	"queues", "queueSize", "mtu", "bridge", "mac"}
 
-// The network config comes from the runtime's stdin: decodeConf agrees with json.Unmarshal on
-// any bytes, parseConf never panics, and what it refuses for its content names the member.
-func FuzzDecodeConf(f *testing.F) {
+// The network config comes from the runtime's stdin: parseConf never panics, and what it
+// refuses for its content names the member.
+func FuzzParseConf(f *testing.F) {
 	f.Add([]byte(`{"cniVersion":"1.1.0","name":"fstack-net","type":"fstack-cni","bridge":"br-fstack","ovsdbSocket":"/var/run/openvswitch/db.sock",
 		"socketRoot":"/var/run/kube-fstack/vhost","podSocketDir":"/var/run/kube-fstack/vhost","queues":1,"queueSize":256,"mtu":1500,
 		"logFile":"/var/log/kube-fstack/fstack-cni.log","ipam":{"type":"host-local","subnet":"10.56.0.0/24","gateway":"10.56.0.1"}}`))
@@ -32,14 +30,6 @@ func FuzzDecodeConf(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var got, want NetConf
-		gotErr, wantErr := decodeConf(data, &got), json.Unmarshal(data, &want)
-		if (gotErr == nil) != (wantErr == nil) {
-			t.Fatalf("%q: decodeConf error %v, Unmarshal error %v", data, gotErr, wantErr)
-		}
-		if wantErr == nil && !reflect.DeepEqual(got, want) {
-			t.Fatalf("%q:\ndecodeConf %+v\nUnmarshal  %+v", data, got, want)
-		}
 		_, err := parseConf(data)
 		var te *types.Error
 		if err == nil || !errors.As(err, &te) || te.Code != types.ErrInvalidNetworkConfig {
@@ -72,7 +62,7 @@ func FuzzAttachmentNames(f *testing.F) {
 		}
 		conf := &NetConf{SocketRoot: root, PodSocketDir: "/pod", DeviceInfoDir: devDir}
 		conf.Name = "net"
-		a := newAttachment(conf, &cnimain.CmdArgs{ContainerID: cid, IfName: ifname}, podArgs{})
+		a := newAttachment(conf, &skel.CmdArgs{ContainerID: cid, IfName: ifname}, podArgs{})
 		a.setPodDir(conf, podDir)
 		for _, p := range []string{a.Socket, a.devInfoInPodDir()} {
 			if filepath.Dir(p) != podDir {

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"io/fs"
 
+	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
-	"github.com/kube-fstack/kube-fstack/cni/internal/cnimain"
 
 	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
 	"github.com/kube-fstack/kube-fstack/internal/fsutil"
@@ -13,7 +13,7 @@ import (
 
 // GC removes the ports and files of this network's attachments that are not in the valid
 // list, including files a killed ADD left without a port, then lets IPAM collect its leases.
-func (p *Plugin) GC(args *cnimain.CmdArgs) error {
+func (p *Plugin) GC(args *skel.CmdArgs) error {
 	c, err := p.start(args.StdinData, "GC")
 	if err != nil {
 		return err
@@ -57,7 +57,7 @@ func (c *command) gcPorts(valid map[string]bool) error {
 // names pass ADD's checks and the socket is <socketRoot>/<pod>/<ifname>.sock.
 func (c *command) gcPortFiles(socket, cid, ifname string) error {
 	err := validPortNames(cid, ifname)
-	a := newAttachment(c.conf, &cnimain.CmdArgs{ContainerID: cid, IfName: ifname}, podArgs{})
+	a := newAttachment(c.conf, &skel.CmdArgs{ContainerID: cid, IfName: ifname}, podArgs{})
 	if err == nil {
 		a.setPodDirOfPort(c.conf, socket)
 		err = a.podDirErr
@@ -131,7 +131,7 @@ func (c *command) gcFile(pd *fsutil.Dir, file string, valid map[string]bool) err
 		return nil
 	}
 	c.log.Info("collecting files", "dir", pd.Path(), "container", at.ContainerID, "ifname", at.IfName)
-	a := newAttachment(c.conf, &cnimain.CmdArgs{ContainerID: at.ContainerID, IfName: at.IfName}, podArgs{})
+	a := newAttachment(c.conf, &skel.CmdArgs{ContainerID: at.ContainerID, IfName: at.IfName}, podArgs{})
 	a.setPodDir(c.conf, pd.Path())
 	return removeFiles(a)
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kube-fstack/kube-fstack/cni/internal/cnimain"
+	"github.com/containernetworking/cni/pkg/skel"
 )
 
 // The pod directory is the pod's to write (the dataplane container, root, mounts it). These
@@ -119,7 +119,7 @@ func TestHostilePodDirectory(t *testing.T) {
 	if _, _, err := n.add(); err != nil { // through the symlinked temp name of the old writer
 		t.Fatalf("ADD: %v", err)
 	}
-	mustOK(t, n.p.GC(&cnimain.CmdArgs{StdinData: confJSON(t, map[string]any{"socketRoot": n.root, "deviceInfoDir": n.devDir,
+	mustOK(t, n.p.GC(&skel.CmdArgs{StdinData: confJSON(t, map[string]any{"socketRoot": n.root, "deviceInfoDir": n.devDir,
 		"ovsdbSocket": f.path, "cni.dev/valid-attachments": []any{}})}))
 	for _, npwg := range []string{filepath.Join(c, "secret"), filepath.Join(c, "devinfo")} {
 		del := newNode(t, f.path, map[string]any{"socketRoot": n.root, "runtimeConfig": map[string]any{"CNIDeviceInfoFile": npwg}})
@@ -142,7 +142,7 @@ func TestGCOfAPodDirectoryItEmptied(t *testing.T) {
 	if _, _, err := n.add(); err != nil {
 		t.Fatal(err)
 	}
-	err := n.p.GC(&cnimain.CmdArgs{StdinData: confJSON(t, map[string]any{"socketRoot": n.root, "deviceInfoDir": n.devDir,
+	err := n.p.GC(&skel.CmdArgs{StdinData: confJSON(t, map[string]any{"socketRoot": n.root, "deviceInfoDir": n.devDir,
 		"ovsdbSocket": f.path, "cni.dev/valid-attachments": []any{}})})
 	if err != nil {
 		t.Fatalf("GC: %v", err)

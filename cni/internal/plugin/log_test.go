@@ -7,14 +7,19 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
 
 // Every line is one JSON object with time, level and msg, then With's pairs and the call's.
 func TestLoggerWritesJSONLines(t *testing.T) {
+	// The node's zone must not show: every line's time is UTC.
+	local := time.Local
+	time.Local = time.FixedZone("UTC+5", 5*3600)
+	t.Cleanup(func() { time.Local = local })
 	var buf bytes.Buffer
-	l := (&logger{w: &buf}).With("cmd", "ADD", "network", "n\"1")
+	l := newLogger(&buf).With("cmd", "ADD", "network", "n\"1")
 	l.Info("done", "socket", "/run/x.sock", "n", 3)
 	l.Error("failed", "err", errors.New("boom\nagain"))
 	lines := bytes.Split(bytes.TrimSuffix(buf.Bytes(), []byte("\n")), []byte("\n"))
@@ -35,7 +40,8 @@ func TestLoggerWritesJSONLines(t *testing.T) {
 	if failed["level"] != "ERROR" || failed["err"] != "boom\nagain" || failed["cmd"] != "ADD" {
 		t.Errorf("error line %v", failed)
 	}
-	if ts, err := time.Parse(time.RFC3339Nano, info["time"].(string)); err != nil || time.Since(ts) > time.Minute {
+	if ts, err := time.Parse(time.RFC3339Nano, info["time"].(string)); err != nil || time.Since(ts) > time.Minute ||
+		!strings.HasSuffix(info["time"].(string), "Z") {
 		t.Errorf("time %v: %v", info["time"], err)
 	}
 }

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 
@@ -190,7 +191,7 @@ func (o *ovs) removePortForDel(ctx context.Context, name string) (*portInfo, err
 // portUUID is the UUID of the Port row named name: a UUID (version 8, RFC 9562) made of the
 // name's SHA-256, so a pure function of the attachment like the name itself.
 func portUUID(name string) string {
-	s := sum256([]byte("kube-fstack.io/port/" + name))
+	s := sha256.Sum256([]byte("kube-fstack.io/port/" + name))
 	s[6] = s[6]&0x0f | 0x80
 	s[8] = s[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", s[0:4], s[4:6], s[6:8], s[8:10], s[10:16])

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kube-fstack/kube-fstack/cni/internal/cnimain"
+	"github.com/containernetworking/cni/pkg/utils"
 	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
 	"github.com/kube-fstack/kube-fstack/internal/fsutil"
 )
@@ -24,10 +24,10 @@ func podDirBeneath(root, dir string) error {
 // arguments pass in ADD, and that they agree with where the file is: a pod can write any
 // document into its own directory, and these names become paths.
 func validAttachment(at *devinfo.Attachment, file, podDir string) error {
-	if err := cnimain.ValidateContainerID(at.ContainerID); err != nil {
+	if err := validContainerID(at.ContainerID); err != nil {
 		return fmt.Errorf("attachment.containerID: %w", err)
 	}
-	if err := cnimain.ValidateIfName(at.IfName); err != nil {
+	if err := validIfName(at.IfName); err != nil {
 		return fmt.Errorf("attachment.ifname: %w", err)
 	}
 	if file != at.IfName+".json" {
@@ -41,10 +41,10 @@ func validAttachment(at *devinfo.Attachment, file, podDir string) error {
 
 // validPortNames checks the names a port carries in external_ids before they name files.
 func validPortNames(cid, ifname string) error {
-	if err := cnimain.ValidateContainerID(cid); err != nil {
+	if err := validContainerID(cid); err != nil {
 		return fmt.Errorf("external_ids %s: %w", idContainerID, err)
 	}
-	if err := cnimain.ValidateIfName(ifname); err != nil {
+	if err := validIfName(ifname); err != nil {
 		return fmt.Errorf("external_ids %s: %w", idIfName, err)
 	}
 	return nil
@@ -84,4 +84,21 @@ func jsonFiles(names []string) []string {
 		}
 	}
 	return files
+}
+
+// validContainerID applies ADD's check of CNI_CONTAINERID (the CNI library's, as skel runs it)
+// to a name read from elsewhere: a file a pod can write, or OVSDB.
+func validContainerID(id string) error {
+	if e := utils.ValidateContainerID(id); e != nil {
+		return fmt.Errorf("%s %q", e.Msg, id)
+	}
+	return nil
+}
+
+// validIfName applies ADD's check of CNI_IFNAME to a name read from elsewhere.
+func validIfName(name string) error {
+	if e := utils.ValidateInterfaceName(name); e != nil {
+		return fmt.Errorf("%s (%q)", e.Msg, name)
+	}
+	return nil
 }

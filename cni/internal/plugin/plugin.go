@@ -8,10 +8,11 @@ package plugin
 import (
 	"context"
 	"io"
+	"log/slog"
 	"os"
 	"time"
 
-	"github.com/kube-fstack/kube-fstack/cni/internal/cnimain"
+	"github.com/containernetworking/cni/pkg/skel"
 )
 
 // Plugin runs the CNI commands. Its fields are the dependencies tests replace.
@@ -32,15 +33,15 @@ func New() *Plugin {
 }
 
 // Funcs returns the skel callbacks.
-func (p *Plugin) Funcs() cnimain.Funcs {
-	return cnimain.Funcs{Add: p.Add, Del: p.Del, Check: p.Check, Status: p.Status, GC: p.GC}
+func (p *Plugin) Funcs() skel.CNIFuncs {
+	return skel.CNIFuncs{Add: p.Add, Del: p.Del, Check: p.Check, Status: p.Status, GC: p.GC}
 }
 
 // command is the state every CNI command starts from.
 type command struct {
 	ctx    context.Context
 	conf   *NetConf
-	log    *logger
+	log    *slog.Logger
 	ovs    *ovs
 	closer func()
 }

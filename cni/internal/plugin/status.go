@@ -1,13 +1,13 @@
 package plugin
 
 import (
+	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
-	"github.com/kube-fstack/kube-fstack/cni/internal/cnimain"
 )
 
 // Status reports whether an ADD could succeed now: OVSDB answers and the bridge is a netdev
 // bridge. Anything else is the spec's "plugin not available", so the runtime holds pods back.
-func (p *Plugin) Status(args *cnimain.CmdArgs) error {
+func (p *Plugin) Status(args *skel.CmdArgs) error {
 	c, err := p.start(args.StdinData, "STATUS")
 	if err != nil {
 		return err

@@ -14,11 +14,8 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"strconv"
 	"sync"
 	"time"
-
-	"github.com/kube-fstack/kube-fstack/cni/internal/jsonw"
 )
 
 // ErrClosed is returned for calls on a client whose connection has failed or been closed.
@@ -35,8 +32,7 @@ type Client struct {
 }
 
 // response is one message from the server, member by member: a reply ("result", "error",
-// "id") or a request of its own ("method", "params", "id"). A map rather than a struct, so
-// decoding it needs no reflection set-up (see jsonw).
+// "id") or a request of its own ("method", "params", "id"), told apart by which members it has.
 type response map[string]json.RawMessage
 
 func (r response) method() string {
@@ -115,16 +111,20 @@ func (c *Client) call(ctx context.Context, method string, params []any) (json.Ra
 	}
 }
 
-// encodeRequest writes {"method":..,"params":[..],"id":n} with jsonw: encoding/json would build
-// its reflection encoders for every type in the params on each CNI call.
+// encodeRequest writes one JSON-RPC request, newline-terminated as ovsdb-server's stream
+// framing allows.
 func encodeRequest(method string, params []any, id uint64) ([]byte, error) {
-	b := jsonw.AppendString(append(make([]byte, 0, 1024), `{"method":`...), method)
-	b, err := jsonw.AppendValue(append(b, `,"params":`...), params)
+	b, err := json.Marshal(request{Method: method, Params: params, ID: id})
 	if err != nil {
 		return nil, fmt.Errorf("ovsdb: encode %s: %w", method, err)
 	}
-	b = strconv.AppendUint(append(b, `,"id":`...), id, 10)
-	return append(b, '}', '\n'), nil
+	return append(b, '\n'), nil
+}
+
+type request struct {
+	Method string `json:"method"`
+	Params []any  `json:"params"`
+	ID     uint64 `json:"id"`
 }
 
 func (c *Client) answerServer(msg response) error {

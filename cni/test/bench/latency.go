@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/containernetworking/cni/libcni"
@@ -18,9 +19,12 @@ import (
 
 type bench struct {
 	bin string
-	tmp string
-	run string // a tmpfs for the attachments' directories and device info, as /var/run is on nodes
-	ovs *nodetest.OVS
+	// bases are other builds of fstack-cni (each a dir with it and host-local), measured in the
+	// same run as three more series each (see baseSeries).
+	bases []base
+	tmp   string
+	run   string // a tmpfs for the attachments' directories and device info, as /var/run is on nodes
+	ovs   *nodetest.OVS
 }
 
 // series is one way of making and removing an attachment, timed end to end.
@@ -28,6 +32,10 @@ type series struct {
 	name  string
 	cycle func(i int) error
 	times []time.Duration
+	// cpu is the CPU time (user and system) of the processes a cycle ran and reaped: the plugin,
+	// its IPAM child, ovs-vsctl. Not ovsdb-server or ovs-vswitchd, which run on. Far less
+	// disturbed by the other tenants than the wall time, so it tells two builds apart better.
+	cpu []time.Duration
 }
 
 // latency runs every series once per round, so machine noise hits all of them alike, in a new
@@ -53,11 +61,12 @@ func (b *bench) latency(n int) error {
 		copy(order, all)
 		rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
 		for _, s := range order {
-			start := time.Now()
+			cpu0, start := childrenCPU(), time.Now()
 			if err := s.cycle(i); err != nil {
 				return fmt.Errorf("%s #%d: %w", s.name, i, err)
 			}
 			s.times = append(s.times, time.Since(start))
+			s.cpu = append(s.cpu, childrenCPU()-cpu0)
 		}
 	}
 	report(n, all)
@@ -87,15 +96,34 @@ func (b *bench) series() ([]*series, func(), error) {
 	fsk, bare := b.fstackNet("fstack", true), b.fstackNet("fstack-bare", false)
 	vsc, vscNoWait := b.vsctlNet("vsctl", false), b.vsctlNet("vsctl-nowait", true)
 	bridge := b.bridgeNet()
-	return []*series{
+	var base []*series
+	for _, bb := range b.bases {
+		base = append(base, b.baseSeries(bb, podNS)...)
+	}
+	return append([]*series{
 		{name: "fstack-cni + host-local", cycle: func(i int) error { return b.addDel(fsk, i, podNS) }},
 		{name: "bridge + host-local", cycle: func(i int) error { return b.addDel(bridge, i, podNS) }},
 		{name: "fstack-cni (no IPAM)", cycle: func(i int) error { return b.addDel(bare, i, podNS) }},
 		{name: "vsctl-cni --no-wait", cycle: func(i int) error { return b.addDel(vscNoWait, i, podNS) }},
 		{name: "vsctl-cni (waits)", cycle: func(i int) error { return b.addDel(vsc, i, podNS) }},
 		{name: "bare ovs-vsctl --no-wait x2", cycle: func(i int) error { return b.vsctl(i) }},
-		{name: "fstack-cni VERSION x2", cycle: func(int) error { return b.version() }},
-	}, cleanup, nil
+		{name: "fstack-cni VERSION x2", cycle: func(int) error { return b.version(b.bin) }},
+	}, base...), cleanup, nil
+}
+
+// base is another build of fstack-cni: label names it in the report, bin is its dir.
+type base struct{ label, bin string }
+
+// baseSeries are the series of fstack-cni that tell two builds apart (with and without IPAM,
+// and two do-nothing starts), run from another build: the A/B of a change to the plugin,
+// interleaved with everything else, so both builds meet the same machine noise.
+func (b *bench) baseSeries(bb base, podNS string) []*series {
+	fsk, bare := b.fstackNet(bb.label+"-fstack", true), b.fstackNet(bb.label+"-fstack-bare", false)
+	return []*series{
+		{name: bb.label + ": + host-local", cycle: func(i int) error { return b.addDelIn(bb.bin, fsk, i, podNS) }},
+		{name: bb.label + ": (no IPAM)", cycle: func(i int) error { return b.addDelIn(bb.bin, bare, i, podNS) }},
+		{name: bb.label + ": VERSION x2", cycle: func(int) error { return b.version(bb.bin) }},
+	}
 }
 
 func (b *bench) ipam(name string) map[string]any {
@@ -134,8 +162,10 @@ func mustList(name string, plugin map[string]any) *libcni.NetworkConfigList {
 	return list
 }
 
-func (b *bench) cni() *libcni.CNIConfig {
-	return libcni.NewCNIConfigWithCacheDir([]string{b.bin}, filepath.Join(b.tmp, "cache"), nil)
+func (b *bench) cni() *libcni.CNIConfig { return b.cniIn(b.bin) }
+
+func (b *bench) cniIn(bin string) *libcni.CNIConfig {
+	return libcni.NewCNIConfigWithCacheDir([]string{bin}, filepath.Join(b.tmp, "cache"), nil)
 }
 
 func podRT(i int, netns string) *libcni.RuntimeConf {
@@ -145,11 +175,15 @@ func podRT(i int, netns string) *libcni.RuntimeConf {
 }
 
 func (b *bench) addDel(list *libcni.NetworkConfigList, i int, netns string) error {
-	ctx, rt := context.Background(), podRT(i, netns)
-	if _, err := b.cni().AddNetworkList(ctx, list, rt); err != nil {
+	return b.addDelIn(b.bin, list, i, netns)
+}
+
+func (b *bench) addDelIn(bin string, list *libcni.NetworkConfigList, i int, netns string) error {
+	ctx, rt, cni := context.Background(), podRT(i, netns), b.cniIn(bin)
+	if _, err := cni.AddNetworkList(ctx, list, rt); err != nil {
 		return err
 	}
-	return b.cni().DelNetworkList(ctx, list, rt)
+	return cni.DelNetworkList(ctx, list, rt)
 }
 
 // vsctl is the exec approach with nothing around it: the two ovs-vsctl runs vsctl-cni makes,
@@ -170,9 +204,9 @@ func (b *bench) vsctl(i int) error {
 // that is process start-up and exit, the floor under any Go plugin the runtime execs. The exec
 // baseline pays it too, plus its ovs-vsctl runs, so vsctl-cni / this is the best ratio
 // fstack-cni could show if its own work took no time.
-func (b *bench) version() error {
+func (b *bench) version(bin string) error {
 	for range 2 {
-		cmd := exec.Command(filepath.Join(b.bin, "fstack-cni"))
+		cmd := exec.Command(filepath.Join(bin, "fstack-cni"))
 		cmd.Env = []string{"CNI_COMMAND=VERSION"}
 		cmd.Stdin = strings.NewReader(`{"cniVersion":"1.1.0"}`)
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -184,9 +218,9 @@ func (b *bench) version() error {
 
 func report(n int, all []*series) {
 	fmt.Printf("ADD+DEL latency, %d attachments per series, interleaved in one run, shuffled order (absolute times are noisy; read the ratios)\n", n)
-	fmt.Printf("  %-28s %10s %10s %10s\n", "series", "p50", "p99", "min")
+	fmt.Printf("  %-30s %10s %10s %10s %10s\n", "series", "p50", "p99", "min", "CPU p50")
 	for _, s := range all {
-		fmt.Printf("  %-28s %10s %10s %10s\n", s.name, pct(s.times, 50), pct(s.times, 99), pct(s.times, 0))
+		fmt.Printf("  %-30s %10s %10s %10s %10s\n", s.name, pct(s.times, 50), pct(s.times, 99), pct(s.times, 0), pct(s.cpu, 50))
 	}
 	ratio := func(a, b *series, p int) float64 { return float64(pct(a.times, p)) / float64(pct(b.times, p)) }
 	line := func(what string, a, b *series, tail string) {
@@ -200,6 +234,23 @@ func report(n int, all []*series) {
 	line("ceiling: vsctl-cni --no-wait / fstack-cni VERSION x2", vscNoWait, floor, " (fstack-cni doing nothing)")
 	fmt.Printf("%-56s %.0f%% of p50\n", "process start-up and exit in fstack-cni's ADD+DEL:", 100*ratio(floor, bare, 50))
 	fmt.Printf("%-56s %.2fx (context only: the least disturbed cycle)\n", "vsctl-cni --no-wait / fstack-cni at min:", ratio(vscNoWait, bare, 0))
+	for i := 7; i+3 <= len(all); i += 3 {
+		for k, what := range []string{"+ host-local", "(no IPAM)", "VERSION x2"} {
+			this, base := []*series{fsk, bare, floor}[k], all[i+k]
+			label, _, _ := strings.Cut(base.name, ":")
+			line("this build / "+label+", "+what, this, base,
+				fmt.Sprintf(", CPU p50 %.2fx", float64(pct(this.cpu, 50))/float64(pct(base.cpu, 50))))
+		}
+	}
+}
+
+// childrenCPU is the CPU time of every child process reaped so far.
+func childrenCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func pct(d []time.Duration, p int) time.Duration {

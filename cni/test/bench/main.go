@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/kube-fstack/kube-fstack/internal/nodetest"
@@ -25,6 +26,16 @@ func run() error {
 	binDir := flag.String("bin", "", "dir with fstack-cni, bridge and host-local")
 	n := flag.Int("n", 100, "attachments per latency series")
 	cycles := flag.Int("cycles", 1000, "ADD/DEL cycles of the fault run")
+	var bases []base
+	flag.Func("base", "label=dir: another build of fstack-cni (dir holds it and host-local) to measure in the same run; repeatable",
+		func(v string) error {
+			label, dir, ok := strings.Cut(v, "=")
+			if !ok || label == "" || dir == "" {
+				return fmt.Errorf("want label=dir, got %q", v)
+			}
+			bases = append(bases, base{label: label, bin: dir})
+			return nil
+		})
 	flag.Parse()
 	node, err := nodetest.StartNode("fskb-", "br-fstack", 0)
 	if err != nil {
@@ -37,7 +48,7 @@ func run() error {
 		return err
 	}
 	defer syscall.Unmount(run, 0) //nolint:errcheck // the bench's mount namespace goes with it anyway
-	b := &bench{bin: *binDir, tmp: tmp, run: run, ovs: ovs}
+	b := &bench{bin: *binDir, bases: bases, tmp: tmp, run: run, ovs: ovs}
 	if err := b.latency(*n); err != nil {
 		return err
 	}
