@@ -11,7 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 )
@@ -166,8 +165,8 @@ func (f *FactSource) attachments(s *fsv1.StackInstanceSpec, facts *render.Facts)
 	var errs []error
 	for i := range s.Ports {
 		p := &s.Ports[i]
-		path := filepath.Join(f.Paths.PodSocketDir, p.Attachment+".json")
-		info, err := devinfo.Read(path)
+		path := filepath.Join(f.Paths.PodSocketDir, podcontract.DevInfoFile(p.Attachment))
+		info, err := podcontract.ReadDevInfo(path)
 		if err != nil {
 			if p.Device.VhostUser != nil || !errors.Is(err, os.ErrNotExist) {
 				errs = append(errs, fmt.Errorf("port %s: attachment %q: %w; the CNI plugin (fstack-cni) writes %s when it attaches the pod's interface %s",
@@ -175,7 +174,7 @@ func (f *FactSource) attachments(s *fsv1.StackInstanceSpec, facts *render.Facts)
 			}
 			continue
 		}
-		a := render.Attachment{SocketPath: info.VhostUser.Path, Server: info.VhostUser.Mode == devinfo.ModeServer, MAC: info.MAC, IPs: info.IPs}
+		a := render.Attachment{SocketPath: info.VhostUser.Path, Server: info.VhostUser.Mode == podcontract.VhostUserModeServer, MAC: info.MAC, IPs: info.IPs}
 		if info.Gateway != "" {
 			a.Gateways = []string{info.Gateway}
 		}
