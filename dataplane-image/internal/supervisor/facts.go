@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/cpuaffinity"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 )
@@ -36,7 +37,7 @@ type FactSource struct {
 
 // OSFactSource reads the real process and filesystem.
 func OSFactSource(p Paths) *FactSource {
-	return &FactSource{Paths: p, Affinity: schedAffinity, LookupEnv: os.LookupEnv, Statfs: unix.Statfs,
+	return &FactSource{Paths: p, Affinity: cpuaffinity.Own, LookupEnv: os.LookupEnv, Statfs: unix.Statfs,
 		Cgroup: &CgroupSource{Root: "/"}}
 }
 
@@ -44,20 +45,6 @@ func (f *FactSource) logf(format string, args ...any) {
 	if f.Logf != nil {
 		f.Logf(format, args...)
 	}
-}
-
-func schedAffinity() ([]int, error) {
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		return nil, fmt.Errorf("sched_getaffinity: %w", err)
-	}
-	var cpus []int
-	for c := 0; c < len(set)*64; c++ {
-		if set.IsSet(c) {
-			cpus = append(cpus, c)
-		}
-	}
-	return cpus, nil
 }
 
 // Gather collects the facts the spec needs and checks them, naming the fact that is missing or
