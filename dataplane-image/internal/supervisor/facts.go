@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
+	"k8s.io/utils/cpuset"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/cpuaffinity"
@@ -112,17 +112,16 @@ func (f *FactSource) crossCheckCpuset(cpus []int) error {
 		f.logf("cpuset cross-check skipped: %s: %v", layout, err)
 		return nil
 	}
-	set, err := render.ParseCPUList(string(data))
-	if err != nil || len(set) == 0 {
-		f.logf("cpuset cross-check skipped: %s: %s holds no CPU list (%q)", layout, file, strings.TrimSpace(string(data)))
+	text := strings.TrimSpace(string(data))
+	set, err := cpuset.Parse(text)
+	if err != nil || set.IsEmpty() {
+		f.logf("cpuset cross-check skipped: %s: %s holds no CPU list (%q)", layout, file, text)
 		return nil
 	}
-	f.logf("cpuset cross-check: %s, %s = %s", layout, file, render.FormatCPUList(set))
-	for _, c := range cpus {
-		if !slices.Contains(set, c) {
-			return fmt.Errorf("dataplane CPUs: CPU %d of the supervisor's affinity (%s) is outside the container's cpuset %s (%s); do not start it under taskset",
-				c, render.FormatCPUList(cpus), render.FormatCPUList(set), file)
-		}
+	f.logf("cpuset cross-check: %s, %s = %s", layout, file, set)
+	if outside := cpuset.New(cpus...).Difference(set); !outside.IsEmpty() {
+		return fmt.Errorf("dataplane CPUs: CPU %d of the supervisor's affinity (%s) is outside the container's cpuset %s (%s); do not start it under taskset",
+			outside.List()[0], render.FormatCPUList(cpus), set, file)
 	}
 	return nil
 }
