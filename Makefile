@@ -40,8 +40,8 @@ install-plugin: ## Install kubectl-fstack into GOBIN, so `kubectl fstack` finds 
 
 .PHONY: build
 build: ## Build every binary into ./bin.
-	$(GO) build -o $(LOCALBIN)/ ./cmd/kubectl-fstack ./operator/cmd/... ./dataplane-image/cmd/...
-	CGO_ENABLED=0 $(GO) build -o $(LOCALBIN)/ ./cmd/fstack-launcher ./cni/cmd/...
+	$(GO) build -o $(LOCALBIN)/ ./cmd/kubectl-fstack ./operator/cmd/... ./dataplane-image/cmd/fstack-supervisor
+	CGO_ENABLED=0 $(GO) build -o $(LOCALBIN)/ ./dataplane-image/cmd/fstack-launcher ./cni/cmd/...
 
 ##@ Generate and verify
 .PHONY: generate

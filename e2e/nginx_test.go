@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/cpuset"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-fstack/kube-fstack/e2e/framework"
@@ -48,7 +49,11 @@ func checkNginxWorkersOnOwnCPUs(t *testing.T) {
 	const name = "e2e-nginx"
 	mustApply(t, nginxWorkload(name, shimNginxConf))
 	p := waitPodOf(t, name)
-	cpuset := cpusOf(t, podProcesses(t, p, "fstack-launcher"))
+	appCPUs := cpusOf(t, podProcesses(t, p, "fstack-launcher"))
+	own, err := cpuset.Parse(appCPUs)
+	if err != nil {
+		t.Fatalf("the launcher's Cpus_allowed_list %q: %v", appCPUs, err)
+	}
 	workers := nginxWorkers(t, p)
 	if len(workers) != 1 {
 		t.Fatalf("%d nginx workers, want 1 (worker_processes = FF_NB_FSTACK_INSTANCE, set by the launcher)", len(workers))
@@ -56,16 +61,16 @@ func checkNginxWorkersOnOwnCPUs(t *testing.T) {
 	var seen []string
 	for _, pid := range workers {
 		c := cpusOf(t, []int{pid})
-		if strings.ContainsAny(c, ",-") || !slices.Contains(expand(cpuset), c) || slices.Contains(seen, c) {
-			t.Fatalf("worker %d runs on CPUs %q: want one CPU of the container's %q, its own (others: %v)", pid, c, cpuset, seen)
+		if cpu, err := strconv.Atoi(c); err != nil || !own.Contains(cpu) || slices.Contains(seen, c) {
+			t.Fatalf("worker %d runs on CPUs %q: want one CPU of the container's %q, its own (others: %v)", pid, c, appCPUs, seen)
 		}
 		seen = append(seen, c)
 	}
 	logs, _ := env.Kubectl("logs", "-n", injectedNS, p.Name, "-c", "nginx")
-	if !strings.Contains(logs, "nginx: set worker_cpu_affinity for 1 workers on the container's CPUs "+cpuset) {
+	if !strings.Contains(logs, "nginx: set worker_cpu_affinity for 1 workers on the container's CPUs "+appCPUs) {
 		t.Fatalf("the launcher did not log the affinity it set:\n%s", logs)
 	}
-	t.Logf("app cpuset %s, workers on %v", cpuset, seen)
+	t.Logf("app cpuset %s, workers on %v", appCPUs, seen)
 	deleteAndWait(t, name, p)
 }
 
@@ -168,24 +173,6 @@ func cpusOf(t *testing.T, pids []int) string {
 	}
 	t.Fatalf("no Cpus_allowed_list in /proc/%d/status", pids[0])
 	return ""
-}
-
-// expand turns a CPU list ("0-2,5") into its CPUs.
-func expand(list string) []string {
-	var out []string
-	for _, part := range strings.Split(list, ",") {
-		lo, hi, found := strings.Cut(part, "-")
-		if !found {
-			out = append(out, lo)
-			continue
-		}
-		a, _ := strconv.Atoi(lo)
-		b, _ := strconv.Atoi(hi)
-		for c := a; c <= b; c++ {
-			out = append(out, strconv.Itoa(c))
-		}
-	}
-	return out
 }
 
 func deleteAndWait(t *testing.T, name string, p *corev1.Pod) {

@@ -50,11 +50,8 @@ build_overlay() {
     "$WORK/overlay/etc/kube-fstack/podinfo" "$WORK/overlay/etc/f-stack" "$WORK/overlay/dev/hugepages"
   CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$WORK/overlay/usr/local/bin/fstack-supervisor" \
     ./dataplane-image/cmd/fstack-supervisor
-  if [ -d cmd/fstack-launcher ]; then
-    CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$WORK/overlay/opt/kube-fstack/shim/fstack-launcher" ./cmd/fstack-launcher
-  else
-    echo "overlay: ./cmd/fstack-launcher does not exist yet; the stand-in ships no launcher"
-  fi
+  CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$WORK/overlay/opt/kube-fstack/shim/fstack-launcher" \
+    ./dataplane-image/cmd/fstack-launcher
   # The stand-in shim (dataplane-image/standin/shim): not F-Stack, but the behaviours of F-Stack's
   # shim that kube-fstack must handle, the same library in every mode directory. It announces
   # itself in the app's log, and the shim dir says so too.

@@ -1,7 +1,10 @@
-// Package podcontract holds the names and paths an injected pod is built from. The injector
-// (operator and CLI) writes them into the pod; the dataplane supervisor and the app-side launcher
-// read them at run time. Changing a value here changes the contract between all three, so each
-// constant says who relies on it.
+// Package podcontract holds the names, paths and file formats an injected pod is built from, and
+// the node-side facts behind them. The injector (operator and CLI) writes them into the pod; the
+// CNI plugin makes the pod's vhost-user sockets and device-info files (devinfo.go) where the
+// dataplane looks for them; the dataplane supervisor and the app-side launcher read them at run
+// time. Changing a value here changes the contract between all four, so each constant says who
+// relies on it. fstack-cni and fstack-launcher import this package, so it stays light: the
+// standard library, golang.org/x/sys and internal/fsutil only (deps_test.go).
 package podcontract
 
 // The injected dataplane container.

@@ -2,9 +2,10 @@ package render
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
+
+	"k8s.io/utils/cpuset"
 
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
@@ -52,50 +53,32 @@ const DefaultShimLibrary = podcontract.ShimDir + "/" + podcontract.ShimLibrary
 // made for the pod.
 const DefaultPodSocketDir = podcontract.PodSocketDir
 
+// MaxCPU is the highest CPU number ParseCPUList accepts: Linux's NR_CPUS is at most 8192, and a
+// range is expanded one CPU at a time, so a bound keeps "0-2000000000" from taking the memory.
+const MaxCPU = 8191
+
 // ParseCPUList parses the kernel's cpu list format ("2-5,8,10-11"), as in cpuset.cpus and
-// /proc/self/status Cpus_allowed_list. The result is ascending without duplicates.
+// /proc/self/status Cpus_allowed_list. The result is ascending without duplicates; an empty list
+// is nil.
 func ParseCPUList(s string) ([]int, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return nil, nil
 	}
-	set := map[int]bool{}
-	for _, tok := range strings.Split(s, ",") {
-		lo, hi, err := parseRange(strings.TrimSpace(tok))
-		if err != nil {
-			return nil, fmt.Errorf("cpu list %q: %w", s, err)
-		}
-		for c := lo; c <= hi; c++ {
-			set[c] = true
+	for _, n := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '-' }) {
+		if c, err := strconv.Atoi(n); err == nil && c > MaxCPU {
+			return nil, fmt.Errorf("cpu list %q: CPU %d is above %d, the highest CPU number Linux has", s, c, MaxCPU)
 		}
 	}
-	cpus := make([]int, 0, len(set))
-	for c := range set {
-		cpus = append(cpus, c)
+	set, err := cpuset.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("cpu list %q is not a list of CPU numbers and ranges low-high like 0-3,8: %w", s, err)
 	}
-	sort.Ints(cpus)
-	return cpus, nil
+	return set.List(), nil
 }
 
-func parseRange(tok string) (lo, hi int, err error) {
-	a, b, isRange := strings.Cut(tok, "-")
-	if lo, err = strconv.Atoi(a); err != nil || lo < 0 {
-		return 0, 0, fmt.Errorf("%q is not a CPU number or range", tok)
-	}
-	hi = lo
-	if isRange {
-		if hi, err = strconv.Atoi(b); err != nil || hi < lo {
-			return 0, 0, fmt.Errorf("%q is not a CPU range low-high", tok)
-		}
-	}
-	if hi-lo > 4096 {
-		return 0, 0, fmt.Errorf("%q is too large a range", tok)
-	}
-	return lo, hi, nil
-}
-
-// FormatCPUList is the inverse of ParseCPUList.
-func FormatCPUList(cpus []int) string { return intList(cpus) }
+// FormatCPUList is the inverse of ParseCPUList: runs fold into ranges ("0-3,8").
+func FormatCPUList(cpus []int) string { return cpuset.New(cpus...).String() }
 
 // PCIResourceEnv is the environment variable the SR-IOV device plugin sets for a resource:
 // PCIDEVICE_ + the resource name upper-cased with every non-alphanumeric character as '_'.

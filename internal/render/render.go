@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // Result is what one pod's F-Stack runs.
@@ -119,7 +120,7 @@ func PlaceholderFacts(spec *fsv1.StackInstanceSpec) *Facts {
 			}
 		}
 		f.Attachments[ps.Attachment] = Attachment{
-			SocketPath: DefaultPodSocketDir + "/" + ps.Attachment + ".sock",
+			SocketPath: DefaultPodSocketDir + "/" + podcontract.VhostSocketFile(ps.Attachment),
 			// fstack-cni makes OVS the vhost-user client, so the pod's DPDK serves the socket.
 			Server:      true,
 			IPs:         []string{fmt.Sprintf("192.0.2.%d/24", 10+i), fmt.Sprintf("2001:db8::%x/64", 10+i)},

@@ -11,7 +11,7 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 
-	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 var insertTxn = []string{"wait Bridge", "wait Interface", "insert Interface", "insert Port", "mutate Bridge", "select Open_vSwitch"}
@@ -51,7 +51,7 @@ func TestAddMakesThePortInOneTransaction(t *testing.T) {
 		t.Errorf("result %+v", res)
 	}
 	for _, p := range []string{a.devInfoInPodDir(), a.DevInfoFile} {
-		info, err := devinfo.Read(p)
+		info, err := podcontract.ReadDevInfo(p)
 		if err != nil || info.IPs[0] != "10.9.0.5/24" || info.Gateway != "10.9.0.1" || info.VhostUser.Path != a.PodSocket {
 			t.Errorf("%s: %+v %v", p, info, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // attachment is everything derived from one CNI call: names, paths and identity.
@@ -76,7 +77,7 @@ func (a *attachment) setPodDir(conf *NetConf, dir string) {
 // write, and even so only files that describe the attachment are ever removed.
 func (a *attachment) setPodDirOfPort(conf *NetConf, socket string) {
 	dir := filepath.Dir(filepath.Clean(socket))
-	if filepath.Base(socket) != a.IfName+".sock" {
+	if filepath.Base(socket) != podcontract.VhostSocketFile(a.IfName) {
 		a.PodDir, a.Socket, a.podDirErr = "", "", fmt.Errorf("socket %s is not named after interface %q", socket, a.IfName)
 		return
 	}
@@ -87,12 +88,14 @@ func (a *attachment) placeIn(conf *NetConf, root, dir string) {
 	a.Root, a.PodDir, a.Socket, a.podDirErr = "", "", "", podDirBeneath(root, dir)
 	if a.podDirErr == nil {
 		a.Root, a.PodDir = filepath.Clean(root), filepath.Clean(dir)
-		a.Socket = filepath.Join(a.PodDir, a.IfName+".sock")
+		a.Socket = filepath.Join(a.PodDir, podcontract.VhostSocketFile(a.IfName))
 	}
-	a.PodSocket = filepath.Join(conf.PodSocketDir, a.IfName+".sock")
+	a.PodSocket = filepath.Join(conf.PodSocketDir, podcontract.VhostSocketFile(a.IfName))
 }
 
-func (a *attachment) devInfoInPodDir() string { return filepath.Join(a.PodDir, a.IfName+".json") }
+func (a *attachment) devInfoInPodDir() string {
+	return filepath.Join(a.PodDir, podcontract.DevInfoFile(a.IfName))
+}
 
 func (a *attachment) checkSocketPath() error {
 	for _, p := range []string{a.Socket, a.PodSocket} {

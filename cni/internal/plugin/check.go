@@ -7,6 +7,7 @@ import (
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // Check verifies that what ADD made is still there: the port with the right type, socket, owner
@@ -61,7 +62,7 @@ func checkPort(port *portInfo, a *attachment) error {
 		return fmt.Errorf("OVS port %s belongs to container %q interface %q", a.PortName, port.IDs[idContainerID], port.IDs[idIfName])
 	case a.Socket != "" && port.Socket != a.Socket:
 		return fmt.Errorf("OVS port %s uses socket %q, want %q", a.PortName, port.Socket, a.Socket)
-	case filepath.Base(port.Socket) != a.IfName+".sock":
+	case filepath.Base(port.Socket) != podcontract.VhostSocketFile(a.IfName):
 		return fmt.Errorf("OVS port %s uses socket %q, not one named after %s", a.PortName, port.Socket, a.IfName)
 	}
 	return nil

@@ -9,15 +9,18 @@ import (
 
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/containernetworking/cni/pkg/version"
+
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // Defaults of the node contract (see cni/README.md): the dataplane mounts
-// <SocketRoot>/<pod UID>/ at PodSocketDir inside the pod.
+// <SocketRoot>/<pod UID>/ at PodSocketDir inside the pod. Both are the pod contract's own
+// constants, which the injector mounts: a second definition here could drift from them.
 const (
 	DefaultBridge        = "br-fstack"
 	DefaultOVSDBSocket   = "/var/run/openvswitch/db.sock"
-	DefaultSocketRoot    = "/var/run/kube-fstack/vhost"
-	DefaultPodSocketDir  = "/var/run/kube-fstack/vhost"
+	DefaultSocketRoot    = podcontract.HostSocketRoot
+	DefaultPodSocketDir  = podcontract.PodSocketDir
 	DefaultDeviceInfoDir = "/var/run/k8s.cni.cncf.io/devinfo/cni"
 	DefaultLogFile       = "/var/log/kube-fstack/fstack-cni.log"
 	DefaultMTU           = 1500

@@ -9,8 +9,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
 	"github.com/kube-fstack/kube-fstack/internal/fsutil"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // Every pod directory is mounted read-write into a dataplane container that runs as root, so
@@ -38,8 +38,8 @@ func withRootLock(root string, fn func(rd *fsutil.Dir) error) error {
 
 // writeFiles creates the pod directory and writes the device info into it and to the NPWG
 // location. A stale socket is removed: the pod's DPDK server cannot bind over it.
-func writeFiles(root string, a *attachment, info *devinfo.Info) error {
-	data, err := devinfo.Encode(info)
+func writeFiles(root string, a *attachment, info *podcontract.DevInfo) error {
+	data, err := podcontract.EncodeDevInfo(info)
 	if err != nil {
 		return err
 	}
@@ -49,13 +49,13 @@ func writeFiles(root string, a *attachment, info *devinfo.Info) error {
 			return err
 		}
 		defer pd.Close()
-		if err := removeSocket(pd, a.IfName+".sock"); err != nil {
+		if err := removeSocket(pd, podcontract.VhostSocketFile(a.IfName)); err != nil {
 			return err
 		}
-		if err := pd.WriteAtomic(a.IfName+".json", data, devinfo.FileMode); err != nil {
+		if err := pd.WriteAtomic(podcontract.DevInfoFile(a.IfName), data, podcontract.DevInfoFileMode); err != nil {
 			return err
 		}
-		return fsutil.WriteAtomic(a.DevInfoFile, data, devinfo.FileMode)
+		return fsutil.WriteAtomic(a.DevInfoFile, data, podcontract.DevInfoFileMode)
 	})
 }
 
@@ -103,13 +103,13 @@ func removeFiles(a *attachment) error {
 		removed := false
 		switch ownership(pd, a) {
 		case owned:
-			if err := pd.Remove(a.IfName + ".json"); err != nil {
+			if err := pd.Remove(podcontract.DevInfoFile(a.IfName)); err != nil {
 				return err
 			}
 			removed = true
 			fallthrough
 		case absent:
-			if err := removeSocket(pd, a.IfName+".sock"); err != nil {
+			if err := removeSocket(pd, podcontract.VhostSocketFile(a.IfName)); err != nil {
 				return err
 			}
 		}
@@ -126,7 +126,7 @@ func removeNPWG(a *attachment) error {
 	}
 	defer d.Close()
 	name := filepath.Base(a.DevInfoFile)
-	info, err := devinfo.ReadIn(d, name)
+	info, err := podcontract.ReadDevInfoIn(d, name)
 	if err != nil || !describes(info, a) {
 		return nil
 	}
@@ -143,7 +143,7 @@ const (
 
 // ownership says whose the pod-dir device info of a is.
 func ownership(pd *fsutil.Dir, a *attachment) owner {
-	info, err := devinfo.ReadIn(pd, a.IfName+".json")
+	info, err := podcontract.ReadDevInfoIn(pd, podcontract.DevInfoFile(a.IfName))
 	switch {
 	case errors.Is(err, syscall.ENOENT):
 		return absent
@@ -153,7 +153,7 @@ func ownership(pd *fsutil.Dir, a *attachment) owner {
 	return owned
 }
 
-func describes(info *devinfo.Info, a *attachment) bool {
+func describes(info *podcontract.DevInfo, a *attachment) bool {
 	at := info.Attachment
 	return at != nil && at.Network == a.Network && at.ContainerID == a.ContainerID && at.IfName == a.IfName
 }

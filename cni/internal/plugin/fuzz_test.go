@@ -9,7 +9,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/containernetworking/cni/pkg/skel"
-	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // confFields are the members parseConf's refusals may name.
@@ -56,7 +56,7 @@ func FuzzAttachmentNames(f *testing.F) {
 	f.Fuzz(func(t *testing.T, cid, ifname, uid, file string) {
 		const root, devDir = "/run/vhost", "/run/devinfo"
 		podDir := root + "/pod"
-		at := &devinfo.Attachment{Network: "net", ContainerID: cid, IfName: ifname, PodUID: uid}
+		at := &podcontract.DevInfoAttachment{Network: "net", ContainerID: cid, IfName: ifname, PodUID: uid}
 		if validAttachment(at, file, podDir) != nil {
 			return
 		}

@@ -7,8 +7,8 @@ import (
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 
-	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
 	"github.com/kube-fstack/kube-fstack/internal/fsutil"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // GC removes the ports and files of this network's attachments that are not in the valid
@@ -118,7 +118,7 @@ func (c *command) gcPodDir(pd *fsutil.Dir, name string, valid map[string]bool) e
 }
 
 func (c *command) gcFile(pd *fsutil.Dir, file string, valid map[string]bool) error {
-	info, err := devinfo.ReadIn(pd, file)
+	info, err := podcontract.ReadDevInfoIn(pd, file)
 	if err != nil || info.Attachment == nil || info.Attachment.Network != c.conf.Name {
 		return nil // not ours to judge
 	}

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/containernetworking/cni/pkg/utils"
-	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
 	"github.com/kube-fstack/kube-fstack/internal/fsutil"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // podDirBeneath checks that dir is a pod directory directly beneath root: its name passes the
@@ -23,14 +23,14 @@ func podDirBeneath(root, dir string) error {
 // validAttachment checks the names a device-info file claims with the checks the runtime's
 // arguments pass in ADD, and that they agree with where the file is: a pod can write any
 // document into its own directory, and these names become paths.
-func validAttachment(at *devinfo.Attachment, file, podDir string) error {
+func validAttachment(at *podcontract.DevInfoAttachment, file, podDir string) error {
 	if err := validContainerID(at.ContainerID); err != nil {
 		return fmt.Errorf("attachment.containerID: %w", err)
 	}
 	if err := validIfName(at.IfName); err != nil {
 		return fmt.Errorf("attachment.ifname: %w", err)
 	}
-	if file != at.IfName+".json" {
+	if file != podcontract.DevInfoFile(at.IfName) {
 		return fmt.Errorf("attachment.ifname %q does not match the file name %s", at.IfName, file)
 	}
 	if at.PodUID != "" && at.PodUID != filepath.Base(podDir) {
@@ -65,7 +65,7 @@ func checkFiles(a *attachment) error {
 		return fmt.Errorf("pod socket directory %s: %w", a.PodDir, err)
 	}
 	defer pd.Close()
-	info, err := devinfo.ReadIn(pd, a.IfName+".json")
+	info, err := podcontract.ReadDevInfoIn(pd, podcontract.DevInfoFile(a.IfName))
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 
-	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // buildResult appends this attachment's interface and IPs to the previous result when chained,
@@ -39,12 +39,12 @@ func buildResult(conf *NetConf, a *attachment, ipam *current.Result) (*current.R
 	return res, nil
 }
 
-func deviceInfo(conf *NetConf, a *attachment, ipam *current.Result) *devinfo.Info {
-	info := &devinfo.Info{
-		Type: devinfo.TypeVhostUser, Version: devinfo.SpecVersion,
-		VhostUser: &devinfo.VhostUser{Mode: devinfo.ModeServer, Path: a.PodSocket},
+func deviceInfo(conf *NetConf, a *attachment, ipam *current.Result) *podcontract.DevInfo {
+	info := &podcontract.DevInfo{
+		Type: podcontract.DevInfoTypeVhostUser, Version: podcontract.DevInfoVersion,
+		VhostUser: &podcontract.DevInfoVhostUser{Mode: podcontract.VhostUserModeServer, Path: a.PodSocket},
 		MAC:       a.MAC, MTU: conf.MTU, Queues: conf.Queues, QueueSize: conf.QueueSize,
-		Attachment: &devinfo.Attachment{Network: a.Network, ContainerID: a.ContainerID, IfName: a.IfName, PodUID: a.Pod.UID},
+		Attachment: &podcontract.DevInfoAttachment{Network: a.Network, ContainerID: a.ContainerID, IfName: a.IfName, PodUID: a.Pod.UID},
 	}
 	if ipam == nil {
 		return info

@@ -10,8 +10,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
 	"github.com/kube-fstack/kube-fstack/internal/nodetest"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // testpmdPages is what one small testpmd takes (-m 128, 2 MiB pages), with room to spare.
@@ -24,7 +24,7 @@ func TestDataPathPingThroughVhostUserPort(t *testing.T) {
 	n, p := newNet(t, "1.1.0"), newPod(1000)
 	n.mustAdd(p)
 	t.Cleanup(func() { n.mustDel(p); n.assertNothingLeft() })
-	info, err := devinfo.Read(filepath.Join(n.socketRoot(), p.uid, p.ifname+".json"))
+	info, err := podcontract.ReadDevInfo(filepath.Join(n.socketRoot(), p.uid, p.ifname+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestDataPathPingThroughVhostUserPort(t *testing.T) {
 	}
 }
 
-func startTestpmd(t *testing.T, podDir string, info *devinfo.Info) {
+func startTestpmd(t *testing.T, podDir string, info *podcontract.DevInfo) {
 	t.Helper()
 	prefix := fmt.Sprintf("fsktp%d", os.Getpid())
 	script := `mount -t tmpfs tmpfs /run && mkdir -p /run/kube-fstack/vhost && mount --bind "$0" /run/kube-fstack/vhost &&

@@ -11,7 +11,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/kube-fstack/kube-fstack/cni/internal/plugin"
-	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 func asTypesError(err error, te **types.Error) bool { return errors.As(err, te) }
@@ -27,9 +27,9 @@ func TestGCRemovesWhatIsNotValid(t *testing.T) {
 	}
 	orphan := newPod(703)
 	orphanDir := filepath.Join(n.socketRoot(), orphan.uid)
-	err := devinfo.Write(filepath.Join(orphanDir, "net1.json"), &devinfo.Info{Type: "vhost-user", Version: "1.1.0",
-		VhostUser:  &devinfo.VhostUser{Mode: "server", Path: "/x/net1.sock"},
-		Attachment: &devinfo.Attachment{Network: n.name, ContainerID: orphan.containerID, IfName: "net1"}})
+	err := podcontract.WriteDevInfo(filepath.Join(orphanDir, "net1.json"), &podcontract.DevInfo{Type: "vhost-user", Version: "1.1.0",
+		VhostUser:  &podcontract.DevInfoVhostUser{Mode: "server", Path: "/x/net1.sock"},
+		Attachment: &podcontract.DevInfoAttachment{Network: n.name, ContainerID: orphan.containerID, IfName: "net1"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/containernetworking/cni/pkg/version"
 
-	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // ADD -> CHECK -> DEL -> DEL for every spec version the plugin supports.
@@ -59,7 +59,7 @@ func assertAttachment(t *testing.T, n *netw, p pod) {
 	if got := vsctlGet(t, "Port", names[0], "_uuid"); !strings.Contains(vsctlGet(t, "Bridge", bridge, "ports"), got) {
 		t.Errorf("port %s is not on %s", names[0], bridge)
 	}
-	info, err := devinfo.Read(filepath.Join(podDir, p.ifname+".json"))
+	info, err := podcontract.ReadDevInfo(filepath.Join(podDir, p.ifname+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func assertAttachment(t *testing.T, n *netw, p pod) {
 		t.Errorf("device info addresses %+v", info)
 	}
 	npwg := filepath.Join(n.deviceInfoDir(), n.name+"-"+p.containerID+"-"+p.ifname+"-device-info.json")
-	if _, err := devinfo.Read(npwg); err != nil {
+	if _, err := podcontract.ReadDevInfo(npwg); err != nil {
 		t.Errorf("NPWG device info: %v", err)
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // twoProcs stands in for a two-process F-Stack stack on a vhost-user port with queues=2: a
@@ -36,7 +36,7 @@ type testpmdProc struct {
 // startTwoProcs starts the primary as the socket's server (it finishes its start-up only once
 // OVS has connected), then the secondary. The secondary's lcore ids differ from the primary's:
 // the mbuf pool's per-lcore caches are shared memory, indexed by lcore id.
-func startTwoProcs(t *testing.T, podDir string, info *devinfo.Info) *twoProcs {
+func startTwoProcs(t *testing.T, podDir string, info *podcontract.DevInfo) *twoProcs {
 	t.Helper()
 	tp := &twoProcs{prefix: fmt.Sprintf("fsktq%d", os.Getpid())}
 	t.Cleanup(tp.cleanHugepages)

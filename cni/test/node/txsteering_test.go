@@ -13,8 +13,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
 	"github.com/kube-fstack/kube-fstack/internal/nodetest"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 const (
@@ -33,7 +33,7 @@ func TestTxSteeringSpreadsFlowsOverBothQueues(t *testing.T) {
 	n.mustAdd(p)
 	t.Cleanup(func() { n.mustDel(p); n.assertNothingLeft() })
 	podDir := filepath.Join(n.socketRoot(), p.uid)
-	info, err := devinfo.Read(filepath.Join(podDir, p.ifname+".json"))
+	info, err := podcontract.ReadDevInfo(filepath.Join(podDir, p.ifname+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/cpuaffinity"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 )
@@ -100,7 +101,7 @@ func (s *Supervisor) agentEnv(res *render.Result) ([]string, int, string) {
 		note += fmt.Sprintf("; WARNING: every F-Stack CPU is above %d, which the shim ignores: the agent falls back to kernel sockets", maxShimLcore)
 	}
 	env = append(env, "FF_NB_FSTACK_INSTANCE="+strconv.Itoa(len(res.EAL)), "FF_PROC_ID=0",
-		fmt.Sprintf("FF_INITIAL_LCORE_ID=0x%x", uint64(1)<<cpu))
+		cpuaffinity.InitialLcoreEnv(cpu))
 	return env, cpu, note
 }
 

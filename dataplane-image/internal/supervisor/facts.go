@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
+	"k8s.io/utils/cpuset"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/cpuaffinity"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 )
@@ -37,7 +37,7 @@ type FactSource struct {
 
 // OSFactSource reads the real process and filesystem.
 func OSFactSource(p Paths) *FactSource {
-	return &FactSource{Paths: p, Affinity: schedAffinity, LookupEnv: os.LookupEnv, Statfs: unix.Statfs,
+	return &FactSource{Paths: p, Affinity: cpuaffinity.Own, LookupEnv: os.LookupEnv, Statfs: unix.Statfs,
 		Cgroup: &CgroupSource{Root: "/"}}
 }
 
@@ -45,20 +45,6 @@ func (f *FactSource) logf(format string, args ...any) {
 	if f.Logf != nil {
 		f.Logf(format, args...)
 	}
-}
-
-func schedAffinity() ([]int, error) {
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		return nil, fmt.Errorf("sched_getaffinity: %w", err)
-	}
-	var cpus []int
-	for c := 0; c < len(set)*64; c++ {
-		if set.IsSet(c) {
-			cpus = append(cpus, c)
-		}
-	}
-	return cpus, nil
 }
 
 // Gather collects the facts the spec needs and checks them, naming the fact that is missing or
@@ -126,17 +112,16 @@ func (f *FactSource) crossCheckCpuset(cpus []int) error {
 		f.logf("cpuset cross-check skipped: %s: %v", layout, err)
 		return nil
 	}
-	set, err := render.ParseCPUList(string(data))
-	if err != nil || len(set) == 0 {
-		f.logf("cpuset cross-check skipped: %s: %s holds no CPU list (%q)", layout, file, strings.TrimSpace(string(data)))
+	text := strings.TrimSpace(string(data))
+	set, err := cpuset.Parse(text)
+	if err != nil || set.IsEmpty() {
+		f.logf("cpuset cross-check skipped: %s: %s holds no CPU list (%q)", layout, file, text)
 		return nil
 	}
-	f.logf("cpuset cross-check: %s, %s = %s", layout, file, render.FormatCPUList(set))
-	for _, c := range cpus {
-		if !slices.Contains(set, c) {
-			return fmt.Errorf("dataplane CPUs: CPU %d of the supervisor's affinity (%s) is outside the container's cpuset %s (%s); do not start it under taskset",
-				c, render.FormatCPUList(cpus), render.FormatCPUList(set), file)
-		}
+	f.logf("cpuset cross-check: %s, %s = %s", layout, file, set)
+	if outside := cpuset.New(cpus...).Difference(set); !outside.IsEmpty() {
+		return fmt.Errorf("dataplane CPUs: CPU %d of the supervisor's affinity (%s) is outside the container's cpuset %s (%s); do not start it under taskset",
+			outside.List()[0], render.FormatCPUList(cpus), set, file)
 	}
 	return nil
 }
@@ -166,8 +151,8 @@ func (f *FactSource) attachments(s *fsv1.StackInstanceSpec, facts *render.Facts)
 	var errs []error
 	for i := range s.Ports {
 		p := &s.Ports[i]
-		path := filepath.Join(f.Paths.PodSocketDir, p.Attachment+".json")
-		info, err := devinfo.Read(path)
+		path := filepath.Join(f.Paths.PodSocketDir, podcontract.DevInfoFile(p.Attachment))
+		info, err := podcontract.ReadDevInfo(path)
 		if err != nil {
 			if p.Device.VhostUser != nil || !errors.Is(err, os.ErrNotExist) {
 				errs = append(errs, fmt.Errorf("port %s: attachment %q: %w; the CNI plugin (fstack-cni) writes %s when it attaches the pod's interface %s",
@@ -175,7 +160,7 @@ func (f *FactSource) attachments(s *fsv1.StackInstanceSpec, facts *render.Facts)
 			}
 			continue
 		}
-		a := render.Attachment{SocketPath: info.VhostUser.Path, Server: info.VhostUser.Mode == devinfo.ModeServer, MAC: info.MAC, IPs: info.IPs}
+		a := render.Attachment{SocketPath: info.VhostUser.Path, Server: info.VhostUser.Mode == podcontract.VhostUserModeServer, MAC: info.MAC, IPs: info.IPs}
 		if info.Gateway != "" {
 			a.Gateways = []string{info.Gateway}
 		}

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/syncbuf"
 )
 
@@ -54,9 +54,9 @@ func mustDo(t *testing.T, err error) {
 
 func (h *harness) writeDevinfo() {
 	const ifname = "net1"
-	mustDo(h.t, devinfo.Write(filepath.Join(h.paths.PodSocketDir, ifname+".json"), &devinfo.Info{
-		Type: devinfo.TypeVhostUser, Version: devinfo.SpecVersion,
-		VhostUser: &devinfo.VhostUser{Mode: devinfo.ModeServer, Path: "/var/run/kube-fstack/vhost/" + ifname + ".sock"},
+	mustDo(h.t, podcontract.WriteDevInfo(filepath.Join(h.paths.PodSocketDir, ifname+".json"), &podcontract.DevInfo{
+		Type: podcontract.DevInfoTypeVhostUser, Version: podcontract.DevInfoVersion,
+		VhostUser: &podcontract.DevInfoVhostUser{Mode: podcontract.VhostUserModeServer, Path: "/var/run/kube-fstack/vhost/" + ifname + ".sock"},
 		MAC:       "02:00:00:00:00:01", IPs: []string{"10.1.0.5/24"}, Gateway: "10.1.0.1",
 	}))
 }

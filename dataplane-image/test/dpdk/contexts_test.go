@@ -112,7 +112,7 @@ type testApp struct {
 func newApp(t *testing.T, p *pod) *testApp {
 	t.Helper()
 	a := &testApp{p: p, launcher: filepath.Join(p.dir, "fstack-launcher"), lib: filepath.Join(p.dir, "libff_syscall.so")}
-	if out, err := exec.Command("go", "build", "-o", a.launcher, "github.com/kube-fstack/kube-fstack/cmd/fstack-launcher").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", a.launcher, "github.com/kube-fstack/kube-fstack/dataplane-image/cmd/fstack-launcher").CombinedOutput(); err != nil {
 		t.Fatalf("build the launcher: %v\n%s", err, out)
 	}
 	script := filepath.Join(repoRoot(t), "dataplane-image/standin/shim/build.sh")

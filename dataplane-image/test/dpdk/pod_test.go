@@ -17,7 +17,6 @@ import (
 	"time"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
 	"github.com/kube-fstack/kube-fstack/internal/nodetest"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
@@ -101,13 +100,13 @@ func (p *pod) writeSpec(t testing.TB, processes int) {
 }
 
 func (p *pod) writeDevinfo(t testing.TB) {
-	info := &devinfo.Info{
-		Type: devinfo.TypeVhostUser, Version: devinfo.SpecVersion,
-		VhostUser: &devinfo.VhostUser{Mode: devinfo.ModeServer, Path: podSocketDir + "/net1.sock"},
+	info := &podcontract.DevInfo{
+		Type: podcontract.DevInfoTypeVhostUser, Version: podcontract.DevInfoVersion,
+		VhostUser: &podcontract.DevInfoVhostUser{Mode: podcontract.VhostUserModeServer, Path: podSocketDir + "/net1.sock"},
 		MAC:       "02:fe:00:00:07:01", IPs: []string{p.ip + "/24"}, Gateway: "10.99.7.1",
-		Attachment: &devinfo.Attachment{Network: "fstack", ContainerID: "c-" + p.name, IfName: "net1", PodUID: p.name},
+		Attachment: &podcontract.DevInfoAttachment{Network: "fstack", ContainerID: "c-" + p.name, IfName: "net1", PodUID: p.name},
 	}
-	must(t, devinfo.Write(filepath.Join(p.socketDir, "net1.json"), info))
+	must(t, podcontract.WriteDevInfo(filepath.Join(p.socketDir, "net1.json"), info))
 }
 
 // addOVSPort is what fstack-cni does for the attachment: OVS is the vhost-user client of the

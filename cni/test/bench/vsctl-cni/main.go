@@ -28,7 +28,7 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/cni/pkg/version"
 
-	"github.com/kube-fstack/kube-fstack/cni/pkg/devinfo"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 type netConf struct {
@@ -112,13 +112,13 @@ func (a *attachment) writeFiles() error {
 	if err := os.MkdirAll(a.podDir, 0o755); err != nil {
 		return err
 	}
-	info := &devinfo.Info{Type: devinfo.TypeVhostUser, Version: devinfo.SpecVersion,
-		VhostUser:  &devinfo.VhostUser{Mode: devinfo.ModeServer, Path: filepath.Join(a.conf.PodSocketDir, a.args.IfName+".sock")},
-		Attachment: &devinfo.Attachment{Network: a.conf.Name, ContainerID: a.args.ContainerID, IfName: a.args.IfName, PodUID: a.uid}}
-	if err := devinfo.Write(filepath.Join(a.podDir, a.args.IfName+".json"), info); err != nil {
+	info := &podcontract.DevInfo{Type: podcontract.DevInfoTypeVhostUser, Version: podcontract.DevInfoVersion,
+		VhostUser:  &podcontract.DevInfoVhostUser{Mode: podcontract.VhostUserModeServer, Path: filepath.Join(a.conf.PodSocketDir, a.args.IfName+".sock")},
+		Attachment: &podcontract.DevInfoAttachment{Network: a.conf.Name, ContainerID: a.args.ContainerID, IfName: a.args.IfName, PodUID: a.uid}}
+	if err := podcontract.WriteDevInfo(filepath.Join(a.podDir, a.args.IfName+".json"), info); err != nil {
 		return err
 	}
-	return devinfo.Write(a.devInfoFile, info)
+	return podcontract.WriteDevInfo(a.devInfoFile, info)
 }
 
 func (a *attachment) removeFiles() error {

@@ -20,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -29,8 +28,7 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/cpuaffinity"
 	"github.com/kube-fstack/kube-fstack/internal/nginxconf"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
@@ -67,7 +65,7 @@ func New() *Launcher {
 	return &Launcher{
 		ShimDir: podcontract.ShimDir, Container: name, WaitTimeout: 10 * time.Minute,
 		Poll: 50 * time.Millisecond, Grace: 10 * time.Second, QuitGrace: 10 * time.Second, TermGrace: 5 * time.Second,
-		CPUs: OwnCPUs, Log: os.Stderr,
+		CPUs: cpuaffinity.Own, Log: os.Stderr,
 	}
 }
 
@@ -153,9 +151,9 @@ func (l *Launcher) environ() ([]string, error) {
 	if len(cpus) == 0 {
 		return nil, errors.New("this container may run on no CPU")
 	}
-	mask := new(big.Int).Lsh(big.NewInt(1), uint(cpus[0]))
-	l.logf("FF_INITIAL_LCORE_ID=0x%s (CPU %d, the first of this container's cpuset)", mask.Text(16), cpus[0])
-	return append(os.Environ(), "FF_INITIAL_LCORE_ID=0x"+mask.Text(16)), nil
+	env := cpuaffinity.InitialLcoreEnv(cpus[0])
+	l.logf("%s (CPU %d, the first of this container's cpuset)", env, cpus[0])
+	return append(os.Environ(), env), nil
 }
 
 // record notes the generation this container started against, for people and tools.
@@ -233,19 +231,4 @@ func exitCode(ps *os.ProcessState) int {
 		return 128 + int(ws.Signal())
 	}
 	return ps.ExitCode()
-}
-
-// OwnCPUs is this process's CPU affinity, ascending: the container's cpuset.
-func OwnCPUs() ([]int, error) {
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		return nil, err
-	}
-	var cpus []int
-	for c := 0; c < len(set)*64; c++ {
-		if set.IsSet(c) {
-			cpus = append(cpus, c)
-		}
-	}
-	return cpus, nil
 }

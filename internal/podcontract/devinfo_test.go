@@ -1,4 +1,4 @@
-package devinfo
+package podcontract
 
 import (
 	"encoding/json"
@@ -8,26 +8,26 @@ import (
 	"testing"
 )
 
-func sample() *Info {
-	return &Info{
-		Type: TypeVhostUser, Version: SpecVersion,
-		VhostUser: &VhostUser{Mode: ModeServer, Path: "/var/run/kube-fstack/vhost/net1.sock"},
+func sampleDevInfo() *DevInfo {
+	return &DevInfo{
+		Type: DevInfoTypeVhostUser, Version: DevInfoVersion,
+		VhostUser: &DevInfoVhostUser{Mode: VhostUserModeServer, Path: "/var/run/kube-fstack/vhost/net1.sock"},
 		MAC:       "0a:58:00:00:00:01", IPs: []string{"10.1.0.5/24"}, Gateway: "10.1.0.1",
 		MTU: 1500, Queues: 1, QueueSize: 256,
-		Attachment: &Attachment{Network: "fstack", ContainerID: "c1", IfName: "net1", PodUID: "u1"},
+		Attachment: &DevInfoAttachment{Network: "fstack", ContainerID: "c1", IfName: "net1", PodUID: "u1"},
 	}
 }
 
-func TestWriteReadRoundTrip(t *testing.T) {
+func TestDevInfoWriteReadRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sub", "net1.json")
-	if err := Write(path, sample()); err != nil {
+	if err := WriteDevInfo(path, sampleDevInfo()); err != nil {
 		t.Fatal(err)
 	}
-	got, err := Read(path)
+	got, err := ReadDevInfo(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.VhostUser.Path != sample().VhostUser.Path || got.IPs[0] != "10.1.0.5/24" || got.Attachment.ContainerID != "c1" {
+	if got.VhostUser.Path != sampleDevInfo().VhostUser.Path || got.IPs[0] != "10.1.0.5/24" || got.Attachment.ContainerID != "c1" {
 		t.Fatalf("round trip lost data: %+v", got)
 	}
 	entries, _ := os.ReadDir(filepath.Dir(path))
@@ -38,7 +38,7 @@ func TestWriteReadRoundTrip(t *testing.T) {
 
 // The NPWG spec fixes these member names; Multus and other readers match on them.
 func TestWireNamesFollowNPWGSpec(t *testing.T) {
-	data, err := json.Marshal(sample())
+	data, err := json.Marshal(sampleDevInfo())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestWireNamesFollowNPWGSpec(t *testing.T) {
 	}
 }
 
-func TestReadRejectsWhatTheDataplaneCannotUse(t *testing.T) {
+func TestReadDevInfoRejectsWhatTheDataplaneCannotUse(t *testing.T) {
 	cases := map[string]string{
 		"wrong type":   `{"type":"pci","version":"1.1.0","pci":{}}`,
 		"no path":      `{"type":"vhost-user","version":"1.1.0","vhost-user":{"mode":"server"}}`,
@@ -63,18 +63,18 @@ func TestReadRejectsWhatTheDataplaneCannotUse(t *testing.T) {
 			if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := Read(path); err == nil {
+			if _, err := ReadDevInfo(path); err == nil {
 				t.Fatalf("Read accepted %s", body)
 			}
 		})
 	}
 }
 
-func TestWriteRefusesInvalidInfo(t *testing.T) {
-	bad := sample()
+func TestWriteDevInfoRefusesInvalidInfo(t *testing.T) {
+	bad := sampleDevInfo()
 	bad.VhostUser = nil
 	path := filepath.Join(t.TempDir(), "x.json")
-	if err := Write(path, bad); err == nil {
+	if err := WriteDevInfo(path, bad); err == nil {
 		t.Fatal("Write accepted an attachment without a socket path")
 	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
@@ -84,7 +84,7 @@ func TestWriteRefusesInvalidInfo(t *testing.T) {
 
 // The old writer used a fixed temp name and followed a symlink planted there, then made its
 // target world-readable: Write must replace, never write through, whatever is at either name.
-func TestWriteNeverFollowsSymlinks(t *testing.T) {
+func TestWriteDevInfoNeverFollowsSymlinks(t *testing.T) {
 	dir, outside := t.TempDir(), t.TempDir()
 	secret := filepath.Join(outside, "secret")
 	if err := os.WriteFile(secret, []byte("secret"), 0o600); err != nil {
@@ -96,17 +96,17 @@ func TestWriteNeverFollowsSymlinks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := Write(path, sample()); err != nil {
+	if err := WriteDevInfo(path, sampleDevInfo()); err != nil {
 		t.Fatal(err)
 	}
 	st, err := os.Stat(secret)
 	if got, _ := os.ReadFile(secret); err != nil || string(got) != "secret" || st.Mode().Perm() != 0o600 {
 		t.Fatalf("the symlinks' target changed: %q %v %v", got, st, err)
 	}
-	if st, err := os.Lstat(path); err != nil || !st.Mode().IsRegular() || st.Mode().Perm() != FileMode {
-		t.Fatalf("%s: %v %v, want a regular file of mode %v", path, st, err, os.FileMode(FileMode))
+	if st, err := os.Lstat(path); err != nil || !st.Mode().IsRegular() || st.Mode().Perm() != DevInfoFileMode {
+		t.Fatalf("%s: %v %v, want a regular file of mode %v", path, st, err, os.FileMode(DevInfoFileMode))
 	}
-	if _, err := Read(filepath.Join(dir, ".devinfo-net1.json.tmp")); err == nil {
+	if _, err := ReadDevInfo(filepath.Join(dir, ".devinfo-net1.json.tmp")); err == nil {
 		t.Fatal("Read followed a symlink")
 	}
 }

@@ -1,0 +1,152 @@
+package podcontract
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+
+	"github.com/kube-fstack/kube-fstack/internal/fsutil"
+)
+
+// Device info is the file format fstack-cni writes for each vhost-user attachment and the
+// dataplane reads at start: the NPWG device-info spec (v1.1.0, type "vhost-user") plus the facts
+// F-Stack's [portN] needs (MAC, addresses, gateway, MTU) and the virtio queue layout.
+//
+// fstack-cni writes the same document twice: into the pod's socket directory as DevInfoFile
+// (the dataplane reads it there, without Multus or the API server) and at the NPWG CNI
+// device-info path (Multus copies it into the pod's network-status annotation).
+const (
+	// DevInfoVersion is the NPWG device-info spec version written.
+	DevInfoVersion = "1.1.0"
+	// DevInfoTypeVhostUser is the device type of every attachment fstack-cni makes.
+	DevInfoTypeVhostUser = "vhost-user"
+	// VhostUserModeServer means the pod's side (DPDK virtio_user with server=1) owns the socket.
+	VhostUserModeServer = "server"
+	// VhostUserModeClient means OVS owns the socket.
+	VhostUserModeClient = "client"
+)
+
+// DevInfoFile is the name of an attachment's device info in the pod's socket directory
+// (PodSocketDir in the dataplane, HostSocketRoot/<pod UID> on the node).
+func DevInfoFile(ifname string) string { return ifname + ".json" }
+
+// VhostSocketFile is the name of an attachment's vhost-user socket in the same directory.
+func VhostSocketFile(ifname string) string { return ifname + ".sock" }
+
+// DevInfo is one attachment's device information.
+type DevInfo struct {
+	Type      string            `json:"type"`
+	Version   string            `json:"version"`
+	VhostUser *DevInfoVhostUser `json:"vhost-user,omitempty"`
+
+	MAC       string   `json:"mac,omitempty"`
+	IPs       []string `json:"ips,omitempty"` // CIDR strings, e.g. "10.1.0.5/24"
+	Gateway   string   `json:"gateway,omitempty"`
+	MTU       int      `json:"mtu,omitempty"`
+	Queues    int      `json:"queues,omitempty"`
+	QueueSize int      `json:"queueSize,omitempty"`
+
+	// Attachment names the CNI attachment that owns this file, so garbage collection can tell
+	// live files from leftovers without asking anyone.
+	Attachment *DevInfoAttachment `json:"attachment,omitempty"`
+}
+
+// DevInfoVhostUser is the "vhost-user" member of the NPWG format.
+type DevInfoVhostUser struct {
+	Mode string `json:"mode"`
+	Path string `json:"path"` // the socket as the pod sees it
+}
+
+// DevInfoAttachment identifies a CNI attachment.
+type DevInfoAttachment struct {
+	Network     string `json:"network"`
+	ContainerID string `json:"containerID"`
+	IfName      string `json:"ifname"`
+	PodUID      string `json:"podUID,omitempty"`
+}
+
+// Validate checks what a reader relies on.
+func (i *DevInfo) Validate() error {
+	switch {
+	case i.Type != DevInfoTypeVhostUser:
+		return fmt.Errorf("devinfo: type %q, want %q", i.Type, DevInfoTypeVhostUser)
+	case i.VhostUser == nil || i.VhostUser.Path == "":
+		return fmt.Errorf("devinfo: vhost-user.path is missing")
+	case i.VhostUser.Mode != VhostUserModeServer && i.VhostUser.Mode != VhostUserModeClient:
+		return fmt.Errorf("devinfo: vhost-user.mode %q is neither server nor client", i.VhostUser.Mode)
+	}
+	return nil
+}
+
+// DevInfoMaxSize bounds what ReadDevInfo and ParseDevInfo accept: a real document is a few
+// hundred bytes, and the pod directory it lives in is writable by the pod.
+const DevInfoMaxSize = 64 << 10
+
+// ReadDevInfo loads and validates the file at path.
+func ReadDevInfo(path string) (*DevInfo, error) {
+	d, err := fsutil.OpenDir(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("devinfo: %w", err)
+	}
+	defer d.Close()
+	return ReadDevInfoIn(d, filepath.Base(path))
+}
+
+// ReadDevInfoIn loads and validates the regular file name in d, never through a symlink.
+func ReadDevInfoIn(d *fsutil.Dir, name string) (*DevInfo, error) {
+	data, err := d.ReadFile(name, DevInfoMaxSize)
+	if err != nil {
+		return nil, fmt.Errorf("devinfo: %w", err)
+	}
+	info, err := ParseDevInfo(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w (in %s)", err, d.Join(name))
+	}
+	return info, nil
+}
+
+// ParseDevInfo decodes and validates one document.
+func ParseDevInfo(data []byte) (*DevInfo, error) {
+	if len(data) > DevInfoMaxSize {
+		return nil, fmt.Errorf("devinfo: %d bytes, at most %d", len(data), DevInfoMaxSize)
+	}
+	var info DevInfo
+	if err := json.Unmarshal(data, &info); err != nil {
+		return nil, fmt.Errorf("devinfo: %w", err)
+	}
+	if err := info.Validate(); err != nil {
+		return nil, err
+	}
+	return &info, nil
+}
+
+// WriteDevInfo stores info at path atomically (fsutil.WriteAtomic: never through a symlink,
+// temp file, fsync, rename), creating the parent directory, so a reader never sees half a file.
+// The fsyncs cost nothing on /var/run, a tmpfs on every node.
+func WriteDevInfo(path string, info *DevInfo) error {
+	data, err := EncodeDevInfo(info)
+	if err != nil {
+		return err
+	}
+	if err := fsutil.WriteAtomic(path, data, DevInfoFileMode); err != nil {
+		return fmt.Errorf("devinfo: %w", err)
+	}
+	return nil
+}
+
+// DevInfoFileMode is the device info's mode: the dataplane may read it as another user.
+const DevInfoFileMode = 0o644
+
+// EncodeDevInfo validates info and returns what WriteDevInfo stores, so a writer of the same
+// document to several places encodes it once (and writes it with fsutil.Dir.WriteAtomic and
+// DevInfoFileMode).
+func EncodeDevInfo(info *DevInfo) ([]byte, error) {
+	if err := info.Validate(); err != nil {
+		return nil, err
+	}
+	data, err := json.MarshalIndent(info, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("devinfo: %w", err)
+	}
+	return append(data, '\n'), nil
+}
