@@ -52,3 +52,14 @@ func TestResourceBackedPortsPerVersion(t *testing.T) {
 		t.Fatalf("want the second port's resource named with its variable, got %v", err)
 	}
 }
+
+func TestPCIResourceEnvNames(t *testing.T) {
+	for res, want := range map[string][]string{
+		"intel.com/sriov_dpdk": {"PCIDEVICE_INTEL_COM_SRIOV_DPDK"},
+		"my-nic.example/vf-a":  {"PCIDEVICE_MY_NIC_EXAMPLE_VF_A", "PCIDEVICE_MY-NIC_EXAMPLE_VF-A"},
+	} {
+		if got := render.PCIResourceEnvNames(res); !slices.Equal(got, want) {
+			t.Errorf("%s: %q, want %q", res, got, want)
+		}
+	}
+}
