@@ -25,7 +25,7 @@ KUBECTL="$(command -v kubectl)" || die "kubectl is required on PATH"
 [ -S "$OVS_DB_SOCK" ] || die "no OVS database at $OVS_DB_SOCK: start OVS-DPDK on the host (see README, kind)"
 [ "$(ovs-vsctl --db="unix:$OVS_DB_SOCK" get bridge br-fstack datapath_type 2>/dev/null)" = netdev ] \
   || die "the host's OVS needs a netdev bridge br-fstack"
-mkdir -p /var/run/kube-fstack
+mkdir -p /var/run/kube-fstack /var/run/kube-fstack-kind/device-plugins
 [ -x "$KIND" ] || { GOBIN="$ROOT/bin" go install "sigs.k8s.io/kind@$KIND_VERSION" && mv "$ROOT/bin/kind" "$KIND"; }
 make -s tools build
 
@@ -50,6 +50,6 @@ export E2E_KUBECONFIG="$KUBECONFIG_KIND" E2E_KUBECTL="$KUBECTL" E2E_OVSDB_SOCK="
   E2E_OVS_NETNS="${E2E_OVS_NETNS:-}" E2E_OVS_BRIDGE=br-fstack E2E_SOCKET_ROOT=/var/run/kube-fstack/vhost \
   E2E_LOG_DIR=/var/log/kube-fstack E2E_OPERATOR_NAMESPACE=kube-fstack-system E2E_RELEASE=kube-fstack \
   E2E_DATAPLANE_IMAGE=localhost/kube-fstack/dataplane-standin:dev E2E_NODE="$NODE" \
-  E2E_NODE_EXEC="docker exec $NODE" E2E_ATTACHMENT=net1 E2E_NETWORKS=kube-fstack-system/fstack-net@net1 \
+  E2E_NODE_EXEC="docker exec $NODE" E2E_DEVICE_PLUGIN_DIR=/var/run/kube-fstack-kind/device-plugins E2E_ATTACHMENT=net1 E2E_NETWORKS=kube-fstack-system/fstack-net@net1 \
   E2E_OPERATOR_ARCHIVE="$ROOT/.cache/images/operator.oci.tar" E2E_CNI_ARCHIVE="$ROOT/.cache/images/cni.oci.tar"
 go test ./e2e/ -count=1 -v -timeout 30m "$@"

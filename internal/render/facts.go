@@ -92,3 +92,16 @@ func PCIResourceEnv(resource string) string {
 	}
 	return string(b)
 }
+
+// PCIResourceEnvNames are the spellings of PCIDEVICE_<RESOURCE> to look for, PCIResourceEnv's
+// first. The SR-IOV network device plugin joins its resource prefix and name with '_' and
+// replaces only '.', so a '-' (legal in a resource's domain and name) stays in its variable:
+// "my-nic.example/vf" gives PCIDEVICE_MY-NIC_EXAMPLE_VF.
+func PCIResourceEnvNames(resource string) []string {
+	names := []string{PCIResourceEnv(resource)}
+	domain, name, _ := strings.Cut(resource, "/")
+	if plugin := strings.ToUpper("PCIDEVICE_" + strings.ReplaceAll(domain, ".", "_") + "_" + name); plugin != names[0] {
+		names = append(names, plugin)
+	}
+	return names
+}

@@ -32,6 +32,7 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 type options struct {
 	cfg         supervisor.Config
+	standinPCI  string
 	podInfoSpec string
 	listen      string
 	ffTraffic   string
@@ -58,6 +59,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.Var((*listFlag)(&l.PrimaryArgs), "primary-args", "program mode: an argument after -- for process 0 (repeat; {proc} and {procs} expand)")
 	fs.Var((*listFlag)(&l.SecondaryArgs), "secondary-args", "program mode: an argument after -- for processes 1..n-1 (repeat)")
 	fs.IntVar(&l.LcoresPerProc, "program-lcores-per-proc", 1, "program mode: replace -c<cpu> by this many lcores pinned on that CPU")
+	fs.StringVar(&o.standinPCI, "standin-pci-vdev", "", "program mode, the stand-in image only: replace each allowed PCI device DPDK cannot probe here (no such device, or not bound to vfio-pci/uio) by a virtual device of this DPDK driver, e.g. net_null, and log it")
 	fs.DurationVar(&t.StartTimeout, "start-timeout", 60*time.Second, "bound on each process becoming ready")
 	fs.DurationVar(&t.Grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL when stopping")
 	fs.DurationVar(&t.Poll, "poll", 20*time.Millisecond, "readiness polling interval")
@@ -84,6 +86,9 @@ func parseFlags(args []string) (*options, error) {
 	if o.readyCmd != "" {
 		o.cfg.ReadyCommand = strings.Fields(o.readyCmd)
 	}
+	if o.standinPCI != "" {
+		l.PCIStandin = &supervisor.PCIStandin{Driver: o.standinPCI, SysfsDevices: "/sys/bus/pci/devices"}
+	}
 	return o, o.validate()
 }
 
@@ -91,6 +96,10 @@ func (o *options) validate() error {
 	l, rd := &o.cfg.Launch, o.cfg.Paths.RuntimeDir
 	if l.ProgramMode && l.Program == "" {
 		return fmt.Errorf("--program-mode needs --program")
+	}
+	if l.PCIStandin != nil && !l.ProgramMode {
+		// F-Stack reads its devices from config.ini: a substitution would be a lie there.
+		return fmt.Errorf("--standin-pci-vdev needs --program-mode: only the stand-in image replaces PCI devices")
 	}
 	if rd != podcontract.DPDKRuntimeDir && filepath.Base(rd) != "dpdk" {
 		return fmt.Errorf("--dpdk-runtime-dir %s must end in /dpdk: DPDK only relocates it as $RUNTIME_DIRECTORY/dpdk", rd)

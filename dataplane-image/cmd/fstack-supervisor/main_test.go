@@ -15,3 +15,14 @@ func TestParseFlagsRefusesArguments(t *testing.T) {
 		t.Fatalf("flags alone: %v", err)
 	}
 }
+
+// The PCI substitution is the stand-in's: the real image (F-Stack mode) refuses the flag.
+func TestStandinPCIOnlyInProgramMode(t *testing.T) {
+	if _, err := parseFlags([]string{"--standin-pci-vdev=net_null"}); err == nil || !strings.Contains(err.Error(), "--program-mode") {
+		t.Fatalf("F-Stack mode with --standin-pci-vdev: got %v, want it refused naming --program-mode", err)
+	}
+	o, err := parseFlags([]string{"--program-mode", "--program=x", "--standin-pci-vdev=net_null"})
+	if err != nil || o.cfg.Launch.PCIStandin == nil || o.cfg.Launch.PCIStandin.Driver != "net_null" {
+		t.Fatalf("program mode: %v %+v", err, o)
+	}
+}

@@ -59,6 +59,9 @@ func (l *Launch) eal(argv []string) ([]string, error) {
 		}
 		out = append(out, a)
 	}
+	if l.PCIStandin != nil {
+		out = l.PCIStandin.apply(out)
+	}
 	return out, nil
 }
 

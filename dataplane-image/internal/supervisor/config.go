@@ -67,6 +67,8 @@ type Launch struct {
 	// LcoresPerProc > 1 replaces F-Stack's -c<one CPU> with that many lcores all pinned on that
 	// same CPU (--lcores=0@c,1@c): testpmd wants a forwarding lcore besides its main one.
 	LcoresPerProc int
+	// PCIStandin, in program mode, replaces PCI devices DPDK cannot probe here (standin_pci.go).
+	PCIStandin *PCIStandin
 }
 
 // Timing bounds every wait.

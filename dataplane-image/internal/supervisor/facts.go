@@ -176,11 +176,16 @@ func (f *FactSource) pciResources(s *fsv1.StackInstanceSpec, facts *render.Facts
 		if d.Resource == "" || facts.PCIResources[d.Resource] != nil {
 			return
 		}
-		env := render.PCIResourceEnv(d.Resource)
-		v, ok := f.LookupEnv(env)
+		names := render.PCIResourceEnvNames(d.Resource)
+		v, ok := "", false
+		for _, env := range names {
+			if v, ok = f.LookupEnv(env); ok && strings.TrimSpace(v) != "" {
+				break
+			}
+		}
 		if !ok || strings.TrimSpace(v) == "" {
 			errs = append(errs, fmt.Errorf("%s: resource %s: environment variable %s is not set; the SR-IOV device plugin sets it when the dataplane container requests %s",
-				where, d.Resource, env, d.Resource))
+				where, d.Resource, oneOf(names), d.Resource))
 			return
 		}
 		for _, bdf := range strings.Split(v, ",") {
@@ -201,6 +206,14 @@ func (f *FactSource) pciResources(s *fsv1.StackInstanceSpec, facts *render.Facts
 		}
 	}
 	return errs
+}
+
+// oneOf names the first spelling, and the others in parentheses.
+func oneOf(names []string) string {
+	if len(names) == 1 {
+		return names[0]
+	}
+	return names[0] + " (or " + strings.Join(names[1:], ", ") + ")"
 }
 
 // hugepages checks that the shared hugepage volume is mounted and has the spec's page size:

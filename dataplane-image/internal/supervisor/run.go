@@ -198,6 +198,9 @@ func (s *Supervisor) childEnv() []string {
 // started, also on error, so the caller can stop it.
 func (s *Supervisor) startAll(res *render.Result, prefix string, exited chan<- *child, stop <-chan struct{}) ([]*child, error) {
 	var procs []*child
+	if l := &s.Cfg.Launch; l.ProgramMode && l.PCIStandin != nil {
+		l.PCIStandin.plan(res.EAL[0], s.logf)
+	}
 	for k := range res.EAL {
 		argv, err := s.Cfg.Launch.Argv(res, s.Cfg.Paths.ConfigFile, k)
 		if err != nil {
