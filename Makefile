@@ -160,11 +160,12 @@ bench-cluster: $(HELM) ## Pod create -> Ready on the local cluster, injected, no
 
 ##@ Lint
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## gofmt, go vet, golangci-lint and shellcheck of every shell script.
+lint: $(GOLANGCI_LINT) ## gofmt, go vet, golangci-lint, shellcheck of every shell script, and every docs/ citation resolving.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	$(GOLANGCI_LINT) run ./...
 	hack/shellcheck.sh
+	hack/check-doc-refs.sh
 
 ##@ Tools
 .PHONY: tools

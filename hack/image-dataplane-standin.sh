@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the dataplane stand-in image as an OCI tarball without a container daemon (PLATFORM.md,
+# Builds the dataplane stand-in image as an OCI tarball without a container daemon (docs/local-cluster.md,
 # "Images without a registry"). F-Stack cannot be built here, so the stand-in carries Debian's
 # DPDK and runs dpdk-testpmd under the supervisor in program mode, with the EAL arguments F-Stack
 # would build from the rendered config.ini. The Debian rootfs is cached under .cache/; a rebuild
@@ -18,7 +18,7 @@ ROOTFS=$CACHE/dataplane-standin/rootfs
 WORK=$CACHE/dataplane-standin/work
 OUT=$CACHE/images/dataplane-standin.oci.tar
 # What the stand-in's supervisor starts: DPDK's own programs, linked the same way for the
-# primary and any secondary (PLATFORM.md: mixed builds exchange garbage).
+# primary and any secondary (docs/local-cluster.md: mixed builds exchange garbage).
 DPDK_PACKAGES=(dpdk-dev librte-net-virtio23 librte-mempool-ring23 librte-net-null23)
 APT_OPTS=(-o DPkg::Lock::Timeout=600 -y -qq --no-install-recommends)
 

@@ -6,7 +6,7 @@
 #   build-fstack.sh check-libs DIR... every binary under DIR resolves all its libraries
 # The Dockerfile's fstack stage runs the steps, its last stage runs check-libs. build_test.go runs
 # them against a stand-in of F-Stack's tree. README.md ("Building the image") says why each
-# step is the way it is; FSTACK.md 13.2 has the measurements behind them.
+# step is the way it is; docs/fstack-rules.md §8 has the measurements behind them.
 set -euo pipefail
 
 FSTACK_REPO=${FSTACK_REPO:-https://github.com/F-Stack/f-stack.git}
@@ -22,7 +22,7 @@ JOBS=${JOBS:-$(nproc)}
 
 BUILD_STEPS=(fetch patch dpdk lib tools adapter install)
 # The probe agent reaches the app's F-Stack listener from inside the pod: the stack delivers
-# packets addressed to itself only when lib is built with it (FSTACK.md 13.3).
+# packets addressed to itself only when lib is built with it (docs/fstack-rules.md §5).
 LIB_MAKE_VARS=(FF_LOOPBACK_SUPPORT=1)
 # The tools the image ships as ff_<name>. Not ngctl (nor libnetgraph, its library): lib is built
 # without FF_NETGRAPH, so ngctl could only ever get ENOTSUP, and libnetgraph fails gcc 12's

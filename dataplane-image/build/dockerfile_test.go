@@ -157,7 +157,7 @@ func TestLastStageCopiesWhatInstallProducesAndChecksItsLibraries(t *testing.T) {
 			t.Errorf("%s is copied into the image but check-libs (%v) does not cover it", d, checked)
 		}
 	}
-	// libatomic.so.1: DPDK's default drivers (net/sfc) put it in every binary (FSTACK.md 13.2).
+	// libatomic.so.1: DPDK's default drivers (net/sfc) put it in every binary (docs/fstack-rules.md §8).
 	if !strings.Contains(strings.Join(last.all("RUN"), "\n"), " libatomic1 ") {
 		t.Errorf("the last stage does not install libatomic1")
 	}

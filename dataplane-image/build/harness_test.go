@@ -1,7 +1,7 @@
 // Package build_test runs build-fstack.sh, the dataplane image's F-Stack build, against a
 // stand-in of F-Stack v1.25's source tree (testdata/fstack, with a fake meson and ninja in
 // testdata/bin). F-Stack itself cannot be fetched or built here; each fake says which upstream
-// file it stands for and reproduces the behaviour measured on the real tree (FSTACK.md 13.2).
+// file it stands for and reproduces the behaviour measured on the real tree (docs/fstack-rules.md §8).
 // make, patch, git, awk and ldd are the real ones.
 package build_test
 

@@ -13,7 +13,7 @@
  * shim client attaches as a DPDK secondary (about 0.1 s) and holds one of the instance's 32
  * contexts, so the agent attaches once and reuses that context for every probe.
  *
- * What the shim allows a client (FSTACK.md 13.3): poll() is not hooked and a blocking connect()
+ * What the shim allows a client (docs/fstack-rules.md §5): poll() is not hooked and a blocking connect()
  * fails with EPERM, so the socket is made non-blocking (FIONBIO, as Nginx does) and the connect
  * is waited for by re-checking SO_ERROR and getpeername() with short sleeps; reads and writes
  * retry on EAGAIN. Every wait is bounded by the request's timeout.

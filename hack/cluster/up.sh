@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Brings up a single-node Kubernetes cluster on this machine (PLATFORM.md, "A real single-node
-# cluster"): etcd, the control plane, containerd, kubelet (static CPU manager), kube-proxy, the CNI
-# reference plugins with fstack-cni chained after the default network, a private OVS-DPDK with a
-# netdev bridge, and hugepages. Idempotent: a second run checks each piece and starts only what is
+# Brings up a single-node Kubernetes cluster on this machine (docs/local-cluster.md): etcd, the
+# control plane, containerd, kubelet (static CPU manager), kube-proxy, the CNI reference plugins
+# with fstack-cni chained after the default network, a private OVS-DPDK with a netdev bridge, and
+# hugepages. Idempotent: a second run checks each piece and starts only what is
 # missing. Every thing it creates outside .cache/cluster is recorded for hack/cluster/down.sh.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -159,7 +159,7 @@ state = "/run/containerd"
   address = "$CONTAINERD_SOCK"
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "localhost/pause:3.10"
-  # Without it every pod fails: the bounding set lacks CAP_SYS_RESOURCE (PLATFORM.md).
+  # Without it every pod fails: the bounding set lacks CAP_SYS_RESOURCE (docs/local-cluster.md).
   restrict_oom_score_adj = true
   disable_hugetlb_controller = false
   [plugins."io.containerd.grpc.v1.cri".containerd]
@@ -261,7 +261,7 @@ healthzBindAddress: 127.0.0.1:10256
 metricsBindAddress: 127.0.0.1:10249
 # Leaves net.ipv4.conf.all.route_localnet alone: nothing here uses NodePorts on 127.0.0.1.
 iptables: {localhostNodePorts: false}
-# No conntrack sysctl writes (PLATFORM.md).
+# No conntrack sysctl writes (docs/local-cluster.md).
 conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
 EOF
   start kube-proxy "$K8S_BIN/kube-proxy" --config="$RUN/kube-proxy.yaml"

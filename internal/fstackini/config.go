@@ -152,7 +152,7 @@ func (p *parser) dpdk(name, value string) error {
 }
 
 // maxDevCount bounds nb_vdev and nb_bond: each device takes a DPDK port id, and DPDK has
-// RTE_MAX_ETHPORTS (32) of them; F-Stack's own EAL argv budget (FSTACK.md 2.3) is smaller still.
+// RTE_MAX_ETHPORTS (32) of them; F-Stack's own EAL argv budget (docs/fstack-rules.md §2) is smaller still.
 // Without the bound a count of 10^12 would have the checks walk 10^12 sections.
 const maxDevCount = 32
 

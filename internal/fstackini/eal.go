@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// EAL is the argv F-Stack's dpdk_args_setup builds for process proc (FSTACK.md 2.3). patched
+// EAL is the argv F-Stack's dpdk_args_setup builds for process proc (docs/fstack-rules.md §2). patched
 // applies kube-fstack's image patch: the default file prefix is kept with vdevs and
 // --single-file-segments is appended.
 func (c *Config) EAL(proc int, patched bool) []string {

@@ -1,9 +1,9 @@
 // Package fstackini reads config.ini the way F-Stack v1.25 (and 1.24) does: its embedded inih
 // tokenizer (multi-line values, inline ";" comments, a 2048-byte line buffer) and the handlers
-// of lib/ff_config.c with their order dependencies and post-parse checks, as described in
-// FSTACK.md. It shares no code with the renderer, so tests can hold one against the other, and
-// it is strict where F-Stack is silent (unknown or repeated keys), so mistakes F-Stack would
-// swallow show up as errors.
+// of lib/ff_config.c with their order dependencies and post-parse checks (docs/fstack-rules.md
+// §1). It shares no code with the renderer, so tests can hold one against the other, and it is
+// strict where F-Stack is silent (unknown or repeated keys), so mistakes F-Stack would swallow
+// show up as errors.
 package fstackini
 
 import (

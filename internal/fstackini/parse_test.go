@@ -32,7 +32,7 @@ func TestMinimalAccepted(t *testing.T) {
 	}
 }
 
-// Each case is a fact of F-Stack's parser (FSTACK.md 1.1, 1.5, 1.6) the reader must reproduce.
+// Each case is a fact of F-Stack's parser (docs/fstack-rules.md §1) the reader must reproduce.
 func TestParserFacts(t *testing.T) {
 	cases := []struct {
 		name, input, wantErr string

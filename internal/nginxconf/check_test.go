@@ -47,7 +47,7 @@ http {
 }
 `
 
-// shimConf is what an Nginx under the shim should look like (FSTACK.md 3.4), with two servers
+// shimConf is what an Nginx under the shim should look like (docs/fstack-rules.md §6), with two servers
 // on one port (reuseport once per address), quoting and a unix listener.
 const shimConf = `user nobody nogroup;  # root is not needed (measured)
 error_log stderr;

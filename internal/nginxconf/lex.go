@@ -1,6 +1,6 @@
 // Package nginxconf reads the configuration an Nginx command will use (the file of -c or the
 // compiled-in default, its includes, and the -g directives) and checks it against what
-// F-Stack's shim needs (FSTACK.md 3.4, 3.5, 13.3): settings that make the shim misbehave are
+// F-Stack's shim needs (docs/fstack-rules.md §5-§6): settings that make the shim misbehave are
 // refused with the file, line and directive and what to write instead, and what can be fixed
 // from the command line becomes extra -g directives. The file is the user's: reading is bounded
 // in depth, file count and size, and only regular files are read.

@@ -16,7 +16,7 @@ import (
 
 // assertConforms reads ini with F-Stack's rules (package fstackini, which shares no code with the
 // renderer) and checks every value against the spec and the facts, computing the expectations
-// here from FSTACK.md, not from the renderer.
+// here from docs/fstack-rules.md, not from the renderer.
 func assertConforms(t testing.TB, s *fsv1.StackInstanceSpec, f *render.Facts, ini []byte, res *render.Result) {
 	t.Helper()
 	c, err := fstackini.Parse(ini, fstackini.Version(s.FStackVersion))

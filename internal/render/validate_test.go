@@ -38,93 +38,93 @@ func TestValidationNamesFieldAndRemedy(t *testing.T) {
 		mutate    func(*fsv1.StackInstanceSpec, *render.Facts)
 		field     string
 		mentions  string
-		constrain string // the FSTACK.md section 9 constraint it enforces
+		constrain string // the rule of docs/fstack-rules.md §4 it enforces
 	}{
 		{"too few CPUs", func(s *fsv1.StackInstanceSpec, f *render.Facts) { f.DataplaneCPUs = []int{2} },
-			"spec.processes", "static CPU manager", "#1"},
+			"spec.processes", "static CPU manager", "R1"},
 		{"CPU beyond RTE_MAX_LCORE", func(s *fsv1.StackInstanceSpec, f *render.Facts) { f.DataplaneCPUs = []int{127, 128} },
-			"spec.processes", "RTE_MAX_LCORE", "#1"},
+			"spec.processes", "RTE_MAX_LCORE", "R1"},
 		{"process serving no port", func(s *fsv1.StackInstanceSpec, f *render.Facts) { s.Ports[0].Processes = []int32{0} },
-			"spec.ports", "process 1 serves no port", "#4"},
+			"spec.ports", "process 1 serves no port", "R4"},
 		{"65 VIPs", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
 			for i := 0; i < 65; i++ {
 				s.Ports[0].VIPs = append(s.Ports[0].VIPs, fmt.Sprintf("172.16.0.%d", i+1))
 			}
-		}, "spec.ports[0].vips", "must have at most 64", "#11"},
+		}, "spec.ports[0].vips", "must have at most 64", "R11"},
 		{"bad VIP", func(s *fsv1.StackInstanceSpec, f *render.Facts) { s.Ports[0].VIPs = []string{"1.1.1.1 ;2.2.2"} },
-			"spec.ports[0].vips[0]", "IPv4", "#11"},
+			"spec.ports[0].vips[0]", "IPv4", "R11"},
 		{"vhost queues below processes", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
 			vhostPort(s)
 			s.Ports[0].Device.VhostUser.Queues = 1
-		}, "spec.ports[0].device.vhostUser.queues", "at least 2", "#5"},
+		}, "spec.ports[0].device.vhostUser.queues", "at least 2", "R5"},
 		{"vhost and PCI mixed", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
 			s.Ports = append(s.Ports, fsv1.PortSpec{Name: "v", Attachment: "net1", Device: fsv1.PortDevice{VhostUser: &fsv1.VhostUserDevice{}},
 				Addressing: fsv1.Addressing{IPv4: &fsv1.IPv4Address{Address: "10.1.0.10/24", Gateway: "10.1.0.1"}}})
-		}, "spec.ports[0].device", "--no-pci", "#7"},
+		}, "spec.ports[0].device", "--no-pci", "R7"},
 		{"missing vhost socket", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
 			vhostPort(s)
 			f.Attachments = nil
-		}, "spec.ports[0].attachment", "fstack-cni", "#7"},
+		}, "spec.ports[0].attachment", "fstack-cni", "R7"},
 		{"KNI without method", func(s *fsv1.StackInstanceSpec, f *render.Facts) { s.KNI = &fsv1.KNISpec{Enabled: true} },
-			"spec.kni.method", "method is required", "#20"},
+			"spec.kni.method", "method is required", "R20"},
 		{"KNI primary not serving a port", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
 			s.KNI = &fsv1.KNISpec{Enabled: true, Method: fsv1.KNIReject}
 			s.Ports[0].Processes = []int32{1}
-		}, "spec.ports[0].processes", "primary", "#20"},
+		}, "spec.ports[0].processes", "primary", "R20"},
 		{"tcbhashsize not a power of two", func(s *fsv1.StackInstanceSpec, f *render.Facts) { s.FreeBSD.TCBHashSize = ptr[int32](1000) },
-			"spec.freebsd.tcbHashSize", "power of two", "#16"},
+			"spec.freebsd.tcbHashSize", "power of two", "R16"},
 		{"syncache hashsize in the map", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
 			s.FreeBSD.Boot = map[string]string{"net.inet.tcp.syncache.hashsize": "3000"}
-		}, "spec.freebsd.boot[net.inet.tcp.syncache.hashsize]", "power of two", "#16"},
+		}, "spec.freebsd.boot[net.inet.tcp.syncache.hashsize]", "power of two", "R16"},
 		{"maxfiles above 65536 with kernelEvent", func(s *fsv1.StackInstanceSpec, f *render.Facts) { s.FreeBSD.MaxFiles = ptr[int32](100000) },
-			"spec.freebsd.maxFiles", "at most 65536", "#14"},
+			"spec.freebsd.maxFiles", "at most 65536", "R14"},
 		{"polling with kernelEvent", func(s *fsv1.StackInstanceSpec, f *render.Facts) { s.Shim.Polling = true },
-			"spec.shim.polling", "kernelEvent", "#15"},
+			"spec.shim.polling", "kernelEvent", "R15"},
 		{"file prefix with the shim", func(s *fsv1.StackInstanceSpec, f *render.Facts) { s.DPDK.FilePrefix = "a" },
-			"spec.dpdk.filePrefix", "'rte'", "#8"},
+			"spec.dpdk.filePrefix", "'rte'", "R8"},
 		{"vhost with the shim on upstream F-Stack", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
 			vhostPort(s)
 			s.Dataplane.Flavor = fsv1.FlavorUpstream
-		}, "spec.dataplane.flavor", "prefix 'container'", "#8"},
+		}, "spec.dataplane.flavor", "prefix 'container'", "R8"},
 		{"vhost with 2Mi pages on upstream F-Stack", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
 			vhostPort(s)
 			s.Shim.Enabled = ptr(false)
 			s.Dataplane.Flavor = fsv1.FlavorUpstream
 			s.Dataplane.HugePages.PageSize = fsv1.HugePages2Mi
-		}, "spec.dataplane.hugePages.pageSize", "8", "#29"},
+		}, "spec.dataplane.hugePages.pageSize", "8", "R29"},
 		{"bond on v1.25", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
 			s.Ports[0].Device = fsv1.PortDevice{Bond: &fsv1.BondDevice{Members: []fsv1.PCIDevice{{Address: "0000:3b:00.0"}, {Address: "0000:3b:00.1"}}}}
-		}, "spec.ports[0].device.bond", "slave=", "#22"},
+		}, "spec.ports[0].device.bond", "slave=", "R22"},
 		{"bond with two processes", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
 			s.FStackVersion = fsv1.FStackV124
 			s.Ports[0].Device = fsv1.PortDevice{Bond: &fsv1.BondDevice{Members: []fsv1.PCIDevice{{Address: "0000:3b:00.0"}}}}
-		}, "spec.ports[0].device.bond", "single process", "#22"},
+		}, "spec.ports[0].device.bond", "single process", "R22"},
 		{"rss_check on 1.24", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
 			s.FStackVersion = fsv1.FStackV124
 			s.RSSCheck = &fsv1.RSSCheckSpec{Enabled: true, Entries: []fsv1.RSSCheckEntry{{Port: "data", LocalAddress: "10.0.0.10", RemoteAddress: "10.9.0.1", RemotePort: 80}}}
-		}, "spec.rssCheck", "v1.25", "#26"},
+		}, "spec.rssCheck", "v1.25", "R26"},
 		{"rss_check over 16 remote pairs", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
 			s.RSSCheck = &fsv1.RSSCheckSpec{Enabled: true}
 			for i := 0; i < 17; i++ {
 				s.RSSCheck.Entries = append(s.RSSCheck.Entries, fsv1.RSSCheckEntry{Port: "data", LocalAddress: "10.0.0.10", RemoteAddress: fmt.Sprintf("10.9.0.%d", i+1), RemotePort: 80})
 			}
-		}, "spec.rssCheck.entries[16]", "16 distinct", "#12"},
+		}, "spec.rssCheck.entries[16]", "16 distinct", "R12"},
 		{"rss_check over 4 local addresses", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
 			s.RSSCheck = &fsv1.RSSCheckSpec{Enabled: true}
 			for i := 0; i < 5; i++ {
 				s.Ports[0].VIPs = append(s.Ports[0].VIPs, fmt.Sprintf("172.16.0.%d", i+1))
 				s.RSSCheck.Entries = append(s.RSSCheck.Entries, fsv1.RSSCheckEntry{Port: "data", LocalAddress: fmt.Sprintf("172.16.0.%d", i+1), RemoteAddress: "10.9.0.1", RemotePort: 80})
 			}
-		}, "spec.rssCheck.entries[4].localAddress", "at most 4", "#12"},
+		}, "spec.rssCheck.entries[4].localAddress", "at most 4", "R12"},
 		{"rss_check local address not on the port", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
 			s.RSSCheck = &fsv1.RSSCheckSpec{Enabled: true, Entries: []fsv1.RSSCheckEntry{{Port: "data", LocalAddress: "10.7.7.7", RemoteAddress: "10.9.0.1", RemotePort: 80}}}
-		}, "spec.rssCheck.entries[0].localAddress", "not an address of port data", "#12"},
+		}, "spec.rssCheck.entries[0].localAddress", "not an address of port data", "R12"},
 		{"line over 2047 bytes", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
 			s.FreeBSD.Sysctl = map[string]string{"net.inet.tcp.x": strings.Repeat("1", 2100)}
-		}, "spec.freebsd.sysctl[net.inet.tcp.x]", "2047", "#13"},
+		}, "spec.freebsd.sysctl[net.inet.tcp.x]", "2047", "R13"},
 		{"value with an inline comment", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
 			s.FreeBSD.Sysctl = map[string]string{"net.inet.tcp.msl": "1000 ;x"}
-		}, "spec.freebsd.sysctl[net.inet.tcp.msl]", "comment", "#13"},
+		}, "spec.freebsd.sysctl[net.inet.tcp.msl]", "comment", "R13"},
 		{"more than 17 EAL arguments", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
 			s.DPDK.LogLevel, s.DPDK.BaseVirtAddr = 8, "0x7f0000000000"
 			for i := 1; i < 14; i++ {
@@ -132,40 +132,40 @@ func TestValidationNamesFieldAndRemedy(t *testing.T) {
 					Addressing: fsv1.Addressing{IPv4: &fsv1.IPv4Address{Address: fmt.Sprintf("10.%d.0.10/24", i), Gateway: fmt.Sprintf("10.%d.0.1", i)}}})
 				s.Ports[i].Device.PCI.Address = fmt.Sprintf("0000:3c:%02x.0", i)
 			}
-		}, "spec.ports", "room for 17", "#9"},
+		}, "spec.ports", "room for 17", "R9"},
 		{"EAL argument over 255 bytes", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
 			vhostPort(s)
 			f.Attachments["net1"] = render.Attachment{SocketPath: "/" + strings.Repeat("d", 250) + "/net1.sock"}
-		}, "spec.ports", "255", "#9"},
+		}, "spec.ports", "255", "R9"},
 		{"app CPU is an lcore", func(s *fsv1.StackInstanceSpec, f *render.Facts) { f.AppCPUs = []int{3} },
-			"spec.shim", "distinct", "#19"},
+			"spec.shim", "distinct", "R19"},
 		{"app CPU beyond the shim's mask", func(s *fsv1.StackInstanceSpec, f *render.Facts) { f.AppCPUs = []int{51} },
-			"spec.shim", "0-50", "#19"},
+			"spec.shim", "0-50", "R19"},
 		{"pcap path too long", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
 			s.Pcap = &fsv1.PcapSpec{Enabled: true, Directory: "/" + strings.Repeat("p", 45)}
-		}, "spec.pcap.directory", "", "#25"},
+		}, "spec.pcap.directory", "", "R25"},
 		{"noHuge with the shim", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
 			s.Processes = 1
 			s.DPDK.NoHuge = true
 			q := resource.MustParse("512Mi")
 			s.DPDK.Memory = &q
-		}, "spec.dpdk.noHuge", "shim", "#27"},
+		}, "spec.dpdk.noHuge", "shim", "R27"},
 		{"memory above hugepages", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
 			q := resource.MustParse("2Gi")
 			s.DPDK.Memory = &q
 		}, "spec.dpdk.memory", "hugepages", "§3.4"},
 		{"SR-IOV resource not allocated", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
 			s.Ports[0].Device.PCI = &fsv1.PCIDevice{Resource: "intel.com/vf"}
-		}, "spec.ports[0].device.pci.resource", "PCIDEVICE_INTEL_COM_VF", "#2"},
+		}, "spec.ports[0].device.pci.resource", "PCIDEVICE_INTEL_COM_VF", "R2"},
 		{"duplicate PCI address", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
 			s.Ports = append(s.Ports, *s.Ports[0].DeepCopy())
 			s.Ports[1].Name = "dup"
-		}, "spec.ports[1].device.pci", "0000:3b:00.0", "#2"},
+		}, "spec.ports[1].device.pci", "0000:3b:00.0", "R2"},
 		{"no address on a port", func(s *fsv1.StackInstanceSpec, f *render.Facts) { s.Ports[0].IPv4 = nil },
-			"spec.ports[0].ipv4", "gateway", "#3"},
+			"spec.ports[0].ipv4", "gateway", "R3"},
 		{"attachment without an address", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
 			s.Ports[0].IPv4 = &fsv1.IPv4Address{From: fsv1.AddressAttachment}
-		}, "spec.ports[0].ipv4.from", "IPAM", "#3"},
+		}, "spec.ports[0].ipv4.from", "IPAM", "R3"},
 		{"sysctl that is a boot tunable", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
 			s.FreeBSD.Sysctl = map[string]string{"kern.maxfiles": "1024"}
 		}, "spec.freebsd.sysctl[kern.maxfiles]", "spec.freebsd.boot", "§1.12"},
@@ -178,9 +178,9 @@ func TestValidationNamesFieldAndRemedy(t *testing.T) {
 				s.VLANs = append(s.VLANs, fsv1.VLANSpec{ID: int32(i + 1), Port: "data",
 					Addressing: fsv1.Addressing{IPv4: &fsv1.IPv4Address{Address: fmt.Sprintf("10.50.%d.2/24", i), Gateway: fmt.Sprintf("10.50.%d.1", i)}}})
 			}
-		}, "spec.vlans[16].ipv4.gateway", "routing tables", "#24"},
+		}, "spec.vlans[16].ipv4.gateway", "routing tables", "R24"},
 		{"unknown version", func(s *fsv1.StackInstanceSpec, f *render.Facts) { s.FStackVersion = "1.26" },
-			"spec.fstackVersion", "v1.25", "#26"},
+			"spec.fstackVersion", "v1.25", "R26"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -190,7 +190,7 @@ func TestValidationNamesFieldAndRemedy(t *testing.T) {
 			_, err := render.Render(s, f)
 			var ve *render.ValidationError
 			if !errors.As(err, &ve) {
-				t.Fatalf("want a ValidationError for %s (FSTACK.md %s), got %v", tc.name, tc.constrain, err)
+				t.Fatalf("want a ValidationError for %s (docs/fstack-rules.md §4 %s), got %v", tc.name, tc.constrain, err)
 			}
 			found := false
 			for _, e := range ve.Errs {

@@ -1,5 +1,5 @@
 // Package shimctx is the exchange between the dataplane supervisor and the app launcher about
-// the shim's context slots (FSTACK.md 3.1, 3.5): each F-Stack instance has 32, every process
+// the shim's context slots (docs/fstack-rules.md §5): each F-Stack instance has 32, every process
 // (or thread) using F-Stack sockets holds one, and a process killed with SIGKILL never gives its
 // slot back. An app that starts when its instance has none left silently falls back to kernel
 // sockets. The supervisor publishes the free slots per instance (State, in the shim dir); a

@@ -18,7 +18,7 @@ import (
 )
 
 const (
-	flowsPerRun = 2000 // UDP flows (distinct source ports) per measurement, as in FSTACK.md 13.3
+	flowsPerRun = 2000 // UDP flows (distinct source ports) per measurement, as in docs/fstack-rules.md §7
 	flowBatch   = 100  // sent before waiting for the queues to count them: fits a 256-slot vring
 )
 

@@ -25,7 +25,7 @@ type app struct {
 	need []int
 }
 
-// prepareApp judges an Nginx command's configuration (FSTACK.md 13.3) and adds the -g fix-ups;
+// prepareApp judges an Nginx command's configuration (docs/fstack-rules.md §6) and adds the -g fix-ups;
 // any other command, and nginx -t/-T/-v/-V/-s, passes through untouched.
 func (l *Launcher) prepareApp(ctx context.Context, argv []string) (*app, error) {
 	n, procID := l.instances()

@@ -22,7 +22,7 @@ import (
 // appProbeAddr is where the agent reaches the app: F-Stack's loopback. It answers whatever
 // address the app's listener is bound to as long as that is the wildcard (Nginx's `listen 80`),
 // without knowing which F-Stack port or address the spec gave it. With FF_LOOPBACK_SUPPORT a
-// shim client reaches the app there (FSTACK.md 13.3).
+// shim client reaches the app there (docs/fstack-rules.md §5).
 const appProbeAddr = "127.0.0.1"
 
 // agentMargin is kept from a probe's timeout for the answer to reach the kubelet.

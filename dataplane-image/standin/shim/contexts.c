@@ -1,5 +1,5 @@
 /*
- * Stands in for the shim's context slots (FSTACK.md 3.1, 3.5, 13.3). Each F-Stack instance has
+ * Stands in for the shim's context slots (docs/fstack-rules.md §5). Each F-Stack instance has
  * 32; a process's first F-Stack socket() attaches one, a clean exit gives it back, a process
  * killed with SIGKILL never does, and when none is free the shim silently hands out a kernel
  * socket. Repeated app restarts against one dataplane therefore end with the app on the kernel.

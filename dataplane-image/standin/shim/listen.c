@@ -1,5 +1,5 @@
 /*
- * Stands in for: an app under F-Stack's shim has no kernel listener (FSTACK.md 13.3). Its
+ * Stands in for: an app under F-Stack's shim has no kernel listener (docs/fstack-rules.md §5). Its
  * AF_INET/AF_INET6 sockets live in F-Stack's own stack, which answers on the F-Stack ports'
  * addresses and, built with FF_LOOPBACK_SUPPORT, to clients under the shim at 127.0.0.1, but
  * never on the pod IP: the kubelet's httpGet and tcpSocket probes of the pod IP are refused.
