@@ -63,7 +63,7 @@ func startPrometheus(t *testing.T, token string) *prometheus {
 		select {
 		case err := <-p.done:
 			p.done <- err
-			return false, "", fmt.Errorf("prometheus exited: %v", err)
+			return false, "", fmt.Errorf("prometheus exited: %w", err)
 		default:
 		}
 		code, _, err := p.get("/-/ready")
@@ -88,10 +88,13 @@ func (p *prometheus) stop(t *testing.T) {
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-p.done:
+	case err := <-p.done:
+		if err != nil {
+			t.Logf("Prometheus stopped: %v", err)
+		}
 	case <-time.After(30 * time.Second):
 		_ = p.cmd.Process.Kill()
-		<-p.done
+		t.Logf("Prometheus killed after 30 s of SIGTERM: %v", <-p.done)
 	}
 }
 
@@ -142,8 +145,11 @@ func (p *prometheus) value(t *testing.T, query string) float64 {
 
 func (p *prometheus) query(query string, keys []string) (map[string]float64, error) {
 	code, body, err := p.get("/api/v1/query?query=" + url.QueryEscape(query))
-	if err != nil || code != http.StatusOK {
-		return nil, fmt.Errorf("query %s: HTTP %d %v: %.300s", query, code, err, body)
+	if err != nil {
+		return nil, fmt.Errorf("query %s: %w", query, err)
+	}
+	if code != http.StatusOK {
+		return nil, fmt.Errorf("query %s: HTTP %d: %.300s", query, code, body)
 	}
 	var r struct {
 		Data struct {

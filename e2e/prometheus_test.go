@@ -117,4 +117,3 @@ subjects: [{kind: ServiceAccount, name: e2e-prometheus-sd, namespace: %[1]s}]
 	}
 	return strings.TrimSpace(out)
 }
-
