@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,13 +11,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fstackv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/e2e/framework"
@@ -24,8 +28,7 @@ import (
 )
 
 // prometheus is a real Prometheus (Debian's package) the test runs on the node: its own data
-// directory, 127.0.0.1 only, targets found through the API server as the chart's monitors
-// find them.
+// directory, 127.0.0.1 only, the targets the chart's monitors select (writeConfig).
 type prometheus struct {
 	dir  string
 	addr string
@@ -196,58 +199,110 @@ func (p *prometheus) wait(t *testing.T, what string, ok func(map[string]float64)
 	t.Logf("%s: %v", what, last)
 }
 
-// writeConfig writes prometheus.yml: two jobs that find their targets through the API server
-// (kubernetes_sd_configs, the ServiceAccount's token, the cluster's CA) and keep what the
-// chart's monitors select. kube-fstack-operator is the ServiceMonitor: endpoints of the
-// release's operator Services in its namespace, the port https-metrics, HTTPS without
-// verification (a self-signed certificate), the bearer token. kube-fstack-dataplane is the
-// PodMonitor: pods in any namespace with the stack label, the container port
-// podcontract.MetricsPortName, the stack as a label.
+// writeConfig writes prometheus.yml and the targets: Debian's Prometheus is built without
+// Kubernetes discovery (kubernetes_sd_configs is not a field it knows), so the test discovers
+// what the chart's ServiceMonitor and PodMonitor select (discoverTargets) and hands the targets
+// to Prometheus as file_sd files. The operator's job scrapes as the ServiceMonitor says: HTTPS,
+// the self-signed certificate unverified, the bearer token.
 func (p *prometheus) writeConfig(t *testing.T, token string) string {
 	t.Helper()
-	rc, err := clientcmd.BuildConfigFromFlags("", env.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca := rc.CAFile
-	if len(rc.CAData) > 0 {
-		ca = filepath.Join(p.dir, "ca.crt")
-		mustWrite(t, ca, rc.CAData)
-	}
 	tokenFile := filepath.Join(p.dir, "token")
 	mustWrite(t, tokenFile, []byte(token))
-	sd := func(role, namespaces string) string {
-		return fmt.Sprintf(`
-  kubernetes_sd_configs:
-  - role: %s
-    api_server: %s
-    authorization: {credentials_file: %s}
-    tls_config: {ca_file: %s}%s`, role, rc.Host, tokenFile, ca, namespaces)
-	}
-	label := func(l string) string { return strings.NewReplacer(".", "_", "/", "_", "-", "_").Replace(l) }
+	operator, dataplanes := discoverTargets(t)
+	opFile, dpFile := filepath.Join(p.dir, "operator.json"), filepath.Join(p.dir, "dataplane.json")
+	mustWriteJSON(t, opFile, operator)
+	mustWriteJSON(t, dpFile, dataplanes)
 	cfg := fmt.Sprintf(`global: {scrape_interval: 2s, scrape_timeout: 2s}
 scrape_configs:
 - job_name: kube-fstack-operator
   scheme: https
   tls_config: {insecure_skip_verify: true}
-  authorization: {credentials_file: %[1]s}%[2]s
-  relabel_configs:
-  - {action: keep, source_labels: [__meta_kubernetes_service_label_app_kubernetes_io_instance, __meta_kubernetes_service_label_app_kubernetes_io_component], regex: '%[3]s;operator'}
-  - {action: keep, source_labels: [__meta_kubernetes_endpoint_port_name], regex: https-metrics}
-  - {source_labels: [__meta_kubernetes_namespace], target_label: namespace}
-  - {source_labels: [__meta_kubernetes_pod_name], target_label: pod}
-- job_name: kube-fstack-dataplane%[4]s
-  relabel_configs:
-  - {action: keep, source_labels: [__meta_kubernetes_pod_labelpresent_%[5]s], regex: 'true'}
-  - {action: keep, source_labels: [__meta_kubernetes_pod_container_port_name], regex: %[6]s}
-  - {source_labels: [__meta_kubernetes_pod_label_%[5]s], target_label: stack}
-  - {source_labels: [__meta_kubernetes_namespace], target_label: namespace}
-  - {source_labels: [__meta_kubernetes_pod_name], target_label: pod}
-`, tokenFile, sd("endpoints", "\n    namespaces: {names: ["+env.Namespace+"]}"), env.Release,
-		sd("pod", ""), label(fstackv1.StackLabel), podcontract.MetricsPortName)
+  authorization: {credentials_file: %s}
+  file_sd_configs: [{files: [%s]}]
+- job_name: kube-fstack-dataplane
+  file_sd_configs: [{files: [%s]}]
+`, tokenFile, opFile, dpFile)
 	path := filepath.Join(p.dir, "prometheus.yml")
 	mustWrite(t, path, []byte(cfg))
 	return path
+}
+
+// target is one entry of a file_sd file.
+type target struct {
+	Targets []string          `json:"targets"`
+	Labels  map[string]string `json:"labels"`
+}
+
+// discoverTargets selects as the chart's monitors do. ServiceMonitor: the ready endpoints, on
+// the port https-metrics, of the release's operator Services in its namespace. PodMonitor: pods
+// in any namespace with the stack label, on the container port (init containers included: the
+// dataplane is a native sidecar) podcontract.MetricsPortName, labelled with their stack.
+func discoverTargets(t *testing.T) (operator, dataplanes []target) {
+	t.Helper()
+	ctx := context.Background()
+	svcs := &corev1.ServiceList{}
+	sel := client.MatchingLabels{"app.kubernetes.io/instance": env.Release, "app.kubernetes.io/component": "operator"}
+	if err := env.Client.List(ctx, svcs, client.InNamespace(env.Namespace), sel); err != nil {
+		t.Fatal(err)
+	}
+	for _, svc := range svcs.Items {
+		eps := &discoveryv1.EndpointSliceList{}
+		if err := env.Client.List(ctx, eps, client.InNamespace(env.Namespace), client.MatchingLabels{discoveryv1.LabelServiceName: svc.Name}); err != nil {
+			t.Fatal(err)
+		}
+		for _, es := range eps.Items {
+			operator = append(operator, sliceTargets(&es, "https-metrics")...)
+		}
+	}
+	pods := &corev1.PodList{}
+	if err := env.Client.List(ctx, pods, client.HasLabels{fstackv1.StackLabel}); err != nil {
+		t.Fatal(err)
+	}
+	for _, pod := range pods.Items {
+		for _, c := range append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...) {
+			for _, port := range c.Ports {
+				if port.Name == podcontract.MetricsPortName && pod.Status.PodIP != "" {
+					dataplanes = append(dataplanes, target{Targets: []string{net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(port.ContainerPort)))},
+						Labels: map[string]string{"namespace": pod.Namespace, "pod": pod.Name, "stack": pod.Labels[fstackv1.StackLabel]}})
+				}
+			}
+		}
+	}
+	if len(operator) == 0 || len(dataplanes) == 0 {
+		t.Fatalf("discovered %d operator and %d dataplane targets, want some of each", len(operator), len(dataplanes))
+	}
+	return operator, dataplanes
+}
+
+func sliceTargets(es *discoveryv1.EndpointSlice, portName string) []target {
+	var out []target
+	for _, port := range es.Ports {
+		if port.Name == nil || *port.Name != portName || port.Port == nil {
+			continue
+		}
+		for _, ep := range es.Endpoints {
+			if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {
+				continue
+			}
+			labels := map[string]string{"namespace": es.Namespace}
+			if ep.TargetRef != nil {
+				labels["pod"] = ep.TargetRef.Name
+			}
+			for _, addr := range ep.Addresses {
+				out = append(out, target{Targets: []string{net.JoinHostPort(addr, strconv.Itoa(int(*port.Port)))}, Labels: labels})
+			}
+		}
+	}
+	return out
+}
+
+func mustWriteJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, path, b)
 }
 
 func mustWrite(t *testing.T, path string, data []byte) {

@@ -78,40 +78,27 @@ func checkNICGrowsWhilePinging(t *testing.T, prom *prometheus, stack string) {
 	t.Logf("NIC packets before the pings %v, Prometheus now has %v", base, prom.vector(t, series, "d"))
 }
 
-// prometheusToken is a token of a ServiceAccount with what a Prometheus in the cluster needs:
-// list and watch of pods, Services and Endpoints (discovery), and the chart's metrics-reader
-// ClusterRole (get on /metrics).
+// prometheusToken is a token of a ServiceAccount bound to the chart's metrics-reader
+// ClusterRole (get on /metrics), what Prometheus's own ServiceAccount needs to scrape the
+// operator.
 func prometheusToken(t *testing.T) string {
 	t.Helper()
 	_, reader := metricsEndpoint(t)
 	doc := fmt.Sprintf(`apiVersion: v1
 kind: ServiceAccount
-metadata: {name: e2e-prometheus-sd, namespace: %[1]s}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: e2e-prometheus-discovery}
-rules:
-- {apiGroups: [""], resources: [pods, services, endpoints], verbs: [get, list, watch]}
-- {apiGroups: [discovery.k8s.io], resources: [endpointslices], verbs: [get, list, watch]}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: e2e-prometheus-discovery}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: e2e-prometheus-discovery}
-subjects: [{kind: ServiceAccount, name: e2e-prometheus-sd, namespace: %[1]s}]
+metadata: {name: e2e-prometheus-scraper, namespace: %[1]s}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
 metadata: {name: e2e-prometheus-metrics-reader}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: %[2]s}
-subjects: [{kind: ServiceAccount, name: e2e-prometheus-sd, namespace: %[1]s}]
+subjects: [{kind: ServiceAccount, name: e2e-prometheus-scraper, namespace: %[1]s}]
 `, plainNS, reader)
 	mustApply(t, doc)
 	t.Cleanup(func() {
 		_, _ = env.KubectlIn([]byte(doc), "delete", "--ignore-not-found", "-f", "-")
 	})
-	out, err := env.KubectlStdout("create", "token", "-n", plainNS, "e2e-prometheus-sd", "--duration=1h")
+	out, err := env.KubectlStdout("create", "token", "-n", plainNS, "e2e-prometheus-scraper", "--duration=1h")
 	if err != nil {
 		t.Fatalf("a token for Prometheus: %v\n%s", err, out)
 	}
