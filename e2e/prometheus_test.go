@@ -36,9 +36,9 @@ func checkPrometheus(t *testing.T, pod *corev1.Pod) {
 	if err == nil || !strings.Contains(out, "not found") {
 		t.Fatalf("a pod naming a missing StackInstance was not refused: %v\n%s", err, out)
 	}
-	prom.wait(t, "injections by result: one more refused, the app pod's injection counted", func(v map[string]float64) bool {
-		return v[`result="refused"`] > before && v[`result="injected"`] >= 1
-	}, `sum by (result) (kubefstack_injection_requests_total)`, "result")
+	prom.wait(t, "injections by result: one more refused for a missing stack, the app pod's injection counted", func(v map[string]float64) bool {
+		return v[`result="refused",reason="stack-not-found"`] > before && v[`result="injected",reason=""`] >= 1
+	}, `kubefstack_injection_requests_total`, "result", "reason")
 
 	got := &corev1.Pod{}
 	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, got); err != nil {
