@@ -184,6 +184,10 @@ func TestEndToEnd(t *testing.T) {
 
 	step(t, "the operator's metrics answer a metrics-reader's token over HTTPS and refuse an anonymous scrape", checkMetrics)
 
+	step(t, "a real Prometheus scrapes the operator and the dataplane: injections by result, processes up, restarts, NIC packets while pinging", func(t *testing.T) {
+		checkPrometheus(t, pod)
+	})
+
 	step(t, "with the operator down, a pod naming a stack is refused with the webhook named, others start; back up, it injects again", checkOperatorDown)
 
 	step(t, "restarting the operator breaks nothing: a replacement pod is injected and its old port and directory go", func(t *testing.T) {

@@ -20,10 +20,10 @@ APT_PACKAGES=(
 )
 
 # The local single-node cluster (hack/cluster/up.sh): container runtime, kube-proxy's and
-# the bridge plugin's netfilter tools, PKI and the pause image's static build. Only with
-# --cluster: `make test` never needs them.
+# the bridge plugin's netfilter tools, PKI and the pause image's static build; the Prometheus
+# the e2e suite runs against the cluster (its own instance on 127.0.0.1). Only with --cluster.
 CLUSTER_PACKAGES=(
-  containerd runc iptables conntrack socat openssl curl libc6-dev
+  containerd runc iptables conntrack socat openssl curl libc6-dev prometheus
 )
 if [ "${1:-}" = "--cluster" ]; then
   APT_PACKAGES+=("${CLUSTER_PACKAGES[@]}")
@@ -37,6 +37,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "install-deps: apt-get install ${missing[*]}"
   apt-get -o DPkg::Lock::Timeout=600 update -qq
   DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}"
+  # Where systemd runs, the package starts Prometheus on every interface (:9090); the e2e suite
+  # starts its own on 127.0.0.1, so the one just installed is stopped.
+  if [[ " ${missing[*]} " == *" prometheus "* ]] && [ -d /run/systemd/system ]; then
+    systemctl disable --now prometheus.service || true
+  fi
 fi
 
 command -v go >/dev/null || { echo "install-deps: Go is required (expected at /usr/local/go/bin)"; exit 1; }

@@ -35,7 +35,7 @@ func (p *plan) dataplaneContainer() corev1.Container {
 			fieldEnv(podcontract.EnvPodName, "metadata.name"),
 			fieldEnv(podcontract.EnvPodNamespace, "metadata.namespace"),
 		},
-		Ports: []corev1.ContainerPort{{Name: "fstack-metrics", ContainerPort: podcontract.SupervisorPort, Protocol: corev1.ProtocolTCP}},
+		Ports: []corev1.ContainerPort{{Name: podcontract.MetricsPortName, ContainerPort: podcontract.SupervisorPort, Protocol: corev1.ProtocolTCP}},
 		Resources: corev1.ResourceRequirements{
 			Limits: limits, Requests: limits.DeepCopy(),
 		},

@@ -14,6 +14,9 @@ const (
 	// SupervisorPort serves /readyz, /healthz and /metrics on the pod's kernel network; the
 	// readiness and liveness probes of the dataplane use it.
 	SupervisorPort = 9180
+	// MetricsPortName names SupervisorPort in the dataplane container: the chart's PodMonitor
+	// selects the port by it.
+	MetricsPortName = "fstack-metrics"
 	// SupervisorBinary is where every dataplane image (the real one and the stand-in) has the
 	// supervisor: the injected postStart hook runs `SupervisorBinary WaitPlacedCommand`.
 	SupervisorBinary = "/usr/local/bin/fstack-supervisor"

@@ -20,7 +20,7 @@ var ErrRestartRequested = errors.New("an app asked for a dataplane restart")
 // contextMetrics are the shim context gauges, registered once for every generation.
 type contextMetrics struct {
 	free, capacity *prometheus.GaugeVec
-	freeAll, up    prometheus.Gauge
+	up             prometheus.Gauge
 	restarts       prometheus.Counter
 }
 
@@ -32,17 +32,15 @@ func (s *Supervisor) contextMetrics() *contextMetrics {
 func (s *Supervisor) newContextMetrics() {
 	m := &contextMetrics{
 		free: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "fstack_shim_contexts_free",
-			Help: "Free shim contexts of each F-Stack instance (of 32): apps killed with SIGKILL never give theirs back."}, []string{"instance"}),
+			Help: "Free shim contexts of each F-Stack instance (process, by proc_id; of 32): apps killed with SIGKILL never give theirs back."}, []string{"process"}),
 		capacity: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "fstack_shim_contexts_capacity",
-			Help: "Shim contexts of each F-Stack instance."}, []string{"instance"}),
-		freeAll: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fstack_shim_contexts_free_all",
-			Help: "Free shim contexts of all F-Stack instances together."}),
+			Help: "Shim contexts of each F-Stack instance (process, by proc_id)."}, []string{"process"}),
 		up: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fstack_shim_contexts_read_up",
 			Help: "1 if the last reading of the shim contexts succeeded."}),
 		restarts: prometheus.NewCounter(prometheus.CounterOpts{Name: "fstack_dataplane_restarts_for_contexts_total",
 			Help: "Dataplane restarts an app asked for because it would have started short of shim contexts."}),
 	}
-	s.metrics.reg.MustRegister(m.free, m.capacity, m.freeAll, m.up, m.restarts)
+	s.metrics.reg.MustRegister(m.free, m.capacity, m.up, m.restarts)
 	s.ctxm = m
 }
 
@@ -127,13 +125,10 @@ func (w *contextWatch) publish() *shimctx.State {
 	} else {
 		st.Instances = inst
 		m.up.Set(1)
-		all := 0
 		for k, in := range inst {
 			m.free.WithLabelValues(strconv.Itoa(k)).Set(float64(in.Free))
 			m.capacity.WithLabelValues(strconv.Itoa(k)).Set(float64(in.Capacity))
-			all += in.Free
 		}
-		m.freeAll.Set(float64(all))
 	}
 	if err := shimctx.Write(w.s.Cfg.Paths.ShimDir, shimctx.StateFile, st); err != nil {
 		w.s.logf("shim contexts: %v", err)

@@ -150,16 +150,15 @@ func TestRestartsForAJustifiedContextRequest(t *testing.T) {
 
 	// A request while enough are free is declined and removed.
 	mustDo(t, shimctx.Write(h.paths.ShimDir, shimctx.RequestFile, &shimctx.Request{Generation: 1, Container: "nginx", Need: []int{3}}))
-	eventually(t, "the request declined", func() bool { return strings.Contains(h.log.String(), "enough are free now: not restarting") })
-	// The supervisor logs before it removes the request.
-	eventually(t, "the declined request removed", func() bool {
+	// decline logs, then writes the answer, then removes the request: wait for the last.
+	eventually(t, "the request declined and removed", func() bool {
 		_, err := os.Stat(filepath.Join(h.paths.ShimDir, shimctx.RequestFile))
-		return os.IsNotExist(err)
+		return strings.Contains(h.log.String(), "enough are free now: not restarting") && os.IsNotExist(err)
 	})
 
 	// 30 slots leaked by killed apps: the request is honoured.
 	mustDo(t, os.WriteFile(slots, append(make([]byte, 2), []byte(strings.Repeat("\x01", 30))...), 0o666))
-	eventually(t, "the metric", func() bool { return strings.Contains(h.metricsText(s), `fstack_shim_contexts_free{instance="0"} 2`) })
+	eventually(t, "the metric", func() bool { return strings.Contains(h.metricsText(s), `fstack_shim_contexts_free{process="0"} 2`) })
 	mustDo(t, shimctx.Write(h.paths.ShimDir, shimctx.RequestFile, &shimctx.Request{Generation: 1, Container: "nginx", Need: []int{3}}))
 	if err := waitResult(t, res); !errors.Is(err, ErrRestartRequested) {
 		t.Fatalf("Run returned %v, want ErrRestartRequested", err)
@@ -173,8 +172,12 @@ func TestRestartsForAJustifiedContextRequest(t *testing.T) {
 	if st, err := shimctx.ReadState(h.paths.ShimDir); err != nil || st.Generation != 2 || st.Instances[0].Free != 32 {
 		t.Fatalf("after the restart: %+v %v, want generation 2 with 32 free", st, err)
 	}
-	if m := h.metricsText(s); !strings.Contains(m, "fstack_dataplane_restarts_for_contexts_total 1") || !strings.Contains(m, `fstack_shim_contexts_free{instance="0"} 32`) {
-		t.Fatalf("metrics:\n%s", m)
+	m := h.metricsText(s)
+	for _, want := range []string{"fstack_dataplane_restarts_for_contexts_total 1", `fstack_shim_contexts_free{process="0"} 32`,
+		"fstack_dataplane_generation 2", "fstack_dataplane_restarts_total 1"} {
+		if !strings.Contains(m, want) {
+			t.Fatalf("metrics lack %q:\n%s", want, m)
+		}
 	}
 	close(stop)
 	mustDo(t, waitResult(t, res))

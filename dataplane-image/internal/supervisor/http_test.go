@@ -76,7 +76,7 @@ func TestMetricsExposeProcessesAndNIC(t *testing.T) {
 	s.metrics.starts.WithLabelValues("0").Inc()
 	s.registerCollectors("rte", 2) // RuntimeDir empty: telemetry cannot answer
 	_, body := get(t, s.handler(), podcontract.MetricsPath)
-	for _, want := range []string{"fstack_processes_up 2", `fstack_process_starts_total{proc="0"} 1`, "fstack_time_to_ready_seconds 0", "fstack_nic_telemetry_up 0"} {
+	for _, want := range []string{"fstack_processes_up 2", `fstack_process_starts_total{process="0"} 1`, "fstack_time_to_ready_seconds 0", "fstack_nic_telemetry_up 0"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q:\n%s", want, body)
 		}
@@ -91,7 +91,7 @@ func TestMetricsFromFFTraffic(t *testing.T) {
 	s.Traffic = &fftraffic.Reader{Binary: bin, Timeout: 5 * time.Second}
 	s.registerCollectors("rte", 2)
 	_, body := get(t, s.handler(), podcontract.MetricsPath)
-	for _, want := range []string{`fstack_traffic_rx_packets_total{proc="0"} 10`, `fstack_traffic_rx_packets_total{proc="1"} 11`, `fstack_traffic_tx_dropped_total{proc="1"} 1`} {
+	for _, want := range []string{`fstack_traffic_rx_packets_total{process="0"} 10`, `fstack_traffic_rx_packets_total{process="1"} 11`, `fstack_traffic_tx_dropped_total{process="1"} 1`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q:\n%s", want, body)
 		}

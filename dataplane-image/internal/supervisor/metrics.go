@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,6 +21,8 @@ type metrics struct {
 	starts      *prometheus.CounterVec
 	timeToReady prometheus.Gauge
 	generation  prometheus.Gauge
+	// gen backs fstack_dataplane_restarts_total: generation-1, read at scrape time.
+	gen atomic.Int64
 }
 
 func newMetrics() *metrics {
@@ -30,14 +33,23 @@ func newMetrics() *metrics {
 		expected: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fstack_processes_expected",
 			Help: "F-Stack processes the StackInstance asks for."}),
 		starts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fstack_process_starts_total",
-			Help: "Starts of each F-Stack process by this supervisor."}, []string{"proc"}),
+			Help: "Starts of each F-Stack process (by proc_id) by this supervisor."}, []string{"process"}),
 		timeToReady: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fstack_time_to_ready_seconds",
 			Help: "Seconds from supervisor start to every process ready; 0 until ready."}),
-		generation: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fstack_generation",
-			Help: "Dataplane generation (starts of the dataplane container in this pod); generation-1 is its restarts."}),
+		generation: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fstack_dataplane_generation",
+			Help: "Dataplane generation: starts of the dataplane in this pod (container restarts and restarts for shim contexts), counted in the pod's shim volume."}),
 	}
-	m.reg.MustRegister(m.up, m.expected, m.starts, m.timeToReady, m.generation)
+	restarts := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fstack_dataplane_restarts_total",
+		Help: "Restarts of the dataplane in this pod (generation-1): the count survives the container's restarts."},
+		func() float64 { return float64(max(m.gen.Load()-1, 0)) })
+	m.reg.MustRegister(m.up, m.expected, m.starts, m.timeToReady, m.generation, restarts)
 	return m
+}
+
+// setGeneration records the generation that started.
+func (m *metrics) setGeneration(gen int) {
+	m.gen.Store(int64(gen))
+	m.generation.Set(float64(gen))
 }
 
 // nicCollector reads NIC counters from the primary's DPDK telemetry at scrape time.
@@ -99,7 +111,7 @@ type trafficCollector struct {
 func newTrafficCollector(reader *fftraffic.Reader, procs int) *trafficCollector {
 	c := &trafficCollector{reader: reader, procs: procs}
 	for i, n := range []string{"rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "rx_dropped", "tx_dropped"} {
-		c.descs[i] = prometheus.NewDesc("fstack_traffic_"+n+"_total", "F-Stack per-process "+n+" (ff_traffic -s; mbuf segments).", []string{"proc"}, nil)
+		c.descs[i] = prometheus.NewDesc("fstack_traffic_"+n+"_total", "F-Stack per-process "+n+" (ff_traffic -s; mbuf segments).", []string{"process"}, nil)
 	}
 	return c
 }

@@ -93,7 +93,7 @@ func (s *Supervisor) Run(stop <-chan struct{}) error {
 	if err != nil {
 		return err
 	}
-	s.metrics.generation.Set(float64(gen))
+	s.metrics.setGeneration(gen)
 	prefix := FilePrefix(res.EAL[0])
 	s.registerCollectors(prefix, len(res.EAL))
 	s.logf("generation %d: %d F-Stack processes, lcore_mask %s, DPDK file prefix %s", gen, len(res.EAL), res.LcoreMask, prefix)

@@ -37,14 +37,14 @@ func TestAppRestartsNeverExhaustTheShim(t *testing.T) {
 			t.Fatalf("start %d through the launcher did not get a shim context:\n%s", i, out)
 		}
 		if i == 32 {
-			waitMetrics(t, d, "0 free after 32 SIGKILLed starts (the stand-in leaks on SIGKILL)", `fstack_shim_contexts_free{instance="0"} 0`)
+			waitMetrics(t, d, "0 free after 32 SIGKILLed starts (the stand-in leaks on SIGKILL)", `fstack_shim_contexts_free{process="0"} 0`)
 		}
 	}
 	d.waitReady(t)
 	if g := p.file(podcontract.GenerationFile); g != "2" {
 		t.Fatalf("generation %q after the 33rd start, want 2 (a dataplane restart)", g)
 	}
-	waitMetrics(t, d, "one restart, and 31 free in the new generation", "fstack_dataplane_restarts_for_contexts_total 1", `fstack_shim_contexts_free{instance="0"} 31`)
+	waitMetrics(t, d, "one restart, and 31 free in the new generation", "fstack_dataplane_restarts_for_contexts_total 1", `fstack_shim_contexts_free{process="0"} 31`)
 
 	// Without the coupling the same restarts end on kernel sockets: the failure it prevents.
 	for i := 1; i <= 31; i++ {

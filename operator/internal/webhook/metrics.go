@@ -7,32 +7,47 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// Injection counters, served with controller-runtime's metrics.
+// Results of the injection webhook: the values of kubefstack_injection_requests_total's result
+// label. A graph of injections by result sums by it; the reason label says why.
+const (
+	resultInjected = "injected" // the pod got the dataplane
+	resultSkipped  = "skipped"  // let through unchanged
+	resultRefused  = "refused"  // denied with what to fix (the user's to act on)
+	resultError    = "error"    // the webhook could not answer (the operator's to fix)
+)
+
+// injectionReasons are every reason each result is counted with: the series exist at 0 from
+// the start, so rate() and increase() see the first request.
+var injectionReasons = map[string][]string{
+	resultInjected: {""},
+	resultSkipped:  {"operator-namespace", "no-stack", "opt-out", "already-injected"},
+	resultRefused:  {"stack-not-found", "stack-invalid", "pod-invalid"},
+	resultError:    {"decode", "encode", "stack-read", "internal"},
+}
+
 var (
-	injectRequests = prometheus.NewCounter(prometheus.CounterOpts{
+	injections = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kubefstack_injection_requests_total",
-		Help: "Pod admission requests the injection webhook received.",
-	})
-	injectInjected = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "kubefstack_injection_injected_total",
-		Help: "Pods the webhook injected with an F-Stack dataplane.",
-	})
-	injectSkipped = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "kubefstack_injection_skipped_total",
-		Help: "Pods the webhook let through unchanged, by reason.",
-	}, []string{"reason"})
-	injectFailed = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "kubefstack_injection_failed_total",
-		Help: "Pods the webhook refused or could not process, by reason.",
-	}, []string{"reason"})
+		Help: "Pod admission requests the injection webhook answered, by result (injected, skipped, refused, error) and reason.",
+	}, []string{"result", "reason"})
 	tlsHandshakes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kubefstack_webhook_tls_handshakes_total",
 		Help: "TLS handshakes the webhook server completed, by negotiated application protocol; it grows with requests when the API server does not reuse its connections.",
 	}, []string{"protocol"})
 )
 
+// countInjection counts one answered request.
+func countInjection(result, reason string) {
+	injections.WithLabelValues(result, reason).Inc()
+}
+
 func init() {
-	metrics.Registry.MustRegister(injectRequests, injectInjected, injectSkipped, injectFailed, tlsHandshakes)
+	metrics.Registry.MustRegister(injections, tlsHandshakes)
+	for result, reasons := range injectionReasons {
+		for _, reason := range reasons {
+			injections.WithLabelValues(result, reason)
+		}
+	}
 }
 
 // CountHandshakes makes the webhook server's TLS config count every handshake it completes

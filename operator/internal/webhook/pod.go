@@ -56,10 +56,9 @@ func NewPodInjector(reader, live client.Reader, decoder admission.Decoder, cfg i
 
 // Handle answers one Pod CREATE.
 func (h *PodInjector) Handle(ctx context.Context, req admission.Request) admission.Response {
-	injectRequests.Inc()
 	pod := &corev1.Pod{}
 	if err := h.decoder.Decode(req, pod); err != nil {
-		injectFailed.WithLabelValues("decode").Inc()
+		countInjection(resultError, "decode")
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	if req.Namespace == h.OwnNamespace {
@@ -68,7 +67,7 @@ func (h *PodInjector) Handle(ctx context.Context, req admission.Request) admissi
 	if d := inject.Decide(pod); d != inject.Injected {
 		if d == inject.SkippedAlreadyInjected {
 			if errs := inject.CheckAlreadyInjected(pod, h.Config); len(errs) > 0 {
-				return refuse(pod, &inject.RejectError{Stack: inject.StackName(pod), Errs: errs})
+				return refuse(pod, &inject.RejectError{Stack: inject.StackName(pod), Errs: errs}, "pod-invalid")
 			}
 		}
 		return skip(string(d), "not injected: "+string(d))
@@ -79,14 +78,14 @@ func (h *PodInjector) Handle(ctx context.Context, req admission.Request) admissi
 	}
 	out, _, err := prep.Inject(pod)
 	if err != nil {
-		return refuse(pod, err)
+		return refuse(pod, err, "pod-invalid")
 	}
 	raw, err := json.Marshal(out)
 	if err != nil {
-		injectFailed.WithLabelValues("encode").Inc()
+		countInjection(resultError, "encode")
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	injectInjected.Inc()
+	countInjection(resultInjected, "")
 	log.FromContext(ctx).V(1).Info("injected", "namespace", req.Namespace, "stack", inject.StackName(pod))
 	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
 }
@@ -101,12 +100,12 @@ func (h *PodInjector) prepare(ctx context.Context, namespace, name string) (*inj
 	}
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			injectFailed.WithLabelValues("stack-not-found").Inc()
+			countInjection(resultRefused, "stack-not-found")
 			return nil, admission.Denied(fmt.Sprintf(
 				"StackInstance %q not found in namespace %q: create it before the pods that name it, or remove the pod label %s",
 				name, namespace, fsv1.StackLabel))
 		}
-		injectFailed.WithLabelValues("stack-read").Inc()
+		countInjection(resultError, "stack-read")
 		return nil, admission.Errored(http.StatusInternalServerError, err)
 	}
 	pk := preparedKey{si.UID, si.Generation}
@@ -118,8 +117,7 @@ func (h *PodInjector) prepare(ctx context.Context, namespace, name string) (*inj
 	}
 	prep, err = inject.Prepare(si, h.Config)
 	if err != nil {
-		injectFailed.WithLabelValues("stack-invalid").Inc()
-		return nil, refuse(&corev1.Pod{}, err)
+		return nil, refuse(&corev1.Pod{}, err, "stack-invalid")
 	}
 	h.mu.Lock()
 	if len(h.prepared) > 4096 { // generations move on; forget them all rather than track age
@@ -131,19 +129,20 @@ func (h *PodInjector) prepare(ctx context.Context, namespace, name string) (*inj
 }
 
 func skip(reason, msg string) admission.Response {
-	injectSkipped.WithLabelValues(reason).Inc()
+	countInjection(resultSkipped, reason)
 	return admission.Allowed(msg)
 }
 
 // refuse turns an injection refusal into the API's Invalid status, so kubectl prints each
-// field path and what to do.
-func refuse(pod *corev1.Pod, err error) admission.Response {
+// field path and what to do; it is counted as refused for reason, or as an error when err is not
+// a refusal.
+func refuse(pod *corev1.Pod, err error, reason string) admission.Response {
 	var re *inject.RejectError
 	if !errors.As(err, &re) {
-		injectFailed.WithLabelValues("internal").Inc()
+		countInjection(resultError, "internal")
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
-	injectFailed.WithLabelValues("refused").Inc()
+	countInjection(resultRefused, reason)
 	name := pod.Name
 	if name == "" {
 		name = pod.GenerateName
