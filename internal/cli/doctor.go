@@ -7,21 +7,18 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/nodecheck"
 )
 
 type doctorOptions struct {
-	kubeconfig, context string
-	timeout             time.Duration
+	clusterFlags
 }
 
 func newDoctorCommand(stdout io.Writer) *cobra.Command {
@@ -34,20 +31,14 @@ func newDoctorCommand(stdout io.Writer) *cobra.Command {
 			return o.run(stdout, args)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
-	f.StringVar(&o.context, "context", "", "kubeconfig context")
-	f.DurationVar(&o.timeout, "request-timeout", 30*time.Second, "how long to wait for the API server")
+	o.add(cmd.Flags(), false)
 	return cmd
 }
 
 func (o *doctorOptions) run(stdout io.Writer, args []string) error {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
-		&clientcmd.ConfigOverrides{CurrentContext: o.context}).ClientConfig()
+	cfg, _, err := o.restConfig()
 	if err != nil {
-		return fmt.Errorf("kubeconfig: %w", err)
+		return err
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

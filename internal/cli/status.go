@@ -5,25 +5,20 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 )
 
-// statusOptions reach the cluster as kubectl does: the kubeconfig from --kubeconfig, else
-// $KUBECONFIG, else ~/.kube/config; --context and -n override its current context.
 type statusOptions struct {
-	kubeconfig, context, namespace string
-	allNamespaces                  bool
-	timeout                        time.Duration
+	clusterFlags
+	allNamespaces bool
 }
 
 func newStatusCommand(stdout io.Writer) *cobra.Command {
@@ -44,31 +39,17 @@ spec), the state of its dataplane container and how often it restarted.`,
 			return o.run(cmd.Context(), stdout, name)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
-	f.StringVar(&o.context, "context", "", "the kubeconfig context to use")
-	f.StringVarP(&o.namespace, "namespace", "n", "", "the namespace (default: the context's)")
-	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "every namespace")
-	f.DurationVar(&o.timeout, "request-timeout", 30*time.Second, "how long to wait for the API server")
+	o.add(cmd.Flags(), true)
+	cmd.Flags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "every namespace")
 	return cmd
 }
 
 // client builds a client from the kubeconfig and returns it with the namespace to look in.
 func (o *statusOptions) client() (client.Client, string, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.kubeconfig
-	overrides := &clientcmd.ConfigOverrides{CurrentContext: o.context}
-	overrides.Context.Namespace = o.namespace
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
-	ns, _, err := cc.Namespace()
+	cfg, ns, err := o.restConfig()
 	if err != nil {
-		return nil, "", fmt.Errorf("kubeconfig: %w", err)
+		return nil, "", err
 	}
-	cfg, err := cc.ClientConfig()
-	if err != nil {
-		return nil, "", fmt.Errorf("kubeconfig: %w (use --kubeconfig, $KUBECONFIG or ~/.kube/config, as for kubectl)", err)
-	}
-	cfg.Timeout = o.timeout
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
 		return nil, "", err

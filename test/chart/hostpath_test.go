@@ -1,0 +1,57 @@
+package chart
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Every host path the chart mounts, in every value set, is one the DaemonSet's work needs: the
+// CNI's own directories, kube-fstack's root, OVSDB's socket directory, and the kubelet's CPU
+// manager checkpoint as a single file. Never the kubelet's root dir (its client key, every pod's
+// secret volumes), never a directory above what is needed.
+func TestHostPathsConfined(t *testing.T) {
+	allowed := map[string]bool{
+		"/opt/cni/bin":                       true,
+		"/etc/cni/net.d":                     true,
+		"/var/run/kube-fstack/vhost":         true,
+		"/var/run/kube-fstack":               true,
+		"/var/run/openvswitch":               true,
+		"/var/lib/kubelet/cpu_manager_state": true,
+	}
+	seen := 0
+	for _, set := range valueSets(t) {
+		for _, o := range objects(t, render(t, set)) {
+			for _, path := range hostPaths(t, o) {
+				seen++
+				if !allowed[path] {
+					t.Errorf("%s: %s %s mounts host path %s, outside the chart's allow-list", set, o.GetKind(), o.GetName(), path)
+				}
+				if strings.TrimSuffix(path, "/") == "/var/lib/kubelet" {
+					t.Errorf("%s: %s %s mounts the kubelet's root dir", set, o.GetKind(), o.GetName())
+				}
+			}
+		}
+	}
+	if seen == 0 {
+		t.Fatal("no hostPath volume in any value set: the DaemonSet's volumes moved, update this test")
+	}
+}
+
+// hostPaths lists the hostPath volumes of a workload's pod template.
+func hostPaths(t *testing.T, o *unstructured.Unstructured) []string {
+	t.Helper()
+	volumes, found, err := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "volumes")
+	if err != nil || !found {
+		return nil
+	}
+	var out []string
+	for _, v := range volumes {
+		vol, _ := v.(map[string]any)
+		if path, ok, _ := unstructured.NestedString(vol, "hostPath", "path"); ok {
+			out = append(out, path)
+		}
+	}
+	return out
+}
