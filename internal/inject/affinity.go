@@ -10,8 +10,11 @@ import (
 
 // nodeRequirements are the node agent's labels a node must carry to run the stack: the static
 // CPU manager and free hugepages of the stack's size always, the vhost-user label for a
-// vhost-user port (OVSDB, the netdev bridge, the socket root), the vfio label for PCI or bonded
-// ports. Nodes without them are never picked, instead of a pod failing late on them.
+// vhost-user port (OVSDB, the netdev bridge, the socket root), the vfio label for a PCI function
+// named by its address (a port's or a bond member's). Nodes without them are never picked, instead
+// of a pod failing late on them. A function that comes from a device plugin's resource needs no
+// label: the resource request already keeps the pod off nodes that do not advertise it, and the
+// device plugin advertises only functions it has bound for DPDK.
 func (p *Prepared) nodeRequirements() []corev1.NodeSelectorRequirement {
 	in := func(key, value string) corev1.NodeSelectorRequirement {
 		return corev1.NodeSelectorRequirement{Key: key, Operator: corev1.NodeSelectorOpIn, Values: []string{value}}
@@ -23,7 +26,7 @@ func (p *Prepared) nodeRequirements() []corev1.NodeSelectorRequirement {
 	if p.vhost {
 		reqs = append(reqs, in(fsv1.NodeLabelVhostUser, fsv1.NodeReady))
 	}
-	if slices.ContainsFunc(p.spec.Ports, func(port fsv1.PortSpec) bool { return port.Device.PCI != nil || port.Device.Bond != nil }) {
+	if slices.ContainsFunc(p.spec.Ports, literalPCI) {
 		reqs = append(reqs, in(fsv1.NodeLabelVFIO, fsv1.NodeReady))
 	}
 	return reqs
@@ -57,4 +60,13 @@ func addNodeAffinity(spec *corev1.PodSpec, reqs []corev1.NodeSelectorRequirement
 			}
 		}
 	}
+}
+
+// literalPCI reports whether a port uses a PCI function by address rather than by resource.
+func literalPCI(port fsv1.PortSpec) bool {
+	byAddress := func(d fsv1.PCIDevice) bool { return d.Address != "" }
+	if port.Device.PCI != nil && byAddress(*port.Device.PCI) {
+		return true
+	}
+	return port.Device.Bond != nil && slices.ContainsFunc(port.Device.Bond.Members, byAddress)
 }
