@@ -148,6 +148,10 @@ build_image() {
   if [ -f "$out" ] && [ "$(cat "$out.key" 2>/dev/null)" = "$key" ]; then
     image_log "$ref: $out is up to date"; return 0
   fi
+  # The Dockerfiles run `go mod download`, which wants every module go.sum names, more than the
+  # host's builds and tests ever fetched: fetch them on the host first (a no-op when cached), so a
+  # bare machine's first build does not fail inside the network-less build.
+  (cd "$IMAGE_ROOT" && go mod download) || image_die "go mod download failed: the module cache the image build mounts is incomplete"
   image_log "$ref: buildah bud -f $df (builder $builder, no network)"
   old="$(buildah images -q --noheading "$ref" 2>/dev/null || true)"
   buildah bud -q --pull=never --network=none -f "$IMAGE_ROOT/$df" -t "$ref" \
