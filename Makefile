@@ -112,6 +112,12 @@ test-fuzz: ## Every fuzz target for FUZZTIME_SHORT each (default 10s), so CI cov
 bench: ## Benchmarks of the pure packages.
 	$(GO) test ./internal/... -run '^$$' -bench . -benchmem
 
+##@ Release
+.PHONY: krew-release
+krew-release: ## The kubectl plugin's release archives (linux amd64, arm64) and its krew manifest with URLs and sums: VERSION=v0.1.0 RELEASE_URL=https://.../download/v0.1.0.
+	@test -n "$(VERSION)" -a -n "$(RELEASE_URL)" || { echo "usage: make krew-release VERSION=v0.1.0 RELEASE_URL=<where the archives will be downloaded from>"; exit 2; }
+	GO=$(GO) hack/krew-release.sh "$(VERSION)" "$(RELEASE_URL)"
+
 ##@ Images
 .PHONY: image-operator
 image-operator: ## Build the operator image from ./Dockerfile with buildah (no daemon, no registry, no network; root), as an OCI archive.
