@@ -1,56 +1,19 @@
 package plugin
 
 import (
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/containernetworking/cni/pkg/skel"
+
+	"github.com/kube-fstack/kube-fstack/internal/nodetest"
 )
 
 // The pod directory is the pod's to write (the dataplane container, root, mounts it). These
 // tests plant what a hostile pod could and hold every file outside the plugin's own to its
 // content, mode and existence: a canary tree beside the socket root, and foreign entries in it.
-
-type snapshot map[string]string
-
-func snap(t *testing.T, roots ...string) snapshot {
-	t.Helper()
-	s := snapshot{}
-	for _, root := range roots {
-		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			st, err := os.Lstat(p)
-			if err != nil {
-				return err
-			}
-			data := ""
-			if st.Mode().IsRegular() {
-				b, _ := os.ReadFile(p)
-				data = string(b)
-			}
-			s[p] = st.Mode().String() + " " + data
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return s
-}
-
-func (s snapshot) assertSame(t *testing.T, after snapshot) {
-	t.Helper()
-	for p, v := range s {
-		if after[p] != v {
-			t.Errorf("%s changed: %q -> %q", p, v, after[p])
-		}
-	}
-}
 
 // canary makes files outside the root that the plugin's names would hit if they escaped it,
 // including a device info of this very network (what GC and DEL would remove).
@@ -113,8 +76,8 @@ func TestHostilePodDirectory(t *testing.T) {
 	n := newNode(t, f.path, nil)
 	c := canary(t, filepath.Dir(n.root), "fstack")
 	planted := plant(t, n, c)
-	before := snap(t, c)
-	plantedBefore := snap(t, planted...)
+	before := nodetest.Tree(t, c)
+	plantedBefore := nodetest.Tree(t, planted...)
 
 	if _, _, err := n.add(); err != nil { // through the symlinked temp name of the old writer
 		t.Fatalf("ADD: %v", err)
@@ -127,8 +90,8 @@ func TestHostilePodDirectory(t *testing.T) {
 	}
 	mustOK(t, n.p.Del(n.args))
 
-	before.assertSame(t, snap(t, c))
-	plantedBefore.assertSame(t, snap(t, planted...))
+	nodetest.AssertSameTree(t, before, nodetest.Tree(t, c))
+	nodetest.AssertSameTree(t, plantedBefore, nodetest.Tree(t, planted...))
 	if _, err := os.Stat(filepath.Join(n.root, "u1", "net1.json")); err == nil {
 		t.Error("the attachment's own device info was not removed")
 	}

@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"encoding/json"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,8 @@ import (
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/kube-fstack/kube-fstack/internal/nodetest"
 )
 
 // A pod's socket directory is mounted read-write into its dataplane container, which runs as
@@ -23,7 +24,7 @@ func TestHostilePodDirectoryLeavesEverythingElseAlone(t *testing.T) {
 	c := makeCanary(t, filepath.Join(n.dir, "canary"), n.name)
 	podDir := filepath.Join(n.socketRoot(), p.uid)
 	planted := plantHostile(t, n, podDir, c)
-	canaryBefore, plantedBefore := tree(t, c), tree(t, planted...)
+	canaryBefore, plantedBefore := nodetest.Tree(t, c), nodetest.Tree(t, planted...)
 
 	n.mustAdd(p) // writes device info beside a symlink at the old writer's fixed temp name
 	if err := n.cni().CheckNetworkList(context.Background(), n.confList(), p.rt()); err != nil {
@@ -42,8 +43,8 @@ func TestHostilePodDirectoryLeavesEverythingElseAlone(t *testing.T) {
 	n.mustDel(p)
 	n.gc()
 
-	assertSameTree(t, canaryBefore, tree(t, c))
-	assertSameTree(t, plantedBefore, tree(t, planted...))
+	nodetest.AssertSameTree(t, canaryBefore, nodetest.Tree(t, c))
+	nodetest.AssertSameTree(t, plantedBefore, nodetest.Tree(t, planted...))
 	if _, err := os.Lstat(filepath.Join(podDir, p.ifname+".json")); err == nil {
 		t.Errorf("the attachment's own device info is still in %s", podDir)
 	}
@@ -125,54 +126,6 @@ func (n *netw) gc(valid ...pod) {
 	}
 	if err := n.cni().GCNetworkList(context.Background(), n.confList(), args); err != nil {
 		n.t.Errorf("GC: %v", err)
-	}
-}
-
-// tree records each path's type, mode and content (a symlink's target), without following.
-func tree(t *testing.T, roots ...string) map[string]string {
-	t.Helper()
-	s := map[string]string{}
-	for _, root := range roots {
-		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			st, err := os.Lstat(p)
-			if err != nil {
-				return err
-			}
-			v := st.Mode().String()
-			switch {
-			case st.Mode().IsRegular():
-				b, _ := os.ReadFile(p)
-				v += " " + string(b)
-			case st.Mode()&fs.ModeSymlink != 0:
-				target, _ := os.Readlink(p)
-				v += " -> " + target
-			}
-			s[p] = v
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return s
-}
-
-func assertSameTree(t *testing.T, before, after map[string]string) {
-	t.Helper()
-	for p, v := range before {
-		if got, ok := after[p]; !ok {
-			t.Errorf("%s was removed", p)
-		} else if got != v {
-			t.Errorf("%s changed: %.80q -> %.80q", p, v, got)
-		}
-	}
-	for p := range after {
-		if _, ok := before[p]; !ok {
-			t.Errorf("%s appeared", p)
-		}
 	}
 }
 
