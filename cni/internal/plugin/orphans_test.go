@@ -9,20 +9,10 @@ import (
 // A port of an earlier sandbox on the same socket (a node that lost its tmpfs) makes the
 // insert's second wait fail; ADD removes it in a transaction of its own and inserts again.
 func TestAddRemovesAnOrphanPortOnItsSocket(t *testing.T) {
-	f := newFakeOVSDB(t, func(n int, ops []map[string]any) fakeReply {
-		switch n {
-		case 1:
-			res := defaultResults(ops)
-			res[orphanWaitIndex] = map[string]any{"error": "timed out", "details": "test"}
-			return fakeReply{results: res[:orphanWaitIndex+1]}
-		case 2:
-			return fakeReply{results: []any{map[string]any{"rows": []any{map[string]any{"name": "fskorphan", "type": portType, "options": []any{"map", []any{}},
-				"external_ids": []any{"map", []any{[]any{idOwner, pluginType}, []any{idContainerID, "c0"}}}}}}}}
-		case 3:
-			return fakeReply{results: []any{map[string]any{"rows": []any{map[string]any{"_uuid": []any{"uuid", "orphan-1"}}}}}}
-		}
-		return fakeReply{}
-	})
+	f := newFakeOVSDB(t, orphanOnSocket(
+		map[string]any{"name": "fskorphan", "type": portType, "options": []any{"map", []any{}},
+			"external_ids": []any{"map", []any{[]any{idOwner, pluginType}, []any{idContainerID, "c0"}}}},
+		fakeReply{results: []any{map[string]any{"rows": []any{map[string]any{"_uuid": []any{"uuid", "orphan-1"}}}}}}))
 	n := newNode(t, f.path, nil)
 	if _, _, err := n.add(); err != nil {
 		t.Fatal(err)
@@ -38,21 +28,31 @@ func TestAddRemovesAnOrphanPortOnItsSocket(t *testing.T) {
 
 // A port on the socket that fstack-cni did not make is not removed: ADD fails and rolls back.
 func TestAddLeavesAForeignPortOnItsSocket(t *testing.T) {
-	f := newFakeOVSDB(t, func(n int, ops []map[string]any) fakeReply {
-		switch n {
-		case 1:
-			res := defaultResults(ops)
-			res[orphanWaitIndex] = map[string]any{"error": "timed out", "details": "test"}
-			return fakeReply{results: res[:orphanWaitIndex+1]}
-		case 2:
-			return fakeReply{results: []any{map[string]any{"rows": []any{map[string]any{"name": "vhu1", "type": portType, "options": []any{"map", []any{}}, "external_ids": []any{"map", []any{}}}}}}}
-		}
-		return fakeReply{}
-	})
+	f := newFakeOVSDB(t, orphanOnSocket(
+		map[string]any{"name": "vhu1", "type": portType, "options": []any{"map", []any{}}, "external_ids": []any{"map", []any{}}},
+		fakeReply{}))
 	n := newNode(t, f.path, nil)
 	if _, _, err := n.add(); err == nil || !strings.Contains(err.Error(), "vhu1") {
 		t.Fatalf("ADD: %v, want a failure naming vhu1", err)
 	}
 	n.assertNoFiles()
 	n.assertIPAM(1, 1)
+}
+
+// orphanOnSocket scripts OVSDB with another interface already on the socket: the insert's orphan
+// wait times out, the interface lookup finds iface, and the third transaction gets third.
+func orphanOnSocket(iface map[string]any, third fakeReply) func(int, []map[string]any) fakeReply {
+	return func(n int, ops []map[string]any) fakeReply {
+		switch n {
+		case 1:
+			res := defaultResults(ops)
+			res[orphanWaitIndex] = map[string]any{"error": "timed out", "details": "test"}
+			return fakeReply{results: res[:orphanWaitIndex+1]}
+		case 2:
+			return fakeReply{results: []any{map[string]any{"rows": []any{iface}}}}
+		case 3:
+			return third
+		}
+		return fakeReply{}
+	}
 }
