@@ -60,6 +60,11 @@ build_overlay() {
     mkdir -p "$WORK/overlay/opt/kube-fstack/shim/$mode"
     dataplane-image/standin/shim/build.sh "$WORK/overlay/opt/kube-fstack/shim/$mode/libff_syscall.so"
   done
+  # Like F-Stack's, the stand-in shim needs libnuma and libatomic, which the local cluster's nginx
+  # image lacks: it carries them exactly as the real image does.
+  need patchelf patchelf
+  dataplane-image/build/package.sh shim-libs "$WORK/overlay/opt/kube-fstack/shim"
+  dataplane-image/build/package.sh check-shim "$WORK/overlay/opt/kube-fstack/shim"
   # The probe agent the supervisor runs under the shim for the app probes; the same source as
   # the real image's, built here with the host's gcc (the rootfs is the same Debian release).
   gcc -O2 -Wall -Wextra -Werror -o "$WORK/overlay/usr/local/bin/fstack-probe-agent" \

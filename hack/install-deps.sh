@@ -17,6 +17,9 @@ APT_PACKAGES=(
   # buildah builds every image (the Dockerfiles of make image-operator/image-cni, and the packed
   # ones) with no daemon or registry; umoci unpacks the stand-in for make bench-dataplane.
   librte-net-null23 debootstrap buildah umoci
+  # The stand-in shim links libnuma and libatomic as F-Stack's does, and carries them as the real
+  # image does (dataplane-image/build/package.sh: patchelf sets its run path).
+  libnuma-dev patchelf
 )
 
 # The local single-node cluster (hack/cluster/up.sh): container runtime, kube-proxy's and

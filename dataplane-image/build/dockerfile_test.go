@@ -124,20 +124,21 @@ func TestLastStageCopiesWhatInstallProducesAndChecksItsLibraries(t *testing.T) {
 	var dests []string
 	for _, c := range last.all("COPY") {
 		f := strings.Fields(c)
-		if f[0] != "--from=fstack" {
+		// The package stage is the fstack stage with its /out stripped and the shims' libraries added.
+		if f[0] != "--from=fstack" && f[0] != "--from=package" {
 			continue
 		}
 		src, dst := f[1], f[2]
 		dests = append(dests, dst)
 		rel, ok := strings.CutPrefix(strings.TrimSuffix(src, "/"), "/out/")
 		if !ok {
-			t.Errorf("COPY --from=fstack %s: not under the script's OUT (/out)", src)
+			t.Errorf("COPY %s %s: not under the script's OUT (/out)", f[0], src)
 			continue
 		}
 		// Something built in the stage outside the script (the probe agent) may also land in /out.
 		if top, _, _ := strings.Cut(rel, "/"); produced[top] {
 			if entries, err := os.ReadDir(filepath.Join(r.out, rel)); err != nil || len(entries) == 0 {
-				t.Errorf("COPY --from=fstack %s: the install step leaves nothing there (%v)", src, err)
+				t.Errorf("COPY %s %s: the install step leaves nothing there (%v)", f[0], src, err)
 			}
 			delete(produced, top)
 		}
@@ -156,6 +157,10 @@ func TestLastStageCopiesWhatInstallProducesAndChecksItsLibraries(t *testing.T) {
 		if !slices.ContainsFunc(checked, func(c string) bool { return strings.HasPrefix(d, strings.TrimSuffix(c, "/")+"/") }) {
 			t.Errorf("%s is copied into the image but check-libs (%v) does not cover it", d, checked)
 		}
+	}
+	// A shim that looked for a library outside its own lib/ would load in no stock app image.
+	if !strings.Contains(strings.Join(last.all("RUN"), "\n"), "package.sh check-shim /opt/kube-fstack/shim") {
+		t.Errorf("the last stage does not check that every shim carries its libraries (package.sh check-shim)")
 	}
 	// libatomic.so.1: DPDK's default drivers (net/sfc) put it in every binary (docs/fstack-rules.md §8).
 	if !strings.Contains(strings.Join(last.all("RUN"), "\n"), " libatomic1 ") {

@@ -109,6 +109,10 @@ const (
 	ImageShimDir = "/opt/kube-fstack/shim"
 	// ShimLibrary is libff_syscall.so's file name (LD_PRELOAD = ShimDir/ShimLibrary).
 	ShimLibrary = "libff_syscall.so"
+	// ShimLibDir, in ImageShimDir and in ShimDir, holds the shim's own non-glibc libraries
+	// (libnuma, libcrypto, ...): the shim finds them through its run path $ORIGIN/lib, so an app
+	// image needs only glibc (dataplane-image/build/package.sh).
+	ShimLibDir = "lib"
 	// Launcher is a static binary the app containers run as their command: it waits for the
 	// dataplane, sets FF_INITIAL_LCORE_ID to a CPU of its own cpuset, records the generation it
 	// started against, and execs the original command. `Launcher probe` is the app's liveness.

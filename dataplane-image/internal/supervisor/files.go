@@ -101,13 +101,53 @@ func placeShim(imageDir, shimDir string, sh *fsv1.ShimSpec, require bool) (warni
 		}
 		return msg + "; apps will use kernel sockets", nil
 	}
-	return "", copyFile(lib, filepath.Join(shimDir, podcontract.ShimLibrary))
+	if err := copyFile(lib, filepath.Join(shimDir, podcontract.ShimLibrary)); err != nil {
+		return "", err
+	}
+	return "", placeShimLibs(filepath.Join(imageDir, podcontract.ShimLibDir), shimDir)
+}
+
+// placeShimLibs copies the libraries the shim carries (the image's ImageShimDir/lib, found by the
+// shim through its run path $ORIGIN/lib) into ShimDir/lib. The shim volume is the app's to write,
+// so lib is made and written beneath a held directory: a symlink planted there is refused, never
+// followed. An image whose shim carries nothing (an older one) has no lib directory.
+func placeShimLibs(imageLibDir, shimDir string) error {
+	entries, err := os.ReadDir(imageLibDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("shim: %w", err)
+	}
+	root, err := fsutil.OpenDir(shimDir)
+	if err != nil {
+		return fmt.Errorf("shim: %w", err)
+	}
+	defer root.Close()
+	dir, _, err := root.MkdirOpen(podcontract.ShimLibDir, 0o755)
+	if err != nil {
+		return fmt.Errorf("shim: %w (remove it; the supervisor makes it)", err)
+	}
+	defer dir.Close()
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(imageLibDir, e.Name()))
+		if err != nil {
+			return fmt.Errorf("shim: %w", err)
+		}
+		if err := dir.WriteAtomic(e.Name(), data, 0o644); err != nil {
+			return fmt.Errorf("shim: %w", err)
+		}
+	}
+	return nil
 }
 
 func modeDirs(entries []os.DirEntry) []string {
 	var dirs []string
 	for _, e := range entries {
-		if e.IsDir() {
+		if e.IsDir() && e.Name() != podcontract.ShimLibDir {
 			dirs = append(dirs, e.Name())
 		}
 	}

@@ -59,6 +59,49 @@ func TestPlaceShim(t *testing.T) {
 	}
 }
 
+// The shim's own libraries travel with it: lib/ lands beside libff_syscall.so in the shim volume,
+// where its run path $ORIGIN/lib finds them (an app image without libnuma or libatomic could not
+// load it otherwise); lib is not a shim mode.
+func TestPlaceShimCarriesItsLibraries(t *testing.T) {
+	yes := true
+	img := t.TempDir()
+	mode := filepath.Join(img, "multi-sc")
+	mustDo(t, os.MkdirAll(mode, 0o755))
+	mustDo(t, os.WriteFile(filepath.Join(mode, podcontract.ShimLibrary), []byte("lib"), 0o755))
+	mustDo(t, os.MkdirAll(filepath.Join(img, podcontract.ShimLibDir), 0o755))
+	mustDo(t, os.Symlink("../lib", filepath.Join(mode, podcontract.ShimLibDir)))
+	for _, l := range []string{"libnuma.so.1", "libatomic.so.1"} {
+		mustDo(t, os.WriteFile(filepath.Join(img, podcontract.ShimLibDir, l), []byte(l), 0o644))
+	}
+	spec := &fsv1.ShimSpec{Enabled: &yes, MultiSC: &yes}
+
+	shim := t.TempDir()
+	if _, err := placeShim(img, shim, spec, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []string{"libnuma.so.1", "libatomic.so.1"} {
+		if b, err := os.ReadFile(filepath.Join(shim, podcontract.ShimLibDir, l)); err != nil || string(b) != l {
+			t.Errorf("%s in the shim volume: %q %v", l, b, err)
+		}
+	}
+
+	// A pod that planted lib as a symlink out of its volume gets nothing written through it.
+	shim, outside := t.TempDir(), t.TempDir()
+	mustDo(t, os.Symlink(outside, filepath.Join(shim, podcontract.ShimLibDir)))
+	_, err := placeShim(img, shim, spec, true)
+	if err == nil || !strings.Contains(err.Error(), "the supervisor makes it") {
+		t.Errorf("planted symlink: %v, want a refusal", err)
+	}
+	if left, _ := os.ReadDir(outside); len(left) > 0 {
+		t.Errorf("written through the planted symlink: %v", left)
+	}
+
+	_, err = placeShim(img, t.TempDir(), &fsv1.ShimSpec{Enabled: &yes, ThreadSocket: true}, true)
+	if err == nil || !strings.Contains(err.Error(), "(it has: multi-sc)") {
+		t.Errorf("lib listed as a shim mode: %v", err)
+	}
+}
+
 func TestBumpGenerationRejectsGarbage(t *testing.T) {
 	dir := t.TempDir()
 	mustDo(t, os.WriteFile(filepath.Join(dir, podcontract.GenerationFile), []byte("seven"), 0o644))

@@ -84,6 +84,8 @@ static void attach(void)
 
 	if (n < 1)
 		n = 1;
+	if (standin_numa_nodes() < 1)
+		return;
 	k = env_long("FF_PROC_ID", 0) % n;
 	snprintf(slot_path, sizeof(slot_path), "%s/dpdk/rte/kube_fstack_standin_contexts_%ld", rt && *rt ? rt : "/var/run", k);
 	slot = take_slot(slot_path);

@@ -8,4 +8,7 @@
  */
 void standin_announce(const char *kind, const char *what);
 
+/* standin_numa_nodes uses libnuma and libatomic, as the real shim's DPDK does (deps.c). */
+int standin_numa_nodes(void);
+
 #endif

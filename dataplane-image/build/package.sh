@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Turns what the F-Stack build produced into what the dataplane image ships, and checks it:
+#   package.sh strip PATH...        strip every ELF file under PATH (debug info and local symbols)
+#   package.sh shim-libs SHIMROOT   give SHIMROOT/<mode>/libff_syscall.so its own libraries
+#   package.sh check-shim SHIMROOT  every shim finds each non-glibc library in its own lib/
+# The Dockerfile's package stage runs the first two and its last stage the third; the stand-in
+# image (hack/image-dataplane-standin.sh) runs the same on its stand-in shim. This is a script of
+# its own, not a step of build-fstack.sh, so that changing it does not invalidate the cached
+# 25-minute F-Stack build before it.
+#
+# Why the shim carries libraries: the app container loads libff_syscall.so with LD_PRELOAD, and a
+# missing dependency of a preloaded object is fatal to glibc's loader (exit 127 for every program).
+# F-Stack's shim needs libnuma, libcrypto, libz (and, with DPDK's net/sfc, libatomic), which stock
+# app images such as Debian's nginx lack. So SHIMROOT/lib holds the shim's non-glibc libraries,
+# each <mode>/lib links to it, and every shim and library has DT_RUNPATH $ORIGIN/lib or $ORIGIN:
+# in the pod the supervisor copies libff_syscall.so and lib/ side by side into the shim volume.
+# A library the app itself already loaded (the app's own libcrypto.so.3) is found by its soname
+# first and used; ours serve only what the app image lacks. glibc itself (libc, libm, ...) is
+# never carried: it must be the app's own, so the shim needs a glibc-based app image.
+set -euo pipefail
+
+SHIM=libff_syscall.so
+# glibc's own objects: the app's loader provides them, and mixing two glibcs breaks a process.
+GLIBC_SONAMES=(linux-vdso.so.1 ld-linux-x86-64.so.2 ld-linux-aarch64.so.1 libc.so.6 libm.so.6
+  libdl.so.2 libpthread.so.0 librt.so.1 libresolv.so.2 libutil.so.1 libanl.so.1 libmvec.so.1)
+
+log() { printf '[package] %s\n' "$*" >&2; }
+die() {
+  printf '[package] ERROR: %s\n' "$*" >&2
+  exit 1
+}
+
+is_elf() { [[ -f $1 && ! -L $1 && $(head -c4 "$1" | od -An -c | tr -d ' ') == '177ELF' ]]; }
+
+is_glibc() {
+  local s
+  for s in "${GLIBC_SONAMES[@]}"; do [[ $1 == "$s" ]] && return 0; done
+  return 1
+}
+
+# deps FILE: "soname<TAB>path" of each library the loader resolves for FILE, glibc's left out.
+# A library the loader cannot find is printed with path "not found".
+deps() {
+  local out
+  out=$(ldd "$1" 2>&1) || die "ldd $1 failed: $out"
+  awk '$2 == "=>" { p = ($3 == "not" ? "not found" : $3); print $1 "\t" p }' <<<"$out" |
+    while IFS=$'\t' read -r so path; do
+      is_glibc "$so" || printf '%s\t%s\n' "$so" "$path"
+    done
+}
+
+cmd_strip() {
+  local f n=0 before=0 after=0
+  (($# > 0)) || die "strip needs paths"
+  while IFS= read -r -d '' f; do
+    is_elf "$f" || continue
+    before=$((before + $(stat -c %s "$f")))
+    strip --strip-unneeded "$f"
+    after=$((after + $(stat -c %s "$f")))
+    n=$((n + 1))
+  done < <(find "$@" -type f -print0)
+  ((n > 0)) || die "strip: no ELF file under $*"
+  log "strip: $n files, $((before / 1048576)) MiB -> $((after / 1048576)) MiB"
+}
+
+cmd_shim_libs() {
+  local root=${1:?shim-libs needs SHIMROOT} shims=() s so path n=0
+  shopt -s nullglob
+  shims=("$root"/*/"$SHIM")
+  ((${#shims[@]} > 0)) || die "shim-libs: no $root/<mode>/$SHIM"
+  install -d "$root/lib"
+  for s in "${shims[@]}"; do
+    while IFS=$'\t' read -r so path; do
+      [[ $path != "not found" ]] || die "shim-libs: $s needs $so, which this build stage cannot find"
+      [[ -e $root/lib/$so ]] && continue
+      install -m 0644 "$(readlink -f "$path")" "$root/lib/$so"
+      n=$((n + 1))
+    done < <(deps "$s")
+  done
+  # The carried libraries' own dependencies (none today but glibc) are carried too, and each finds
+  # its siblings through $ORIGIN: DT_RUNPATH applies to an object's direct dependencies only.
+  local more=1
+  while ((more)); do
+    more=0
+    for s in "$root"/lib/*; do
+      while IFS=$'\t' read -r so path; do
+        [[ -e $root/lib/$so ]] && continue
+        [[ $path != "not found" ]] || die "shim-libs: $s needs $so, which this build stage cannot find"
+        install -m 0644 "$(readlink -f "$path")" "$root/lib/$so"
+        n=$((n + 1)) more=1
+      done < <(deps "$s")
+    done
+  done
+  # shellcheck disable=SC2016 # $ORIGIN is the loader's, not the shell's
+  for s in "$root"/lib/*; do patchelf --set-rpath '$ORIGIN' "$s"; done
+  for s in "${shims[@]}"; do
+    # shellcheck disable=SC2016 # $ORIGIN is the loader's, not the shell's
+    patchelf --set-rpath '$ORIGIN/lib' "$s"
+    ln -sfn ../lib "$(dirname "$s")/lib"
+  done
+  log "shim-libs: ${#shims[@]} shims; $n libraries in $root/lib: $(cd "$root/lib" && echo *)"
+}
+
+# The proof that counts is the loader's: with the image's own copies of these libraries installed
+# (the dataplane needs them), a shim whose run path were wrong would resolve them from /usr/lib and
+# pass any other check, then fail in an app image without them.
+cmd_check_shim() {
+  local root=${1:?check-shim needs SHIMROOT} s so path lib bad=0
+  shopt -s nullglob
+  local shims=("$root"/*/"$SHIM")
+  ((${#shims[@]} > 0)) || die "check-shim: no $root/<mode>/$SHIM"
+  lib=$(readlink -f "$root/lib")
+  for s in "${shims[@]}"; do
+    while IFS=$'\t' read -r so path; do
+      if [[ $path == "not found" || $(readlink -f "$path") != "$lib"/* ]]; then
+        log "$s: $so resolves to '$path', not to its own lib/: an app image without $so could not load the shim"
+        bad=1
+      fi
+    done < <(deps "$s")
+  done
+  ((bad == 0)) || die "check-shim: a shim depends on a library it does not carry (run shim-libs)"
+  log "check-shim: ${#shims[@]} shims load every non-glibc library from $root/lib ($(du -shL "$lib" | cut -f1))"
+}
+
+main() {
+  (($# > 0)) || die "usage: package.sh strip PATH... | shim-libs SHIMROOT | check-shim SHIMROOT"
+  local cmd=$1
+  shift
+  case $cmd in
+  strip) cmd_strip "$@" ;;
+  shim-libs) cmd_shim_libs "$@" ;;
+  check-shim) cmd_check_shim "$@" ;;
+  *) die "unknown command '$cmd' (strip, shim-libs, check-shim)" ;;
+  esac
+}
+
+main "$@"
