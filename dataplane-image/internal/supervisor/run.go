@@ -80,11 +80,14 @@ func (s *Supervisor) Run(stop <-chan struct{}) error {
 	// The shim's files go first: the kubelet starts the app containers once the postStart hook
 	// (wait-placed) sees the launcher there, and the launcher holds them until ready names this
 	// generation.
+	t0 := time.Now()
 	warning, err := placeShim(s.Cfg.Paths.ImageShimDir, s.Cfg.Paths.ShimDir, &res.Spec.Shim, s.Cfg.RequireShim)
 	if err != nil {
 		s.health.set(err.Error())
 		return err
 	}
+	// The copy is on every pod's start path: the log says what it costs.
+	s.logf("shim placed in %s in %s", s.Cfg.Paths.ShimDir, time.Since(t0).Round(time.Millisecond))
 	if warning != "" {
 		s.logf("WARNING: %s", warning)
 	}
