@@ -68,6 +68,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.cfg.RequireShim, "require-shim", true, "fail when the image has no libff_syscall.so for the spec's shim mode")
 	fs.StringVar(&o.cfg.ShimContexts, "shim-contexts", supervisor.ContextsZone, "where the shim's free contexts are counted: zone (F-Stack's ff_socket_ops_zone_<k> memzones, through telemetry and the primary's memory), standin (the stand-in shim's slot files), off")
 	fs.DurationVar(&o.cfg.ContextsInterval, "contexts-interval", 100*time.Millisecond, "how often the shim contexts are read and published to <shim-dir>/contexts")
+	fs.DurationVar(&o.cfg.StandinContextsDelay, "standin-contexts-delay", time.Second, "with --shim-contexts=standin: how long after a generation's start its slot files appear (F-Stack creates its zones only after ff_init returns, after the port is up)")
 	fs.StringVar(&o.ffTraffic, "ff-traffic", "/usr/local/bin/ff_traffic", "ff_traffic for per-process metrics (skipped when absent)")
 	fs.StringVar(&o.cfg.ProbeAgent, "probe-agent", podcontract.ProbeAgent, "the probe agent that performs the app probes of "+podcontract.EnvAppProbes+" through F-Stack")
 	fs.StringVar(&o.listen, "listen", ":"+strconv.Itoa(podcontract.SupervisorPort), "address of /readyz, /healthz and /metrics")

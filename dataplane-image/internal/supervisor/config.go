@@ -107,4 +107,8 @@ type Config struct {
 	ShimContexts string
 	// ContextsInterval is how often they are read and published for the launchers.
 	ContextsInterval time.Duration
+	// StandinContextsDelay is how long after a generation's start the stand-in's slot files
+	// appear (ContextsStandin): F-Stack creates its zones only after ff_init returns, after the
+	// port is up, and the stand-in must show the same gap.
+	StandinContextsDelay time.Duration
 }

@@ -102,7 +102,7 @@ func (s *Supervisor) Run(stop <-chan struct{}) error {
 	procs, err := s.startAll(res, prefix, exited, stop)
 	var cw *contextWatch
 	if err == nil {
-		cw, err = s.watchContexts(gen, procs[0].cmd.Process.Pid, len(procs))
+		cw, err = s.watchContexts(gen, procs, stop)
 	}
 	defer cw.Stop()
 	if err == nil {
