@@ -36,9 +36,9 @@ type probeAgent struct {
 	// exhausted is called once when the starts of this generation run out.
 	exhausted func(msg string)
 
-	turn   chan struct{} // one request at a time
-	mu     sync.Mutex
-	cur    *agentProc
+	turn    chan struct{} // one request at a time
+	mu      sync.Mutex
+	cur     *agentProc
 	starts  int
 	toldOut bool // the exhausted starts were reported
 	closed  bool
