@@ -79,6 +79,9 @@ type Timing struct {
 	Grace time.Duration
 	// Poll is the readiness polling interval.
 	Poll time.Duration
+	// SecondariesTimeout bounds the wait, before a new primary starts, for the previous
+	// generation's DPDK secondaries (the apps) to let go of its runtime files.
+	SecondariesTimeout time.Duration
 }
 
 // Config is everything the supervisor is told.

@@ -102,6 +102,14 @@ func (s *Supervisor) Run(stop <-chan struct{}) error {
 	s.registerCollectors(prefix, len(res.EAL))
 	s.logf("generation %d: %d F-Stack processes, lcore_mask %s, DPDK file prefix %s", gen, len(res.EAL), res.LcoreMask, prefix)
 
+	if err := s.awaitOldSecondaries(prefix, stop); err != nil {
+		if errors.Is(err, errStopped) {
+			s.logf("stopped while starting")
+			return nil
+		}
+		s.health.set(err.Error())
+		return err
+	}
 	exited := make(chan *child, len(res.EAL))
 	procs, err := s.startAll(res, prefix, exited, stop)
 	var cw *contextWatch
