@@ -102,7 +102,7 @@ func (s *Supervisor) agentOutOfStarts(msg string) {
 
 func (s *Supervisor) stopProbeAgent() {
 	if a := s.app.agent.Swap(nil); a != nil {
-		a.stop(time.Second)
+		a.stop(podcontract.ProbeAgentStopGrace)
 	}
 }
 
