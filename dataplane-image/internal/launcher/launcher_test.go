@@ -126,7 +126,9 @@ func TestAppOfADeadPrimaryGetsTheShortGrace(t *testing.T) {
 	write(t, dir, podcontract.ReadyFile, "1\n")
 	time.AfterFunc(200*time.Millisecond, func() { write(t, dir, podcontract.GenerationFile, "2\n") })
 	res := make(chan int, 1)
-	go func() { res <- l.Run(context.Background(), []string{"sh", "-c", "trap '' TERM; sleep 60 & wait; sleep 60"}) }()
+	go func() {
+		res <- l.Run(context.Background(), []string{"sh", "-c", "trap '' TERM; sleep 60 & wait; sleep 60"})
+	}()
 	select {
 	case code := <-res:
 		if code != ExitDataplaneRestarted {
