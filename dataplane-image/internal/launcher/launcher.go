@@ -69,8 +69,7 @@ func New() *Launcher {
 	return &Launcher{
 		ShimDir: podcontract.ShimDir, Container: name, WaitTimeout: 10 * time.Minute,
 		Poll: 50 * time.Millisecond, Grace: podcontract.AppGrace, QuitGrace: podcontract.AppQuitGrace, TermGrace: podcontract.AppTermGrace,
-		MovedGrace: 2 * time.Second,
-		CPUs:       cpuaffinity.Own, Log: os.Stderr,
+		MovedGrace: 2 * time.Second, CPUs: cpuaffinity.Own, Log: os.Stderr,
 	}
 }
 
