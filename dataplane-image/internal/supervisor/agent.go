@@ -195,9 +195,13 @@ func (a *probeAgent) awaitReady(p *agentProc, deadline time.Time, abort <-chan s
 		a.reap(p)
 		return fmt.Errorf("the probe agent is gone: %w", err)
 	}
-	if pong, err := p.next(deadline, abort); err != nil || pong != "pong" {
+	pong, err := p.next(deadline, abort)
+	if err == nil && pong != "pong" {
+		err = fmt.Errorf("it answered %q", pong)
+	}
+	if err != nil {
 		a.reap(p)
-		return fmt.Errorf("the probe agent attached but did not answer its first ping (%q, %v)", pong, err)
+		return fmt.Errorf("the probe agent attached but did not answer its first ping: %w", err)
 	}
 	p.ready = true
 	a.logf("started (pid %d), its sockets are %s sockets", p.cmd.Process.Pid, strings.TrimPrefix(line, "ready "))
