@@ -6,8 +6,9 @@
  *   on stdin:  "tcp <addr> <port> <timeout_ms>\n"
  *              "http <addr> <port> <timeout_ms> <nbytes>\n" then <nbytes> of a complete request
  *              "grpc <addr> <port> <timeout_ms> <nbytes>\n" then the <nbytes> service name
+ *              "ping\n": the supervisor's liveness check of the agent itself
  *   on fd 3:   "ready fstack|kernel\n" once, then one line per request:
- *              "ok connected" | "ok <http status>" | "ok SERVING" | "fail <reason>"
+ *              "ok connected" | "ok <http status>" | "ok SERVING" | "fail <reason>" | "pong"
  *
  * Answers go to fd 3 because the shim prints its own log on stdout. One long-lived process: each
  * shim client attaches as a DPDK secondary (about 0.1 s) and holds one of the instance's 32
@@ -16,7 +17,9 @@
  * What the shim allows a client (docs/fstack-rules.md §5): poll() is not hooked and a blocking connect()
  * fails with EPERM, so the socket is made non-blocking (FIONBIO, as Nginx does) and the connect
  * is waited for by re-checking SO_ERROR and getpeername() with short sleeps; reads and writes
- * retry on EAGAIN. Every wait is bounded by the request's timeout.
+ * retry on EAGAIN. Every wait is bounded by the request's timeout, and the answer comes within
+ * it: the supervisor takes silence past it for a stuck agent. A closed port gets no answer at
+ * all from F-Stack (net.inet.tcp.blackhole=1 drops the SYN), which is the app's answer too.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -134,7 +137,7 @@ static int open_connected(const struct sockaddr_storage *sa, socklen_t len, long
 		if (getpeername(fd, (struct sockaddr *)&peer, &plen) == 0)
 			return fd;
 		if (now_ms() >= deadline) {
-			*why = "timed out connecting";
+			*why = "no answer from the app within the probe's timeout (nothing listening there? F-Stack drops a SYN to a closed port)";
 			close(fd);
 			return -1;
 		}
@@ -351,6 +354,10 @@ int main(void)
 		}
 		line[have] = 0;
 		have = 0;
+		if (strcmp(line, "ping") == 0) {
+			reply("pong%s", "");
+			continue;
+		}
 		n = sscanf(line, "%7s %63s %d %ld %zu", kind, addr, &port, &timeout_ms, &reqlen);
 		if (n >= 4 && strcmp(kind, "tcp") == 0) {
 			probe(kind, addr, port, timeout_ms, NULL, 0);

@@ -35,14 +35,15 @@ const (
 
 func main() {
 	n := flag.Int("n", 10, "pods of each kind, created one at a time, interleaved")
+	image := flag.String("dataplane-image", "", "the injected pods' dataplane image (the StackInstance's spec.dataplane.image); default: the operator's (the stand-in on the local cluster). Run once with each image to compare the real F-Stack image with the stand-in")
 	flag.Parse()
-	if err := run(*n); err != nil {
+	if err := run(*n, *image); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n int) error {
+func run(n int, image string) error {
 	env, err := framework.FromEnv()
 	if err != nil {
 		return err
@@ -54,6 +55,12 @@ func run(n int) error {
 	defer func() {
 		_, _ = env.Kubectl("delete", "namespace", injectedNS, plainNS, "--wait=true", "--timeout=120s")
 	}()
+	if image != "" {
+		patch := fmt.Sprintf(`{"spec":{"dataplane":{"image":%q}}}`, image)
+		if out, err := env.Kubectl("patch", "-n", injectedNS, "stackinstance/"+stackName, "--type=merge", "-p", patch); err != nil {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+	}
 	if _, err := env.Kubectl("wait", "-n", injectedNS, "--for=condition=Valid", "stackinstance/"+stackName, "--timeout=60s"); err != nil {
 		return err
 	}
@@ -75,7 +82,7 @@ func run(n int) error {
 			}
 		}
 	}
-	fmt.Printf("pod create -> Ready, %d pods each, interleaved (one pod at a time)\n", n)
+	fmt.Printf("pod create -> Ready, %d pods each, interleaved (one pod at a time); dataplane image: %s\n", n, orDefault(image, "the operator's default"))
 	for _, a := range arms {
 		fmt.Printf("  %-28s p50 %-8v max %v\n", a.name+":", ms(median(a.times)), ms(slices.Max(a.times)))
 	}
@@ -101,6 +108,13 @@ type arm struct {
 }
 
 func ms(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
 
 func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)

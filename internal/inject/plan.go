@@ -169,6 +169,7 @@ func (p *plan) apply() {
 	}
 	pod.Labels[fsv1.StackLabel] = p.stack
 	pod.Spec.ShareProcessNamespace = ptr(true)
+	coverStop(&pod.Spec)
 	if p.cfg.NodeAffinity {
 		addNodeAffinity(&pod.Spec, p.nodeRequirements())
 	}
@@ -194,6 +195,16 @@ func (p *plan) apply() {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// coverStop raises a grace period shorter than the pod needs to stop (the launcher's escalation,
+// then the dataplane's stop): a kubelet SIGKILL before that kills shim clients, and each leaks a
+// shim context. A longer one is the user's and stays; none means the API's default (30 s),
+// which covers it.
+func coverStop(spec *corev1.PodSpec) {
+	if g := spec.TerminationGracePeriodSeconds; g != nil && *g < podcontract.TerminationGracePeriodSeconds() {
+		spec.TerminationGracePeriodSeconds = ptr(podcontract.TerminationGracePeriodSeconds())
+	}
+}
 
 // hugePagesResource is the resource name of the spec's page size, e.g. hugepages-2Mi.
 func (p *plan) hugePagesResource() corev1.ResourceName {

@@ -45,8 +45,12 @@ type Launcher struct {
 	Poll        time.Duration
 	Grace       time.Duration
 	// QuitGrace and TermGrace bound Nginx's graceful and fast shutdown before SIGKILL; their
-	// sum must stay below the pod's terminationGracePeriodSeconds.
+	// sum must stay below the pod's terminationGracePeriodSeconds (the injector sees to it).
 	QuitGrace, TermGrace time.Duration
+	// MovedGrace bounds the app's stop when the dataplane's generation moved: its primary is
+	// already gone, nothing it does through F-Stack can finish, and the new primary cannot
+	// start while the app, a secondary of the dead one, holds its runtime files.
+	MovedGrace time.Duration
 	// CPUs returns the CPUs this process may run on.
 	CPUs func() ([]int, error)
 	Log  io.Writer
@@ -64,8 +68,8 @@ func New() *Launcher {
 	}
 	return &Launcher{
 		ShimDir: podcontract.ShimDir, Container: name, WaitTimeout: 10 * time.Minute,
-		Poll: 50 * time.Millisecond, Grace: 10 * time.Second, QuitGrace: 10 * time.Second, TermGrace: 5 * time.Second,
-		CPUs: cpuaffinity.Own, Log: os.Stderr,
+		Poll: 50 * time.Millisecond, Grace: podcontract.AppGrace, QuitGrace: podcontract.AppQuitGrace, TermGrace: podcontract.AppTermGrace,
+		MovedGrace: 2 * time.Second, CPUs: cpuaffinity.Own, Log: os.Stderr,
 	}
 }
 
@@ -206,18 +210,20 @@ func (l *Launcher) supervise(ctx context.Context, a *app, env []string, gen stri
 		case <-tick.C:
 			if now := l.read(podcontract.GenerationFile); now != gen {
 				l.logf("the dataplane restarted (generation %s, now %q): stopping the app so it restarts against the new dataplane", gen, now)
-				l.stop(cmd, done)
+				l.stopWithin(cmd, done, l.MovedGrace)
 				return ExitDataplaneRestarted
 			}
 		}
 	}
 }
 
-func (l *Launcher) stop(cmd *exec.Cmd, done <-chan struct{}) {
+func (l *Launcher) stop(cmd *exec.Cmd, done <-chan struct{}) { l.stopWithin(cmd, done, l.Grace) }
+
+func (l *Launcher) stopWithin(cmd *exec.Cmd, done <-chan struct{}, grace time.Duration) {
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-done:
-	case <-time.After(l.Grace):
+	case <-time.After(grace):
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-done
 	}

@@ -115,3 +115,26 @@ func TestNoCommand(t *testing.T) {
 		t.Fatalf("exit code %d, log %q", code, log)
 	}
 }
+
+// When the generation moves, the app's primary is gone and the new one cannot start while the
+// app (a secondary of the dead one) holds its runtime files: the app gets MovedGrace, not the
+// long grace of a normal stop, before its process group is killed.
+func TestAppOfADeadPrimaryGetsTheShortGrace(t *testing.T) {
+	l, dir, log := newTest(t, 2)
+	l.Grace, l.MovedGrace = time.Minute, 100*time.Millisecond
+	write(t, dir, podcontract.GenerationFile, "1\n")
+	write(t, dir, podcontract.ReadyFile, "1\n")
+	time.AfterFunc(200*time.Millisecond, func() { write(t, dir, podcontract.GenerationFile, "2\n") })
+	res := make(chan int, 1)
+	go func() {
+		res <- l.Run(context.Background(), []string{"sh", "-c", "trap '' TERM; sleep 60 & wait; sleep 60"})
+	}()
+	select {
+	case code := <-res:
+		if code != ExitDataplaneRestarted {
+			t.Fatalf("exit code %d, want %d; log:\n%s", code, ExitDataplaneRestarted, log)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the app of a dead primary still runs 30 s after the generation moved: it got the normal stop's grace (%s), not MovedGrace", l.Grace)
+	}
+}

@@ -11,79 +11,136 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // probeAgent runs fstack-probe-agent (dataplane-image/probe-agent) and asks it one request at a
-// time. The agent is a shim client: each start attaches a DPDK secondary (about 0.1 s) and takes
-// one of the instance's 32 contexts, which it gives back only when it exits normally, so it is
-// started once per generation and restarted only when it died or stopped answering, a bounded
-// number of times.
+// time. The agent is a shim client: each start attaches a DPDK secondary and takes one of the
+// instance's 32 contexts, which it gives back only when it exits normally. So it is started
+// as part of the dataplane's start (ready waits for its attach) and killed only when it stops
+// answering altogether: every wait of the agent is bounded by the timeout it was given, so a
+// probe without an answer in time (a closed port: F-Stack drops the SYN, docs/fstack-rules.md
+// §9) is the app's answer, not a stuck agent. Starts are bounded per generation, and running
+// out of them is made loud (exhausted).
 type probeAgent struct {
 	binary    string
 	env       []string
 	log       *lineLog
 	maxStarts int
-	// stuckAfter is how long past a request's own timeout the agent may stay silent before it
-	// counts as stuck (a shim call spinning on a dead F-Stack process) and is killed.
+	// stuckAfter is how long an agent may stay silent, its late reply and the liveness ping
+	// sent after it unanswered, before it counts as stuck (a shim call spinning on a dead
+	// F-Stack process) and is killed. Killing leaks its context, so it is generous.
 	stuckAfter time.Duration
+	metrics    *agentMetrics
+	// exhausted is called once when the starts of this generation run out.
+	exhausted func(msg string)
 
-	turn   chan struct{} // one request at a time
-	mu     sync.Mutex
-	cur    *agentProc
-	starts int
-	closed bool
+	turn    chan struct{} // one request at a time
+	mu      sync.Mutex
+	cur     *agentProc
+	starts  int
+	toldOut bool // the exhausted starts were reported
+	closed  bool
 }
 
 type agentProc struct {
-	cmd     *exec.Cmd
-	in      io.WriteCloser
-	replies chan string // closed when the agent's fd 3 closes
-	done    chan struct{}
-	ready   bool // its "ready" line was read
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	lines chan string // every reply line, in order; closed when the agent's fd 3 closes
+	done  chan struct{}
+	ready bool // its "ready" line was read
+	// owed counts lines still to come for requests already sent (a late reply and the ping
+	// sent after it); late is when the oldest of them became late.
+	owed int
+	late time.Time
 }
 
+// replySlack is how long past a request's deadline its reply may take to arrive (the agent
+// starts its clock on reading the request); it is half of agentMargin, which the kubelet's
+// own timeout leaves for the answer.
+const replySlack = agentMargin / 2
+
 func newProbeAgent(binary string, env []string, log *lineLog) *probeAgent {
-	return &probeAgent{binary: binary, env: env, log: log, maxStarts: 5, stuckAfter: 2 * time.Second,
-		turn: make(chan struct{}, 1)}
+	return &probeAgent{binary: binary, env: env, log: log, maxStarts: 5, stuckAfter: 10 * time.Second,
+		metrics: newAgentMetrics(), exhausted: func(string) {}, turn: make(chan struct{}, 1)}
 }
 
 func (a *probeAgent) logf(format string, args ...any) {
 	a.log.printf("[supervisor] probe agent: "+format+"\n", args...)
 }
 
-// ask sends req and returns the agent's reply line. It waits for its turn and for the reply
-// until deadline (plus stuckAfter for the reply, after which the agent is killed).
-func (a *probeAgent) ask(req []byte, deadline time.Time) (string, error) {
+// ask sends the request req builds for the time left until deadline and returns the agent's
+// reply line. It waits for its turn, for an agent that has attached and for the answers an
+// earlier late probe still owes, all within deadline.
+func (a *probeAgent) ask(req func(timeout time.Duration) []byte, deadline time.Time) (string, error) {
 	select {
 	case a.turn <- struct{}{}:
 		defer func() { <-a.turn }()
 	case <-time.After(time.Until(deadline)):
 		return "", errors.New("timed out waiting for an earlier probe to finish")
 	}
-	p, err := a.running(deadline)
+	p, err := a.running(deadline, nil)
 	if err != nil {
 		return "", err
 	}
-	if _, err := p.in.Write(req); err != nil {
+	if err := a.settle(p, deadline); err != nil {
+		return "", err
+	}
+	left := time.Until(deadline)
+	if left <= 0 {
+		return "", errors.New("no time left for the probe after waiting for the probe agent")
+	}
+	if _, err := p.in.Write(req(left)); err != nil {
 		a.reap(p)
 		return "", fmt.Errorf("the probe agent is gone: %w", err)
 	}
 	select {
-	case line, ok := <-p.replies:
+	case line, ok := <-p.lines:
 		if !ok {
 			a.reap(p)
 			return "", errors.New("the probe agent exited without answering (its log says why)")
 		}
 		return line, nil
-	case <-time.After(time.Until(deadline) + a.stuckAfter):
-		a.logf("no answer %s past the probe's timeout: killing it (a shim call may be stuck on a dead F-Stack process)", a.stuckAfter)
-		a.kill(p)
-		return "", errors.New("the probe agent stopped answering and was killed; the next probe starts another")
+	case <-time.After(left + replySlack):
+		// Not killed: it bounds its own waits by the timeout it was given, so it answers soon.
+		// The ping after it tells, at the next probe, whether it still answers at all.
+		p.owed, p.late = 1, time.Now()
+		if _, err := p.in.Write([]byte("ping\n")); err == nil {
+			p.owed++
+		}
+		return "", errors.New("no answer from the probe agent within the probe's timeout")
 	}
 }
 
-// running returns the live agent, starting one (and waiting for its "ready" line) if needed.
-func (a *probeAgent) running(deadline time.Time) (*agentProc, error) {
+// settle reads the lines an earlier late probe still owes. An agent that has answered
+// neither its late reply nor the liveness ping after it for stuckAfter is stuck and killed.
+func (a *probeAgent) settle(p *agentProc, deadline time.Time) error {
+	for p.owed > 0 {
+		select {
+		case _, ok := <-p.lines:
+			if !ok {
+				a.reap(p)
+				return errors.New("the probe agent exited without answering (its log says why)")
+			}
+			p.owed--
+		case <-time.After(time.Until(deadline)):
+			if silent := time.Since(p.late); silent > a.stuckAfter {
+				a.logf("pid %d has answered neither a late probe nor its liveness ping for %s: killing it (a shim call may be stuck on a dead F-Stack process; its shim context is lost)", p.cmd.Process.Pid, silent.Round(time.Second))
+				a.metrics.kills.Inc()
+				a.kill(p)
+				return errors.New("the probe agent stopped answering, even its liveness ping, and was killed; the next probe starts another")
+			}
+			return errors.New("the probe agent is still finishing an earlier probe that got no answer in time")
+		}
+	}
+	p.late = time.Time{}
+	return nil
+}
+
+// running returns the live agent, starting one (and waiting for its attach) if needed. abort,
+// when it closes, ends the wait early.
+func (a *probeAgent) running(deadline time.Time, abort <-chan struct{}) (*agentProc, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
@@ -91,38 +148,86 @@ func (a *probeAgent) running(deadline time.Time) (*agentProc, error) {
 	}
 	if a.cur == nil || !a.cur.alive() {
 		if a.starts >= a.maxStarts {
-			return nil, fmt.Errorf("the probe agent was started %d times in this generation and did not keep running; see this container's log", a.starts)
+			return nil, a.outOfStarts()
 		}
 		a.starts++
+		a.metrics.starts.Inc()
 		p, err := a.start()
 		if err != nil {
 			return nil, err
 		}
 		a.cur = p
 	}
-	return a.cur, a.awaitReady(a.cur, deadline)
+	return a.cur, a.awaitReady(a.cur, deadline, abort)
 }
 
-// awaitReady reads the agent's first line: it comes once the shim has attached (the agent opens
-// one socket at start), which a probe with a short timeout may not wait for; the next one does.
-func (a *probeAgent) awaitReady(p *agentProc, deadline time.Time) error {
+// outOfStarts says, once loudly, that this generation's agent starts are used up: every app
+// probe fails from now on, and only a dataplane restart (fresh zones, a fresh budget) helps.
+func (a *probeAgent) outOfStarts() error {
+	msg := fmt.Sprintf("the probe agent was started %d times in this generation and did not keep running, so every app probe fails; each start that did not end cleanly leaked a shim context: the dataplane must restart (see this container's log)", a.starts)
+	if !a.toldOut {
+		a.toldOut = true
+		a.logf("%s", msg)
+		a.metrics.exhausted.Set(1)
+		a.exhausted(msg)
+	}
+	return errors.New(msg)
+}
+
+// awaitReady reads the agent's first line, which comes once the shim has attached (the agent
+// opens one socket at start), then checks its request loop with a ping.
+func (a *probeAgent) awaitReady(p *agentProc, deadline time.Time, abort <-chan struct{}) error {
 	if p.ready {
 		return nil
 	}
-	select {
-	case line, ok := <-p.replies:
-		if !ok || !strings.HasPrefix(line, "ready ") {
+	line, err := p.next(deadline, abort)
+	if err != nil {
+		if !errors.Is(err, errTimedOut) && !errors.Is(err, errStopped) {
 			a.reap(p)
-			return fmt.Errorf("the probe agent did not start (first line %q); see this container's log", line)
 		}
-		p.ready = true
-		a.logf("started (pid %d), its sockets are %s sockets", p.cmd.Process.Pid, strings.TrimPrefix(line, "ready "))
-		if line != "ready fstack" {
-			a.logf("WARNING: its sockets are not F-Stack's (the shim did not attach, or this image's shim is a stand-in): it reaches only kernel listeners")
+		return fmt.Errorf("%w waiting for the probe agent to attach to F-Stack", err)
+	}
+	if !strings.HasPrefix(line, "ready ") {
+		a.reap(p)
+		return fmt.Errorf("the probe agent did not start (first line %q); see this container's log", line)
+	}
+	if _, err := p.in.Write([]byte("ping\n")); err != nil {
+		a.reap(p)
+		return fmt.Errorf("the probe agent is gone: %w", err)
+	}
+	pong, err := p.next(deadline, abort)
+	if err == nil && pong != "pong" {
+		err = fmt.Errorf("it answered %q", pong)
+	}
+	if err != nil {
+		a.reap(p)
+		return fmt.Errorf("the probe agent attached but did not answer its first ping: %w", err)
+	}
+	p.ready = true
+	a.logf("started (pid %d), its sockets are %s sockets", p.cmd.Process.Pid, strings.TrimPrefix(line, "ready "))
+	if line != "ready fstack" {
+		a.logf("WARNING: its sockets are not F-Stack's (the shim did not attach, or this image's shim is a stand-in): it reaches only kernel listeners")
+	}
+	return nil
+}
+
+var (
+	errTimedOut    = errors.New("timed out")
+	errAgentExited = errors.New("the probe agent exited")
+)
+
+// next reads the agent's next line within deadline.
+func (p *agentProc) next(deadline time.Time, abort <-chan struct{}) (string, error) {
+	select {
+	case line, ok := <-p.lines:
+		if !ok {
+			return "", errAgentExited
 		}
-		return nil
+		return line, nil
+	case <-abort:
+		return "", errStopped
 	case <-time.After(time.Until(deadline)):
-		return errors.New("timed out waiting for the probe agent to attach to F-Stack")
+		return "", errTimedOut
 	}
 }
 
@@ -153,7 +258,7 @@ func (a *probeAgent) start() (*agentProc, error) {
 		outR.Close()
 		return nil, fmt.Errorf("start the probe agent %s: %w", a.binary, err)
 	}
-	p := &agentProc{cmd: cmd, in: in, replies: make(chan string, 1), done: make(chan struct{})}
+	p := &agentProc{cmd: cmd, in: in, lines: make(chan string, 4), done: make(chan struct{})}
 	go func() {
 		s := bufio.NewScanner(outR)
 		for s.Scan() {
@@ -164,9 +269,9 @@ func (a *probeAgent) start() (*agentProc, error) {
 	go func() {
 		s := bufio.NewScanner(repR)
 		for s.Scan() {
-			p.replies <- s.Text()
+			p.lines <- s.Text()
 		}
-		close(p.replies)
+		close(p.lines)
 		repR.Close()
 	}()
 	go func() {
@@ -224,4 +329,33 @@ func (a *probeAgent) stop(grace time.Duration) {
 	case <-time.After(grace):
 		a.kill(p)
 	}
+}
+
+// agentMetrics make the agent's starts and kills visible: each start that does not end cleanly
+// leaks a shim context, and a generation whose starts ran out performs no app probe.
+type agentMetrics struct {
+	starts, kills prometheus.Counter
+	exhausted     prometheus.Gauge
+}
+
+func newAgentMetrics() *agentMetrics {
+	return &agentMetrics{
+		starts: prometheus.NewCounter(prometheus.CounterOpts{Name: "fstack_probe_agent_starts_total",
+			Help: "Starts of the probe agent (each takes a shim context, which only a clean exit gives back)."}),
+		kills: prometheus.NewCounter(prometheus.CounterOpts{Name: "fstack_probe_agent_kills_total",
+			Help: "Probe agents killed because they stopped answering, even their liveness ping (each leaks a shim context)."}),
+		exhausted: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fstack_probe_agent_starts_exhausted",
+			Help: "1 when this generation's probe agent starts ran out: every app probe fails until the dataplane restarts."}),
+	}
+}
+
+func (m *agentMetrics) register(reg prometheus.Registerer) {
+	reg.MustRegister(m.starts, m.kills, m.exhausted)
+}
+
+// startsLeft says whether another start is allowed in this generation.
+func (a *probeAgent) startsLeft() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.starts < a.maxStarts
 }

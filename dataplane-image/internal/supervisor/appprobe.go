@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"errors"
 	"fmt"
 	"math/bits"
 	"net"
@@ -55,25 +56,53 @@ func AgentShimMode(sh *fsv1.ShimSpec) string {
 
 func ptrFalse() *bool { f := false; return &f }
 
-// startProbeAgent starts the agent once the generation is ready, if the pod has app probes.
-func (s *Supervisor) startProbeAgent(res *render.Result) {
+// startProbeAgent is the start's last step when the pod has app probes: the agent is started
+// and has attached to F-Stack (and answered a ping) before the dataplane reports ready, so the
+// app's first probes are performed, not refused.
+func (s *Supervisor) startProbeAgent(res *render.Result, procs []*child, stop <-chan struct{}) error {
 	if len(s.app.probes) == 0 {
 		if s.app.err != nil {
 			s.logf("app probes: %v; every app probe fails", s.app.err)
 		}
-		return
+		return nil
 	}
 	env, cpu, note := s.agentEnv(res)
 	s.logf("app probes: %d, performed by %s on CPU %d through F-Stack at %s (%s)", len(s.app.probes), s.Cfg.ProbeAgent, cpu, appProbeAddr, note)
 	a := newProbeAgent(s.Cfg.ProbeAgent, env, s.log)
+	s.agentMetricsOnce.Do(func() {
+		s.agentMetrics = a.metrics
+		s.agentMetrics.register(s.metrics.reg)
+	})
+	a.metrics, a.exhausted = s.agentMetrics, s.agentOutOfStarts
+	a.metrics.exhausted.Set(0)
 	s.app.agent.Store(a)
-	// Attach now rather than on the kubelet's first probe.
-	go func() { _, _ = a.running(s.Now().Add(10 * time.Second)) }()
+	abort, release := interrupted(procs, stop)
+	defer release()
+	_, err := a.running(s.Now().Add(s.Cfg.Timing.StartTimeout), abort)
+	for err != nil && !errors.Is(err, errStopped) && !errors.Is(err, errTimedOut) && a.startsLeft() {
+		s.logf("probe agent: %v; starting another", err)
+		_, err = a.running(s.Now().Add(s.Cfg.Timing.StartTimeout), abort)
+	}
+	if errors.Is(err, errStopped) {
+		return stepAborted(procs)
+	}
+	if err != nil {
+		return fmt.Errorf("not ready within %s: the probe agent attaching to F-Stack: %w", s.Cfg.Timing.StartTimeout, err)
+	}
+	return nil
+}
+
+// agentOutOfStarts fails the dataplane's liveness: without an agent every app probe fails, and
+// only a restart of the dataplane (fresh zones give back the contexts the agents leaked, and a
+// fresh budget) can bring one back. The kubelet's restart is the visible event.
+func (s *Supervisor) agentOutOfStarts(msg string) {
+	s.health.failed.Store(true)
+	s.health.set(msg)
 }
 
 func (s *Supervisor) stopProbeAgent() {
 	if a := s.app.agent.Swap(nil); a != nil {
-		a.stop(time.Second)
+		a.stop(podcontract.ProbeAgentStopGrace)
 	}
 }
 
@@ -152,7 +181,8 @@ func (s *Supervisor) serveAppProbe(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	timeout := max(time.Duration(probe.TimeoutSeconds)*time.Second-agentMargin, agentMargin)
-	line, err := a.ask(agentRequest(probe, appProbeAddr, timeout), s.Now().Add(timeout))
+	req := func(left time.Duration) []byte { return agentRequest(probe, appProbeAddr, left) }
+	line, err := a.ask(req, s.Now().Add(timeout))
 	passed, detail := judge(probe, line, err)
 	s.app.record(s, r.URL.Path, passed, detail)
 	if !passed {

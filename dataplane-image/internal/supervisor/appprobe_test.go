@@ -6,22 +6,32 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/render"
+	"github.com/kube-fstack/kube-fstack/internal/syncbuf"
 )
 
 // fakeAgent stands in for fstack-probe-agent (tested on its own in dataplane-image/probe-agent):
 // it speaks the agent's protocol, records its environment and every request, and answers by
-// port: 80 passes, 81 is an HTTP 500 (or a NOT_SERVING gRPC service), 82 refuses, 83 never
-// answers, 84 dies.
+// port: 80 passes, 81 is an HTTP 500 (or a NOT_SERVING gRPC service), 82 refuses, 83 answers
+// late (3.2 s: past the probe's timeout and the 2 s after which an agent used to be killed), 84
+// dies, 85 never answers (stuck in a shim call). Its first start takes 1.2 s to attach, longer
+// than a probe's timeout, as the real one took seconds: ready must wait for it.
 const fakeAgent = `#!/bin/sh
 env >"$0.env"
+[ -e "$0.attached" ] || sleep 1.2
+touch "$0.attached"
 echo "ready kernel" >&3
 while read -r kind addr port ms n; do
+  [ "$kind" = ping ] && { echo pong >&3; continue; }
   echo "$kind $addr $port $ms" >>"$0.requests"
   [ "$kind" != tcp ] && [ "$n" -gt 0 ] && head -c "$n" >>"$0.requests"
   case "$kind $port" in
@@ -31,10 +41,9 @@ while read -r kind addr port ms n; do
     "grpc 81") echo "fail health status NOT_SERVING" >&3 ;;
     *" 81") echo "ok 500" >&3 ;;
     *" 82") echo "fail connect: Connection refused" >&3 ;;
-    *" 83") sleep 30 ;;
+    *" 83") sleep 3.2; echo "fail late" >&3 ;;
     *" 84") exit 3 ;;
-  esac
-  case "$port" in
+    *" 85") sleep 30 ;;
   esac
 done
 `
@@ -51,6 +60,7 @@ func appProbes(t *testing.T) string {
 		"/app-probe/b/readiness":   {Port: 82, TimeoutSeconds: 1},
 		"/app-probe/b/liveness":    {Port: 83, TimeoutSeconds: 1},
 		"/app-probe/b/startup":     {Port: 84, TimeoutSeconds: 1},
+		"/app-probe/d/liveness":    {Port: 85, TimeoutSeconds: 1},
 		"/app-probe/c/readiness":   {Port: 80, TimeoutSeconds: 1, GRPC: &podcontract.AppGRPC{Service: "web"}},
 		"/app-probe/c/liveness":    {Port: 81, TimeoutSeconds: 1, GRPC: &podcontract.AppGRPC{}},
 	})
@@ -100,27 +110,51 @@ func TestAppProbesThroughTheAgent(t *testing.T) {
 		}
 	}
 	reqs, _ := os.ReadFile(agentBin + ".requests")
-	for _, want := range []string{"http 127.0.0.1 80 900\n", "GET /healthz?x=1 HTTP/1.1\r\nhost: www.test\r\nUser-Agent: kube-probe/fstack\r\nAccept: */*\r\nX-A: b\r\nConnection: close\r\n\r\n",
-		"tcp 127.0.0.1 80 900\n", "grpc 127.0.0.1 80 900\nweb"} {
+	for _, want := range []string{"GET /healthz?x=1 HTTP/1.1\r\nhost: www.test\r\nUser-Agent: kube-probe/fstack\r\nAccept: */*\r\nX-A: b\r\nConnection: close\r\n\r\n",
+		"grpc 127.0.0.1 80 "} {
 		if !strings.Contains(string(reqs), want) {
 			t.Errorf("agent requests lack %q:\n%q", want, reqs)
 		}
 	}
+	// Each request carries the time left of the probe's 1 s, less the margin for the answer.
+	for _, m := range regexp.MustCompile(`(?m)^(?:http|tcp|grpc) 127\.0\.0\.1 80 (\d+)$`).FindAllStringSubmatch(string(reqs), -1) {
+		if ms, _ := strconv.Atoi(m[1]); ms <= 0 || ms > 900 {
+			t.Errorf("request %q: timeout %d ms, want within the probe's 900 ms", m[0], ms)
+		}
+	}
 
-	// A stuck agent is killed once the probe's timeout and the grace pass; a dead one is
-	// replaced; the next probe gets a fresh agent either way.
+	// A late answer is not a stuck agent: the probe fails, the agent lives on and answers the
+	// next probe once it has finished (no kill, no leaked context).
+	first := s.app.agent.Load().cur.cmd.Process.Pid
+	expect("/app-probe/b/liveness", http.StatusServiceUnavailable, "no answer from the probe agent within the probe's timeout")
+	eventually(t, "the agent answering again", func() bool { c, _ := get(t, srv, "/app-probe/app/liveness"); return c == http.StatusOK })
+	if pid := s.app.agent.Load().cur.cmd.Process.Pid; pid != first {
+		t.Errorf("the agent was replaced (pid %d, was %d) after a late answer", pid, first)
+	}
+	// One that answers neither its probe nor the liveness ping after it is killed once
+	// stuckAfter passes; a dead one is replaced; the next probe gets a fresh agent either way.
 	s.app.agent.Load().stuckAfter = 100 * time.Millisecond
-	expect("/app-probe/b/liveness", http.StatusServiceUnavailable, "stopped answering and was killed")
+	expect("/app-probe/d/liveness", http.StatusServiceUnavailable, "no answer from the probe agent within the probe's timeout")
+	expect("/app-probe/app/liveness", http.StatusServiceUnavailable, "stopped answering, even its liveness ping, and was killed")
 	expect("/app-probe/app/liveness", http.StatusOK, "connected")
 	expect("/app-probe/b/startup", http.StatusServiceUnavailable, "exited without answering")
 	expect("/app-probe/app/liveness", http.StatusOK, "connected")
+	m := h.metricsText(s)
+	for _, want := range []string{"fstack_probe_agent_starts_total 3", "fstack_probe_agent_kills_total 1", "fstack_probe_agent_starts_exhausted 0"} {
+		if !strings.Contains(m, want+"\n") {
+			t.Errorf("metrics lack %q:\n%s", want, m)
+		}
+	}
 
 	close(stop)
 	if err := waitResult(t, done); err != nil {
 		t.Fatal(err)
 	}
 	logged := h.log.String()
-	for _, want := range []string{"app probes: 8, performed by " + agentBin + " on CPU 3", "exited: exit status 0", "app probe /app-probe/b/readiness: connect: Connection refused"} {
+	if strings.Count(logged, "killing it") != 1 {
+		t.Errorf("want exactly one agent killed (the stuck one):\n%s", logged)
+	}
+	for _, want := range []string{"app probes: 9, performed by " + agentBin + " on CPU 3", "exited: exit status 0", "app probe /app-probe/b/readiness: connect: Connection refused"} {
 		if !strings.Contains(logged, want) {
 			t.Errorf("log lacks %q:\n%s", want, logged)
 		}
@@ -145,13 +179,36 @@ func harmlessLibrary(t *testing.T) string {
 func TestProbeAgentStartsAreBounded(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "agent")
 	mustDo(t, os.WriteFile(bin, []byte("#!/bin/sh\nexit 1\n"), 0o755))
-	a := newProbeAgent(bin, nil, &lineLog{out: io.Discard})
+	log := &syncbuf.Buffer{}
+	a := newProbeAgent(bin, nil, &lineLog{out: log})
+	var told []string
+	a.exhausted = func(msg string) { told = append(told, msg) }
+	req := func(time.Duration) []byte { return []byte("tcp 127.0.0.1 80 100\n") }
 	var err error
 	for range a.maxStarts + 2 {
-		_, err = a.ask([]byte("tcp 127.0.0.1 80 100\n"), time.Now().Add(time.Second))
+		_, err = a.ask(req, time.Now().Add(time.Second))
 	}
 	if err == nil || !strings.Contains(err.Error(), "started 5 times") {
 		t.Fatalf("want the start bound in the error, got %v", err)
+	}
+	// Running out is said once, loudly: the log, the metric and the supervisor's health.
+	if len(told) != 1 || strings.Count(log.String(), "started 5 times in this generation") != 1 {
+		t.Errorf("want the exhausted budget told once, got %q and log:\n%s", told, log.String())
+	}
+	var m dto.Metric
+	mustDo(t, a.metrics.exhausted.Write(&m))
+	if v := m.GetGauge().GetValue(); v != 1 {
+		t.Errorf("fstack_probe_agent_starts_exhausted = %g, want 1", v)
+	}
+}
+
+// With its starts used up, the dataplane's liveness fails, naming why: the kubelet restarts it
+// (an event), which brings fresh zones and a fresh budget.
+func TestAgentOutOfStartsFailsHealth(t *testing.T) {
+	s := New(Config{}, nil, io.Discard)
+	s.agentOutOfStarts("the probe agent was started 5 times")
+	if c, b := get(t, s.handler(), podcontract.HealthzPath); c != http.StatusServiceUnavailable || !strings.Contains(b, "started 5 times") {
+		t.Fatalf("/healthz = %d %q, want 503 naming the agent", c, b)
 	}
 }
 

@@ -79,6 +79,9 @@ type Timing struct {
 	Grace time.Duration
 	// Poll is the readiness polling interval.
 	Poll time.Duration
+	// SecondariesTimeout bounds the wait, before a new primary starts, for the previous
+	// generation's DPDK secondaries (the apps) to let go of its runtime files.
+	SecondariesTimeout time.Duration
 }
 
 // Config is everything the supervisor is told.
@@ -107,4 +110,8 @@ type Config struct {
 	ShimContexts string
 	// ContextsInterval is how often they are read and published for the launchers.
 	ContextsInterval time.Duration
+	// StandinContextsDelay is how long after a generation's start the stand-in's slot files
+	// appear (ContextsStandin): F-Stack creates its zones only after ff_init returns, after the
+	// port is up, and the stand-in must show the same gap.
+	StandinContextsDelay time.Duration
 }

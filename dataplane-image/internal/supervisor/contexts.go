@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/telemetry"
@@ -84,9 +85,16 @@ type zoneSource struct {
 	pid    int
 	n      int
 	addrs  []uint64
-	// lastLookup spaces telemetry lookups out while the zones cannot be found.
+	// lastLookup spaces telemetry lookups out while the zones cannot be found; lookupErr is
+	// why the last one failed.
 	lastLookup time.Time
+	lookupErr  error
 }
+
+// zoneLookupEvery spaces the lookups while F-Stack has not created its zones yet. The start
+// waits for them (they come up to seconds after the port), so a long back-off would delay ready
+// by as much.
+const zoneLookupEvery = 100 * time.Millisecond
 
 func newZoneSource(runtimeDir, prefix string) *zoneSource {
 	return &zoneSource{socket: telemetry.SocketPath(runtimeDir, prefix), proc: "/proc"}
@@ -95,7 +103,7 @@ func newZoneSource(runtimeDir, prefix string) *zoneSource {
 func (z *zoneSource) Name() string { return "F-Stack zones " + fmt.Sprintf(zoneNameFormat, 0) + "..." }
 
 func (z *zoneSource) Reset(pid, instances int) error {
-	z.pid, z.n, z.addrs, z.lastLookup = pid, instances, nil, time.Time{}
+	z.pid, z.n, z.addrs, z.lastLookup, z.lookupErr = pid, instances, nil, time.Time{}, nil
 	return nil
 }
 
@@ -127,12 +135,12 @@ func (z *zoneSource) lookup() error {
 
 func (z *zoneSource) Read() ([]shimctx.Instance, error) {
 	if z.addrs == nil {
-		if time.Since(z.lastLookup) < 5*time.Second {
-			return nil, errors.New("the zones were not found in the primary's memzones; looking again shortly")
+		if time.Since(z.lastLookup) < zoneLookupEvery {
+			return nil, z.lookupErr
 		}
 		z.lastLookup = time.Now()
-		if err := z.lookup(); err != nil {
-			return nil, err
+		if z.lookupErr = z.lookup(); z.lookupErr != nil {
+			return nil, z.lookupErr
 		}
 	}
 	mem, err := os.Open(filepath.Join(z.proc, strconv.Itoa(z.pid), "mem"))
@@ -166,10 +174,17 @@ func readZones(mem io.ReaderAt, addrs []uint64) ([]shimctx.Instance, error) {
 
 // standinSource counts the stand-in shim's slots: one file of 32 bytes per instance in the
 // primary's runtime directory, a byte per slot (0 free, 1 held). The supervisor creates them
-// empty at each generation, as F-Stack's primary creates its zones.
+// empty at each generation, delay after its start: F-Stack's primary creates its zones only
+// after ff_init returns, seconds after its port is up (docs/fstack-rules.md §9), and the stand-in
+// must show that gap to whoever would read them too early.
 type standinSource struct {
-	dir string
-	n   int
+	dir   string
+	n     int
+	delay time.Duration
+
+	mu      sync.Mutex
+	pending *time.Timer
+	err     error // creating the files failed
 }
 
 // StandinSlotFile is the stand-in's slot file of instance k (the stand-in shim's contexts.c
@@ -181,7 +196,29 @@ func (s *standinSource) Name() string {
 }
 
 func (s *standinSource) Reset(_, instances int) error {
-	s.n = instances
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending != nil {
+		s.pending.Stop()
+	}
+	s.n, s.err = instances, nil
+	for k := 0; k < instances; k++ {
+		if err := os.Remove(filepath.Join(s.dir, StandinSlotFile(k))); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("stand-in shim contexts: %w", err)
+		}
+	}
+	if s.delay <= 0 {
+		return s.create(instances)
+	}
+	s.pending = time.AfterFunc(s.delay, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.err = s.create(instances)
+	})
+	return nil
+}
+
+func (s *standinSource) create(instances int) error {
 	for k := 0; k < instances; k++ {
 		if err := fsutil.WriteAtomic(filepath.Join(s.dir, StandinSlotFile(k)), make([]byte, zoneMaxSlots), 0o666); err != nil {
 			return fmt.Errorf("stand-in shim contexts: %w", err)
@@ -191,7 +228,13 @@ func (s *standinSource) Reset(_, instances int) error {
 }
 
 func (s *standinSource) Read() ([]shimctx.Instance, error) {
-	out := make([]shimctx.Instance, s.n)
+	s.mu.Lock()
+	n, err := s.n, s.err
+	s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]shimctx.Instance, n)
 	for k := range out {
 		b, err := os.ReadFile(filepath.Join(s.dir, StandinSlotFile(k)))
 		if err != nil {

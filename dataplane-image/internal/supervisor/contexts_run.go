@@ -55,19 +55,31 @@ type contextWatch struct {
 	done    chan struct{}
 }
 
-// watchContexts makes the generation's first reading (before ready: the launcher finds it
-// there) and keeps reading every ContextsInterval. Without a source it returns nil.
-func (s *Supervisor) watchContexts(gen, primaryPID, instances int) (*contextWatch, error) {
+// watchContexts makes the generation's first reading and keeps reading every
+// ContextsInterval. The first reading is part of the start: F-Stack creates its zones only after
+// ff_init returns, seconds after its port is up (docs/fstack-rules.md §9), and a launcher that found
+// no reading at ready would start its app without checking the contexts. So it waits, bounded
+// like every start step, until every instance's contexts have been read once. Without a source
+// it returns nil.
+func (s *Supervisor) watchContexts(gen int, procs []*child, stop <-chan struct{}) (*contextWatch, error) {
 	src := s.Contexts
 	if src == nil {
 		return nil, nil
 	}
-	if err := src.Reset(primaryPID, instances); err != nil {
+	if err := src.Reset(procs[0].cmd.Process.Pid, len(procs)); err != nil {
 		return nil, err
 	}
 	w := &contextWatch{s: s, src: src, gen: gen, restart: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	s.logf("shim contexts: read from %s every %s", src.Name(), w.interval())
-	w.publish()
+	first := func() error {
+		if st := w.publish(); st.Error != "" {
+			return errors.New(st.Error)
+		}
+		return nil
+	}
+	if err := startStep("the shim's contexts of every F-Stack process read once ("+src.Name()+")", procs, s.Cfg.Timing, stop, first); err != nil {
+		return nil, err
+	}
 	go w.loop()
 	return w, nil
 }
@@ -179,12 +191,12 @@ func (w *contextWatch) decline(r *shimctx.Request, why string) {
 }
 
 // contextSource makes the source --shim-contexts names.
-func contextSource(kind, runtimeDir, prefix string) (ContextSource, error) {
+func contextSource(kind, runtimeDir, prefix string, standinDelay time.Duration) (ContextSource, error) {
 	switch kind {
 	case ContextsZone:
 		return newZoneSource(runtimeDir, prefix), nil
 	case ContextsStandin:
-		return &standinSource{dir: runtimeDir + "/" + prefix}, nil
+		return &standinSource{dir: runtimeDir + "/" + prefix, delay: standinDelay}, nil
 	case ContextsOff, "":
 		return nil, nil
 	}
@@ -197,7 +209,7 @@ func (s *Supervisor) resetContexts(res *render.Result) error {
 	if sh := res.Spec.Shim.Enabled; sh == nil || !*sh {
 		s.Contexts = nil // no shim, no contexts: the launcher then checks nothing
 	} else if s.Contexts == nil {
-		src, err := contextSource(s.Cfg.ShimContexts, s.Cfg.Paths.RuntimeDir, FilePrefix(res.EAL[0]))
+		src, err := contextSource(s.Cfg.ShimContexts, s.Cfg.Paths.RuntimeDir, FilePrefix(res.EAL[0]), s.Cfg.StandinContextsDelay)
 		if err != nil {
 			return err
 		}

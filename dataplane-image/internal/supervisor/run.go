@@ -41,6 +41,9 @@ type Supervisor struct {
 	ctxmOnce       sync.Once
 	collectorsOnce sync.Once
 	app            *appProbing
+	// agentMetrics are the probe agents' counters, kept across generations.
+	agentMetrics     *agentMetrics
+	agentMetricsOnce sync.Once
 }
 
 // New makes a supervisor that logs (its own lines and its children's) to out.
@@ -61,6 +64,7 @@ func (s *Supervisor) logf(format string, args ...any) {
 // closed (nil after stopping every process). A setup problem is an error naming the fact.
 func (s *Supervisor) Run(stop <-chan struct{}) error {
 	begin := s.Now()
+	s.health.failed.Store(false) // a restart for contexts starts afresh; a process death ends the run
 	s.health.set("starting")
 	res, err := s.prepare()
 	if err != nil {
@@ -101,13 +105,24 @@ func (s *Supervisor) Run(stop <-chan struct{}) error {
 	s.registerCollectors(prefix, len(res.EAL))
 	s.logf("generation %d: %d F-Stack processes, lcore_mask %s, DPDK file prefix %s", gen, len(res.EAL), res.LcoreMask, prefix)
 
+	if err := s.awaitOldSecondaries(prefix, stop); err != nil {
+		if errors.Is(err, errStopped) {
+			s.logf("stopped while starting")
+			return nil
+		}
+		s.health.set(err.Error())
+		return err
+	}
 	exited := make(chan *child, len(res.EAL))
 	procs, err := s.startAll(res, prefix, exited, stop)
 	var cw *contextWatch
 	if err == nil {
-		cw, err = s.watchContexts(gen, procs[0].cmd.Process.Pid, len(procs))
+		cw, err = s.watchContexts(gen, procs, stop)
 	}
 	defer cw.Stop()
+	if err == nil {
+		err = s.startProbeAgent(res, procs, stop)
+	}
 	if err == nil {
 		err = s.publish(gen)
 	}
@@ -121,7 +136,6 @@ func (s *Supervisor) Run(stop <-chan struct{}) error {
 		}
 		return err
 	}
-	s.startProbeAgent(res)
 	elapsed := s.Now().Sub(begin)
 	s.metrics.timeToReady.Set(elapsed.Seconds())
 	s.logf("ready: generation %d, %d processes in %s", gen, len(procs), elapsed.Round(time.Millisecond))

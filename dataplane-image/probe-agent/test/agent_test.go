@@ -176,8 +176,12 @@ func TestAgentAnswersEachRequest(t *testing.T) {
 			t.Errorf("%q: got %q, want %q", strings.SplitN(c.req, "\n", 2)[0], got, c.want)
 		}
 	}
+	// The supervisor's liveness ping is answered between probes.
+	if got := a.ask(t, "ping\n"); got != "pong" {
+		t.Fatalf("ping: got %q, want pong", got)
+	}
 	// A line it cannot parse ends it: the supervisor starts another.
-	if got := a.ask(t, "ping\n"); got != "fail bad request line" {
+	if got := a.ask(t, "pong\n"); got != "fail bad request line" {
 		t.Fatalf("bad line: got %q", got)
 	}
 	if err := a.cmd.Wait(); err == nil {
@@ -230,6 +234,16 @@ func TestStandinShimLeavesOnlyTheAgentAPath(t *testing.T) {
 	a := startAgent(t, build(t, dir, "agent", agentSources...), "LD_PRELOAD="+shim)
 	if got := a.ask(t, httpReq("127.0.0.1", port, 2000, "/")); got != "ok 200" {
 		t.Fatalf("the agent under the stand-in shim: %q, want \"ok 200\"", got)
+	}
+	// A closed port: F-Stack drops the SYN (the stand-in's blackhole.c), so no refusal ever
+	// comes. The agent answers within the probe's timeout that the app gave none, and still
+	// answers its liveness ping: it is not stuck.
+	closed := freePort(t)
+	if got := a.ask(t, fmt.Sprintf("tcp 127.0.0.1 %d 300\n", closed)); !strings.HasPrefix(got, "fail connect: no answer from the app within the probe's timeout") {
+		t.Fatalf("a closed port under the stand-in shim: %q, want no answer from the app", got)
+	}
+	if got := a.ask(t, "ping\n"); got != "pong" {
+		t.Fatalf("ping after a closed port: %q, want pong", got)
 	}
 	if !strings.Contains(logged(), "stand-in libff_syscall.so (not F-Stack)") {
 		t.Fatalf("the stand-in did not say what it is: %q", logged())

@@ -51,6 +51,9 @@ type pod struct {
 	dir, socketDir, shimDir, runDir, imgShim string
 	specFile                                 string
 	ip                                       string
+	// pidNS, when set, is a process in the pod's PID namespace (shareProcessNamespace: the pause
+	// container's): the dataplane and apps join it instead of getting one each.
+	pidNS int
 }
 
 func newPod(t testing.TB, name, ip string, processes int) *pod {
@@ -126,6 +129,39 @@ func (p *pod) file(name string) string {
 	return strings.TrimSpace(string(b))
 }
 
+// namespaces is the start of a container's command line, up to containerScript's arguments:
+// its own mount namespace, and its own PID namespace or the pod's (pidNS). A container in the
+// pod's PID namespace mounts a /proc of it, so the supervisor sees the apps' processes.
+func (p *pod) namespaces() []string {
+	if p.pidNS == 0 {
+		return []string{"unshare", "--mount", "--pid", "--fork", "--mount-proc", "--propagation", "private", "--", "sh", "-c", containerScript, "sh"}
+	}
+	return []string{"nsenter", "-t", strconv.Itoa(p.pidNS), "--pid", "--", "unshare", "--mount", "--propagation", "private", "--",
+		"sh", "-c", "mount -t proc proc /proc\n" + containerScript, "sh"}
+}
+
+// sharePIDNamespace gives the pod one PID namespace whose init is a stand-in for the pause
+// container, as shareProcessNamespace does: the dataplane's exit does not end the apps.
+func (p *pod) sharePIDNamespace(t testing.TB) {
+	t.Helper()
+	pause := exec.Command("unshare", "--pid", "--fork", "--mount", "--mount-proc", "--propagation", "private", "--", "sleep", "1000000")
+	must(t, pause.Start())
+	t.Cleanup(func() {
+		if p.pidNS != 0 {
+			_ = syscall.Kill(p.pidNS, syscall.SIGKILL) // its namespace's init: everything in it goes
+		}
+		_ = pause.Process.Kill()
+		_ = pause.Wait()
+	})
+	for deadline := time.Now().Add(10 * time.Second); p.pidNS == 0; time.Sleep(10 * time.Millisecond) {
+		if kids := descendants(pause.Process.Pid); len(kids) > 0 && comm(kids[0]) == "sleep" {
+			p.pidNS = kids[0]
+		} else if time.Now().After(deadline) {
+			t.Fatal("the pod's pause process did not start")
+		}
+	}
+}
+
 // dataplane is one run of the supervisor in its own mount and PID namespaces.
 type dataplane struct {
 	cmd     *exec.Cmd
@@ -172,13 +208,12 @@ func (p *pod) startDataplane(t testing.TB, cpus string, extra ...string) *datapl
 	cg := cpusetCgroup(t, fmt.Sprintf("fsk-dp-%s-%d", p.name, time.Now().UnixNano()), cpus)
 	d := &dataplane{addr: freeAddr(t), done: make(chan struct{}),
 		logPath: filepath.Join(p.dir, fmt.Sprintf("supervisor-%d.log", time.Now().UnixNano()))}
-	args := []string{"-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, cg,
-		"unshare", "--mount", "--pid", "--fork", "--mount-proc", "--propagation", "private", "--", "sh", "-c", containerScript, "sh",
-		p.socketDir, p.shimDir, p.runDir, env.huge.Dir, "",
-		env.supervisor, "--spec-file=" + p.specFile, "--cpuset-file=" + filepath.Join(cg, "cpuset.cpus"), "--hugepages-dir=" + podHugeDir, "--config-file=" + podConfig,
-		"--image-shim-dir=" + p.imgShim, "--listen=" + d.addr, "--start-timeout=90s", "--grace=5s",
+	args := append([]string{"-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, cg}, p.namespaces()...)
+	args = append(args, p.socketDir, p.shimDir, p.runDir, env.huge.Dir, "",
+		env.supervisor, "--spec-file="+p.specFile, "--shim-contexts=standin", "--cpuset-file="+filepath.Join(cg, "cpuset.cpus"), "--hugepages-dir="+podHugeDir, "--config-file="+podConfig,
+		"--image-shim-dir="+p.imgShim, "--listen="+d.addr, "--start-timeout=90s", "--grace=5s",
 		"--program-mode", "--program=dpdk-testpmd", "--program-lcores-per-proc=2", "--ready-telemetry=/mempool/list~mb_pool_0",
-		"--primary-args=--total-num-mbufs=8192", "--primary-args=--forward-mode=icmpecho", "--primary-args=--auto-start"}
+		"--primary-args=--total-num-mbufs=8192", "--primary-args=--forward-mode=icmpecho", "--primary-args=--auto-start")
 	d.cmd = exec.Command("sh", append(args, extra...)...)
 	logFile, err := os.Create(d.logPath)
 	must(t, err)
