@@ -27,8 +27,15 @@ BUILD_STEPS=(fetch patch dpdk lib tools adapter install)
 # Intel families (ixgbe, i40e, iavf, ice, e1000/igb), VMware and AWS NICs; net/ring and net/null
 # for tests. mlx5 needs rdma-core, which the image has never had. DPDK refuses to configure when
 # a driver listed here cannot be built, so this list cannot silently shrink.
-DPDK_DRIVERS=(bus/pci bus/vdev mempool/ring mempool/stack common/iavf
+DPDK_DRIVERS=(bus/pci bus/vdev mempool/ring common/iavf
   net/virtio net/bonding net/ixgbe net/i40e net/iavf net/ice net/e1000 net/vmxnet3 net/ena net/ring net/null)
+# DPDK's optional libraries built (meson's enable_libs; DPDK's core libraries always are). F-Stack
+# links every DPDK library whole into each binary (its Makefiles put --whole-archive before
+# pkg-config's list), so each unused one costs every binary: F-Stack itself uses only core
+# libraries (eal, mempool, mbuf, ring, ethdev, net, timer, hash); net/bonding needs sched and
+# ip_frag, net/iavf and net/ixgbe need security and cryptodev. With all 40 optional libraries each
+# binary was about 9 MB stripped.
+DPDK_LIBS=(cryptodev security sched ip_frag)
 # The probe agent reaches the app's F-Stack listener from inside the pod: the stack delivers
 # packets addressed to itself only when lib is built with it (docs/fstack-rules.md §5).
 LIB_MAKE_VARS=(FF_LOOPBACK_SUPPORT=1)
@@ -107,17 +114,21 @@ restore_kernel_guard() {
 }
 
 step_dpdk() (
-  local drivers
+  local drivers libs
   cd "$FF_PATH/dpdk"
   drivers=$(
     IFS=,
     echo "${DPDK_DRIVERS[*]}"
   )
+  libs=$(
+    IFS=,
+    echo "${DPDK_LIBS[*]}"
+  )
   # generic: -march=native would tie the image to CPUs like the build machine's.
   # enable_drivers: DPDK is linked statically into fstack, every tool and every shim; all of its
   # ~200 drivers made each of them 29 MB and pulled in libatomic (net/sfc).
   meson setup -Dplatform=generic -Denable_kmods=false -Dtests=false -Ddisable_apps='*' \
-    -Denable_drivers="$drivers" build
+    -Denable_drivers="$drivers" -Denable_libs="$libs" build
   ninja -C build -j "$JOBS"
   ninja -C build install
 )
