@@ -3,6 +3,7 @@
 #   package.sh strip PATH...        strip every ELF file under PATH (debug info and local symbols)
 #   package.sh shim-libs SHIMROOT   give SHIMROOT/<mode>/libff_syscall.so its own libraries
 #   package.sh check-shim SHIMROOT  every shim finds each non-glibc library in its own lib/
+#   package.sh link-duplicates DIR  hard-link files of DIR with the same content (one copy in a layer)
 # The Dockerfile's package stage runs the first two and its last stage the third; the stand-in
 # image (hack/image-dataplane-standin.sh) runs the same on its stand-in shim. This is a script of
 # its own, not a step of build-fstack.sh, so that changing it does not invalidate the cached
@@ -122,15 +123,31 @@ cmd_check_shim() {
   log "check-shim: ${#shims[@]} shims load every non-glibc library from $root/lib ($(du -shL "$lib" | cut -f1))"
 }
 
+# Some shim modes build the same fstack binary (the adapter's flags change only the library), and
+# each copy is 9 MB: the image keeps one and hard-links the others (a layer stores a link once).
+cmd_link_duplicates() {
+  local dir=${1:?link-duplicates needs DIR} sum f prev="" first="" n=0
+  while read -r sum f; do
+    if [[ $sum == "$prev" ]]; then
+      ln -f "$first" "$f"
+      n=$((n + 1))
+    else
+      prev=$sum first=$f
+    fi
+  done < <(find "$dir" -type f -print0 | xargs -0 -r sha256sum | sort)
+  log "link-duplicates: $n files in $dir linked to an identical one"
+}
+
 main() {
-  (($# > 0)) || die "usage: package.sh strip PATH... | shim-libs SHIMROOT | check-shim SHIMROOT"
+  (($# > 0)) || die "usage: package.sh strip PATH... | shim-libs SHIMROOT | check-shim SHIMROOT | link-duplicates DIR"
   local cmd=$1
   shift
   case $cmd in
   strip) cmd_strip "$@" ;;
   shim-libs) cmd_shim_libs "$@" ;;
   check-shim) cmd_check_shim "$@" ;;
-  *) die "unknown command '$cmd' (strip, shim-libs, check-shim)" ;;
+  link-duplicates) cmd_link_duplicates "$@" ;;
+  *) die "unknown command '$cmd' (strip, shim-libs, check-shim, link-duplicates)" ;;
   esac
 }
 

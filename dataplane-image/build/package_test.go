@@ -113,3 +113,37 @@ func TestStandinShimNeedsTheRealShimsLibraries(t *testing.T) {
 	}
 	mustContain(t, "the stand-in shim's dynamic section", string(out), "[libnuma.so.1]", "[libatomic.so.1]")
 }
+
+// Shim modes whose fstack binaries are identical keep one copy in the image's layer.
+func TestLinkDuplicates(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{"a/fstack": "same", "b/fstack": "same", "c/fstack": "other"}
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustContain(t, "link-duplicates", packageSh(t, true, nil, "link-duplicates", dir), "1 files")
+	stat := func(name string) os.FileInfo {
+		st, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	if !os.SameFile(stat("a/fstack"), stat("b/fstack")) {
+		t.Errorf("identical files not linked")
+	}
+	if os.SameFile(stat("a/fstack"), stat("c/fstack")) {
+		t.Errorf("different files linked")
+	}
+	for name, content := range files {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(b) != content {
+			t.Errorf("%s: %q %v", name, b, err)
+		}
+	}
+}
