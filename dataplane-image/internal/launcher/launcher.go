@@ -54,6 +54,12 @@ type Launcher struct {
 	Getenv func(string) string
 	// NginxBuild learns nginx's compiled-in paths (nil: run `nginx -V`).
 	NginxBuild func(ctx context.Context, binary string) (nginxconf.Build, error)
+	// MinWorkerAge and WorkerSettle judge whether the app still serves (workers.go): fewer
+	// workers than configured, each up for MinWorkerAge, for longer than WorkerSettle stops it.
+	// WorkerSettle 0 turns the watch off.
+	MinWorkerAge, WorkerSettle time.Duration
+	// Children lists a process's live children (nil: from /proc).
+	Children func(pid int) []int
 }
 
 // New returns a Launcher with the pod contract's paths.
@@ -65,7 +71,7 @@ func New() *Launcher {
 	return &Launcher{
 		ShimDir: podcontract.ShimDir, Container: name, WaitTimeout: 10 * time.Minute,
 		Poll: 50 * time.Millisecond, Grace: 10 * time.Second, QuitGrace: 10 * time.Second, TermGrace: 5 * time.Second,
-		CPUs: cpuaffinity.Own, Log: os.Stderr,
+		CPUs: cpuaffinity.Own, Log: os.Stderr, MinWorkerAge: time.Second, WorkerSettle: 3 * time.Second,
 	}
 }
 
@@ -172,10 +178,12 @@ func (l *Launcher) supervise(ctx context.Context, a *app, env []string, gen stri
 	cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = env, os.Stdin, os.Stdout, os.Stderr
 	// Its own process group, so a kill after the grace period also reaches what it forked.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	l.appStarting()
 	if err := cmd.Start(); err != nil {
 		l.logf("start %s: %v", argv[0], err)
 		return 127
 	}
+	watch := l.appWatch(a)
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	sigs := make(chan os.Signal, 8)
@@ -208,6 +216,11 @@ func (l *Launcher) supervise(ctx context.Context, a *app, env []string, gen stri
 				l.logf("the dataplane restarted (generation %s, now %q): stopping the app so it restarts against the new dataplane", gen, now)
 				l.stop(cmd, done)
 				return ExitDataplaneRestarted
+			}
+			if why := watch.look(cmd.Process.Pid, time.Now()); why != "" {
+				l.appBroken(why)
+				l.stopNginx(cmd.Process.Pid, done)
+				return ExitAppBroken
 			}
 		}
 	}
