@@ -12,7 +12,9 @@
 //   - it runs the command as its child, forwarding signals (Nginx gets SIGQUIT, SIGTERM, then
 //     SIGKILL when stopped), and ends it when the dataplane starts a new generation: a DPDK
 //     secondary cannot survive its primary's restart, so the container must restart too, and
-//     kubelet does that when the launcher exits.
+//     kubelet does that when the launcher exits;
+//   - it ends an Nginx that keeps fewer workers than it configured, which serves nothing though
+//     F-Stack still answers on its listeners (workers.go).
 package launcher
 
 import (

@@ -133,7 +133,7 @@ func TestStopsAnNginxThatLostItsWorkers(t *testing.T) {
 	log := &syncbuf.Buffer{}
 	l.Log, l.MinWorkerAge, l.WorkerSettle = log, 300*time.Millisecond, 600*time.Millisecond
 	l.QuitGrace, l.TermGrace = 2*time.Second, time.Second
-	ready(t, dir, "1")
+	ready(t, dir, "2")
 	// A marker left by the container's previous run goes when the app starts.
 	if err := podcontract.WriteAppBroken(dir, "nginx", "the previous run's"); err != nil {
 		t.Fatal(err)
@@ -183,7 +183,7 @@ wait
 func TestWatchesOnlyNginx(t *testing.T) {
 	l, dir, log := newTest(t, 1)
 	l.MinWorkerAge, l.WorkerSettle = 100*time.Millisecond, 200*time.Millisecond
-	ready(t, dir, "1")
+	ready(t, dir, "2")
 	if code := l.Run(context.Background(), []string{"sh", "-c", "sleep 0.1 & wait; sleep 1"}); code != 0 {
 		t.Fatalf("exit code %d; log:\n%s", code, log)
 	}
