@@ -223,6 +223,8 @@ func TestEndToEnd(t *testing.T) {
 		deleteNginxSample(t, p)
 	})
 
+	step(t, "a SIGKILLed Nginx worker, whose respawns segfault under multi-SC, gets the app restarted by its launcher, and it serves again", checkKilledWorkerRecovers)
+
 	step(t, "an injected Nginx runs each worker on its own CPU of the app container", checkNginxWorkersOnOwnCPUs)
 
 	step(t, "an Nginx whose configuration breaks the shim (sendfile on) is refused with the file and line in its log", checkMisconfiguredNginxRefused)

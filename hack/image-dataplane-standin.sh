@@ -53,12 +53,13 @@ build_overlay() {
   CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$WORK/overlay/opt/kube-fstack/shim/fstack-launcher" \
     ./dataplane-image/cmd/fstack-launcher
   # The stand-in shim (dataplane-image/standin/shim): not F-Stack, but the behaviours of F-Stack's
-  # shim that kube-fstack must handle, the same library in every mode directory. It announces
-  # itself in the app's log, and the shim dir says so too.
+  # shim that kube-fstack must handle, built for each mode directory as F-Stack's is (the
+  # multi-sc builds' fork hook differs). It announces itself and its mode in the app's log, and
+  # the shim dir says so too.
   local mode
   for mode in kernel-event+multi-sc kernel-event multi-sc pipeline thread-socket multi-sc+polling; do
     mkdir -p "$WORK/overlay/opt/kube-fstack/shim/$mode"
-    dataplane-image/standin/shim/build.sh "$WORK/overlay/opt/kube-fstack/shim/$mode/libff_syscall.so"
+    dataplane-image/standin/shim/build.sh "$WORK/overlay/opt/kube-fstack/shim/$mode/libff_syscall.so" "$mode"
   done
   # Like F-Stack's, the stand-in shim needs libnuma and libatomic, which the local cluster's nginx
   # image lacks: it carries them exactly as the real image does.

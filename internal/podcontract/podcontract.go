@@ -115,7 +115,8 @@ const (
 	ShimLibDir = "lib"
 	// Launcher is a static binary the app containers run as their command: it waits for the
 	// dataplane, sets FF_INITIAL_LCORE_ID to a CPU of its own cpuset, records the generation it
-	// started against, and execs the original command. `Launcher probe` is the app's liveness.
+	// started against, and execs the original command. Its word on whether the app can serve
+	// (AppBrokenDir) is part of every app probe.
 	Launcher = "fstack-launcher"
 	// GenerationFile holds a decimal counter the supervisor increments each time it starts, before
 	// starting F-Stack. It survives container restarts (the emptyDir does).

@@ -12,7 +12,9 @@
 //   - it runs the command as its child, forwarding signals (Nginx gets SIGQUIT, SIGTERM, then
 //     SIGKILL when stopped), and ends it when the dataplane starts a new generation: a DPDK
 //     secondary cannot survive its primary's restart, so the container must restart too, and
-//     kubelet does that when the launcher exits.
+//     kubelet does that when the launcher exits;
+//   - it ends an Nginx that keeps fewer workers than it configured, which serves nothing though
+//     F-Stack still answers on its listeners (workers.go).
 package launcher
 
 import (
@@ -58,6 +60,12 @@ type Launcher struct {
 	Getenv func(string) string
 	// NginxBuild learns nginx's compiled-in paths (nil: run `nginx -V`).
 	NginxBuild func(ctx context.Context, binary string) (nginxconf.Build, error)
+	// MinWorkerAge and WorkerSettle judge whether the app still serves (workers.go): fewer
+	// workers than configured, each up for MinWorkerAge, for longer than WorkerSettle stops it.
+	// WorkerSettle 0 turns the watch off.
+	MinWorkerAge, WorkerSettle time.Duration
+	// Children lists a process's live children (nil: from /proc).
+	Children func(pid int) []int
 }
 
 // New returns a Launcher with the pod contract's paths.
@@ -69,7 +77,7 @@ func New() *Launcher {
 	return &Launcher{
 		ShimDir: podcontract.ShimDir, Container: name, WaitTimeout: 10 * time.Minute,
 		Poll: 50 * time.Millisecond, Grace: podcontract.AppGrace, QuitGrace: podcontract.AppQuitGrace, TermGrace: podcontract.AppTermGrace,
-		MovedGrace: 2 * time.Second, CPUs: cpuaffinity.Own, Log: os.Stderr,
+		MovedGrace: 2 * time.Second, CPUs: cpuaffinity.Own, Log: os.Stderr, MinWorkerAge: time.Second, WorkerSettle: 3 * time.Second,
 	}
 }
 
@@ -176,10 +184,12 @@ func (l *Launcher) supervise(ctx context.Context, a *app, env []string, gen stri
 	cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = env, os.Stdin, os.Stdout, os.Stderr
 	// Its own process group, so a kill after the grace period also reaches what it forked.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	l.appStarting()
 	if err := cmd.Start(); err != nil {
 		l.logf("start %s: %v", argv[0], err)
 		return 127
 	}
+	watch := l.appWatch(a)
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	sigs := make(chan os.Signal, 8)
@@ -212,6 +222,11 @@ func (l *Launcher) supervise(ctx context.Context, a *app, env []string, gen stri
 				l.logf("the dataplane restarted (generation %s, now %q): stopping the app so it restarts against the new dataplane", gen, now)
 				l.stopWithin(cmd, done, l.MovedGrace)
 				return ExitDataplaneRestarted
+			}
+			if why := watch.look(cmd.Process.Pid, time.Now()); why != "" {
+				l.appBroken(why)
+				l.stopNginx(cmd.Process.Pid, done)
+				return ExitAppBroken
 			}
 		}
 	}

@@ -23,6 +23,8 @@ type app struct {
 	nginx bool
 	// need is the shim contexts per F-Stack instance the app will take.
 	need []int
+	// workers is how many workers nginx starts (workers.go watches them).
+	workers int
 }
 
 // prepareApp judges an Nginx command's configuration (docs/fstack-rules.md §6) and adds the -g fix-ups;
@@ -62,7 +64,7 @@ func (l *Launcher) prepareApp(ctx context.Context, argv []string) (*app, error) 
 	if len(p.Plan.Globals) > 0 {
 		l.logf("nginx: running %q", p.Argv)
 	}
-	a.argv, a.nginx = p.Argv, true
+	a.argv, a.nginx, a.workers = p.Argv, true, p.Plan.Workers
 	// The master and worker i (on instance (FF_PROC_ID+i) mod N) each hold a context.
 	for i := 0; i < p.Plan.Workers; i++ {
 		a.need[(procID+i)%n]++

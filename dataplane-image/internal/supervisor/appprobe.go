@@ -175,6 +175,11 @@ func (s *Supervisor) serveAppProbe(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the F-Stack dataplane is not ready: "+s.health.text(), http.StatusServiceUnavailable)
 		return
 	}
+	if why := s.appBroken(r.URL.Path); why != "" {
+		s.app.record(s, r.URL.Path, false, why)
+		http.Error(w, why, http.StatusServiceUnavailable)
+		return
+	}
 	a := s.app.agent.Load()
 	if a == nil {
 		http.Error(w, "the probe agent is not running", http.StatusServiceUnavailable)

@@ -27,5 +27,5 @@ void standin_announce(const char *kind, const char *what)
 		seen[i] = kind;
 	__atomic_store_n(&lock, 0, __ATOMIC_RELEASE);
 	if (first)
-		fprintf(stderr, "kube-fstack stand-in libff_syscall.so (not F-Stack) in pid %d: %s\n", (int)getpid(), what);
+		fprintf(stderr, "kube-fstack stand-in libff_syscall.so (not F-Stack) for mode %s in pid %d: %s\n", standin_mode(), (int)getpid(), what);
 }

@@ -105,6 +105,7 @@ static void attach(void)
 int socket(int domain, int type, int protocol)
 {
 	static int (*real_socket)(int, int, int);
+	int fd, attached;
 
 	if (!real_socket)
 		real_socket = (int (*)(int, int, int))dlsym(RTLD_NEXT, "socket");
@@ -114,7 +115,13 @@ int socket(int domain, int type, int protocol)
 			tried_by = getpid();
 			attach();
 		}
+		attached = held_by == getpid() && held_slot >= 0;
 		pthread_mutex_unlock(&mu);
+		fd = real_socket(domain, type, protocol);
+		/* A process on kernel sockets (no slot) is not F-Stack's: its forks are left alone. */
+		if (fd >= 0 && attached)
+			standin_socket_opened();
+		return fd;
 	}
 	return real_socket(domain, type, protocol);
 }

@@ -1,0 +1,155 @@
+package launcher
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+)
+
+// When the app cannot serve. The launcher's child dying ends the container already; an app can
+// also stay alive and serve nothing. Under the multi-SC shim one dead Nginx worker (the OOM
+// killer's SIGKILL) is enough: every worker the master respawns gets no shim context and
+// segfaults at once, then the master has none, while F-Stack still completes handshakes on its
+// listening sockets (docs/fstack-rules.md §6). So the launcher watches the app's workers (the
+// master's children; the pod shares one PID namespace, so they are in /proc): fewer of them
+// than it configured, each up for MinWorkerAge, for longer than WorkerSettle means the app
+// cannot serve. It then marks the app broken (podcontract.AppBrokenDir: every app probe of the
+// container fails), stops it as on SIGTERM and exits with ExitAppBroken.
+//
+// Exiting rather than starting the app again in this container: the kubelet's restart runs the
+// whole start path again (dataplane ready, enough shim contexts, asking for a dataplane restart
+// when the killed processes leaked too many), and a loop is visible and bounded where users
+// look: the container's restart count, its last state (exit code 70) and the kubelet's
+// back-off, besides this log.
+
+// ExitAppBroken is the exit code when the launcher stopped an app that could no longer serve
+// (EX_SOFTWARE): kubelet restarts the container, under restartPolicy OnFailure too.
+const ExitAppBroken = 70
+
+// workerWatch judges, one look at a time, whether a master process keeps the workers it was
+// configured with. Only workers that have lived minAge count, so a worker respawned in a loop
+// and dying at once never does; the watch starts with the first worker, so a slow start is not
+// judged (the startup and readiness probes are there for that).
+type workerWatch struct {
+	name     string // the app, for messages
+	want     int
+	minAge   time.Duration
+	settle   time.Duration
+	children func(pid int) []int
+
+	seen       map[int]time.Time // live children and when each was first seen
+	last       time.Time         // the last look
+	started    bool
+	shortSince time.Time // zero while enough workers are up
+	died       int       // children gone since enough workers were last up
+}
+
+func newWorkerWatch(name string, want int, minAge, settle time.Duration, children func(int) []int) *workerWatch {
+	return &workerWatch{name: name, want: want, minAge: minAge, settle: settle, children: children, seen: map[int]time.Time{}}
+}
+
+// watchEvery spaces the looks: each reads the stat file of every process the launcher sees.
+const watchEvery = 200 * time.Millisecond
+
+// look is observe at most every watchEvery; a nil watch never finds anything.
+func (w *workerWatch) look(master int, now time.Time) string {
+	if w == nil || now.Sub(w.last) < watchEvery {
+		return ""
+	}
+	w.last = now
+	return w.observe(master, now)
+}
+
+// observe takes one look at master's children at now. It returns why the app cannot serve once
+// fewer than want workers have been up for settle, and "" otherwise.
+func (w *workerWatch) observe(master int, now time.Time) string {
+	live := map[int]bool{}
+	up := 0
+	for _, pid := range w.children(master) {
+		live[pid] = true
+		first, ok := w.seen[pid]
+		if !ok {
+			first, w.seen[pid] = now, now
+		}
+		if now.Sub(first) >= w.minAge {
+			up++
+		}
+	}
+	for pid := range w.seen {
+		if !live[pid] {
+			delete(w.seen, pid)
+			w.died++
+		}
+	}
+	w.started = w.started || len(live) > 0
+	switch {
+	case !w.started:
+		return ""
+	case up >= w.want:
+		w.shortSince, w.died = time.Time{}, 0
+		return ""
+	case w.shortSince.IsZero():
+		w.shortSince = now
+		return ""
+	case now.Sub(w.shortSince) < w.settle:
+		return ""
+	}
+	return fmt.Sprintf("%s has had %d of its %d workers up for %s (workers seen to die meanwhile: %d): it cannot serve",
+		w.name, up, w.want, now.Sub(w.shortSince).Round(time.Millisecond), w.died)
+}
+
+// childrenOf lists the live (not zombie) children of pid, from /proc/<pid>/stat of every process.
+func childrenOf(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	parent := strconv.Itoa(pid)
+	var out []int
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		// state ppid
+		if len(f) >= 2 && f[0] != "Z" && f[0] != "X" && f[1] == parent {
+			out = append(out, child)
+		}
+	}
+	return out
+}
+
+// appWatch is the launcher's watch of the app it started: nil when it knows no worker count.
+func (l *Launcher) appWatch(a *app) *workerWatch {
+	if !a.nginx || a.workers < 1 || l.WorkerSettle <= 0 {
+		return nil
+	}
+	children := l.Children
+	if children == nil {
+		children = childrenOf
+	}
+	l.logf("watching nginx's %d workers: fewer up (each for %s) for longer than %s stops the app", a.workers, l.MinWorkerAge, l.WorkerSettle)
+	return newWorkerWatch("nginx", a.workers, l.MinWorkerAge, l.WorkerSettle, children)
+}
+
+// appStarting clears what a previous run of this container said about its app.
+func (l *Launcher) appStarting() {
+	if err := podcontract.ClearAppBroken(l.ShimDir, l.Container); err != nil {
+		l.logf("WARNING: cannot clear %s/%s/%s (the app probes fail while it is there): %v", l.ShimDir, podcontract.AppBrokenDir, l.Container, err)
+	}
+}
+
+// appBroken marks the app broken, so its probes fail, and says what happens next.
+func (l *Launcher) appBroken(why string) {
+	l.logf("%s; stopping it, then exiting %d so the kubelet restarts this container (its restart count and back-off show a loop)", why, ExitAppBroken)
+	if err := podcontract.WriteAppBroken(l.ShimDir, l.Container, why); err != nil {
+		l.logf("WARNING: cannot mark the app broken for its probes: %v", err)
+	}
+}
