@@ -41,10 +41,10 @@ type BridgeFacts struct {
 // tcpFixWhy is the problem the kernel-tcp-checksum check reports, in the words the fix needs.
 const tcpFixWhy = "the kernel leaves TCP checksums to the device, OVS's vhost-user ports negotiate no checksum offload, so F-Stack gets every SYN with a bad checksum and drops it (ARP and ping still work)"
 
-// kernelTCP judges whether TCP from kernel senders on the bridge reaches F-Stack: each sender
+// KernelTCP judges whether TCP from kernel senders on the bridge reaches F-Stack: each sender
 // (a veth port's other end, an internal port itself) must have tx checksum offload off. It
 // decides no label: vhost-user pods run, only kernel clients on the bridge cannot connect.
-func kernelTCP(facts *BridgeFacts, links Links) Check {
+func KernelTCP(facts *BridgeFacts, links Links) Check {
 	c := Check{Name: "kernel-tcp-checksum", Status: Pass}
 	if len(facts.KernelPorts) == 0 {
 		c.Detail = "no kernel-side ports on the bridge"
@@ -124,10 +124,10 @@ func judgeSender(l Link, port string, ok, on, unseen *[]string) {
 	}
 }
 
-// userspaceTSO reports OVS's userspace-tso-enable, for information: with it OVS offers
+// UserspaceTSO reports OVS's userspace-tso-enable, for information: with it OVS offers
 // checksum offload to vhost-user guests and completes checksums for the ones that do not take it
 // (not yet measured against real F-Stack, so it decides nothing here).
-func userspaceTSO(facts *BridgeFacts) Check {
+func UserspaceTSO(facts *BridgeFacts) Check {
 	v := facts.UserspaceTSO
 	if v == "" {
 		v = "false (unset)"
@@ -152,7 +152,7 @@ func kernelTCPChecks(ctx context.Context, cfg *Config, bridgeOK bool) []Check {
 	}
 	if cfg.Links == nil {
 		c.Detail = "not checked: the node agent cannot list interfaces"
-		return []Check{c, userspaceTSO(facts)}
+		return []Check{c, UserspaceTSO(facts)}
 	}
-	return []Check{kernelTCP(facts, cfg.Links), userspaceTSO(facts)}
+	return []Check{KernelTCP(facts, cfg.Links), UserspaceTSO(facts)}
 }
