@@ -31,7 +31,7 @@ func TestKernelTCPChecksum(t *testing.T) {
 		{name: "veth peer with offload on", ports: []string{"fsk-node-o"},
 			links:  []Link{veth(7, "fsk-node-o", 8), func() Link { l := veth(8, "fsk-node", 7); l.TxChecksum = true; return l }()},
 			status: Warn, detail: []string{"tx checksum offload on: fsk-node (peer of port fsk-node-o)"},
-			fix:    "ethtool -K <sender> tx off for fsk-node (kernel-stack TCP"},
+			fix: "ethtool -K <sender> tx off for fsk-node (kernel-stack TCP"},
 		{name: "veth peer with offload off", ports: []string{"fsk-node-o"},
 			links:  []Link{func() Link { l := veth(7, "fsk-node-o", 8); l.TxChecksum = true; return l }(), veth(8, "fsk-node", 7)},
 			status: Pass, detail: []string{"tx checksum offload off: fsk-node (peer of port fsk-node-o)"}, fixAbsent: true},
