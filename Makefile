@@ -15,6 +15,8 @@ HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
 GO ?= go
 GOTEST_FLAGS ?= -count=1
 FUZZTIME ?= 60s
+# make run's dataplane image: standin (DPDK testpmd in F-Stack's place) or real (dataplane-image/Dockerfile).
+DATAPLANE ?= standin
 FUZZTIME_SHORT ?= 10s
 # The CNI plugin's own packages need no root either; test-node runs them again with the node tier.
 PKGS_UNIT := ./api/... ./internal/... ./cmd/... ./operator/internal/... ./dataplane-image/internal/... ./dataplane-image/cmd/... ./dataplane-image/build/... ./dataplane-image/probe-agent/... ./dataplane-image/standin/... ./cni/internal/... ./cni/pkg/... ./e2e/deviceplugin/...
@@ -26,8 +28,8 @@ help: ## Show every entry point.
 
 ##@ Run
 .PHONY: run
-run: ## The main job: a local cluster, the chart, a sample StackInstance and an injected Nginx (root).
-	hack/run.sh
+run: ## The main job: a local cluster, the chart, a sample StackInstance and an injected Nginx (root); DATAPLANE=real for F-Stack itself.
+	DATAPLANE=$(DATAPLANE) hack/run.sh
 
 .PHONY: render-samples
 render-samples: build ## Render every sample StackInstance to config.ini and EAL argv, and inject the sample workload offline.
@@ -126,6 +128,10 @@ image-operator: ## Build the operator image from ./Dockerfile with buildah (no d
 .PHONY: image-cni
 image-cni: ## Build the CNI installer image from cni/Dockerfile with buildah (no daemon, no registry, no network; root), as an OCI archive.
 	hack/image-cni.sh
+
+.PHONY: image-dataplane
+image-dataplane: ## Build the real dataplane image from dataplane-image/Dockerfile with buildah, cached (root; F-Stack's source must be reachable; ~30 min first).
+	hack/image-dataplane.sh
 
 .PHONY: image-dataplane-standin
 image-dataplane-standin: ## Build the stand-in dataplane image (Debian DPDK + supervisor), packed with buildah as an OCI archive, no daemon (root).

@@ -514,6 +514,12 @@ func checkPing(t *testing.T) {
 		t.Fatalf("through the vhost-user port: %v", err)
 	}
 	t.Logf("ping %s: %s", stackAddr, summary)
+	// The stand-in speaks no TCP, so ping is all it can show; what makes TCP from this kernel
+	// client reach real F-Stack is its tx checksum offload off (cni/test/node proves the SYN's
+	// checksum at the vhost-user port).
+	if out, err := nodetest.Run("ip", "netns", "exec", peer.Netns, "ethtool", "-k", peer.Link); err != nil || !strings.Contains(out, "\ntx-checksumming: off") {
+		t.Errorf("the e2e's kernel client %s: tx checksum offload not off (%v):\n%s", peer.Link, err, out)
+	}
 }
 
 func checkSecondaryAttached(t *testing.T, p *corev1.Pod) {

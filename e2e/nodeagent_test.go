@@ -40,6 +40,16 @@ func checkNodeAgentGatesScheduling(t *testing.T) {
 			t.Logf("check %s %s: %s", c.Name, c.Status, c.Detail)
 		}
 	}
+	// Kernel TCP through OVS: reported, never a label (the local cluster's OVS runs in its own
+	// namespace, so the bridge's kernel ports are not the agent's to see; the check says so).
+	if c := findCheck(report, "kernel-tcp-checksum"); c.Name == "" || c.Label != "" {
+		t.Errorf("report's kernel-tcp-checksum check %+v, want one that decides no label", c)
+	} else {
+		t.Logf("check kernel-tcp-checksum %s: %s", c.Status, c.Detail)
+	}
+	if c := findCheck(report, "ovs-userspace-tso"); !strings.HasPrefix(c.Detail, "other_config:userspace-tso-enable=") {
+		t.Errorf("report's ovs-userspace-tso check %+v, want OVS's setting", c)
+	}
 	restore := func() {
 		if _, err := env.Vsctl("--timeout=30", "--may-exist", "add-br", env.OVSBridge, "--", "set", "bridge", env.OVSBridge, "datapath_type=netdev"); err != nil {
 			t.Errorf("restore the bridge: %v", err)

@@ -11,8 +11,11 @@ APT_PACKAGES=(
   shellcheck
   # Operator envtest (make test-envtest): etcd beside the kube-apiserver built from source.
   etcd-server
-  # CNI node tests (make test-node): OVS-DPDK, DPDK testpmd and its virtio PMD, netns tools.
-  openvswitch-switch-dpdk dpdk-dev librte-net-virtio23 librte-mempool-ring23 iproute2 iputils-ping util-linux
+  # CNI node tests (make test-node): OVS-DPDK, DPDK testpmd and its virtio and pcap PMDs (the
+  # TCP checksum test captures what reaches the pod), netns tools, and ethtool, with which
+  # hack/lib/kernel-sender.sh turns tx checksum offload off on kernel senders (the local
+  # cluster's node address and every test peer).
+  openvswitch-switch-dpdk dpdk-dev librte-net-virtio23 librte-mempool-ring23 librte-net-pcap23 iproute2 iputils-ping util-linux ethtool
   # Dataplane tests and the stand-in image (make test-dataplane, make image-dataplane-standin);
   # buildah builds every image (the Dockerfiles of make image-operator/image-cni, and the packed
   # ones) with no daemon or registry; umoci unpacks the stand-in for make bench-dataplane.

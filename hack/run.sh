@@ -6,35 +6,99 @@
 #   2. the cluster (hack/cluster/up.sh): cold ~10-15 min of builds, warm ~20 s
 #   3. the chart (hack/cluster/install.sh): operator, webhooks, CNI installer
 #   4. config/samples/local-cluster: a StackInstance and an Nginx Deployment bound to it
+#   5. the data path, shown from the node (its address on br-fstack, hack/cluster/up.sh)
+# DATAPLANE=standin (default): the stand-in image, DPDK testpmd in F-Stack's place (answers ping).
+# DATAPLANE=real: the image dataplane-image/Dockerfile builds (hack/image-dataplane.sh: F-Stack's
+# source must be reachable, about 30 min the first time, cached), ending with Nginx's page fetched
+# through F-Stack from the node.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE/.."
 [ "$(id -u)" = 0 ] || { echo "run as root: the cluster mounts, creates cgroups and iptables rules" >&2; exit 1; }
 export PATH="/usr/local/go/bin:$PATH"
+DATAPLANE="${DATAPLANE:-standin}"
+case "$DATAPLANE" in
+  standin|real) ;;
+  *) echo "DATAPLANE=$DATAPLANE: want standin (DPDK testpmd in F-Stack's place, the default) or real (built from dataplane-image/Dockerfile)" >&2; exit 2 ;;
+esac
 T0=$SECONDS
 hack/install-deps.sh --cluster >/dev/null
 make -s tools >/dev/null
 # shellcheck source=hack/cluster/lib.sh
 source "$HERE/cluster/lib.sh"
+REAL_IMAGE=localhost/kube-fstack/dataplane:dev
+install_args=()
+if [ "$DATAPLANE" = real ]; then
+  # Before the cluster: it fails at once when F-Stack's source cannot be fetched.
+  hack/image-dataplane.sh
+  install_args=(--set "dataplane.image=$REAL_IMAGE")
+fi
 hack/cluster/up.sh
-hack/cluster/install.sh
+if [ "$DATAPLANE" = real ]; then
+  ctr -a "$CONTAINERD_SOCK" -n k8s.io images import --base-name "${REAL_IMAGE%:*}" .cache/images/dataplane.oci.tar >/dev/null \
+    || die "ctr import of .cache/images/dataplane.oci.tar failed"
+fi
+hack/cluster/install.sh "${install_args[@]}"
 
 SAMPLES=config/samples/local-cluster
 kc apply -f "$SAMPLES/stack.yaml"
 kc -n fstack-demo wait --for=condition=Valid stackinstance/local-vhost --timeout=60s
 kc apply -f "$SAMPLES/nginx.yaml"
+want_image="$(kc -n kube-fstack-system get deploy kube-fstack-operator -o 'jsonpath={.spec.template.spec.containers[0].args}' \
+  | grep -o -- '--dataplane-image=[^",]*' | cut -d= -f2 || true)"
+dataplane_image() {
+  kc -n fstack-demo get pods -l app=nginx-fstack -o 'jsonpath={.items[0].spec.initContainers[?(@.name=="fstack-dataplane")].image}'
+}
+# A pod injected under the other DATAPLANE keeps its image: replace it.
+if [ -n "$want_image" ] && [ -n "$(dataplane_image 2>/dev/null)" ] && [ "$(dataplane_image)" != "$want_image" ]; then
+  log "the demo pod runs $(dataplane_image), this run wants $want_image: restarting it"
+  kc -n fstack-demo rollout restart deployment/nginx-fstack >/dev/null
+fi
 kc -n fstack-demo rollout status deployment/nginx-fstack --timeout=240s
 kc -n fstack-demo wait --for=condition=Ready stackinstance/local-vhost --timeout=60s >/dev/null
 
-pod="$(kc -n fstack-demo get pods -l app=nginx-fstack -o 'jsonpath={.items[0].metadata.name}')"
+pod="$(kc -n fstack-demo get pods -l app=nginx-fstack --field-selector=status.phase=Running -o 'jsonpath={.items[0].metadata.name}')"
 ip="$(kc -n fstack-demo get pod "$pod" -o 'jsonpath={.status.podIP}')"
+image="$(kc -n fstack-demo get pod "$pod" -o 'jsonpath={.spec.initContainers[?(@.name=="fstack-dataplane")].image}')"
+stack_ip="$(kc -n fstack-demo get stackinstance local-vhost -o 'jsonpath={.spec.ports[0].ipv4.address}')"
+stack_ip="${stack_ip%/*}"
 # Like F-Stack, the stand-in leaves Nginx no listener on the pod IP (only inside the pod, on
 # loopback): the rollout above was Ready through the probes the dataplane performs for it.
 probe="http://$ip:9180/app-probe/nginx/readiness"
 wait_for "nginx's readiness probe through the dataplane" 30 curl -fsS --max-time 2 "$probe"
+# The node reaches the stack through its own address on br-fstack (fsk-node, up.sh); the first
+# reply may wait for OVS to learn the port.
+wait_for "a ping reply from $stack_ip through br-fstack" 30 ping -c 1 -W 1 "$stack_ip"
+
+# show CMD...: print the command as a user would type it, run it, indent its output; fail the run
+# when it fails (each one is a claim this script makes).
+show() {
+  printf '\n  $ %s\n' "$*"
+  local out
+  out="$(eval "$*" 2>&1)" || { printf '%s\n' "$out" | sed 's/^/    /'; die "that command failed: the data path this run claims does not work"; }
+  printf '%s\n' "$out" | sed 's/^/    /'
+}
+
+case "$image" in
+  "$REAL_IMAGE") kind="the real F-Stack image ($image, built from dataplane-image/Dockerfile)" ;;
+  *standin*) kind="the stand-in ($image: DPDK testpmd in F-Stack's place, answering ping only; make run DATAPLANE=real for F-Stack)" ;;
+  *) kind="$image" ;;
+esac
 cat <<MSG
 
-kube-fstack is running on a local cluster ($((SECONDS - T0))s).
+kube-fstack is running on a local cluster ($((SECONDS - T0))s). Dataplane: $kind.
+From this node, through its address ${NODE_SENDER_ADDR%/*} on br-fstack ($NODE_SENDER, tx checksum offload off, so TCP reaches F-Stack):
+MSG
+show "ethtool -k $NODE_SENDER | grep '^tx-checksumming'"
+show "ping -c 3 -i 0.2 $stack_ip"
+if [ "$image" = "$REAL_IMAGE" ]; then
+  show "curl -sS --max-time 10 http://$stack_ip/ | grep -i '<title>'"
+else
+  show "curl -s http://$ip:9180/metrics | grep -E '^fstack_nic_(rx|tx)_packets_total'"
+fi
+cat <<MSG
+
+More:
   export KUBECONFIG=$KUBECONFIG_ADMIN
   kubectl get stackinstances -A                       # local-vhost: Valid, Ready, 1 bound pod
   kubectl -n fstack-demo describe stackinstance local-vhost
@@ -44,8 +108,13 @@ kube-fstack is running on a local cluster ($((SECONDS - T0))s).
   curl $probe   # nginx's readiness probe, performed in the pod
   kubectl -n fstack-demo get pod $pod -o jsonpath='{.metadata.annotations.kubefstack\.io/app-probes}'
   kubectl -n kube-fstack-system logs deploy/kube-fstack-operator
+  make install-plugin; kubectl fstack doctor         # the node agent's checks (kernel-tcp-checksum among them)
   hack/cluster/status.sh; make cluster-down           # state; tear everything down
-The dataplane image here is the stand-in (DPDK testpmd in F-Stack's place): $SAMPLES/stack.yaml's
-address 10.99.0.10 answers ping from the OVS bridge br-fstack; Nginx runs under the stand-in shim,
-which, as F-Stack, gives it no listener on the pod IP (its Service cannot reach it here).
 MSG
+if [ "$image" != "$REAL_IMAGE" ]; then
+  cat <<MSG
+The stand-in answers ping (ICMP echo) at $stack_ip and counts packets; it speaks no TCP, so Nginx's
+page through F-Stack needs the real image. Nginx runs under the stand-in shim, which, as F-Stack,
+gives it no listener on the pod IP (its Service cannot reach it here).
+MSG
+fi

@@ -96,6 +96,8 @@ ovs_down() {
   stop ovs-vswitchd
   stop ovsdb-server
   if ip netns list 2>/dev/null | grep -qw "$OVS_NETNS"; then ip netns del "$OVS_NETNS"; fi
+  # Its peer went with the namespace, unless something still held that open.
+  if ip link show "$NODE_SENDER" >/dev/null 2>&1; then ip link del "$NODE_SENDER"; fi
   if mountpoint -q "$HUGE_DIR"; then
     rm -rf "${HUGE_DIR:?}"/*
     umount "$HUGE_DIR"

@@ -37,6 +37,10 @@ OVS_DIR="$RUN/ovs"
 OVS_NETNS=fsk-cluster-ovs
 OVS_BRIDGE=br-fstack
 OVS_DB_SOCK="$OVS_DIR/db.sock"
+# The node's own address on br-fstack (the fstack network's gateway): a veth whose other end
+# ($NODE_SENDER-o) is a port of the bridge, so ping and curl from the node reach a pod's F-Stack.
+NODE_SENDER=fsk-node
+NODE_SENDER_ADDR=10.99.0.1/24
 OVS_VSWITCHD=/usr/lib/openvswitch-switch-dpdk/ovs-vswitchd-dpdk
 HUGE_DIR="$RUN/hugepages"
 NR_HUGEPAGES=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages

@@ -109,6 +109,7 @@ nothing_left() {
   ip link show cni0 >/dev/null 2>&1 && leftovers+=(cni0)
   ip -o link | grep -q 'master cni0' && leftovers+=(veths)
   ip netns list 2>/dev/null | grep -qw "$OVS_NETNS" && leftovers+=("netns $OVS_NETNS")
+  ip link show "$NODE_SENDER" >/dev/null 2>&1 && leftovers+=("$NODE_SENDER")
   compgen -G "/sys/fs/cgroup/*/kubepods" >/dev/null && leftovers+=(kubepods-cgroups)
   [ -e "$CNI_CONFLIST" ] && leftovers+=("$CNI_CONFLIST")
   [ -e /var/lib/kubelet ] && leftovers+=(/var/lib/kubelet)

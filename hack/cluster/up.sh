@@ -107,6 +107,18 @@ ovs() {
     "--log-file=$OVS_DIR/ovs-vswitchd.log" "--pidfile=$OVS_DIR/ovs-vswitchd.pid"
   wait_for "DPDK init in ovs-vswitchd" 60 sh -c "[ \"\$(ovs-vsctl --db=unix:$OVS_DB_SOCK --no-wait get Open_vSwitch . dpdk_initialized)\" = true ]"
   vsctl --timeout=30 --may-exist add-br "$OVS_BRIDGE" -- set bridge "$OVS_BRIDGE" datapath_type=netdev
+  node_sender
+}
+
+# The node on the bridge, as a kernel-stack sender made by hack/lib/kernel-sender.sh: with tx
+# checksum offload off, or TCP from the node never reaches F-Stack (the script says why). The
+# veth lives as long as OVS's namespace; the port is re-added if the bridge was re-made.
+node_sender() {
+  if ! ip link show "$NODE_SENDER" >/dev/null 2>&1; then
+    "$ROOT/hack/lib/kernel-sender.sh" "$NODE_SENDER-o" "$OVS_NETNS" "$NODE_SENDER" - "$NODE_SENDER_ADDR" \
+      || die "cannot make the node's sender $NODE_SENDER on $OVS_BRIDGE"
+  fi
+  vsctl --timeout=30 --may-exist add-port "$OVS_BRIDGE" "$NODE_SENDER-o"
 }
 
 etcd_up() {

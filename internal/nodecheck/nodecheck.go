@@ -21,6 +21,8 @@ type OVS interface {
 	// BridgeDatapath is the datapath_type of bridge; found is false when there is no such bridge.
 	// An error means OVSDB did not answer.
 	BridgeDatapath(ctx context.Context, bridge string) (datapath string, found bool, err error)
+	// BridgeFacts is what the kernel-TCP checks need of the bridge and OVS's settings.
+	BridgeFacts(ctx context.Context, bridge string) (*BridgeFacts, error)
 }
 
 // Config says where the node's files are. Every root is a directory the agent trusts (a mount of
@@ -38,6 +40,9 @@ type Config struct {
 	// Bridge is the OVS bridge fstack-cni adds ports to; OVS asks OVSDB about it.
 	Bridge string
 	OVS    OVS
+	// Links lists the node's interfaces (the agent runs in the host's network namespace), to
+	// find the kernel senders behind the bridge's ports; nil skips that check.
+	Links Links
 	// Allocatable is the Node's status.allocatable; nil skips the kubelet side of the
 	// hugepages checks.
 	Allocatable corev1.ResourceList
@@ -57,7 +62,9 @@ func Run(ctx context.Context, cfg *Config) *Report {
 		r.Checks = append(r.Checks, cgroupVersion(root, values), aslr(root, values), vfio(root))
 	}
 	r.Checks = append(r.Checks, cpuManager(cfg.KubeletDir))
-	r.Checks = append(r.Checks, bridge(ctx, cfg)...)
+	bridgeChecks := bridge(ctx, cfg)
+	r.Checks = append(r.Checks, bridgeChecks...)
+	r.Checks = append(r.Checks, kernelTCPChecks(ctx, cfg, bridgeChecks[len(bridgeChecks)-1].Status == Pass)...)
 	r.Checks = append(r.Checks, socketRoot(cfg.SocketRootParent, cfg.SocketRootName))
 	r.label(values)
 	return r

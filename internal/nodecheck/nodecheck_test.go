@@ -21,26 +21,42 @@ type fakeOVS struct {
 	datapath string
 	found    bool
 	err      error
+	facts    BridgeFacts
 }
 
 func (f *fakeOVS) BridgeDatapath(context.Context, string) (string, bool, error) {
 	return f.datapath, f.found, f.err
 }
 
+func (f *fakeOVS) BridgeFacts(context.Context, string) (*BridgeFacts, error) {
+	facts := f.facts
+	return &facts, f.err
+}
+
+// fakeLinks stands in for the kernel's interface list (KernelLinks is checked against the real
+// kernel in links_linux_test.go).
+type fakeLinks struct {
+	links []Link
+	err   error
+}
+
+func (f *fakeLinks) Links() ([]Link, error) { return f.links, f.err }
+
 // node is a fit node laid out in temp dirs, as the agent's mounts show the host.
 type node struct {
-	cfg  Config
-	ovs  *fakeOVS
-	base string
+	cfg   Config
+	ovs   *fakeOVS
+	links *fakeLinks
+	base  string
 }
 
 func newNode(t *testing.T) *node {
 	t.Helper()
 	base := t.TempDir()
-	n := &node{base: base, ovs: &fakeOVS{datapath: "netdev", found: true}}
+	n := &node{base: base, ovs: &fakeOVS{datapath: "netdev", found: true}, links: &fakeLinks{}}
 	n.cfg = Config{
 		Root: filepath.Join(base, "root"), KubeletDir: filepath.Join(base, "kubelet"),
-		SocketRootParent: filepath.Join(base, "run"), SocketRootName: "vhost", Bridge: "br-fstack", OVS: n.ovs,
+		SocketRootParent: filepath.Join(base, "run"), SocketRootName: "vhost", Bridge: "br-fstack", OVS: n.ovs, Links: n.links,
 		Allocatable: corev1.ResourceList{"hugepages-2Mi": resource.MustParse("1Gi"), "hugepages-1Gi": resource.MustParse("2Gi")},
 	}
 	n.write(t, "root/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages", "512\n")

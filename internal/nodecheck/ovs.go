@@ -3,6 +3,8 @@ package nodecheck
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sort"
 	"time"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
@@ -67,4 +69,81 @@ func (o *OVSDB) BridgeDatapath(ctx context.Context, name string) (string, bool, 
 	}
 	dt, err := res[0].Rows[0].String("datapath_type")
 	return dt, true, err
+}
+
+// BridgeFacts implements OVS: the bridge's kernel-side interfaces and OVS's userspace TSO
+// setting, in one transaction (rows of every Port and Interface, joined here: a node has one
+// per pod).
+func (o *OVSDB) BridgeFacts(ctx context.Context, name string) (*BridgeFacts, error) {
+	c, err := ovsdb.Dial(ctx, o.Socket)
+	if err != nil {
+		return nil, fmt.Errorf("OVSDB at %s: %w", o.Socket, err)
+	}
+	defer c.Close()
+	res, err := c.Transact(ctx, "Open_vSwitch",
+		ovsdb.Select("Open_vSwitch", nil, "other_config"),
+		ovsdb.Select("Bridge", [][]any{ovsdb.Cond("name", "==", name)}, "ports"),
+		ovsdb.Select("Port", nil, "_uuid", "interfaces"),
+		ovsdb.Select("Interface", nil, "_uuid", "name", "type"))
+	if err != nil {
+		return nil, fmt.Errorf("OVSDB at %s: %w", o.Socket, err)
+	}
+	facts := &BridgeFacts{}
+	if len(res[0].Rows) > 0 {
+		other, err := res[0].Rows[0].Map("other_config")
+		if err != nil {
+			return nil, err
+		}
+		facts.UserspaceTSO = other["userspace-tso-enable"]
+	}
+	if len(res[1].Rows) == 0 {
+		return facts, nil
+	}
+	facts.KernelPorts, err = kernelPorts(res[1].Rows[0], res[2].Rows, res[3].Rows)
+	return facts, err
+}
+
+// kernelPorts joins bridge -> ports -> interfaces and keeps the kernel-side types.
+func kernelPorts(bridge ovsdb.Row, ports, ifaces []ovsdb.Row) ([]string, error) {
+	onBridge, err := bridge.UUIDs("ports")
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]bool{}
+	for _, p := range ports {
+		id, err := p.UUID("_uuid")
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(onBridge, id) {
+			continue
+		}
+		ids, err := p.UUIDs("interfaces")
+		if err != nil {
+			return nil, err
+		}
+		for _, i := range ids {
+			want[i] = true
+		}
+	}
+	var out []string
+	for _, i := range ifaces {
+		id, err := i.UUID("_uuid")
+		if err != nil {
+			return nil, err
+		}
+		name, err := i.String("name")
+		if err != nil {
+			return nil, err
+		}
+		typ, err := i.String("type")
+		if err != nil {
+			return nil, err
+		}
+		if want[id] && (typ == "" || typ == "system" || typ == "internal" || typ == "tap") {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }

@@ -2,15 +2,19 @@ package nodetest
 
 import (
 	"fmt"
+	"path/filepath"
+	"runtime"
 	"strings"
 )
 
 // Peer is a host on an OVS bridge: a veth whose one end is a port of the bridge, in
 // ovs-vswitchd's network namespace, and whose other end, with an address, is in a namespace of
 // its own. The CNI node tests, the dataplane tests and the e2e suite ping a vhost-user port
-// from one.
+// from one. It is made by hack/lib/kernel-sender.sh, as the local cluster's node address is, so
+// its tx checksum offload is off: TCP from it reaches F-Stack with valid checksums.
 type Peer struct {
 	Netns    string // the peer's namespace
+	Link     string // the sender: the veth end in Netns, with the address
 	ovsNetns string
 	ovsEnd   string
 	bridge   string
@@ -18,31 +22,34 @@ type Peer struct {
 }
 
 // AttachPeer makes a Peer: namespace ns, veth ends link+"o" (on bridge) and link+"p" (with
-// addr, e.g. 10.99.0.99/24). vsctl runs ovs-vsctl against the instance; ovsNetns "" is the
+// addr, e.g. 10.99.0.99/24; the sender, Peer.Link). vsctl runs ovs-vsctl against the instance; ovsNetns "" is the
 // host's namespace. Leftovers of an earlier run with the same names are removed first.
 func AttachPeer(vsctl func(args ...string) (string, error), ovsNetns, bridge, ns, link, addr string) (*Peer, error) {
-	p := &Peer{Netns: ns, ovsNetns: ovsNetns, ovsEnd: link + "o", bridge: bridge, vsctl: vsctl}
+	p := &Peer{Netns: ns, Link: link + "p", ovsNetns: ovsNetns, ovsEnd: link + "o", bridge: bridge, vsctl: vsctl}
 	p.Close()
 	if err := AddNetns(ns); err != nil {
 		return nil, err
 	}
-	steps := [][]string{
-		p.ovsIP("link", "add", p.ovsEnd, "type", "veth", "peer", "name", link+"p", "netns", ns),
-		p.ovsIP("link", "set", p.ovsEnd, "up"),
-		{"ip", "-n", ns, "addr", "add", addr, "dev", link + "p"},
-		{"ip", "-n", ns, "link", "set", link + "p", "up"},
+	portNetns := ovsNetns
+	if portNetns == "" {
+		portNetns = "-"
 	}
-	for _, s := range steps {
-		if _, err := Run(s[0], s[1:]...); err != nil {
-			p.Close()
-			return nil, err
-		}
+	if _, err := Run(KernelSenderScript(), p.ovsEnd, portNetns, p.Link, ns, addr); err != nil {
+		p.Close()
+		return nil, err
 	}
 	if _, err := vsctl("--timeout=30", "add-port", bridge, p.ovsEnd); err != nil {
 		p.Close()
 		return nil, err
 	}
 	return p, nil
+}
+
+// KernelSenderScript is hack/lib/kernel-sender.sh of this source tree: the tests make their
+// senders exactly as the local cluster makes the node's.
+func KernelSenderScript() string {
+	_, file, _, _ := runtime.Caller(0) // internal/nodetest/peer.go
+	return filepath.Join(filepath.Dir(file), "..", "..", "hack", "lib", "kernel-sender.sh")
 }
 
 func (p *Peer) ovsIP(args ...string) []string {

@@ -41,6 +41,9 @@ func runAgent(args []string) error {
 		return fmt.Errorf("--period %s: must be positive", a.Period)
 	}
 	a.Checks.SocketRootParent, a.Checks.SocketRootName = filepath.Dir(socketRoot), filepath.Base(socketRoot)
+	// The pod's network namespace is the node's (hostNetwork): the bridge's kernel ports are here
+	// when OVS runs on the host.
+	a.Checks.Links = nodecheck.KernelLinks{}
 	if ovsdbSocket != "" {
 		a.Checks.OVS = &nodecheck.OVSDB{Socket: ovsdbSocket}
 	}

@@ -64,3 +64,32 @@ func (r Row) Map(column string) (map[string]string, error) {
 	}
 	return m, nil
 }
+
+// UUIDs returns a set-of-uuid column (a bridge's ports, a port's interfaces): on the wire a
+// one-element set is the bare ["uuid", id].
+func (r Row) UUIDs(column string) ([]string, error) {
+	raw, ok := r[column]
+	if !ok {
+		return nil, fmt.Errorf("ovsdb: column %q not in row", column)
+	}
+	if id, err := r.UUID(column); err == nil {
+		return []string{id}, nil
+	}
+	var parts []json.RawMessage
+	var tag string
+	if err := json.Unmarshal(raw, &parts); err != nil || len(parts) != 2 || json.Unmarshal(parts[0], &tag) != nil || tag != "set" {
+		return nil, fmt.Errorf("ovsdb: column %q is not a set of uuids: %s", column, raw)
+	}
+	var elems [][2]string
+	if err := json.Unmarshal(parts[1], &elems); err != nil {
+		return nil, fmt.Errorf("ovsdb: column %q is not a set of uuids: %w", column, err)
+	}
+	ids := make([]string, 0, len(elems))
+	for _, e := range elems {
+		if e[0] != "uuid" {
+			return nil, fmt.Errorf("ovsdb: column %q holds %q, not a uuid", column, e[0])
+		}
+		ids = append(ids, e[1])
+	}
+	return ids, nil
+}
