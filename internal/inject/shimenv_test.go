@@ -29,7 +29,8 @@ func TestAppContainerEnvCarriesNoShimVariable(t *testing.T) {
 			env[e.Name] = e.Value
 		}
 		for _, n := range podcontract.ShimEnvNames() {
-			if _, set := env[n]; set && !(n == podcontract.EnvPreload && name == "own-preload") {
+			theApps := n == podcontract.EnvPreload && name == "own-preload"
+			if _, set := env[n]; set && !theApps {
 				t.Errorf("%s: the app container's environment sets the shim's %s=%q", name, n, env[n])
 			}
 		}

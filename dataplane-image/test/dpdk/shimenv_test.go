@@ -58,7 +58,14 @@ func TestExecInTheAppContainerTakesNoShimContext(t *testing.T) {
 	d := p.startDataplane(t, "1", "--shim-contexts=standin", "--contexts-interval=50ms")
 	d.waitReady(t)
 	c, out := app.start(t, true)
-	defer func() { _ = c.Process.Kill(); _ = c.Wait() }()
+	defer func() {
+		// The container's PID 1 takes its namespace's processes with it, and with them the
+		// output pipe that Wait waits for.
+		if kids := descendants(c.Process.Pid); len(kids) > 0 {
+			_ = syscall.Kill(kids[0], syscall.SIGKILL)
+		}
+		_ = c.Wait()
+	}()
 	if !strings.Contains(out.String(), "holds shim context") {
 		t.Fatalf("the app did not take a shim context through the launcher:\n%s", out.String())
 	}
@@ -82,6 +89,7 @@ func TestExecInTheAppContainerTakesNoShimContext(t *testing.T) {
 		t.Fatalf("%d free after a SIGKILLed kubectl exec shell opened an inet socket, %d before: it loaded the shim (container env %q):\n%s",
 			after, before, app.env, execOut)
 	}
+	t.Logf("%d free before and after; container env %q; the exec'd shell said: %s", before, app.env, strings.TrimSpace(string(execOut)))
 }
 
 // freshFree is instance 0's free slots in the supervisor's first reading that began after since.
