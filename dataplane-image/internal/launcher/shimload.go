@@ -43,12 +43,12 @@ func (l *Launcher) proveShimLoads(ctx context.Context, argv0 string, env []strin
 	if err != nil {
 		return nil // starting it fails the same way, and says so
 	}
-	prog, err := loadedProgram(path, maxScriptDepth)
+	prog, why, err := loadedProgram(path, maxScriptDepth)
 	if err != nil {
 		return err
 	}
 	if prog == "" {
-		l.logf("WARNING: %s is neither an ELF program nor a #! script: cannot check that the shim loads with it", path)
+		l.logf("WARNING: cannot check that the shim loads with %s: %s", path, why)
 		return nil
 	}
 	withShim, err := traceLoad(ctx, prog, traceEnv(env, ""))
@@ -75,13 +75,13 @@ func (l *Launcher) proveShimLoads(ctx context.Context, argv0 string, env []strin
 	return &setupError{l.cannotLoad(prog, lib, withShim, without)}
 }
 
-// loadedProgram is the ELF program the kernel hands to the dynamic loader when path is executed
-// ("" when it cannot tell), following #! lines; a program that can never load the glibc shim is
-// a *setupError.
-func loadedProgram(path string, depth int) (string, error) {
+// loadedProgram is the ELF program the kernel hands to the dynamic loader when path is executed,
+// following #! lines, or "" and why it cannot tell; a program that can never load the glibc
+// shim is a *setupError.
+func loadedProgram(path string, depth int) (prog, why string, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", nil
+		return "", err.Error(), nil
 	}
 	defer f.Close()
 	head := make([]byte, 256)
@@ -91,31 +91,42 @@ func loadedProgram(path string, depth int) (string, error) {
 		line, _, _ := bytes.Cut(head[2:], []byte("\n"))
 		fields := strings.Fields(string(line))
 		if len(fields) == 0 || depth == 0 {
-			return "", nil
+			return "", "a #! line without an interpreter, or too many of them", nil
 		}
-		return loadedProgram(fields[0], depth-1)
+		interp := fields[0]
+		// "#!/usr/bin/env bash": what runs under the shim is bash.
+		if filepath.Base(interp) == "env" && len(fields) == 2 && !strings.HasPrefix(fields[1], "-") {
+			if p, err := exec.LookPath(fields[1]); err == nil {
+				interp = p
+			}
+		}
+		return loadedProgram(interp, depth-1)
+	}
+	if fi, err := f.Stat(); err == nil && fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+		// The loader runs it in secure mode, which may ignore the listing request and run it.
+		return "", "it is set-user-ID or set-group-ID (the loader's secure mode also ignores LD_PRELOAD paths outside its trusted directories)", nil
 	}
 	ef, err := elf.NewFile(f)
 	if err != nil {
-		return "", nil
+		return "", "it is neither an ELF program nor a #! script", nil
 	}
 	defer ef.Close()
 	interp, err := interpreter(ef)
 	if err != nil {
-		return "", &setupError{fmt.Sprintf("%s: %v", path, err)}
+		return "", "", &setupError{fmt.Sprintf("%s: %v", path, err)}
 	}
 	switch base := filepath.Base(interp); {
 	case interp == "":
-		return "", &setupError{fmt.Sprintf("%s is statically linked (it has no ELF interpreter): the dynamic loader never runs for it, so LD_PRELOAD cannot load F-Stack's shim and it would use kernel sockets; run a dynamically linked, glibc-based build of it", path)}
+		return "", "", &setupError{fmt.Sprintf("%s is statically linked (it has no ELF interpreter): the dynamic loader never runs for it, so LD_PRELOAD cannot load F-Stack's shim and it would use kernel sockets; run a dynamically linked, glibc-based build of it", path)}
 	case strings.Contains(base, "musl"):
-		return "", &setupError{fmt.Sprintf("%s is built for the musl C library (ELF interpreter %s): an Alpine/musl image can never load the glibc shim; use a glibc-based image (Debian, Ubuntu, RHEL...)", path, interp)}
+		return "", "", &setupError{fmt.Sprintf("%s is built for the musl C library (ELF interpreter %s): an Alpine/musl image can never load the glibc shim; use a glibc-based image (Debian, Ubuntu, RHEL...)", path, interp)}
 	case !isGlibcLoader(base):
-		return "", &setupError{fmt.Sprintf("%s's ELF interpreter is %s, not glibc's (ld-linux*.so.*): F-Stack's shim is built for glibc; use a glibc-based image (Debian, Ubuntu, RHEL...)", path, interp)}
+		return "", "", &setupError{fmt.Sprintf("%s's ELF interpreter is %s, not glibc's (ld-linux*.so.*): F-Stack's shim is built for glibc; use a glibc-based image (Debian, Ubuntu, RHEL...)", path, interp)}
 	}
 	if _, err := os.Stat(interp); err != nil {
-		return "", &setupError{fmt.Sprintf("%s's ELF interpreter %s is not in this image, so it cannot run here at all: fix the app image", path, interp)}
+		return "", "", &setupError{fmt.Sprintf("%s's ELF interpreter %s is not in this image, so it cannot run here at all: fix the app image", path, interp)}
 	}
-	return path, nil
+	return path, "", nil
 }
 
 // interpreter is the program's PT_INTERP, "" for a static program.

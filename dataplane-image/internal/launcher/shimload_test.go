@@ -255,6 +255,25 @@ func TestScriptsAndBrokenShims(t *testing.T) {
 	if code := l.Run(context.Background(), []string{b.script}); code != 0 || !strings.Contains(log.String(), "the shim loads with /bin/sh") {
 		t.Fatalf("script: exit %d; log:\n%s", code, log)
 	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for script, want := range map[string]string{
+		"#!/usr/bin/env bash\nexit 0\n": "the shim loads with " + bash,
+		"#!" + b.static + "\n":          b.static + " is statically linked",
+	} {
+		l, _, log = newTest(t, 0)
+		placeShim(t, l, b, b.dep)
+		path := filepath.Join(l.ShimDir, "script")
+		write(t, l.ShimDir, "script", script)
+		if err := os.Chmod(path, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if l.Run(context.Background(), []string{path}); !strings.Contains(log.String(), want) {
+			t.Errorf("%q: the log lacks %q:\n%s", script, want, log)
+		}
+	}
 	l, _, log = newTest(t, 0)
 	placeShim(t, l, b, b.dep)
 	write(t, l.ShimDir, podcontract.ShimLibrary, "not a library")
