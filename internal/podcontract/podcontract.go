@@ -110,8 +110,8 @@ const (
 	// ShimLibrary is libff_syscall.so's file name (LD_PRELOAD = ShimDir/ShimLibrary).
 	ShimLibrary = "libff_syscall.so"
 	// Launcher is a static binary the app containers run as their command: it waits for the
-	// dataplane, sets FF_INITIAL_LCORE_ID to a CPU of its own cpuset, records the generation it
-	// started against, and execs the original command. `Launcher probe` is the app's liveness.
+	// dataplane, records the generation it started against, and runs the original command with
+	// the shim's environment (shimenv.go), which nothing else in the container gets.
 	Launcher = "fstack-launcher"
 	// GenerationFile holds a decimal counter the supervisor increments each time it starts, before
 	// starting F-Stack. It survives container restarts (the emptyDir does).
