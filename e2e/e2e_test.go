@@ -215,11 +215,12 @@ func TestEndToEnd(t *testing.T) {
 		})
 	})
 
-	step(t, "the sample Nginx's httpGet readiness and tcpSocket liveness probes pass through the dataplane, though nothing answers on the pod IP", func(t *testing.T) {
+	step(t, "the sample Nginx's httpGet readiness and tcpSocket liveness probes pass through the dataplane, though nothing answers on the pod IP; kubectl exec into it takes no shim context", func(t *testing.T) {
 		mustApply(t, nginxSample(t))
 		p := waitNginxReady(t)
 		checkProbesRewritten(t, p)
 		checkNoListenerOnPodIP(t, p)
+		checkExecTakesNoShimContext(t, p)
 		deleteNginxSample(t, p)
 	})
 
@@ -383,8 +384,15 @@ func checkInjected(t *testing.T, p *corev1.Pod) {
 	for _, e := range app.Env {
 		envs[e.Name] = e.Value
 	}
-	if !strings.Contains(envs["LD_PRELOAD"], podcontract.ShimLibrary) || envs["FF_NB_FSTACK_INSTANCE"] != "1" {
-		fail("app env LD_PRELOAD=%q FF_NB_FSTACK_INSTANCE=%q", envs["LD_PRELOAD"], envs["FF_NB_FSTACK_INSTANCE"])
+	// The shim's variables are the launcher's to give the app alone: in the container's env they
+	// would reach kubectl exec shells and exec probes too.
+	for _, name := range podcontract.ShimEnvNames() {
+		if v, ok := envs[name]; ok {
+			fail("app container env has the shim's %s=%q", name, v)
+		}
+	}
+	if envs[podcontract.EnvInstances] != "1" {
+		fail("app container env %s=%q, want 1", podcontract.EnvInstances, envs[podcontract.EnvInstances])
 	}
 	if len(app.Command) == 0 || !strings.HasSuffix(app.Command[0], podcontract.Launcher) {
 		fail("the app's command does not start with the launcher: %q", app.Command)
@@ -445,9 +453,7 @@ func checkCPUsAndHugepages(t *testing.T, p *corev1.Pod) {
 
 func execIn(t *testing.T, p *corev1.Pod, cont string, cmd ...string) string {
 	t.Helper()
-	// Without the shim's LD_PRELOAD: the stand-in has no libff_syscall.so and ld.so says so on
-	// stderr (for env itself, too).
-	out, err := env.KubectlStdout(append([]string{"exec", "-n", p.Namespace, p.Name, "-c", cont, "--", "env", "-u", "LD_PRELOAD"}, cmd...)...)
+	out, err := env.KubectlStdout(append([]string{"exec", "-n", p.Namespace, p.Name, "-c", cont, "--"}, cmd...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

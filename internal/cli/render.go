@@ -41,7 +41,7 @@ stderr and exits 1.`,
 	f.StringVarP(&o.file, "filename", "f", "", "StackInstance manifest (YAML or JSON; - for stdin)")
 	f.StringVar(&o.name, "name", "", "which StackInstance of a multi-document file")
 	f.StringVar(&o.cpus, "cpus", "", "the dataplane container's CPUs, e.g. 8-11")
-	f.StringVar(&o.appCPUs, "app-cpus", "", "the app container's CPUs, e.g. 12-15 (sets FF_INITIAL_LCORE_ID)")
+	f.StringVar(&o.appCPUs, "app-cpus", "", "the app container's CPUs, e.g. 12-15 (checks the first, which the launcher gives the shim)")
 	f.StringSliceVar(&o.pci, "pci", nil, "RESOURCE=BDF for an SR-IOV resource (repeat for more devices)")
 	f.StringArrayVar(&o.vhost, "vhost", nil, "PORT=PATH: the vhost-user socket of a port, as the dataplane sees it")
 	f.StringArrayVar(&o.addr, "addr", nil, "PORT=IP/PREFIX,GW: the address IPAM gave a port's attachment")

@@ -6,11 +6,13 @@ import (
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
-// addShim makes an app container start through the launcher with the shim preloaded. The
-// launcher waits for the dataplane, sets FF_INITIAL_LCORE_ID to a CPU of this container's own
-// cpuset (only the container knows it), runs the original command, and ends it when the
-// dataplane restarts: a DPDK secondary cannot survive its primary, so kubelet then restarts the
-// app against the new dataplane.
+// addShim makes an app container start through the launcher, which preloads the shim for the
+// app's own processes only: the container's environment gets none of the shim's variables (a
+// kubectl exec shell or an exec probe would attach to F-Stack and hold a context), only what the
+// launcher needs to set them. The launcher waits for the dataplane, sets FF_INITIAL_LCORE_ID to
+// a CPU of this container's own cpuset (only the container knows it), runs the original
+// command, and ends it when the dataplane restarts: a DPDK secondary cannot survive its
+// primary, so kubelet then restarts the app against the new dataplane.
 func (p *plan) addShim(c *corev1.Container) {
 	c.Command = append([]string{launcherPath, "--"}, c.Command...)
 	env := append([]corev1.EnvVar{}, p.shimEnv...)

@@ -61,10 +61,7 @@ func Prepare(stack *fsv1.StackInstance, cfg Config) (*Prepared, error) {
 	}
 	p.specJSON = string(raw)
 	for _, e := range res.ShimEnv {
-		// Only the app container knows its own CPUs: the launcher sets FF_INITIAL_LCORE_ID.
-		if e.Name != "FF_INITIAL_LCORE_ID" {
-			p.shimEnv = append(p.shimEnv, corev1.EnvVar{Name: e.Name, Value: e.Value})
-		}
+		p.shimEnv = append(p.shimEnv, corev1.EnvVar{Name: e.Name, Value: e.Value})
 	}
 	p.vhost = hasVhostUser(p.spec)
 	return p, nil
@@ -141,20 +138,26 @@ func (p *plan) chooseShimContainers() field.ErrorList {
 			}
 		}
 		for j, e := range c.Env {
-			if p.ownsEnv(e.Name) {
+			if by := p.setBy(e.Name); by != "" {
 				errs = append(errs, field.Forbidden(path.Child("env").Index(j).Child("name"), fmt.Sprintf(
-					"%s is set by the F-Stack shim injection; remove it, or leave this container out of the StackInstance's spec.shim.containers", e.Name)))
+					"%s is set by %s; remove it, or leave this container out of the StackInstance's spec.shim.containers", e.Name, by)))
 			}
 		}
 	}
 	return errs
 }
 
-func (p *Prepared) ownsEnv(name string) bool {
-	if name == podcontract.EnvContainerName || name == "FF_INITIAL_LCORE_ID" {
-		return true
+// setBy says who sets a variable an app container may not set itself: the injection, or the
+// launcher (the shim's own variables, for the app's processes). LD_PRELOAD stays the app's: the
+// launcher puts the shim ahead of it.
+func (p *Prepared) setBy(name string) string {
+	switch {
+	case name == podcontract.EnvContainerName || slices.ContainsFunc(p.shimEnv, func(e corev1.EnvVar) bool { return e.Name == name }):
+		return "the F-Stack shim injection"
+	case name != podcontract.EnvPreload && slices.Contains(podcontract.ShimEnvNames(), name):
+		return "the F-Stack shim's launcher for the app's processes"
 	}
-	return slices.ContainsFunc(p.shimEnv, func(e corev1.EnvVar) bool { return e.Name == name })
+	return ""
 }
 
 func hasVhostUser(s *fsv1.StackInstanceSpec) bool {

@@ -114,8 +114,8 @@ const (
 	// image needs only glibc (dataplane-image/build/package.sh).
 	ShimLibDir = "lib"
 	// Launcher is a static binary the app containers run as their command: it waits for the
-	// dataplane, sets FF_INITIAL_LCORE_ID to a CPU of its own cpuset, records the generation it
-	// started against, and execs the original command. Its word on whether the app can serve
+	// dataplane, records the generation it started against, and runs the original command with
+	// the shim's environment (shimenv.go), which nothing else in the container gets. Its word on whether the app can serve
 	// (AppBrokenDir) is part of every app probe.
 	Launcher = "fstack-launcher"
 	// GenerationFile holds a decimal counter the supervisor increments each time it starts, before

@@ -16,16 +16,14 @@ type Facts struct {
 	// DataplaneCPUs are the CPUs of the dataplane container's cpuset (the exclusive CPUs kubelet
 	// gave it), ascending. F-Stack process k runs on DataplaneCPUs[k].
 	DataplaneCPUs []int
-	// AppCPUs are the CPUs of the app container, ascending; the shim's DPDK secondary is pinned to
-	// the first. Empty when unknown: FF_INITIAL_LCORE_ID is then left to the app side.
+	// AppCPUs are the CPUs of the app container, ascending; the launcher pins the shim's DPDK
+	// secondary to the first (ShimEAL shows it). Empty when unknown.
 	AppCPUs []int
 	// PCIResources maps an SR-IOV device-plugin resource to the PCI addresses allocated to the pod
 	// (PCIDEVICE_<RESOURCE>), in the device plugin's order.
 	PCIResources map[string][]string
 	// Attachments maps a network attachment (CNI interface name) to what its CNI plugin reported.
 	Attachments map[string]Attachment
-	// ShimLibrary is the path of libff_syscall.so in the app containers.
-	ShimLibrary string
 }
 
 // Attachment is what the CNI plugin wrote about one network attachment of the pod.
@@ -45,9 +43,6 @@ type Attachment struct {
 	// the spec with real facts are skipped for them.
 	Placeholder bool
 }
-
-// DefaultShimLibrary is where the injected app containers find libff_syscall.so.
-const DefaultShimLibrary = podcontract.ShimDir + "/" + podcontract.ShimLibrary
 
 // DefaultPodSocketDir is where the dataplane container sees the vhost-user sockets the CNI plugin
 // made for the pod.

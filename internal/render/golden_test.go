@@ -111,7 +111,7 @@ func ealText(res *render.Result) []byte {
 		fmt.Fprintf(&b, "proc %d: %s\n", k, strings.Join(argv, " "))
 	}
 	for _, e := range res.ShimEnv {
-		fmt.Fprintf(&b, "shim env: %s=%s\n", e.Name, e.Value)
+		fmt.Fprintf(&b, "launcher env: %s=%s\n", e.Name, e.Value)
 	}
 	if res.ShimEAL != nil {
 		fmt.Fprintf(&b, "shim eal: %s\n", strings.Join(res.ShimEAL, " "))

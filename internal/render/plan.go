@@ -14,15 +14,14 @@ import (
 // plan is the spec resolved against the facts: DPDK port ids, lcores, devices and addresses, all
 // that config.ini and the EAL argv are written from.
 type plan struct {
-	spec    *fsv1.StackInstanceSpec
-	lcores  []int // lcore (= CPU) of process k
-	ports   []portPlan
-	vdevs   []vdevPlan
-	bonds   []bondPlan
-	allow   []string // PCI addresses DPDK may probe, ascending (= probe order)
-	vlans   []vlanPlan
-	appCPU  int // -1 when unknown
-	shimLib string
+	spec   *fsv1.StackInstanceSpec
+	lcores []int // lcore (= CPU) of process k
+	ports  []portPlan
+	vdevs  []vdevPlan
+	bonds  []bondPlan
+	allow  []string // PCI addresses DPDK may probe, ascending (= probe order)
+	vlans  []vlanPlan
+	appCPU int // -1 when unknown
 }
 
 type portPlan struct {
@@ -70,10 +69,7 @@ type vlanPlan struct {
 
 // resolve builds the plan, collecting every error instead of stopping at the first.
 func resolve(s *fsv1.StackInstanceSpec, f *Facts) (*plan, field.ErrorList) {
-	p := &plan{spec: s, appCPU: -1, shimLib: f.ShimLibrary}
-	if p.shimLib == "" {
-		p.shimLib = DefaultShimLibrary
-	}
+	p := &plan{spec: s, appCPU: -1}
 	var errs field.ErrorList
 	errs = append(errs, p.resolveLcores(f)...)
 	errs = append(errs, p.resolveDevices(f)...)

@@ -1,6 +1,6 @@
 // Package render turns a StackInstance spec and the facts of one pod into what F-Stack runs:
-// config.ini, the EAL argv F-Stack builds from it for each process, and the shim environment of
-// the app containers. It validates everything F-Stack itself would crash on or silently ignore,
+// config.ini, the EAL argv F-Stack builds from it for each process, and what the app containers'
+// launcher needs to give the app the shim's environment. It validates everything F-Stack itself would crash on or silently ignore,
 // returning every problem at once with its field path. It is pure: the operator, the dataplane
 // supervisor and the CLI share it.
 package render
@@ -28,7 +28,9 @@ type Result struct {
 	LcoreMask string
 	// PortIDs maps a port name to its DPDK port id.
 	PortIDs map[string]int
-	// ShimEnv is the environment of the app containers that use the shim, in a stable order.
+	// ShimEnv is what the injection adds to the environment of the app containers that use the
+	// shim, in a stable order: only kube-fstack's names (podcontract.EnvInstances), never the
+	// shim's own, which the launcher gives the app's process tree alone.
 	ShimEnv []EnvVar
 	// ShimEAL is the argv the shim passes to DPDK as a secondary; nil when the app's CPU is unknown.
 	ShimEAL []string
@@ -141,15 +143,7 @@ func (p *plan) shimEnv() []EnvVar {
 	if !*p.spec.Shim.Enabled {
 		return nil
 	}
-	env := []EnvVar{
-		{Name: "LD_PRELOAD", Value: p.shimLib},
-		{Name: "FF_NB_FSTACK_INSTANCE", Value: strconv.Itoa(len(p.lcores))},
-		{Name: "FF_PROC_ID", Value: "0"},
-	}
-	if p.appCPU >= 0 {
-		env = append(env, EnvVar{Name: "FF_INITIAL_LCORE_ID", Value: "0x" + hexMask([]int{p.appCPU})})
-	}
-	return env
+	return []EnvVar{{Name: podcontract.EnvInstances, Value: strconv.Itoa(len(p.lcores))}}
 }
 
 // dedupe drops repeated errors (the same check reached from two places).

@@ -9,12 +9,9 @@ import (
 	"math/big"
 
 	"golang.org/x/sys/unix"
-)
 
-// EnvInitialLcore tells the shim's DPDK secondary which lcore to run on. Despite its name it
-// holds a hex mask, not an id; a CPU outside the container's cpuset makes the shim fall back to
-// kernel sockets without a word.
-const EnvInitialLcore = "FF_INITIAL_LCORE_ID"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+)
 
 // Own is this process's CPU affinity (sched_getaffinity), ascending: the container's cpuset,
 // unless something narrowed it (taskset).
@@ -32,11 +29,11 @@ func Own() ([]int, error) {
 	return cpus, nil
 }
 
-// LcoreMask is the hex mask ("0x20" for CPU 5) EnvInitialLcore holds for cpu; any CPU number,
-// not only those that fit 64 bits.
+// LcoreMask is the hex mask ("0x20" for CPU 5) podcontract.EnvShimInitialLcore holds for cpu
+// (a mask despite its name); any CPU number, not only those that fit 64 bits.
 func LcoreMask(cpu int) string {
 	return "0x" + new(big.Int).Lsh(big.NewInt(1), uint(cpu)).Text(16)
 }
 
 // InitialLcoreEnv is the environment entry that puts the shim on cpu.
-func InitialLcoreEnv(cpu int) string { return EnvInitialLcore + "=" + LcoreMask(cpu) }
+func InitialLcoreEnv(cpu int) string { return podcontract.EnvShimInitialLcore + "=" + LcoreMask(cpu) }

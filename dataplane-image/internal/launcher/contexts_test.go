@@ -125,13 +125,13 @@ func TestNeverStartsShortOfContexts(t *testing.T) {
 func TestNginxNeedsAContextPerWorker(t *testing.T) {
 	l, dir, _ := newTest(t, 0, 1)
 	fakeNginx(t, l, dir, "", "worker_processes 3;\n"+goodConf)
-	l.Getenv = func(k string) string { return map[string]string{"FF_NB_FSTACK_INSTANCE": "2", "FF_PROC_ID": "1"}[k] }
+	l.Getenv = func(k string) string { return map[string]string{podcontract.EnvInstances: "2"}[k] }
 	a, err := l.prepareApp(context.Background(), []string{filepath.Join(dir, "bin", "nginx")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Workers 0 and 2 on instance 1, worker 1 on instance 0, plus the master everywhere.
-	if len(a.need) != 2 || a.need[0] != 2 || a.need[1] != 3 {
-		t.Fatalf("need %v, want [2 3]", a.need)
+	// The master on instance 0 (FF_PROC_ID 0); workers 0 and 2 on instance 0, worker 1 on 1.
+	if len(a.need) != 2 || a.need[0] != 3 || a.need[1] != 2 {
+		t.Fatalf("need %v, want [3 2]", a.need)
 	}
 }

@@ -2,8 +2,13 @@
 // the app side of the pod contract (internal/podcontract):
 //   - it waits until the dataplane reports its current generation ready, because the shim's DPDK
 //     secondary cannot attach before the primary exists and hangs silently if it tries;
-//   - it sets FF_INITIAL_LCORE_ID to a CPU of its own cpuset, which only the container knows (a
+//   - it gives the shim's variables (LD_PRELOAD, FF_*) to the app's own processes only, so that
+//     nothing else in the container (kubectl exec, exec probes, hooks) attaches to F-Stack, and
+//     sets FF_INITIAL_LCORE_ID to a CPU of its own cpuset, which only the container knows (a
 //     CPU outside it makes the shim fall back to kernel sockets without a word);
+//   - it proves the app's program loads with the shim in this image (glibc's loader lists
+//     what it would load) and refuses with what is missing otherwise: a library the shim needs
+//     and the image lacks makes every program preloading it exit 127;
 //   - when the command is Nginx, it reads the configuration Nginx will use, refuses settings that
 //     make the shim misbehave and adds what the command line can fix (internal/nginxconf);
 //   - before starting, it checks that the shim has enough free contexts for the app, and asks
@@ -56,7 +61,7 @@ type Launcher struct {
 	// CPUs returns the CPUs this process may run on.
 	CPUs func() ([]int, error)
 	Log  io.Writer
-	// Getenv reads FF_NB_FSTACK_INSTANCE and FF_PROC_ID (nil: os.Getenv).
+	// Getenv reads the stack's process count (podcontract.EnvInstances; nil: os.Getenv).
 	Getenv func(string) string
 	// NginxBuild learns nginx's compiled-in paths (nil: run `nginx -V`).
 	NginxBuild func(ctx context.Context, binary string) (nginxconf.Build, error)
@@ -95,24 +100,20 @@ func (l *Launcher) Run(ctx context.Context, argv []string) int {
 	a, err := l.prepareApp(ctx, argv)
 	if err != nil {
 		l.logf("%v", err)
-		var ce *configError
-		if errors.As(err, &ce) {
-			return ExitConfig
-		}
-		return 1
+		return failureCode(err)
 	}
 	gen, err := l.waitReady(ctx)
+	var env []string
+	if err == nil {
+		// The shim is in place once the dataplane is ready: prove it loads before anything else.
+		env, err = l.environ(ctx, a.argv[0])
+	}
 	if err == nil {
 		gen, err = l.ensureContexts(ctx, gen, a.need)
 	}
 	if err != nil {
 		l.logf("%v", err)
-		return 1
-	}
-	env, err := l.environ()
-	if err != nil {
-		l.logf("%v", err)
-		return 1
+		return failureCode(err)
 	}
 	if err := l.record(gen); err != nil {
 		l.logf("%v", err)
@@ -154,8 +155,9 @@ func (l *Launcher) read(name string) string {
 	return strings.TrimSpace(string(b))
 }
 
-// environ is the child's environment: ours plus FF_INITIAL_LCORE_ID.
-func (l *Launcher) environ() ([]string, error) {
+// environ is the child's environment: ours with the shim's variables (shimenv.go), once the
+// program is shown to load with the shim (shimload.go).
+func (l *Launcher) environ(ctx context.Context, argv0 string) ([]string, error) {
 	cpus, err := l.CPUs()
 	if err != nil {
 		return nil, fmt.Errorf("read this container's CPUs: %w", err)
@@ -163,9 +165,30 @@ func (l *Launcher) environ() ([]string, error) {
 	if len(cpus) == 0 {
 		return nil, errors.New("this container may run on no CPU")
 	}
-	env := cpuaffinity.InitialLcoreEnv(cpus[0])
-	l.logf("%s (CPU %d, the first of this container's cpuset)", env, cpus[0])
-	return append(os.Environ(), env), nil
+	n, err := l.instances()
+	if err != nil {
+		return nil, err
+	}
+	lib := l.shimLibrary()
+	env := l.childEnv(os.Environ(), lib, n, cpus[0])
+	l.logf("%s (CPU %d, the first of this container's cpuset)", cpuaffinity.InitialLcoreEnv(cpus[0]), cpus[0])
+	if lib != "" {
+		if err := l.proveShimLoads(ctx, argv0, env, lib); err != nil {
+			return nil, err
+		}
+	}
+	return env, nil
+}
+
+// failureCode is the exit code for a failure before the app started: ExitConfig for a refusal
+// no restart fixes.
+func failureCode(err error) int {
+	var ce *configError
+	var se *setupError
+	if errors.As(err, &ce) || errors.As(err, &se) {
+		return ExitConfig
+	}
+	return 1
 }
 
 // record notes the generation this container started against, for people and tools.

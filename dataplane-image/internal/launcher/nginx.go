@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kube-fstack/kube-fstack/internal/nginxconf"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // ExitConfig is the exit code when the app's configuration would make the shim misbehave
@@ -30,7 +31,11 @@ type app struct {
 // prepareApp judges an Nginx command's configuration (docs/fstack-rules.md §6) and adds the -g fix-ups;
 // any other command, and nginx -t/-T/-v/-V/-s, passes through untouched.
 func (l *Launcher) prepareApp(ctx context.Context, argv []string) (*app, error) {
-	n, procID := l.instances()
+	n, err := l.instances()
+	if err != nil {
+		return nil, err
+	}
+	procID := podcontract.ShimProcID
 	a := &app{argv: argv, need: make([]int, n)}
 	for k := range a.need {
 		a.need[k] = 1 // what any app's first F-Stack socket takes
@@ -82,27 +87,10 @@ func (e *configError) Error() string {
 		e.conf, strings.Join(e.refusals, "\n  "))
 }
 
-// instances reads FF_NB_FSTACK_INSTANCE and FF_PROC_ID as the shim does (defaults 1 and 0).
-func (l *Launcher) instances() (n, procID int) {
-	getenv := l.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	n, err := strconv.Atoi(getenv("FF_NB_FSTACK_INSTANCE"))
-	if err != nil || n < 1 || n > 64 {
-		n = 1
-	}
-	procID, err = strconv.Atoi(getenv("FF_PROC_ID"))
-	if err != nil || procID < 0 {
-		procID = 0
-	}
-	return n, procID
-}
-
 func withoutPreload(env []string) []string {
 	out := make([]string, 0, len(env))
 	for _, e := range env {
-		if !strings.HasPrefix(e, "LD_PRELOAD=") {
+		if !strings.HasPrefix(e, podcontract.EnvPreload+"=") {
 			out = append(out, e)
 		}
 	}

@@ -29,7 +29,7 @@ func fakeNginx(t *testing.T, l *Launcher, dir, script, conf string) string {
 	l.NginxBuild = func(context.Context, string) (nginxconf.Build, error) {
 		return nginxconf.Build{Prefix: dir, ConfPath: filepath.Join(dir, "nginx.conf")}, nil
 	}
-	l.Getenv = func(k string) string { return map[string]string{"FF_NB_FSTACK_INSTANCE": "2"}[k] }
+	l.Getenv = func(k string) string { return map[string]string{podcontract.EnvInstances: "2"}[k] }
 	return bin
 }
 

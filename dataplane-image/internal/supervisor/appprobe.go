@@ -121,7 +121,7 @@ func (s *Supervisor) agentEnv(res *render.Result) ([]string, int, string) {
 	lib := filepath.Join(s.Cfg.Paths.ImageShimDir, mode, podcontract.ShimLibrary)
 	note := "shim " + mode
 	if exists(lib) {
-		env = append(env, "LD_PRELOAD="+lib)
+		env = append(env, podcontract.EnvPreload+"="+lib)
 	} else {
 		note = "WARNING: the image has no " + lib + ", the agent uses kernel sockets"
 	}
@@ -129,8 +129,8 @@ func (s *Supervisor) agentEnv(res *render.Result) ([]string, int, string) {
 	if !ok {
 		note += fmt.Sprintf("; WARNING: every F-Stack CPU is above %d, which the shim ignores: the agent falls back to kernel sockets", maxShimLcore)
 	}
-	env = append(env, "FF_NB_FSTACK_INSTANCE="+strconv.Itoa(len(res.EAL)), "FF_PROC_ID=0",
-		cpuaffinity.InitialLcoreEnv(cpu))
+	env = append(env, podcontract.EnvShimInstances+"="+strconv.Itoa(len(res.EAL)),
+		podcontract.EnvShimProcID+"="+strconv.Itoa(podcontract.ShimProcID), cpuaffinity.InitialLcoreEnv(cpu))
 	return env, cpu, note
 }
 

@@ -54,7 +54,6 @@ func (f *FactSource) Gather(spec *fsv1.StackInstanceSpec) (*render.Facts, error)
 	facts := &render.Facts{
 		PCIResources: map[string][]string{},
 		Attachments:  map[string]render.Attachment{},
-		ShimLibrary:  filepath.Join(podcontract.ShimDir, podcontract.ShimLibrary),
 	}
 	var errs []error
 	var err error

@@ -33,9 +33,6 @@ func TestGatherReadsEveryFact(t *testing.T) {
 	if got := facts.PCIResources["intel.com/sriov_dpdk"]; !reflect.DeepEqual(got, []string{"0000:3b:02.1", "0000:3b:02.0"}) {
 		t.Errorf("PCI = %v (the device plugin's order must be kept)", got)
 	}
-	if facts.ShimLibrary != "/var/run/kube-fstack/shim/libff_syscall.so" {
-		t.Errorf("shim library = %s", facts.ShimLibrary)
-	}
 }
 
 func TestGatherNamesEachBadFact(t *testing.T) {

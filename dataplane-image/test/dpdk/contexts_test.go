@@ -25,9 +25,9 @@ import (
 // the app container (killed as the kubelet kills a container). Not real: F-Stack's zones.
 func TestAppRestartsNeverExhaustTheShim(t *testing.T) {
 	p := newPod(t, "fsdp6", "10.99.7.16", 1)
+	app := newApp(t, p)
 	d := p.startDataplane(t, "1", "--shim-contexts=standin", "--contexts-interval=50ms")
 	d.waitReady(t)
-	app := newApp(t, p)
 
 	// With the coupling: 33 SIGKILLed starts. The first 32 take the generation's 32 slots; the
 	// 33rd finds none and gets the dataplane restarted first.
@@ -101,17 +101,22 @@ func waitMetrics(t *testing.T, d *dataplane, what string, want ...string) {
 	t.Fatalf("/metrics never showed %s (%q):\n%s", what, want, body)
 }
 
-// testApp is the app container: the launcher (built from this tree) or not, the stand-in
-// library preloaded, bash opening an AF_INET socket as its first act.
+// testApp is the app container: the launcher (built from this tree) with the environment the
+// injection gives the container, or the stand-in library preloaded directly; bash opening an
+// AF_INET socket as its first act.
 type testApp struct {
 	p        *pod
 	launcher string
 	lib      string
+	// env is the app container's environment as the injection writes it.
+	env []string
 }
 
+// newApp builds the launcher and the stand-in shim, which it puts in the image's shim dir for
+// the supervisor to place in the shim volume: call it before the dataplane starts.
 func newApp(t *testing.T, p *pod) *testApp {
 	t.Helper()
-	a := &testApp{p: p, launcher: filepath.Join(p.dir, "fstack-launcher"), lib: filepath.Join(p.dir, "libff_syscall.so")}
+	a := &testApp{p: p, launcher: filepath.Join(p.dir, "fstack-launcher"), lib: filepath.Join(p.dir, "libff_syscall.so"), env: injectedAppEnv(t, p)}
 	if out, err := exec.Command("go", "build", "-o", a.launcher, "github.com/kube-fstack/kube-fstack/dataplane-image/cmd/fstack-launcher").CombinedOutput(); err != nil {
 		t.Fatalf("build the launcher: %v\n%s", err, out)
 	}
@@ -119,6 +124,9 @@ func newApp(t *testing.T, p *pod) *testApp {
 	if out, err := exec.Command(script, a.lib).CombinedOutput(); err != nil {
 		t.Fatalf("build the stand-in shim (gcc): %v\n%s", err, out)
 	}
+	data, err := os.ReadFile(a.lib)
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(p.imgShim, "kernel-event+multi-sc", podcontract.ShimLibrary), data, 0o755))
 	return a
 }
 
@@ -132,9 +140,22 @@ func repoRoot(t *testing.T) string {
 // container's PID 1 (the kernel then kills everything in its PID namespace).
 func (a *testApp) startAndKill(t *testing.T, launcher bool) string {
 	t.Helper()
-	cmd := []string{"env", "LD_PRELOAD=" + a.lib, "FF_NB_FSTACK_INSTANCE=1", podcontract.EnvContainerName + "=app"}
+	c, out := a.start(t, launcher)
+	if kids := descendants(c.Process.Pid); len(kids) > 0 {
+		_ = syscall.Kill(kids[0], syscall.SIGKILL)
+	}
+	_ = c.Wait()
+	return out.String()
+}
+
+// start runs the app container until the app has opened its socket.
+func (a *testApp) start(t *testing.T, launcher bool) (*exec.Cmd, *syncbuf.Buffer) {
+	t.Helper()
+	cmd := []string{"env"}
 	if launcher {
-		cmd = append(cmd, a.launcher, "--")
+		cmd = append(append(cmd, a.env...), a.launcher, "--")
+	} else {
+		cmd = append(cmd, podcontract.EnvPreload+"="+a.lib, podcontract.EnvShimInstances+"=1")
 	}
 	cmd = append(cmd, "bash", "-c", ": 3<>/dev/tcp/127.0.0.1/1 2>/dev/null; echo app-started; exec sleep 1000")
 	args := append([]string{"--mount", "--pid", "--fork", "--mount-proc", "--propagation", "private", "--", "sh", "-c", containerScript, "sh",
@@ -151,9 +172,5 @@ func (a *testApp) startAndKill(t *testing.T, launcher bool) string {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if kids := descendants(c.Process.Pid); len(kids) > 0 {
-		_ = syscall.Kill(kids[0], syscall.SIGKILL)
-	}
-	_ = c.Wait()
-	return out.String()
+	return c, &out
 }
