@@ -99,7 +99,7 @@ func fileSize(t *testing.T, path string) int64 {
 	return st.Size()
 }
 
-// The stand-in shim must need what F-Stack's needs and stock app images lack (FSTACK.md 14.2), or
+// The stand-in shim must need what F-Stack's needs and stock app images lack (docs/fstack-rules.md §5), or
 // the e2e suite could not see an app image fail to load it.
 func TestStandinShimNeedsTheRealShimsLibraries(t *testing.T) {
 	needTools(t, "gcc", "readelf")

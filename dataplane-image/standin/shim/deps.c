@@ -1,5 +1,5 @@
 /*
- * Stands in for the real shim's own dependencies (docs/fstack-rules.md §5; FSTACK.md 14.2):
+ * Stands in for the real shim's own dependencies (docs/fstack-rules.md §5 and §8):
  * F-Stack's libff_syscall.so links DPDK statically and needs libnuma.so.1 (DPDK's EAL) and
  * libatomic.so.1 (DPDK's drivers) besides libcrypto and libz, which stock app images such as
  * Debian's nginx do not have. A missing dependency of an LD_PRELOAD object is fatal to glibc's
