@@ -79,11 +79,17 @@ func must(t testing.TB, err error) {
 }
 
 // writeImageShim stands in for what the image carries: the launcher (an executable) and the
-// library of the default shim mode. Their content does not matter, only that they land in the
-// shim volume with their mode bits.
+// library of the default shim mode, which land in the shim volume with their mode bits.
 func (p *pod) writeImageShim(t testing.TB) {
 	must(t, os.WriteFile(filepath.Join(p.imgShim, podcontract.Launcher), []byte("#!/bin/sh\n"), 0o755))
-	must(t, os.WriteFile(filepath.Join(p.imgShim, "kernel-event+multi-sc", podcontract.ShimLibrary), []byte("not a library"), 0o644))
+	// A library that loads and does nothing: the launcher proves the shim loads with the app
+	// before it starts it, so a file that is no library would stop every app of the tier.
+	src := filepath.Join(p.dir, "noop-shim.c")
+	must(t, os.WriteFile(src, []byte("int kube_fstack_noop_shim;\n"), 0o644))
+	lib := filepath.Join(p.imgShim, "kernel-event+multi-sc", podcontract.ShimLibrary)
+	if out, err := exec.Command("gcc", "-shared", "-fPIC", "-o", lib, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc (hack/install-deps.sh installs it): %v\n%s", err, out)
+	}
 }
 
 // writeSpec is the spec snapshot the injector would expose: one vhost-user port whose address
