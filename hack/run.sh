@@ -41,6 +41,13 @@ fi
 hack/cluster/install.sh "${install_args[@]}"
 
 SAMPLES=config/samples/local-cluster
+# helm's --wait returns once the operator is Ready, but kube-proxy may route its webhook Service a
+# moment later (the apply is refused with "connection refused"): apply until the webhook takes it
+# (applying again changes nothing), then once more in the open, so a real refusal is shown.
+for _ in $(seq 60); do
+  kc apply -f "$SAMPLES/stack.yaml" >/dev/null 2>&1 && break
+  sleep 1
+done
 kc apply -f "$SAMPLES/stack.yaml"
 kc -n fstack-demo wait --for=condition=Valid stackinstance/local-vhost --timeout=60s
 kc apply -f "$SAMPLES/nginx.yaml"
