@@ -108,25 +108,7 @@ func connect(p *nodetest.Peer, ip string) {
 func startTestpmdCapture(t *testing.T, podDir string, info *podcontract.DevInfo, capture string) (stop func()) {
 	t.Helper()
 	prefix := fmt.Sprintf("fsktc%d", os.Getpid())
-	script := `mount -t tmpfs tmpfs /run && mkdir -p /run/kube-fstack/vhost && mount --bind "$0" /run/kube-fstack/vhost &&
-exec dpdk-testpmd --no-pci --single-file-segments -m 128 --huge-dir="$1" --file-prefix="$2" -l 0,1 \
-  --vdev="virtio_user0,path=$3,server=1,queues=1,mac=$4" --vdev="net_pcap0,tx_pcap=$5" \
-  -- --nb-cores=1 --total-num-mbufs=16384 --forward-mode=io --auto-start`
-	cmd := exec.Command("unshare", "--mount", "--net", "--propagation", "private", "--", "sh", "-c", script,
-		podDir, env.huge.Dir, prefix, info.VhostUser.Path, info.MAC, capture)
-	stdin, err := cmd.StdinPipe() // testpmd runs until its stdin gets a line or closes
-	if err != nil {
-		t.Fatal(err)
-	}
-	logPath := filepath.Join(env.tmp, prefix+".log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stdin, logPath := podTestpmd(t, podDir, info, prefix, "io", "--vdev=net_pcap0,tx_pcap="+capture)
 	stopped := false
 	stop = func() {
 		if stopped {
