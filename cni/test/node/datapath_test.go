@@ -24,19 +24,33 @@ func TestDataPathPingThroughVhostUserPort(t *testing.T) {
 	n, p := newNet(t, "1.1.0"), newPod(1000)
 	n.mustAdd(p)
 	t.Cleanup(func() { n.mustDel(p); n.assertNothingLeft() })
-	info, err := podcontract.ReadDevInfo(filepath.Join(n.socketRoot(), p.uid, p.ifname+".json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := podDevInfo(t, n, p)
 	startTestpmd(t, filepath.Join(n.socketRoot(), p.uid), info)
-	port := ports(t)[0]
-	if out, err := env.ovs.Vsctl("--timeout=60", "wait-until", "Interface", port, "status:status=connected"); err != nil {
-		t.Fatalf("OVS never reported %s connected: %v %s", port, err, out)
-	}
+	waitConnected(t)
 	peer := addVethPeer(t, "10.99.0.200/24")
 	podIP := strings.Split(info.IPs[0], "/")[0]
 	if _, err := peer.Ping(podIP, 1); err != nil {
 		t.Fatalf("ping through the vhost-user port: %v", err)
+	}
+}
+
+// podDevInfo reads the device info the plugin wrote for p's attachment.
+func podDevInfo(t *testing.T, n *netw, p pod) *podcontract.DevInfo {
+	t.Helper()
+	info, err := podcontract.ReadDevInfo(filepath.Join(n.socketRoot(), p.uid, p.ifname+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info
+}
+
+// waitConnected waits until OVS reports the bridge's (only) vhost-user port connected to the
+// testpmd serving it.
+func waitConnected(t *testing.T) {
+	t.Helper()
+	port := ports(t)[0]
+	if out, err := env.ovs.Vsctl("--timeout=60", "wait-until", "Interface", port, "status:status=connected"); err != nil {
+		t.Fatalf("OVS never reported %s connected: %v %s", port, err, out)
 	}
 }
 

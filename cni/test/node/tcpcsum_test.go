@@ -29,16 +29,10 @@ func TestKernelSenderTCPReachesPodWithValidChecksum(t *testing.T) {
 	n, p := newNet(t, "1.1.0"), newPod(1010)
 	n.mustAdd(p)
 	t.Cleanup(func() { n.mustDel(p); n.assertNothingLeft() })
-	info, err := podcontract.ReadDevInfo(filepath.Join(n.socketRoot(), p.uid, p.ifname+".json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	info := podDevInfo(t, n, p)
 	capture := filepath.Join(env.tmp, fmt.Sprintf("syn-%d.pcap", os.Getpid()))
 	stop := startTestpmdCapture(t, filepath.Join(n.socketRoot(), p.uid), info, capture)
-	port := ports(t)[0]
-	if out, err := env.ovs.Vsctl("--timeout=60", "wait-until", "Interface", port, "status:status=connected"); err != nil {
-		t.Fatalf("OVS never reported %s connected: %v %s", port, err, out)
-	}
+	waitConnected(t)
 	podIP := strings.Split(info.IPs[0], "/")[0]
 
 	made := attachSender(t, "fsk-tcs-%d", "fskt", "10.99.0.210/24", podIP, info.MAC)
