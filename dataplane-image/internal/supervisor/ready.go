@@ -128,25 +128,3 @@ func readyCommand(ctx context.Context, argv []string, k int) error {
 
 // errStopped means a signal arrived while waiting.
 var errStopped = errors.New("stopped by signal")
-
-// waitUntil polls check until it passes, the child dies, a stop is asked for, or the timeout.
-func waitUntil(what string, c *child, timing Timing, stop <-chan struct{}, check func() error) error {
-	deadline := time.NewTimer(timing.StartTimeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(timing.Poll)
-	defer tick.Stop()
-	last := check()
-	for last != nil {
-		select {
-		case <-c.done:
-			return fmt.Errorf("process %d died while starting (%s)", c.id, c.status())
-		case <-stop:
-			return errStopped
-		case <-deadline.C:
-			return fmt.Errorf("process %d was not ready within %s: %s: %w", c.id, timing.StartTimeout, what, last)
-		case <-tick.C:
-			last = check()
-		}
-	}
-	return nil
-}

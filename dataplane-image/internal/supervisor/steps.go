@@ -29,6 +29,16 @@ func interrupted(procs []*child, stop <-chan struct{}) (ch <-chan struct{}, rele
 // startStep polls check every timing.Poll until it passes, a process exits, a stop is asked
 // for, or timing.StartTimeout passes; the error then names what was awaited and the last reason.
 func startStep(what string, procs []*child, timing Timing, stop <-chan struct{}, check func() error) error {
+	return pollStep("not ready", what, procs, timing, stop, check)
+}
+
+// waitUntil is startStep for one process: its timeout names the process.
+func waitUntil(what string, c *child, timing Timing, stop <-chan struct{}, check func() error) error {
+	return pollStep(fmt.Sprintf("process %d was not ready", c.id), what, []*child{c}, timing, stop, check)
+}
+
+// pollStep is the one polling loop of the start: subject says who was not ready on a timeout.
+func pollStep(subject, what string, procs []*child, timing Timing, stop <-chan struct{}, check func() error) error {
 	abort, release := interrupted(procs, stop)
 	defer release()
 	deadline := time.NewTimer(timing.StartTimeout)
@@ -41,7 +51,7 @@ func startStep(what string, procs []*child, timing Timing, stop <-chan struct{},
 		case <-abort:
 			return stepAborted(procs)
 		case <-deadline.C:
-			return fmt.Errorf("not ready within %s: %s: %w", timing.StartTimeout, what, last)
+			return fmt.Errorf("%s within %s: %s: %w", subject, timing.StartTimeout, what, last)
 		case <-tick.C:
 			last = check()
 		}
