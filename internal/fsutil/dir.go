@@ -132,29 +132,93 @@ func (d *Dir) MkdirOpen(name string, mode os.FileMode) (sub *Dir, created bool, 
 	return sub, err == nil, oerr
 }
 
-// ReadFile reads the regular file rel beneath d, refusing symlinks, devices, FIFOs and files
-// larger than limit (a FIFO planted by a pod would otherwise block the reader forever).
-func (d *Dir) ReadFile(rel string, limit int64) ([]byte, error) {
-	fd, err := d.openBeneath(rel, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+// OpenRegular opens the regular file rel beneath d for reading: never through a symlink or out
+// of d, and refused unless fstat says it is a regular file. It opens with O_NONBLOCK, so a FIFO
+// (or a device) planted there returns at once instead of blocking the caller until a writer
+// comes, and fstat then refuses it; on a regular file O_NONBLOCK changes nothing. Every file a
+// pod can write and a root process reads goes through here (or ReadFile).
+func (d *Dir) OpenRegular(rel string) (*os.File, error) {
+	fd, err := d.openBeneath(rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	if err != nil {
 		return nil, err
 	}
 	f := os.NewFile(uintptr(fd), d.Join(rel))
-	defer f.Close()
 	st, err := f.Stat()
-	switch {
-	case err != nil:
+	if err == nil && !st.Mode().IsRegular() {
+		err = &os.PathError{Op: "open", Path: d.Join(rel), Err: fmt.Errorf("%w (%s)", ErrNotRegular, kind(st.Mode()))}
+	}
+	if err != nil {
+		f.Close()
 		return nil, err
-	case !st.Mode().IsRegular():
-		return nil, &os.PathError{Op: "read", Path: d.Join(rel), Err: errors.New("not a regular file")}
-	case st.Size() > limit:
-		return nil, &os.PathError{Op: "read", Path: d.Join(rel), Err: fmt.Errorf("larger than %d bytes", limit)}
 	}
+	return f, nil
+}
+
+// ErrNotRegular is OpenRegular's refusal of anything but a regular file.
+var ErrNotRegular = errors.New("not a regular file: only the dataplane's own files belong here; remove it")
+
+// ErrTooLarge is ReadFile's refusal of a file over its bound.
+var ErrTooLarge = errors.New("larger than allowed")
+
+func kind(m os.FileMode) string {
+	switch t := m.Type(); {
+	case t&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case t&os.ModeSocket != 0:
+		return "a socket"
+	case t&os.ModeDevice != 0:
+		return "a device"
+	case t&os.ModeDir != 0:
+		return "a directory"
+	default:
+		return "type " + t.String()
+	}
+}
+
+// ReadFile reads the regular file rel beneath d (OpenRegular), at most limit bytes: a larger
+// one is refused, not cut, so a reader never acts on a part of what was written.
+func (d *Dir) ReadFile(rel string, limit int64) ([]byte, error) {
+	f, err := d.OpenRegular(rel)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	tooLarge := &os.PathError{Op: "read", Path: d.Join(rel), Err: fmt.Errorf("%w: at most %d bytes", ErrTooLarge, limit)}
+	if st, err := f.Stat(); err != nil {
+		return nil, err
+	} else if st.Size() > limit {
+		return nil, tooLarge
+	}
+	// The size can grow between fstat and read (the writer is not ours): the read is bounded too.
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err == nil && int64(len(data)) > limit {
-		err = &os.PathError{Op: "read", Path: d.Join(rel), Err: fmt.Errorf("larger than %d bytes", limit)}
+	if err != nil {
+		return nil, &os.PathError{Op: "read", Path: d.Join(rel), Err: err}
 	}
-	return data, err
+	if int64(len(data)) > limit {
+		return nil, tooLarge
+	}
+	return data, nil
+}
+
+// ReadFileBeneath reads rel beneath the trusted directory dir as Dir.ReadFile does: for one
+// read of a file whose directory the caller does not hold open already.
+func ReadFileBeneath(dir, rel string, limit int64) ([]byte, error) {
+	d, err := OpenDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.ReadFile(rel, limit)
+}
+
+// OpenRegularBeneath opens rel beneath the trusted directory dir as Dir.OpenRegular does.
+func OpenRegularBeneath(dir, rel string) (*os.File, error) {
+	d, err := OpenDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.OpenRegular(rel)
 }
 
 // Lstat describes name in d without following it.

@@ -53,9 +53,18 @@ const (
 	DPDKRuntimeDir    = "/var/run/dpdk"
 
 	// ShimVolume is an emptyDir the supervisor fills from ImageShimDir before it reports ready:
-	// libff_syscall.so, the launcher, and the generation and ready markers.
+	// libff_syscall.so, the launcher, and the generation and ready markers. Only the dataplane
+	// writes it; the app containers mount it read-only, since they run the launcher and preload
+	// the shim from it, and one that could write it could replace either for its siblings.
 	ShimVolume = "fstack-shim"
 	ShimDir    = "/var/run/kube-fstack/shim"
+
+	// AppStateVolume is an emptyDir holding what the app side writes (appstate.go): each app
+	// container mounts only its own sub-directory, named after the container (subPath), at
+	// AppStateDir, and writes nothing else; the dataplane mounts the whole volume at the same
+	// path and only reads (and clears) what the launchers wrote, as hostile input.
+	AppStateVolume = "fstack-app-state"
+	AppStateDir    = "/var/run/kube-fstack/app"
 
 	// VhostVolume is a hostPath of HostSocketRoot mounted with subPathExpr $(POD_UID): the pod's
 	// own directory that the CNI plugin fills with vhost-user sockets and device-info files.
@@ -73,7 +82,7 @@ const (
 // may neither declare nor mount them itself (fstack-vhost is the node's whole socket root, which
 // only the dataplane's subPathExpr mount narrows to the pod's own directory).
 func InjectedVolumes() []string {
-	return []string{HugePagesVolume, DPDKRuntimeVolume, ShimVolume, PodInfoVolume, VhostVolume}
+	return []string{HugePagesVolume, DPDKRuntimeVolume, ShimVolume, AppStateVolume, PodInfoVolume, VhostVolume}
 }
 
 // Files of the downward-API volume (in PodInfoDir).
@@ -124,9 +133,19 @@ const (
 	// ReadyFile holds the generation whose F-Stack processes are all up; the supervisor removes it
 	// when any process dies or it stops.
 	ReadyFile = "ready"
-	// AppsDir holds one file per app container (named after the container) with the generation
-	// that container started against.
-	AppsDir = "apps"
+)
+
+// Who writes what. The dataplane writes ShimDir alone (the app containers mount it read-only):
+// the launcher, the shim and its libraries, GenerationFile, ReadyFile, config.ini, the shim
+// context readings and its answers to restart requests (internal/shimctx). An app container's
+// launcher writes only its own directory of AppStateVolume: AppStartedFile, AppBrokenFile and
+// its restart request. The supervisor runs as root and reads those, and the DPDK runtime
+// directory every app's secondaries write, as hostile input: through fsutil's OpenRegular
+// (beneath the held directory, no symlink, no FIFO, bounded).
+const (
+	// AppStartedFile, in the container's own directory of AppStateVolume, holds the generation
+	// that container's app started against, for people and tools.
+	AppStartedFile = "generation"
 )
 
 // Environment variables of the injected containers.
@@ -134,6 +153,6 @@ const (
 	EnvPodUID       = "POD_UID"
 	EnvPodName      = "POD_NAME"
 	EnvPodNamespace = "POD_NAMESPACE"
-	// EnvContainerName tells the launcher which AppsDir file is its own.
+	// EnvContainerName tells the launcher its container's name, which names its files.
 	EnvContainerName = "FSTACK_CONTAINER_NAME"
 )

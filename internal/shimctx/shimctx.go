@@ -6,19 +6,21 @@
 // launcher that finds too few for the app it is about to start asks for a dataplane restart
 // (Request), which makes fresh zones, instead of starting the app on the kernel.
 //
-// Both files live in a volume the app containers can write: every reader treats them as
-// hostile (bounded size, validated values).
+// The supervisor writes State and its answers to requests in the shim dir, which the app
+// containers mount read-only; a launcher writes its Request in its own directory of the
+// app-state volume (podcontract.AppStateVolume), which the supervisor reads as hostile input
+// (fsutil's OpenRegular: no symlink, no FIFO, bounded size; validated values). A launcher reads
+// the shim dir the same way.
 package shimctx
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/kube-fstack/kube-fstack/internal/fsutil"
@@ -27,12 +29,13 @@ import (
 const (
 	// StateFile (in the shim dir) is the supervisor's latest reading.
 	StateFile = "contexts"
-	// RequestFile (in the shim dir) is a launcher's request for a dataplane restart.
+	// RequestFile (in the launcher's own directory of the app-state volume) is its request for a
+	// dataplane restart.
 	RequestFile = "restart-request"
-	// DeclinedFile (in the shim dir) answers a request the supervisor does not honour (its own
-	// reading shows enough contexts); it holds the request. An honoured request is answered by
-	// the generation moving on.
-	DeclinedFile = "restart-declined"
+	// DeclinedDir (in the shim dir) holds, per container, the supervisor's answer to a request it
+	// does not honour (its own reading shows enough contexts): the request itself. An honoured
+	// request is answered by the generation moving on.
+	DeclinedDir = "restart-declined"
 	// MaxInstances bounds the instances a file may describe (F-Stack's lcore mask is 64 bits).
 	MaxInstances = 64
 	maxFileBytes = 16 << 10
@@ -63,6 +66,9 @@ type Request struct {
 	Container  string `json:"container"`
 	// Need is the slots per instance the app will take.
 	Need []int `json:"need"`
+	// Asked is when the launcher asked (Unix nanoseconds): a decline answers the request with
+	// the same Asked, so an answer to an earlier request is not taken for this one's.
+	Asked int64 `json:"asked,omitempty"`
 }
 
 // Short lists the instances whose free slots are below need, as "instance k: F free, N needed".
@@ -85,10 +91,10 @@ func Write(dir, name string, v any) error {
 	return fsutil.WriteAtomic(filepath.Join(dir, name), append(data, '\n'), 0o644)
 }
 
-// ReadState reads and validates the supervisor's state.
+// ReadState reads and validates the supervisor's state in the shim dir.
 func ReadState(dir string) (*State, error) {
 	var s State
-	if err := readJSON(filepath.Join(dir, StateFile), &s); err != nil {
+	if err := readJSON(dir, StateFile, &s); err != nil {
 		return nil, err
 	}
 	if len(s.Instances) > MaxInstances {
@@ -102,44 +108,74 @@ func ReadState(dir string) (*State, error) {
 	return &s, nil
 }
 
-// ReadRequest reads and validates a launcher's request (RequestFile or DeclinedFile).
-func ReadRequest(dir, name string) (*Request, error) {
+// ReadRequest reads and validates container's request; stateRoot is the whole app-state
+// volume (the dataplane's mount). The request's Container is the directory's name, whatever
+// the file says: an app cannot ask in a sibling's name.
+func ReadRequest(stateRoot, container string) (*Request, error) {
+	if err := fsutil.PlainName(container); err != nil {
+		return nil, fmt.Errorf("%s: container name %w", RequestFile, err)
+	}
+	r, err := readRequest(stateRoot, container+"/"+RequestFile)
+	if err != nil {
+		return nil, err
+	}
+	r.Container = container
+	return r, nil
+}
+
+// ReadDeclined reads the supervisor's answer to container's request from the shim dir.
+func ReadDeclined(shimDir, container string) (*Request, error) {
+	if err := fsutil.PlainName(container); err != nil {
+		return nil, fmt.Errorf("%s: container name %w", DeclinedDir, err)
+	}
+	return readRequest(shimDir, DeclinedDir+"/"+container)
+}
+
+// Decline answers r in the shim dir (the launcher then checks again).
+func Decline(shimDir string, r *Request) error {
+	d, err := fsutil.OpenDir(shimDir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	sub, _, err := d.MkdirOpen(DeclinedDir, 0o755)
+	if err != nil {
+		return err
+	}
+	defer sub.Close()
+	data, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return sub.WriteAtomic(r.Container, append(data, '\n'), 0o644)
+}
+
+func readRequest(dir, rel string) (*Request, error) {
 	var r Request
-	if err := readJSON(filepath.Join(dir, name), &r); err != nil {
+	if err := readJSON(dir, rel, &r); err != nil {
 		return nil, err
 	}
 	if len(r.Need) == 0 || len(r.Need) > MaxInstances {
-		return nil, fmt.Errorf("%s: need lists %d instances", RequestFile, len(r.Need))
+		return nil, fmt.Errorf("%s/%s: need lists %d instances", dir, rel, len(r.Need))
 	}
 	for _, n := range r.Need {
 		if n < 0 || n > 255 {
-			return nil, fmt.Errorf("%s: need %d is out of range", RequestFile, n)
+			return nil, fmt.Errorf("%s/%s: need %d is out of range", dir, rel, n)
 		}
 	}
 	r.Container = printable(r.Container, 63)
 	return &r, nil
 }
 
-// readJSON reads a regular file of bounded size, never through a symlink (the volume is
-// writable by the pod).
-func readJSON(path string, v any) error {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+// readJSON reads rel beneath dir as fsutil.ReadFileBeneath does (a regular file of bounded
+// size, never through a symlink, a FIFO refused at once): its writer may be hostile.
+func readJSON(dir, rel string, v any) error {
+	data, err := fsutil.ReadFileBeneath(dir, rel, maxFileBytes)
 	if err != nil {
 		return err
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return fmt.Errorf("%s is not a regular file", path)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
-	if err != nil {
-		return err
-	}
-	if len(data) > maxFileBytes {
-		return fmt.Errorf("%s is larger than %d bytes", path, maxFileBytes)
 	}
 	if err := json.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s/%s: %w", dir, rel, err)
 	}
 	return nil
 }
@@ -158,12 +194,25 @@ func printable(s string, max int) string {
 	return s
 }
 
-// Remove deletes name in dir; a missing file is not an error.
-func Remove(dir, name string) error {
-	if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+// Remove deletes rel beneath dir (never through a symlink); a missing file is not an error.
+func Remove(dir, rel string) error {
+	d, err := fsutil.OpenDir(dir)
+	if err != nil {
 		return err
 	}
-	return nil
+	defer d.Close()
+	if parent, name := path.Split(rel); parent != "" {
+		sub, err := d.OpenDir(parent)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		defer sub.Close()
+		return sub.Remove(name)
+	}
+	return d.Remove(rel)
 }
 
 // Now is the clock of ReadAt (both containers of a pod share the node's clock).

@@ -99,10 +99,8 @@ func (l *Launcher) freshState(ctx context.Context, gen string, start int64) (*sh
 // the check runs again.
 func (l *Launcher) requestRestart(ctx context.Context, gen string, need []int) (string, error) {
 	g, _ := strconv.Atoi(gen)
-	if err := shimctx.Remove(l.ShimDir, shimctx.DeclinedFile); err != nil {
-		return "", fmt.Errorf("ask for a dataplane restart: %w", err)
-	}
-	if err := shimctx.Write(l.ShimDir, shimctx.RequestFile, &shimctx.Request{Generation: g, Container: l.Container, Need: need}); err != nil {
+	asked := shimctx.Now()
+	if err := shimctx.Write(l.StateDir, shimctx.RequestFile, &shimctx.Request{Generation: g, Container: l.Container, Need: need, Asked: asked}); err != nil {
 		return "", fmt.Errorf("ask for a dataplane restart: %w", err)
 	}
 	deadline := time.Now().Add(l.WaitTimeout)
@@ -112,12 +110,12 @@ func (l *Launcher) requestRestart(ctx context.Context, gen string, need []int) (
 			l.logf("the dataplane restarted (generation %s, was %s)", now, gen)
 			return now, nil
 		}
-		if r, err := shimctx.ReadRequest(l.ShimDir, shimctx.DeclinedFile); err == nil && r.Generation == g && now == gen {
+		if r, err := shimctx.ReadDeclined(l.ShimDir, l.Container); err == nil && r.Generation == g && r.Asked == asked && now == gen {
 			l.logf("the dataplane declined the restart (its reading shows enough contexts): checking again")
 			return gen, nil
 		}
 		if time.Now().After(deadline) {
-			return "", fmt.Errorf("the dataplane did not restart within %s after this app asked (%s/%s): not starting the app on kernel sockets", l.WaitTimeout, l.ShimDir, shimctx.RequestFile)
+			return "", fmt.Errorf("the dataplane did not restart within %s after this app asked (%s/%s): not starting the app on kernel sockets", l.WaitTimeout, l.StateDir, shimctx.RequestFile)
 		}
 		if err := l.sleep(ctx); err != nil {
 			return "", err

@@ -19,14 +19,16 @@ import (
 // new generation whose zones are fresh.
 type fakeSupervisor struct {
 	dir      string
+	state    string // the app-state volume
 	free     atomic.Int32
 	honour   bool
 	restarts atomic.Int32
 	stop     chan struct{}
 }
 
-func startFakeSupervisor(t *testing.T, dir string, free int, honour bool) *fakeSupervisor {
-	f := &fakeSupervisor{dir: dir, honour: honour, stop: make(chan struct{})}
+func startFakeSupervisor(t *testing.T, l *Launcher, free int, honour bool) *fakeSupervisor {
+	dir := l.ShimDir
+	f := &fakeSupervisor{dir: dir, state: filepath.Dir(l.StateDir), honour: honour, stop: make(chan struct{})}
 	f.free.Store(int32(free))
 	// As the supervisor does, a first reading before ready (older than the launcher's start,
 	// so the launcher waits for a fresh one).
@@ -52,12 +54,12 @@ func (f *fakeSupervisor) run(done chan struct{}) {
 		}
 		st := &shimctx.State{Generation: gen, ReadAt: shimctx.Now(), Source: "test", Instances: []shimctx.Instance{{Free: int(f.free.Load()), Capacity: 32}}}
 		_ = shimctx.Write(f.dir, shimctx.StateFile, st)
-		if r, err := shimctx.ReadRequest(f.dir, shimctx.RequestFile); err == nil && f.honour && r.Generation == gen {
+		if r, err := shimctx.ReadRequest(f.state, "nginx"); err == nil && f.honour && r.Generation == gen {
 			// The supervisor's order: readiness, state and request go, F-Stack restarts
 			// (which takes a while), then the new generation, its first reading, ready.
 			_ = os.Remove(filepath.Join(f.dir, podcontract.ReadyFile))
 			_ = shimctx.Remove(f.dir, shimctx.StateFile)
-			_ = shimctx.Remove(f.dir, shimctx.RequestFile)
+			_ = shimctx.Remove(f.state, "nginx/"+shimctx.RequestFile)
 			time.Sleep(100 * time.Millisecond)
 			gen++
 			f.free.Store(32)
@@ -70,8 +72,8 @@ func (f *fakeSupervisor) run(done chan struct{}) {
 }
 
 func TestStartsWhenEnoughContextsAreFree(t *testing.T) {
-	l, dir, log := newTest(t, 0)
-	sup := startFakeSupervisor(t, dir, 1, true)
+	l, _, log := newTest(t, 0)
+	sup := startFakeSupervisor(t, l, 1, true)
 	if code := l.Run(context.Background(), []string{"true"}); code != 0 {
 		t.Fatalf("exit code %d; log:\n%s", code, log)
 	}
@@ -84,7 +86,7 @@ func TestStartsWhenEnoughContextsAreFree(t *testing.T) {
 // starts the app against the new generation, never against the exhausted one.
 func TestAsksForADataplaneRestartWhenShort(t *testing.T) {
 	l, dir, log := newTest(t, 0)
-	sup := startFakeSupervisor(t, dir, 0, true)
+	sup := startFakeSupervisor(t, l, 0, true)
 	out := filepath.Join(dir, "started")
 	if code := l.Run(context.Background(), []string{"sh", "-c", "touch " + out}); code != 0 {
 		t.Fatalf("exit code %d; log:\n%s", code, log)
@@ -92,7 +94,7 @@ func TestAsksForADataplaneRestartWhenShort(t *testing.T) {
 	if sup.restarts.Load() != 1 {
 		t.Fatalf("dataplane restarts %d, want 1; log:\n%s", sup.restarts.Load(), log)
 	}
-	if rec, _ := os.ReadFile(filepath.Join(dir, podcontract.AppsDir, "nginx")); strings.TrimSpace(string(rec)) != "2" {
+	if rec, _ := os.ReadFile(filepath.Join(l.StateDir, podcontract.AppStartedFile)); strings.TrimSpace(string(rec)) != "2" {
 		t.Fatalf("the app started against generation %q, want the restarted 2", rec)
 	}
 	if _, err := os.Stat(out); err != nil {
@@ -108,7 +110,7 @@ func TestAsksForADataplaneRestartWhenShort(t *testing.T) {
 func TestNeverStartsShortOfContexts(t *testing.T) {
 	l, dir, log := newTest(t, 0)
 	l.WaitTimeout = 300 * time.Millisecond
-	startFakeSupervisor(t, dir, 0, false)
+	startFakeSupervisor(t, l, 0, false)
 	out := filepath.Join(dir, "started")
 	if code := l.Run(context.Background(), []string{"sh", "-c", "touch " + out}); code != 1 {
 		t.Fatalf("exit code %d, want 1; log:\n%s", code, log)

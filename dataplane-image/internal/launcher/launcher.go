@@ -30,12 +30,12 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/cpuaffinity"
+	"github.com/kube-fstack/kube-fstack/internal/fsutil"
 	"github.com/kube-fstack/kube-fstack/internal/nginxconf"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
@@ -46,7 +46,12 @@ const ExitDataplaneRestarted = 75
 
 // Launcher holds what the launcher reads and how long it waits; tests point it at fake trees.
 type Launcher struct {
-	ShimDir     string
+	// ShimDir is what the dataplane wrote (read-only here): the shim, the generation and ready
+	// markers, the context readings.
+	ShimDir string
+	// StateDir is this container's own directory of the app-state volume, the only place it
+	// writes (podcontract.AppStateVolume).
+	StateDir    string
 	Container   string
 	WaitTimeout time.Duration
 	Poll        time.Duration
@@ -80,7 +85,7 @@ func New() *Launcher {
 		name = "app"
 	}
 	return &Launcher{
-		ShimDir: podcontract.ShimDir, Container: name, WaitTimeout: 10 * time.Minute,
+		ShimDir: podcontract.ShimDir, StateDir: podcontract.AppStateDir, Container: name, WaitTimeout: 10 * time.Minute,
 		Poll: 50 * time.Millisecond, Grace: podcontract.AppGrace, QuitGrace: podcontract.AppQuitGrace, TermGrace: podcontract.AppTermGrace,
 		MovedGrace: 2 * time.Second, CPUs: cpuaffinity.Own, Log: os.Stderr, MinWorkerAge: time.Second, WorkerSettle: 3 * time.Second,
 	}
@@ -95,6 +100,10 @@ func (l *Launcher) Run(ctx context.Context, argv []string) int {
 	if len(argv) == 0 {
 		l.logf("no command to run: usage: fstack-launcher -- COMMAND [ARGS...]")
 		return 2
+	}
+	if err := l.checkStateDir(); err != nil {
+		l.logf("%v", err)
+		return ExitConfig
 	}
 	// The configuration first: a refusal must not wait for the dataplane.
 	a, err := l.prepareApp(ctx, argv)
@@ -147,12 +156,31 @@ func (l *Launcher) waitReady(ctx context.Context) (string, error) {
 	}
 }
 
+// maxMarkerBytes bounds the generation and ready markers: a decimal int and a newline.
+const maxMarkerBytes = 32
+
+// read returns a marker of the shim dir, or "" when there is none or it is not a small regular
+// file (read as fsutil.ReadFileBeneath does: a FIFO there does not block the launcher).
 func (l *Launcher) read(name string) string {
-	b, err := os.ReadFile(filepath.Join(l.ShimDir, name))
+	b, err := fsutil.ReadFileBeneath(l.ShimDir, name, maxMarkerBytes)
 	if err != nil {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// checkStateDir refuses to start without this container's directory of the app-state volume:
+// the launcher could write none of what the dataplane reads from it (made here, it would be in
+// the container's own file system, where the dataplane never looks).
+func (l *Launcher) checkStateDir() error {
+	st, err := os.Stat(l.StateDir)
+	if err == nil && st.IsDir() {
+		return nil
+	}
+	if err == nil {
+		err = errors.New("not a directory")
+	}
+	return &setupError{fmt.Sprintf("this container has no %s volume at %s (%v): the pod was injected by an older kube-fstack whose pods lack it; recreate the pod", podcontract.AppStateVolume, l.StateDir, err)}
 }
 
 // environ is the child's environment: ours with the shim's variables (shimenv.go), once the
@@ -193,11 +221,12 @@ func failureCode(err error) int {
 
 // record notes the generation this container started against, for people and tools.
 func (l *Launcher) record(gen string) error {
-	dir := filepath.Join(l.ShimDir, podcontract.AppsDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	d, err := fsutil.OpenDir(l.StateDir)
+	if err != nil {
 		return fmt.Errorf("record the generation: %w", err)
 	}
-	return os.WriteFile(filepath.Join(dir, l.Container), []byte(gen+"\n"), 0o644)
+	defer d.Close()
+	return d.WriteAtomic(podcontract.AppStartedFile, []byte(gen+"\n"), 0o644)
 }
 
 // supervise runs argv until it exits or the dataplane's generation moves on.

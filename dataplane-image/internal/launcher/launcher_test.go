@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,9 +18,14 @@ import (
 func newTest(t *testing.T, cpus ...int) (*Launcher, string, *bytes.Buffer) {
 	t.Helper()
 	dir := t.TempDir()
+	// The app-state volume as the dataplane sees it; the launcher gets its own directory.
+	state := filepath.Join(t.TempDir(), "nginx")
+	if err := os.Mkdir(state, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	var log bytes.Buffer
 	l := &Launcher{
-		ShimDir: dir, Container: "nginx", WaitTimeout: 5 * time.Second, Poll: 20 * time.Millisecond,
+		ShimDir: dir, StateDir: state, Container: "nginx", WaitTimeout: 5 * time.Second, Poll: 20 * time.Millisecond,
 		Grace: 2 * time.Second, CPUs: func() ([]int, error) { return cpus, nil }, Log: &log,
 	}
 	return l, dir, &log
@@ -45,7 +51,7 @@ func TestRunsCommandWithLcoreOfOwnCPU(t *testing.T) {
 	if strings.TrimSpace(string(got)) != "0x20" {
 		t.Fatalf("FF_INITIAL_LCORE_ID = %q, want 0x20 (CPU 5)", got)
 	}
-	rec, _ := os.ReadFile(filepath.Join(dir, podcontract.AppsDir, "nginx"))
+	rec, _ := os.ReadFile(filepath.Join(l.StateDir, podcontract.AppStartedFile))
 	if strings.TrimSpace(string(rec)) != "3" {
 		t.Fatalf("recorded generation %q, want 3", rec)
 	}
@@ -136,5 +142,41 @@ func TestAppOfADeadPrimaryGetsTheShortGrace(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatalf("the app of a dead primary still runs 30 s after the generation moved: it got the normal stop's grace (%s), not MovedGrace", l.Grace)
+	}
+}
+
+// A FIFO where the dataplane's generation marker belongs does not block the launcher: it reads
+// no marker and gives up after its wait, naming the file. On main the read of the FIFO blocked
+// for good. (Since the shim dir became read-only to the app containers only the dataplane can
+// put anything there; the read stays bounded and non-blocking all the same.)
+func TestAFIFOAsTheGenerationDoesNotBlock(t *testing.T) {
+	l, dir, log := newTest(t, 0)
+	l.WaitTimeout = 200 * time.Millisecond
+	if err := syscall.Mkfifo(filepath.Join(dir, podcontract.GenerationFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, podcontract.ReadyFile, "1\n")
+	done := make(chan int)
+	go func() { done <- l.Run(context.Background(), []string{"true"}) }()
+	select {
+	case code := <-done:
+		if code != 1 || !strings.Contains(log.String(), "did not report ready") {
+			t.Fatalf("exit %d; log:\n%s", code, log)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the launcher hung on a FIFO planted as the generation marker")
+	}
+}
+
+// Without its directory of the app-state volume (a pod injected by an older kube-fstack) the
+// launcher says what is missing and starts nothing.
+func TestRefusesWithoutItsStateDir(t *testing.T) {
+	l, dir, log := newTest(t, 0)
+	l.StateDir = filepath.Join(dir, "missing")
+	if code := l.Run(context.Background(), []string{"true"}); code != ExitConfig || !strings.Contains(log.String(), "has no "+podcontract.AppStateVolume+" volume at "+l.StateDir) {
+		t.Fatalf("exit %d; log:\n%s", code, log)
+	}
+	if _, err := os.Stat(l.StateDir); err == nil {
+		t.Fatal("the launcher made the directory itself, where the dataplane never looks")
 	}
 }

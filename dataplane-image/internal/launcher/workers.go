@@ -17,7 +17,7 @@ import (
 // listening sockets (docs/fstack-rules.md §6). So the launcher watches the app's workers (the
 // master's children; the pod shares one PID namespace, so they are in /proc): fewer of them
 // than it configured, each up for MinWorkerAge, for longer than WorkerSettle means the app
-// cannot serve. It then marks the app broken (podcontract.AppBrokenDir: every app probe of the
+// cannot serve. It then marks the app broken (podcontract.AppBrokenFile: every app probe of the
 // container fails), stops it as on SIGTERM and exits with ExitAppBroken.
 //
 // Exiting rather than starting the app again in this container: the kubelet's restart runs the
@@ -141,15 +141,15 @@ func (l *Launcher) appWatch(a *app) *workerWatch {
 
 // appStarting clears what a previous run of this container said about its app.
 func (l *Launcher) appStarting() {
-	if err := podcontract.ClearAppBroken(l.ShimDir, l.Container); err != nil {
-		l.logf("WARNING: cannot clear %s/%s/%s (the app probes fail while it is there): %v", l.ShimDir, podcontract.AppBrokenDir, l.Container, err)
+	if err := podcontract.ClearAppBroken(l.StateDir); err != nil {
+		l.logf("WARNING: cannot clear %s/%s (the app probes fail while it is there): %v", l.StateDir, podcontract.AppBrokenFile, err)
 	}
 }
 
 // appBroken marks the app broken, so its probes fail, and says what happens next.
 func (l *Launcher) appBroken(why string) {
 	l.logf("%s; stopping it, then exiting %d so the kubelet restarts this container (its restart count and back-off show a loop)", why, ExitAppBroken)
-	if err := podcontract.WriteAppBroken(l.ShimDir, l.Container, why); err != nil {
+	if err := podcontract.WriteAppBroken(l.StateDir, why); err != nil {
 		l.logf("WARNING: cannot mark the app broken for its probes: %v", err)
 	}
 }

@@ -135,7 +135,7 @@ func TestStopsAnNginxThatLostItsWorkers(t *testing.T) {
 	l.QuitGrace, l.TermGrace = 2*time.Second, time.Second
 	ready(t, dir, "2")
 	// A marker left by the container's previous run goes when the app starts.
-	if err := podcontract.WriteAppBroken(dir, "nginx", "the previous run's"); err != nil {
+	if err := podcontract.WriteAppBroken(l.StateDir, "the previous run's"); err != nil {
 		t.Fatal(err)
 	}
 	worker := filepath.Join(dir, "worker")
@@ -150,7 +150,7 @@ wait
 	go func() {
 		for {
 			if b, err := os.ReadFile(worker); err == nil && len(b) > 0 {
-				if _, broken, _ := podcontract.ReadAppBroken(dir, "nginx"); broken {
+				if _, broken, _ := podcontract.ReadAppBroken(filepath.Dir(l.StateDir), "nginx"); broken {
 					t.Error("the previous run's marker was still there once the app ran")
 				}
 				pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
@@ -173,7 +173,7 @@ wait
 			t.Errorf("log lacks %q:\n%s", want, log)
 		}
 	}
-	why, broken, err := podcontract.ReadAppBroken(dir, "nginx")
+	why, broken, err := podcontract.ReadAppBroken(filepath.Dir(l.StateDir), "nginx")
 	if err != nil || !broken || !strings.Contains(why, "1 of its 2 workers") {
 		t.Fatalf("app-broken marker: %q %v %v, want the reason", why, broken, err)
 	}

@@ -18,12 +18,12 @@ func (s *Supervisor) appBroken(path string) string {
 	if !ok {
 		return ""
 	}
-	why, broken, err := podcontract.ReadAppBroken(s.Cfg.Paths.ShimDir, container)
+	why, broken, err := podcontract.ReadAppBroken(s.Cfg.Paths.AppStateDir, container)
 	switch {
 	case err != nil:
-		// Only the pod writes there; a marker that is not a small regular file fails the
-		// probe rather than hide what the launcher said.
-		return fmt.Sprintf("the launcher's marker %s/%s/%s cannot be read: %v", s.Cfg.Paths.ShimDir, podcontract.AppBrokenDir, container, err)
+		// Only the app container writes there; a marker that is not a small regular file fails
+		// the probe rather than hide what the launcher said. The error names the file.
+		return fmt.Sprintf("the launcher's marker cannot be read: %v", err)
 	case broken:
 		return "the app's launcher reports that it cannot serve: " + why
 	}

@@ -16,12 +16,13 @@ import (
 // tcpSocket probe through F-Stack (here: the fake agent connects). The app's probes fail while
 // its launcher marks it broken, for that container only, and pass again once the marker goes.
 func TestAppProbesFailWhileTheLauncherSaysTheAppCannotServe(t *testing.T) {
-	shim := t.TempDir()
+	state := t.TempDir()
+	mustDo(t, os.Mkdir(filepath.Join(state, "app"), 0o755))
 	bin := filepath.Join(t.TempDir(), "agent")
 	mustDo(t, os.WriteFile(bin, []byte(fakeAgent), 0o755))
 	probes := `{"/app-probe/app/liveness":{"port":80,"timeoutSeconds":1},"/app-probe/app/readiness":{"port":80,"timeoutSeconds":1},` +
 		`"/app-probe/other/liveness":{"port":80,"timeoutSeconds":1}}`
-	s := New(Config{AppProbes: probes, Paths: Paths{ShimDir: shim}}, nil, io.Discard)
+	s := New(Config{AppProbes: probes, Paths: Paths{ShimDir: t.TempDir(), AppStateDir: state}}, nil, io.Discard)
 	s.health.ready.Store(true)
 	s.app.agent.Store(newProbeAgent(bin, nil, s.log))
 	t.Cleanup(func() { s.app.agent.Load().stop(0) })
@@ -39,15 +40,15 @@ func TestAppProbesFailWhileTheLauncherSaysTheAppCannotServe(t *testing.T) {
 	expect("/app-probe/app/liveness", http.StatusOK, "tcp port 80: connected")
 
 	why := "nginx has had 0 of its 1 workers up for 3s (workers seen to die meanwhile: 9): it cannot serve"
-	mustDo(t, podcontract.WriteAppBroken(shim, "app", why))
+	mustDo(t, podcontract.WriteAppBroken(filepath.Join(state, "app"), why))
 	expect("/app-probe/app/liveness", http.StatusServiceUnavailable, "the app's launcher reports that it cannot serve: "+why)
 	expect("/app-probe/app/readiness", http.StatusServiceUnavailable, why)
 	expect("/app-probe/other/liveness", http.StatusOK, "connected")
 
-	mustDo(t, podcontract.ClearAppBroken(shim, "app"))
+	mustDo(t, podcontract.ClearAppBroken(filepath.Join(state, "app")))
 	expect("/app-probe/app/liveness", http.StatusOK, "connected")
 
-	// The pod can write the volume: a symlink there is not followed, and fails the probe.
-	mustDo(t, os.Symlink("/etc/hostname", filepath.Join(shim, podcontract.AppBrokenDir, "app")))
+	// The app container writes its directory: a symlink there is not followed, and fails the probe.
+	mustDo(t, os.Symlink("/etc/hostname", filepath.Join(state, "app", podcontract.AppBrokenFile)))
 	expect("/app-probe/app/liveness", http.StatusServiceUnavailable, "cannot be read")
 }

@@ -23,8 +23,11 @@ type Paths struct {
 	HugePagesDir string
 	// RuntimeDir is DPDK's runtime root (prefix directories live in it).
 	RuntimeDir string
-	// ShimDir is the volume shared with the app containers.
+	// ShimDir is the volume the supervisor fills for the app containers (read-only to them).
 	ShimDir string
+	// AppStateDir is the volume the app containers' launchers write, one directory each
+	// (podcontract.AppStateVolume): read as hostile input.
+	AppStateDir string
 	// ImageShimDir is what the image carries for ShimDir.
 	ImageShimDir string
 	// ConfigFile is where config.ini is written for F-Stack.
@@ -47,6 +50,7 @@ func DefaultPaths() Paths {
 		HugePagesDir: podcontract.HugePagesDir,
 		RuntimeDir:   podcontract.DPDKRuntimeDir,
 		ShimDir:      podcontract.ShimDir,
+		AppStateDir:  podcontract.AppStateDir,
 		ImageShimDir: podcontract.ImageShimDir,
 		ConfigFile:   "/etc/f-stack/config.ini",
 	}

@@ -236,7 +236,8 @@ func (s *standinSource) Read() ([]shimctx.Instance, error) {
 	}
 	out := make([]shimctx.Instance, n)
 	for k := range out {
-		b, err := os.ReadFile(filepath.Join(s.dir, StandinSlotFile(k)))
+		// The slot files are in the runtime dir, which the apps' secondaries write.
+		b, err := fsutil.ReadFileBeneath(s.dir, StandinSlotFile(k), zoneMaxSlots)
 		if err != nil {
 			return nil, err
 		}

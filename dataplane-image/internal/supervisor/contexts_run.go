@@ -4,11 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sys/unix"
 
+	"github.com/kube-fstack/kube-fstack/internal/fsutil"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 	"github.com/kube-fstack/kube-fstack/internal/shimctx"
 )
@@ -148,21 +151,32 @@ func (w *contextWatch) publish() *shimctx.State {
 	return st
 }
 
-// justified reads a pending request: it is honoured when it names this generation and the
-// reading confirms the shortage; otherwise it is removed (the launcher then checks again).
+// justified reads the pending requests, one per app container's directory of the app-state
+// volume: one is honoured when it names this generation and the reading confirms the shortage;
+// the others are removed (their launchers then check again).
 func (w *contextWatch) justified(st *shimctx.State) bool {
-	dir := w.s.Cfg.Paths.ShimDir
-	r, err := shimctx.ReadRequest(dir, shimctx.RequestFile)
+	root := w.s.Cfg.Paths.AppStateDir
+	for _, c := range appStateContainers(root, w.s.logf) {
+		if w.justifiedFor(st, root, c) {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *contextWatch) justifiedFor(st *shimctx.State, root, container string) bool {
+	rel := container + "/" + shimctx.RequestFile
+	r, err := shimctx.ReadRequest(root, container)
 	if errors.Is(err, os.ErrNotExist) {
 		return false
 	}
 	switch {
 	case err != nil:
 		w.s.logf("shim contexts: ignoring a restart request: %v", err)
-		_ = shimctx.Remove(dir, shimctx.RequestFile)
+		_ = shimctx.Remove(root, rel)
 		return false
 	case r.Generation != w.gen:
-		_ = shimctx.Remove(dir, shimctx.RequestFile)
+		_ = shimctx.Remove(root, rel)
 		return false
 	case st.Error != "":
 		w.decline(r, fmt.Sprintf("the contexts cannot be read (%s)", st.Error))
@@ -182,12 +196,44 @@ func (w *contextWatch) justified(st *shimctx.State) bool {
 
 // decline answers a request that is not honoured (the launcher then checks again).
 func (w *contextWatch) decline(r *shimctx.Request, why string) {
-	dir := w.s.Cfg.Paths.ShimDir
 	w.s.logf("shim contexts: container %s asks for a restart, but %s: not restarting", r.Container, why)
-	if err := shimctx.Write(dir, shimctx.DeclinedFile, r); err != nil {
+	if err := shimctx.Decline(w.s.Cfg.Paths.ShimDir, r); err != nil {
 		w.s.logf("shim contexts: %v", err)
 	}
-	_ = shimctx.Remove(dir, shimctx.RequestFile)
+	_ = shimctx.Remove(w.s.Cfg.Paths.AppStateDir, r.Container+"/"+shimctx.RequestFile)
+}
+
+// maxAppContainers bounds the directories read from the app-state volume: the kubelet makes one
+// per app container, and only the dataplane could add more.
+const maxAppContainers = 256
+
+// appStateContainers lists the app containers' directories of the app-state volume (none when
+// it is missing: a pod injected without it has no app side that writes).
+func appStateContainers(root string, logf func(string, ...any)) []string {
+	d, err := fsutil.OpenDir(root)
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			logf("app state: %v", err)
+		}
+		return nil
+	}
+	defer d.Close()
+	names, err := d.Names()
+	if err != nil {
+		logf("app state: %v", err)
+		return nil
+	}
+	sort.Strings(names)
+	var out []string
+	for _, n := range names {
+		if st, err := d.Lstat(n); err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			out = append(out, n)
+		}
+		if len(out) == maxAppContainers {
+			break
+		}
+	}
+	return out
 }
 
 // contextSource makes the source --shim-contexts names.
@@ -215,8 +261,14 @@ func (s *Supervisor) resetContexts(res *render.Result) error {
 		}
 		s.Contexts = src
 	}
-	for _, f := range []string{shimctx.StateFile, shimctx.RequestFile, shimctx.DeclinedFile} {
-		if err := shimctx.Remove(s.Cfg.Paths.ShimDir, f); err != nil {
+	if err := shimctx.Remove(s.Cfg.Paths.ShimDir, shimctx.StateFile); err != nil {
+		return fmt.Errorf("shim contexts: %w", err)
+	}
+	for _, c := range appStateContainers(s.Cfg.Paths.AppStateDir, s.logf) {
+		if err := shimctx.Remove(s.Cfg.Paths.AppStateDir, c+"/"+shimctx.RequestFile); err != nil {
+			return fmt.Errorf("shim contexts: %w", err)
+		}
+		if err := shimctx.Remove(s.Cfg.Paths.ShimDir, shimctx.DeclinedDir+"/"+c); err != nil {
 			return fmt.Errorf("shim contexts: %w", err)
 		}
 	}

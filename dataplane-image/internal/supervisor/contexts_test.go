@@ -149,17 +149,18 @@ func TestRestartsForAJustifiedContextRequest(t *testing.T) {
 	}
 
 	// A request while enough are free is declined and removed.
-	mustDo(t, shimctx.Write(h.paths.ShimDir, shimctx.RequestFile, &shimctx.Request{Generation: 1, Container: "nginx", Need: []int{3}}))
+	own := filepath.Join(h.paths.AppStateDir, "nginx")
+	mustDo(t, shimctx.Write(own, shimctx.RequestFile, &shimctx.Request{Generation: 1, Container: "nginx", Need: []int{3}}))
 	// decline logs, then writes the answer, then removes the request: wait for the last.
 	eventually(t, "the request declined and removed", func() bool {
-		_, err := os.Stat(filepath.Join(h.paths.ShimDir, shimctx.RequestFile))
+		_, err := os.Stat(filepath.Join(own, shimctx.RequestFile))
 		return strings.Contains(h.log.String(), "enough are free now: not restarting") && os.IsNotExist(err)
 	})
 
 	// 30 slots leaked by killed apps: the request is honoured.
 	mustDo(t, os.WriteFile(slots, append(make([]byte, 2), []byte(strings.Repeat("\x01", 30))...), 0o666))
 	eventually(t, "the metric", func() bool { return strings.Contains(h.metricsText(s), `fstack_shim_contexts_free{process="0"} 2`) })
-	mustDo(t, shimctx.Write(h.paths.ShimDir, shimctx.RequestFile, &shimctx.Request{Generation: 1, Container: "nginx", Need: []int{3}}))
+	mustDo(t, shimctx.Write(own, shimctx.RequestFile, &shimctx.Request{Generation: 1, Container: "nginx", Need: []int{3}}))
 	if err := waitResult(t, res); !errors.Is(err, ErrRestartRequested) {
 		t.Fatalf("Run returned %v, want ErrRestartRequested", err)
 	}

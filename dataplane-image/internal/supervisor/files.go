@@ -23,13 +23,14 @@ import (
 func bumpGeneration(shimDir string) (int, error) {
 	path := filepath.Join(shimDir, podcontract.GenerationFile)
 	old := 0
-	data, err := os.ReadFile(path)
+	data, err := fsutil.ReadFileBeneath(shimDir, podcontract.GenerationFile, maxGenerationBytes)
 	switch {
 	case err == nil:
-		if old, err = strconv.Atoi(strings.TrimSpace(string(data))); err != nil {
-			return 0, fmt.Errorf("generation file %s holds %q, not a number: %w", path, data, err)
+		if old, err = strconv.Atoi(strings.TrimSpace(string(data))); err != nil || old < 0 {
+			return 0, fmt.Errorf("generation file %s holds %q, not a generation: remove it (the dataplane container then starts at 1)", path, data)
 		}
-	case !errors.Is(err, os.ErrNotExist):
+	case errors.Is(err, os.ErrNotExist):
+	default:
 		return 0, fmt.Errorf("generation file: %w", err)
 	}
 	gen := old + 1
@@ -38,6 +39,9 @@ func bumpGeneration(shimDir string) (int, error) {
 	}
 	return gen, nil
 }
+
+// maxGenerationBytes bounds the generation file: a decimal int and a newline.
+const maxGenerationBytes = 32
 
 func writeReady(shimDir string, gen int) error {
 	return fsutil.WriteAtomic(filepath.Join(shimDir, podcontract.ReadyFile), []byte(strconv.Itoa(gen)+"\n"), 0o644)

@@ -33,10 +33,11 @@ func newHarness(t *testing.T, spec *fsv1.StackInstanceSpec) *harness {
 	h.paths = Paths{
 		SpecFile: filepath.Join(root, "podinfo", "spec"), PodInfoDir: filepath.Join(root, "podinfo"),
 		PodSocketDir: filepath.Join(root, "vhost"), HugePagesDir: filepath.Join(root, "huge"),
-		RuntimeDir: filepath.Join(root, "run", "dpdk"), ShimDir: filepath.Join(root, "shim"),
+		RuntimeDir: filepath.Join(root, "run", "dpdk"), ShimDir: filepath.Join(root, "shim"), AppStateDir: filepath.Join(root, "app"),
 		ImageShimDir: filepath.Join(root, "image-shim"), ConfigFile: filepath.Join(root, "etc", "config.ini"),
 	}
-	for _, d := range []string{h.paths.PodInfoDir, h.paths.PodSocketDir, h.paths.HugePagesDir, h.paths.RuntimeDir, h.paths.ImageShimDir} {
+	// The kubelet makes each app container's directory of the app-state volume (its subPath).
+	for _, d := range []string{h.paths.PodInfoDir, h.paths.PodSocketDir, h.paths.HugePagesDir, h.paths.RuntimeDir, h.paths.ImageShimDir, filepath.Join(h.paths.AppStateDir, "nginx")} {
 		mustDo(t, os.MkdirAll(d, 0o755))
 	}
 	data, err := json.Marshal(spec)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kube-fstack/kube-fstack/internal/fsutil"
 )
 
 // awaitOldSecondaries holds the start of a new primary until no process holds the previous
@@ -54,28 +56,28 @@ func (s *Supervisor) awaitOldSecondaries(prefix string, stop <-chan struct{}) er
 
 // heldRuntimeFiles lists the files of a primary's runtime directory that some process still
 // locks: fbarray_* (secondaries hold shared flock locks) and config (a primary's fcntl lock).
+// The apps' secondaries write the runtime directory: each file is opened beneath it, and only
+// a regular file is (fsutil.OpenRegular: a FIFO planted there would block the open).
 func heldRuntimeFiles(dir string) []string {
 	files, _ := filepath.Glob(filepath.Join(dir, "fbarray_*"))
 	var held []string
 	for _, f := range files {
-		if flockHeld(f) {
+		if flockHeld(dir, filepath.Base(f)) {
 			held = append(held, f)
 		}
 	}
-	if cfg := filepath.Join(dir, "config"); exists(cfg) {
-		if f, err := os.Open(cfg); err == nil {
-			if lockHeld(f) {
-				held = append(held, cfg)
-			}
-			f.Close()
+	if f, err := fsutil.OpenRegularBeneath(dir, "config"); err == nil {
+		if lockHeld(f) {
+			held = append(held, filepath.Join(dir, "config"))
 		}
+		f.Close()
 	}
 	return held
 }
 
 // flockHeld tries the exclusive flock a new primary will need, and gives it back at once.
-func flockHeld(path string) bool {
-	f, err := os.Open(path)
+func flockHeld(dir, name string) bool {
+	f, err := fsutil.OpenRegularBeneath(dir, name)
 	if err != nil {
 		return false
 	}

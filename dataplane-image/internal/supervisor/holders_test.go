@@ -24,7 +24,7 @@ func holdShared(t *testing.T, file string) *exec.Cmd {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the lock lives on in sleep
 	mustDo(t, cmd.Start())
 	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
-	eventually(t, "the shared lock", func() bool { return flockHeld(file) })
+	eventually(t, "the shared lock", func() bool { return flockHeld(filepath.Dir(file), filepath.Base(file)) })
 	return cmd
 }
 

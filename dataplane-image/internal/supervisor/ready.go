@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/telemetry"
+	"github.com/kube-fstack/kube-fstack/internal/fsutil"
 )
 
 // rteMagic is RTE_MAGIC: EAL writes it into the shared config's first word when its init is
@@ -24,9 +25,14 @@ const rteMagic = 19820526
 // primaryState says how far a primary has got; the text is what a timeout reports.
 func primaryState(runtimeDir, prefix string) error {
 	cfg := filepath.Join(runtimeDir, prefix, "config")
-	f, err := os.Open(cfg)
-	if err != nil {
+	// The runtime dir is the apps' too (their secondaries write it): what sits at config may
+	// be a FIFO or a symlink an app planted.
+	f, err := fsutil.OpenRegularBeneath(runtimeDir, prefix+"/config")
+	if errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("no DPDK runtime config yet (%s)", cfg)
+	}
+	if err != nil {
+		return fmt.Errorf("DPDK runtime config: %w", err)
 	}
 	defer f.Close()
 	if !lockHeld(f) {
