@@ -128,4 +128,3 @@ func TestAFIFOInTheAppStateVolumeIsRefused(t *testing.T) {
 		t.Fatalf("a decline was written in nginx's name: %v", err)
 	}
 }
-
