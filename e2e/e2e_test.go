@@ -365,7 +365,7 @@ func checkInjected(t *testing.T, p *corev1.Pod) {
 	if v, ok := vols[podcontract.VhostVolume]; !ok || v.HostPath == nil || v.HostPath.Path != podcontract.HostSocketRoot {
 		fail("volume %s is not the hostPath %s: %+v", podcontract.VhostVolume, podcontract.HostSocketRoot, v)
 	}
-	for _, name := range []string{podcontract.DPDKRuntimeVolume, podcontract.ShimVolume, podcontract.PodInfoVolume} {
+	for _, name := range []string{podcontract.DPDKRuntimeVolume, podcontract.ShimVolume, podcontract.AppStateVolume, podcontract.PodInfoVolume} {
 		if _, ok := vols[name]; !ok {
 			fail("no volume %s", name)
 		}
@@ -374,6 +374,17 @@ func checkInjected(t *testing.T, p *corev1.Pod) {
 	mounts := map[string]string{}
 	for _, m := range app.VolumeMounts {
 		mounts[m.Name] = m.MountPath
+		// The app runs the launcher and preloads the shim from the shim volume: it must not be
+		// able to replace them, and writes only its own directory of the app-state volume.
+		if m.Name == podcontract.ShimVolume && !m.ReadOnly {
+			fail("app container mounts %s read-write", m.Name)
+		}
+		if m.Name == podcontract.AppStateVolume && (m.SubPath != appCont || m.MountPath != podcontract.AppStateDir) {
+			fail("app container mounts %s as %+v, want only its own directory %s at %s", m.Name, m, appCont, podcontract.AppStateDir)
+		}
+	}
+	if _, ok := mounts[podcontract.AppStateVolume]; !ok {
+		fail("app container does not mount %s", podcontract.AppStateVolume)
 	}
 	for name, path := range map[string]string{podcontract.HugePagesVolume: podcontract.HugePagesDir, podcontract.DPDKRuntimeVolume: podcontract.DPDKRuntimeDir, podcontract.ShimVolume: podcontract.ShimDir} {
 		if mounts[name] != path {

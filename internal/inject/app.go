@@ -18,5 +18,20 @@ func (p *plan) addShim(c *corev1.Container) {
 	env := append([]corev1.EnvVar{}, p.shimEnv...)
 	env = append(env, corev1.EnvVar{Name: podcontract.EnvContainerName, Value: c.Name})
 	c.Env = append(c.Env, env...)
-	c.VolumeMounts = append(c.VolumeMounts, sharedMounts()...)
+	c.VolumeMounts = append(c.VolumeMounts, appMounts(c.Name)...)
+}
+
+// appMounts are an app container's: the DPDK volumes as the dataplane has them; the shim volume
+// read-only, since every app container runs the launcher and preloads the shim from it, and one
+// that could write it could replace either for its siblings; and, as the only place it writes
+// (the launcher's markers and requests), its own directory of the app-state volume, so that it
+// cannot write in a sibling's name either.
+func appMounts(container string) []corev1.VolumeMount {
+	mounts := sharedMounts()
+	for i := range mounts {
+		if mounts[i].Name == podcontract.ShimVolume {
+			mounts[i].ReadOnly = true
+		}
+	}
+	return append(mounts, corev1.VolumeMount{Name: podcontract.AppStateVolume, MountPath: podcontract.AppStateDir, SubPath: container})
 }

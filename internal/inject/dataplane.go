@@ -19,7 +19,9 @@ func (p *plan) dataplaneContainer() corev1.Container {
 		image = p.cfg.Image
 	}
 	mounts := append(sharedMounts(), corev1.VolumeMount{
-		Name: podcontract.PodInfoVolume, MountPath: podcontract.PodInfoDir, ReadOnly: true})
+		Name: podcontract.PodInfoVolume, MountPath: podcontract.PodInfoDir, ReadOnly: true},
+		// Every app container's directory, whose files the supervisor reads as hostile input.
+		corev1.VolumeMount{Name: podcontract.AppStateVolume, MountPath: podcontract.AppStateDir})
 	if p.vhost {
 		mounts = append(mounts, corev1.VolumeMount{
 			Name: podcontract.VhostVolume, MountPath: podcontract.PodSocketDir, SubPathExpr: "$(" + podcontract.EnvPodUID + ")"})

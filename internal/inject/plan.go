@@ -132,7 +132,7 @@ func (p *plan) chooseShimContainers() field.ErrorList {
 				"container %q must set command (the image's entrypoint, e.g. [nginx, -g, daemon off;]): the shim's launcher starts it after the dataplane is ready and cannot read the image's entrypoint", c.Name)))
 		}
 		for j, m := range c.VolumeMounts {
-			if slices.ContainsFunc(sharedMounts(), func(s corev1.VolumeMount) bool { return s.MountPath == m.MountPath }) {
+			if slices.ContainsFunc(appMounts(c.Name), func(s corev1.VolumeMount) bool { return s.MountPath == m.MountPath }) {
 				errs = append(errs, field.Forbidden(path.Child("volumeMounts").Index(j).Child("mountPath"), fmt.Sprintf(
 					"%s is where the injection mounts the volume the F-Stack processes share; mount elsewhere", m.MountPath)))
 			}

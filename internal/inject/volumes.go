@@ -8,7 +8,7 @@ import (
 )
 
 func (p *plan) volumeNames() []string {
-	names := []string{podcontract.HugePagesVolume, podcontract.DPDKRuntimeVolume, podcontract.ShimVolume, podcontract.PodInfoVolume}
+	names := []string{podcontract.HugePagesVolume, podcontract.DPDKRuntimeVolume, podcontract.ShimVolume, podcontract.AppStateVolume, podcontract.PodInfoVolume}
 	if p.vhost {
 		names = append(names, podcontract.VhostVolume)
 	}
@@ -21,6 +21,7 @@ func (p *plan) volumes() []corev1.Volume {
 			EmptyDir: &corev1.EmptyDirVolumeSource{Medium: p.hugePagesMedium()}}},
 		{Name: podcontract.DPDKRuntimeVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: podcontract.ShimVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: podcontract.AppStateVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: podcontract.PodInfoVolume, VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{
 			Items: podInfoItems()}}},
 	}
