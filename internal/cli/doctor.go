@@ -71,29 +71,32 @@ func (o *doctorOptions) run(stdout io.Writer, args []string) error {
 }
 
 // printNodeReport prints one node: its kube-fstack labels, every check, and a fix line for each
-// check that did not pass.
+// check that did not pass. Every string of the node (the report above all: the node agent writes it, and so can anyone
+// who controls the node or may edit nodes) goes through safe before it is printed.
 func printNodeReport(w io.Writer, n *corev1.Node) {
+	name := safe(n.Name)
 	raw, ok := n.Annotations[fsv1.NodeReportAnnotation]
 	if !ok {
-		fmt.Fprintf(w, "node %s: no report: the kube-fstack node agent has not run there (chart value cni.nodeAgent.enabled; the CNI DaemonSet's nodeSelector and tolerations; its node-agent container's log)\n", n.Name)
+		fmt.Fprintf(w, "node %s: no report: the kube-fstack node agent has not run there (chart value cni.nodeAgent.enabled; the CNI DaemonSet's nodeSelector and tolerations; its node-agent container's log)\n", name)
 		return
 	}
 	r, err := nodecheck.ParseReport(raw)
 	if err != nil {
-		fmt.Fprintf(w, "node %s: unreadable report: %v\n", n.Name, err)
+		// JSON's errors quote the offending bytes.
+		fmt.Fprintf(w, "node %s: unreadable report: %s\n", name, safe(err.Error()))
 		return
 	}
 	failed := r.Failed()
-	fmt.Fprintf(w, "node %s: %d of %d checks need attention\n", n.Name, len(failed), len(r.Checks))
-	fmt.Fprintf(w, "  labels: %s\n", nodeLabels(n))
+	fmt.Fprintf(w, "node %s: %d of %d checks need attention\n", name, len(failed), len(r.Checks))
+	fmt.Fprintf(w, "  labels: %s\n", safe(nodeLabels(n)))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, c := range r.Checks {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", strings.ToUpper(string(c.Status)), c.Name, c.Detail)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", safe(strings.ToUpper(string(c.Status))), safe(c.Name), safe(c.Detail))
 	}
 	_ = tw.Flush()
 	for _, c := range failed {
 		if c.Fix != "" {
-			fmt.Fprintf(w, "  fix %s: %s: %s\n", c.Name, c.Detail, c.Fix)
+			fmt.Fprintf(w, "  fix %s: %s: %s\n", safe(c.Name), safe(c.Detail), safe(c.Fix))
 		}
 	}
 }

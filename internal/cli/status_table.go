@@ -103,6 +103,11 @@ func (t *statusTable) write(w io.Writer, withNamespace bool) error {
 		if withNamespace {
 			cols = append([]string{r.namespace}, cols...)
 		}
+		// Annotations and status are anyone's with the right to edit them: printed as safe
+		// text, and a tab in one cannot shift the columns.
+		for i := range cols {
+			cols[i] = safe(cols[i])
+		}
 		fmt.Fprintln(tw, strings.Join(cols, "\t"))
 	}
 	return tw.Flush()
