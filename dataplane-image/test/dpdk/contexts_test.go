@@ -158,8 +158,8 @@ func (a *testApp) start(t *testing.T, launcher bool) (*exec.Cmd, *syncbuf.Buffer
 		cmd = append(cmd, podcontract.EnvPreload+"="+a.lib, podcontract.EnvShimInstances+"=1")
 	}
 	cmd = append(cmd, "bash", "-c", ": 3<>/dev/tcp/127.0.0.1/1 2>/dev/null; echo app-started; exec sleep 1000")
-	args := append([]string{"--mount", "--pid", "--fork", "--mount-proc", "--propagation", "private", "--", "sh", "-c", containerScript, "sh",
-		filepath.Join(a.p.dir, "empty"), a.p.shimDir, a.p.runDir, env.huge.Dir, ""}, cmd...)
+	args := append(append([]string{"--mount", "--pid", "--fork", "--mount-proc", "--propagation", "private", "--", "sh", "-c", containerScript, "sh"},
+		a.p.appArgs("app", "")...), cmd...)
 	c := exec.Command("unshare", args...)
 	var out syncbuf.Buffer
 	c.Stdout, c.Stderr = &out, &out

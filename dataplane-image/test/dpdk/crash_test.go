@@ -81,7 +81,7 @@ wait`
 // runs.
 func (p *pod) startAttachedApp(t *testing.T, launcher string) (*exec.Cmd, *syncbuf.Buffer) {
 	t.Helper()
-	args := append(p.namespaces(), filepath.Join(p.dir, "empty"), p.shimDir, p.runDir, env.huge.Dir, "",
+	args := append(append(p.namespaces(), p.appArgs("app", "")...),
 		"env", "FF_NB_FSTACK_INSTANCE=1", podcontract.EnvContainerName+"=app", launcher, "--",
 		"sh", "-c", appIgnoringTERM)
 	cmd := exec.Command(args[0], args[1:]...)

@@ -32,23 +32,42 @@ const (
 
 // containerScript sets up a container's mounts: $1 socket dir, $2 shim dir, $3 DPDK runtime
 // dir, $4 hugetlbfs; every other hugetlbfs mount of the machine is hidden, as in a pod, because
-// DPDK would otherwise pick whichever it finds first. $5 are the CPUs; the rest is the command.
+// DPDK would otherwise pick whichever it finds first. $5 are the CPUs, $6 the app-state dir
+// (the whole volume for the dataplane, its own sub-directory for an app container, as the
+// injector's subPath mount), $7 "ro" mounts the shim dir read-only (app containers, as
+// injected); the rest is the command. dataplaneArgs and appArgs give $1-$7.
 const containerScript = `set -e
 mount -t tmpfs tmpfs /run
-mkdir -p /run/kube-fstack/vhost /run/kube-fstack/shim /run/dpdk ` + podHugeDir + `
+mkdir -p /run/kube-fstack/vhost /run/kube-fstack/shim /run/kube-fstack/app /run/dpdk ` + podHugeDir + `
 mount --bind "$1" /run/kube-fstack/vhost
 mount --bind "$2" /run/kube-fstack/shim
+if [ "$7" = ro ]; then mount -o remount,bind,ro /run/kube-fstack/shim; fi
+mount --bind "$6" /run/kube-fstack/app
 mount --bind "$3" /run/dpdk
 mount --bind "$4" ` + podHugeDir + `
 for m in $(awk '$3=="hugetlbfs"{print $2}' /proc/mounts); do [ "$m" = ` + podHugeDir + ` ] || umount -l "$m"; done
-cpus=$5; shift 5
+cpus=$5; shift 7
 if [ -n "$cpus" ]; then exec taskset -c "$cpus" "$@"; fi
 exec "$@"`
 
+// dataplaneArgs are containerScript's volume arguments for the dataplane container.
+func (p *pod) dataplaneArgs(cpus string) []string {
+	return []string{p.socketDir, p.shimDir, p.runDir, env.huge.Dir, cpus, p.stateDir, "rw"}
+}
+
+// appArgs are containerScript's volume arguments for the app container named container: no
+// socket dir, the shim dir read-only, and its own directory of the app-state volume, which the
+// kubelet makes for the subPath mount (a failure to make it shows as the script's failed mount).
+func (p *pod) appArgs(container, cpus string) []string {
+	own := filepath.Join(p.stateDir, container)
+	_ = os.MkdirAll(own, 0o755)
+	return []string{filepath.Join(p.dir, "empty"), p.shimDir, p.runDir, env.huge.Dir, cpus, own, "ro"}
+}
+
 // pod is one pod's shared volumes on the host and its OVS port.
 type pod struct {
-	name                                     string
-	dir, socketDir, shimDir, runDir, imgShim string
+	name                                               string
+	dir, socketDir, shimDir, runDir, imgShim, stateDir string
 	specFile                                 string
 	ip                                       string
 	// pidNS, when set, is a process in the pod's PID namespace (shareProcessNamespace: the pause
@@ -61,7 +80,8 @@ func newPod(t testing.TB, name, ip string, processes int) *pod {
 	dir := t.TempDir()
 	p := &pod{name: name, dir: dir, ip: ip, specFile: filepath.Join(dir, "spec.json")}
 	p.socketDir, p.shimDir, p.runDir, p.imgShim = filepath.Join(dir, "vhost"), filepath.Join(dir, "shim"), filepath.Join(dir, "dpdk"), filepath.Join(dir, "image-shim")
-	for _, d := range []string{p.socketDir, p.shimDir, p.runDir, filepath.Join(p.imgShim, "kernel-event+multi-sc"), filepath.Join(dir, "empty")} {
+	p.stateDir = filepath.Join(dir, "app-state")
+	for _, d := range []string{p.socketDir, p.shimDir, p.runDir, p.stateDir, filepath.Join(p.imgShim, "kernel-event+multi-sc"), filepath.Join(dir, "empty")} {
 		must(t, os.MkdirAll(d, 0o755))
 	}
 	p.writeImageShim(t)
@@ -215,7 +235,7 @@ func (p *pod) startDataplane(t testing.TB, cpus string, extra ...string) *datapl
 	d := &dataplane{addr: freeAddr(t), done: make(chan struct{}),
 		logPath: filepath.Join(p.dir, fmt.Sprintf("supervisor-%d.log", time.Now().UnixNano()))}
 	args := append([]string{"-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, cg}, p.namespaces()...)
-	args = append(args, p.socketDir, p.shimDir, p.runDir, env.huge.Dir, "",
+	args = append(append(args, p.dataplaneArgs("")...),
 		env.supervisor, "--spec-file="+p.specFile, "--shim-contexts=standin", "--cpuset-file="+filepath.Join(cg, "cpuset.cpus"), "--hugepages-dir="+podHugeDir, "--config-file="+podConfig,
 		"--image-shim-dir="+p.imgShim, "--listen="+d.addr, "--start-timeout=90s", "--grace=5s",
 		"--program-mode", "--program=dpdk-testpmd", "--program-lcores-per-proc=2", "--ready-telemetry=/mempool/list~mb_pool_0",
@@ -354,8 +374,9 @@ func (d *dataplane) pidOf(t testing.TB, name string) int {
 // namespaces, seeing only the hugepage volume and the DPDK runtime volume at the pod's paths.
 // It is bounded: a secondary that cannot attach may wait forever.
 func (p *pod) appSecondary(cpus string, args ...string) (string, error) {
-	script := append([]string{"--mount", "--pid", "--fork", "--mount-proc", "--propagation", "private", "--", "sh", "-c", containerScript, "sh",
-		filepath.Join(p.dir, "empty"), p.shimDir, p.runDir, env.huge.Dir, cpus, "timeout", "60"}, args...)
+	script := append([]string{"--mount", "--pid", "--fork", "--mount-proc", "--propagation", "private", "--", "sh", "-c", containerScript, "sh"},
+		p.appArgs("secondary", cpus)...)
+	script = append(append(script, "timeout", "60"), args...)
 	return nodetest.Run("unshare", script...)
 }
 

@@ -131,8 +131,9 @@ func TestAppImageLackingTheShimsLibraryIsRefused(t *testing.T) {
 	d := p.startDataplane(t, "1")
 	d.waitReady(t)
 	run := func() (string, int) {
-		args := append([]string{"--mount", "--pid", "--fork", "--mount-proc", "--propagation", "private", "--", "sh", "-c", containerScript, "sh",
-			filepath.Join(p.dir, "empty"), p.shimDir, p.runDir, env.huge.Dir, "", "timeout", "60", "env"}, injectedAppEnv(t, p)...)
+		args := append([]string{"--mount", "--pid", "--fork", "--mount-proc", "--propagation", "private", "--", "sh", "-c", containerScript, "sh"},
+			p.appArgs("app", "")...)
+		args = append(append(args, "timeout", "60", "env"), injectedAppEnv(t, p)...)
 		out, err := exec.Command("unshare", append(args, launcher, "--", "bash", "-c", "echo app-started")...).CombinedOutput()
 		var ee *exec.ExitError
 		if err != nil && !errors.As(err, &ee) {
