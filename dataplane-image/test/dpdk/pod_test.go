@@ -68,8 +68,8 @@ func (p *pod) appArgs(container, cpus string) []string {
 type pod struct {
 	name                                               string
 	dir, socketDir, shimDir, runDir, imgShim, stateDir string
-	specFile                                 string
-	ip                                       string
+	specFile                                           string
+	ip                                                 string
 	// pidNS, when set, is a process in the pod's PID namespace (shareProcessNamespace: the pause
 	// container's): the dataplane and apps join it instead of getting one each.
 	pidNS int
