@@ -155,10 +155,10 @@ func (d *Dir) OpenRegular(rel string) (*os.File, error) {
 }
 
 // ErrNotRegular is OpenRegular's refusal of anything but a regular file.
-var ErrNotRegular = errors.New("not a regular file: only the dataplane's own files belong here; remove it")
+var ErrNotRegular = errors.New("not a regular file (its writer never makes one); remove it")
 
 // ErrTooLarge is ReadFile's refusal of a file over its bound.
-var ErrTooLarge = errors.New("larger than allowed")
+var ErrTooLarge = errors.New("too large")
 
 func kind(m os.FileMode) string {
 	switch t := m.Type(); {

@@ -22,7 +22,9 @@ type fakeSupervisor struct {
 	state    string // the app-state volume
 	free     atomic.Int32
 	honour   bool
+	decline  atomic.Bool
 	restarts atomic.Int32
+	declined atomic.Int32
 	stop     chan struct{}
 }
 
@@ -54,6 +56,14 @@ func (f *fakeSupervisor) run(done chan struct{}) {
 		}
 		st := &shimctx.State{Generation: gen, ReadAt: shimctx.Now(), Source: "test", Instances: []shimctx.Instance{{Free: int(f.free.Load()), Capacity: 32}}}
 		_ = shimctx.Write(f.dir, shimctx.StateFile, st)
+		if r, err := shimctx.ReadRequest(f.state, "nginx"); err == nil && f.decline.Load() && r.Generation == gen {
+			// Contexts came back meanwhile: the supervisor's answer, in the shim dir.
+			f.free.Store(32)
+			_ = shimctx.Remove(f.state, "nginx/"+shimctx.RequestFile)
+			_ = shimctx.Decline(f.dir, r)
+			f.declined.Add(1)
+			continue
+		}
 		if r, err := shimctx.ReadRequest(f.state, "nginx"); err == nil && f.honour && r.Generation == gen {
 			// The supervisor's order: readiness, state and request go, F-Stack restarts
 			// (which takes a while), then the new generation, its first reading, ready.
@@ -135,5 +145,24 @@ func TestNginxNeedsAContextPerWorker(t *testing.T) {
 	// The master on instance 0 (FF_PROC_ID 0); workers 0 and 2 on instance 0, worker 1 on 1.
 	if len(a.need) != 2 || a.need[0] != 3 || a.need[1] != 2 {
 		t.Fatalf("need %v, want [3 2]", a.need)
+	}
+}
+
+// A request the supervisor declines (its reading shows enough contexts now) is answered in the
+// shim dir, which the launcher cannot write: the launcher takes the answer to its own request
+// (matched by when it asked) and checks again, without a restart.
+func TestADeclinedRequestIsCheckedAgain(t *testing.T) {
+	l, dir, log := newTest(t, 0)
+	// An answer to an earlier request of the same generation must not be taken for this one's.
+	if err := shimctx.Decline(dir, &shimctx.Request{Generation: 1, Container: "nginx", Need: []int{1}, Asked: 1}); err != nil {
+		t.Fatal(err)
+	}
+	sup := startFakeSupervisor(t, l, 0, false)
+	sup.decline.Store(true)
+	if code := l.Run(context.Background(), []string{"true"}); code != 0 {
+		t.Fatalf("exit code %d; log:\n%s", code, log)
+	}
+	if sup.declined.Load() != 1 || sup.restarts.Load() != 0 || !strings.Contains(log.String(), "the dataplane declined the restart") {
+		t.Fatalf("declined %d, restarts %d; log:\n%s", sup.declined.Load(), sup.restarts.Load(), log)
 	}
 }
