@@ -31,7 +31,7 @@ var podSecurityChecks = func() policy.Evaluator {
 // after injection, naming only fields the user never wrote (a Deployment's pods just never
 // appear). A namespace that cannot be read, or whose labels do not parse, is left to the
 // PodSecurity plugin itself. It returns nil when the pod may go on.
-func (h *PodInjector) podSecurity(ctx context.Context, namespace string, pod *corev1.Pod) *admission.Response {
+func (h *PodInjector) podSecurity(ctx context.Context, namespace string, original, pod *corev1.Pod) *admission.Response {
 	if h.Live == nil {
 		return nil
 	}
@@ -52,12 +52,14 @@ func (h *PodInjector) podSecurity(ctx context.Context, namespace string, pod *co
 	countInjection(resultRefused, "pod-security")
 	resp := admission.Denied(fmt.Sprintf(
 		"namespace %q enforces Pod Security %q (label %s), which the injected pod would break: %s. %s",
-		namespace, p.Enforce.Level, api.EnforceLevelLabel, res.ForbiddenDetail(), podSecurityHint(pod, p.Enforce.Level)))
+		namespace, p.Enforce.Level, api.EnforceLevelLabel, res.ForbiddenDetail(), podSecurityHint(original, pod, p.Enforce)))
 	return &resp
 }
 
-// podSecurityHint says which level the stack needs and why.
-func podSecurityHint(pod *corev1.Pod, level api.Level) string {
+// podSecurityHint says which level the stack needs and why, or that the pod's own fields break
+// the level.
+func podSecurityHint(original, pod *corev1.Pod, lv api.LevelVersion) string {
+	level := lv.Level
 	var needs []string
 	for _, c := range pod.Spec.Containers {
 		if c.SecurityContext == nil || c.SecurityContext.Capabilities == nil {
@@ -81,7 +83,10 @@ func podSecurityHint(pod *corev1.Pod, level api.Level) string {
 	case level == api.LevelRestricted:
 		return fmt.Sprintf("The dataplane runs as root (DPDK's runtime directory and hugepage files), which %q forbids: label the namespace %s=%s.",
 			api.LevelRestricted, api.EnforceLevelLabel, api.LevelBaseline)
+	case !policy.AggregateCheckResults(podSecurityChecks.EvaluatePod(lv, &original.ObjectMeta, &original.Spec)).Allowed:
+		return "The pod as written already breaks it: fix its own fields named above."
 	default:
-		return "The injected dataplane itself meets it: fix the pod's own fields named above."
+		return fmt.Sprintf("What the injector adds for this stack needs more than %q: label the namespace %s=%s.",
+			level, api.EnforceLevelLabel, api.LevelPrivileged)
 	}
 }
