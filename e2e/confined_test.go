@@ -8,13 +8,15 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // checkDataplaneConfined reads, from the node, how the runtime really runs the dataplane's
-// processes (the supervisor and the stand-in's DPDK primary, testpmd): SYS_NICE as the only
-// capability (a vhost-user stack needs no other; the seccomp profile grants DPDK's NUMA calls
-// only with it), no_new_privs, and a seccomp filter. That the pod reached Ready and answers ping
-// under it shows DPDK needs nothing more.
+// processes (the supervisor and the stand-in's DPDK primary, testpmd): no capability at all (a
+// vhost-user stack needs none: the node agent's Localhost seccomp profile allows DPDK's NUMA
+// calls without SYS_NICE), no_new_privs, and a seccomp filter, the pod naming that profile. That
+// the pod reached Ready and answers ping under it shows DPDK needs nothing more.
 func checkDataplaneConfined(t *testing.T, p *corev1.Pod) {
 	t.Helper()
 	for _, comm := range []string{"fstack-supervisor", "dpdk-testpmd"} {
@@ -25,7 +27,7 @@ func checkDataplaneConfined(t *testing.T, p *corev1.Pod) {
 		for _, pid := range pids {
 			st := procStatus(t, pid)
 			for key, want := range map[string]string{
-				"CapEff": sysNiceOnly, "CapPrm": sysNiceOnly, "CapBnd": sysNiceOnly,
+				"CapEff": noCapability, "CapPrm": noCapability, "CapBnd": noCapability,
 				"NoNewPrivs": "1", "Seccomp": "2", "Uid": "0",
 			} {
 				if got := st[key]; got != want {
@@ -33,12 +35,24 @@ func checkDataplaneConfined(t *testing.T, p *corev1.Pod) {
 				}
 			}
 		}
-		t.Logf("%s %v: only CAP_SYS_NICE, no_new_privs, seccomp filter, uid 0", comm, pids)
+		t.Logf("%s %v: no capability, no_new_privs, seccomp filter, uid 0", comm, pids)
 	}
+	for _, c := range p.Spec.InitContainers {
+		if c.Name != podcontract.DataplaneContainer {
+			continue
+		}
+		sc := c.SecurityContext
+		if sc == nil || sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeLocalhost ||
+			sc.SeccompProfile.LocalhostProfile == nil || *sc.SeccompProfile.LocalhostProfile != podcontract.SeccompLocalhostProfile {
+			t.Fatalf("the dataplane's seccomp profile is %+v, want Localhost %s", sc, podcontract.SeccompLocalhostProfile)
+		}
+		return
+	}
+	t.Fatalf("pod %s has no %s container", p.Name, podcontract.DataplaneContainer)
 }
 
-// sysNiceOnly is a capability mask of /proc/<pid>/status with only CAP_SYS_NICE (bit 23).
-const sysNiceOnly = "0000000000800000"
+// noCapability is the capability mask of /proc/<pid>/status with none.
+const noCapability = "0000000000000000"
 
 // procStatus reads /proc/<pid>/status; Uid keeps its first (real) value.
 func procStatus(t *testing.T, pid int) map[string]string {

@@ -151,7 +151,7 @@ func TestEndToEnd(t *testing.T) {
 		checkCPUsAndHugepages(t, pod)
 	})
 
-	step(t, "the dataplane runs with SYS_NICE its only capability, without privilege escalation, under seccomp", func(t *testing.T) {
+	step(t, "the dataplane runs with no capability, without privilege escalation, under the Localhost seccomp profile", func(t *testing.T) {
 		checkDataplaneConfined(t, pod)
 	})
 

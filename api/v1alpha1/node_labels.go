@@ -22,6 +22,10 @@ const (
 	// NodeLabelASLR is "off" or "on": kernel.randomize_va_space (informational: F-Stack's DPDK
 	// secondaries, the shim included, want it off or a base_virtaddr).
 	NodeLabelASLR = NodeLabelPrefix + "aslr"
+	// NodeLabelSeccomp is "ready" when the dataplane's Localhost seccomp profile, as the agent
+	// makes it, is in the kubelet's seccomp directory: injected dataplane containers name it, and
+	// a container whose profile is missing never starts.
+	NodeLabelSeccomp = NodeLabelPrefix + "seccomp"
 
 	// NodeReady is the value of a readiness label whose check passed.
 	NodeReady = "ready"

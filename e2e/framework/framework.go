@@ -173,13 +173,14 @@ func (e *Env) NodeRead(path string) ([]byte, error) {
 }
 
 // SetupManifests is what both the suite and the benchmark start from: a namespace opted into
-// injection, one that is not, and in the first a one-process StackInstance with a vhost-user port
+// injection that enforces Pod Security "baseline" (a vhost-user stack's pods meet it), one that
+// is not, and in the first a one-process StackInstance with a vhost-user port
 // on the attachment fstack-cni serves, at addr (a /24 of fstack-cni's bridge) with hugepages
 // 256Mi, so it fits beside a small app on the local cluster's one exclusive CPU.
 func (e *Env) SetupManifests(injectedNS, plainNS, stack, addr, mac string) string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: Namespace
-metadata: {name: %[1]s, labels: {kubefstack.io/injection: enabled}}
+metadata: {name: %[1]s, labels: {kubefstack.io/injection: enabled, pod-security.kubernetes.io/enforce: baseline}}
 ---
 apiVersion: v1
 kind: Namespace

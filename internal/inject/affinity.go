@@ -9,7 +9,7 @@ import (
 )
 
 // nodeRequirements are the node agent's labels a node must carry to run the stack: the static
-// CPU manager and free hugepages of the stack's size always, the vhost-user label for a
+// CPU manager, free hugepages of the stack's size and the dataplane's seccomp profile always, the vhost-user label for a
 // vhost-user port (OVSDB, the netdev bridge, the socket root), the vfio label for a PCI function
 // named by its address (a port's or a bond member's). Nodes without them are never picked, instead
 // of a pod failing late on them. A function that comes from a device plugin's resource needs no
@@ -22,6 +22,7 @@ func (p *Prepared) nodeRequirements() []corev1.NodeSelectorRequirement {
 	reqs := []corev1.NodeSelectorRequirement{
 		in(fsv1.NodeLabelCPUManager, fsv1.NodeCPUManagerStatic),
 		in(fsv1.NodeLabelHugePages(p.spec.Dataplane.HugePages.PageSize), fsv1.NodeReady),
+		in(fsv1.NodeLabelSeccomp, fsv1.NodeReady),
 	}
 	if p.vhost {
 		reqs = append(reqs, in(fsv1.NodeLabelVhostUser, fsv1.NodeReady))

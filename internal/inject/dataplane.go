@@ -122,33 +122,37 @@ func httpProbe(path string, period, failures int32) *corev1.Probe {
 }
 
 // dataplaneSecurity gives the dataplane what DPDK and F-Stack need for this stack's features and
-// nothing else: every capability dropped, no privilege escalation, the runtime's default seccomp
-// profile. It stays root (uid 0, no capability): DPDK keeps its runtime dir at /var/run/dpdk
-// only for root (elsewhere for other users, where the shim and the ff_* tools, which use
-// root's path, would not find it), and the primary's hugepage files, config and sockets in the
-// pod's emptyDirs and vhost-user directory are files it owns, for which uid 0 needs no
-// capability. vhost-user needs nothing beyond SYS_NICE (below): virtio_user speaks to a unix
-// socket, the memory is hugetlbfs files, and without a PCI device EAL uses IOVA as VA (no
-// /proc/self/pagemap).
+// nothing else: every capability dropped, no privilege escalation, the node agent's Localhost
+// seccomp profile. It stays root (uid 0, no capability): DPDK keeps its runtime dir at
+// /var/run/dpdk only for root (elsewhere for other users, where the shim and the ff_* tools,
+// which use root's path, would not find it), and the primary's hugepage files, config and sockets
+// in the pod's emptyDirs are files it owns, for which uid 0 needs no capability. A vhost-user
+// stack needs no capability at all: virtio_user speaks to a unix socket, the memory is hugetlbfs
+// files, and without a PCI device EAL uses IOVA as VA (no /proc/self/pagemap). So such a pod
+// meets Pod Security "baseline".
 func (p *plan) dataplaneSecurity() *corev1.SecurityContext {
 	return &corev1.SecurityContext{
 		RunAsUser:                ptr(int64(0)),
 		RunAsNonRoot:             ptr(false),
 		AllowPrivilegeEscalation: ptr(false),
-		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: p.dataplaneCapabilities()},
+		// The runtime's default profile lets only holders of SYS_NICE call get_mempolicy,
+		// set_mempolicy and mbind, with which a NUMA-aware EAL (F-Stack's bundled DPDK,
+		// Debian's) places each hugepage segment on its socket; without them EAL's first
+		// allocation fails ("set_mempolicy: Operation not permitted", then ENOMEM). The
+		// Localhost profile is that default with those three calls allowed, so the container
+		// needs no SYS_NICE, which "baseline" forbids and which would also let it renice or
+		// re-pin other processes. The node agent installs it; the node label
+		// NodeLabelSeccomp keeps the pod off nodes without it.
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost,
+			LocalhostProfile: ptr(podcontract.SeccompLocalhostProfile)},
+		Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: p.dataplaneCapabilities()},
 	}
 }
 
+// dataplaneCapabilities are the capabilities beyond "baseline" that the stack's features need;
+// none for a vhost-user stack.
 func (p *plan) dataplaneCapabilities() []corev1.Capability {
-	// Every DPDK process: the RuntimeDefault seccomp profile (containerd's and Docker's) lets
-	// only holders of SYS_NICE call get_mempolicy, set_mempolicy and mbind, with which a
-	// NUMA-aware EAL (F-Stack's bundled DPDK, Debian's) places each hugepage segment on its
-	// socket. Without them EAL's first allocation fails (measured with the stand-in's testpmd:
-	// "set_mempolicy: Operation not permitted", "error allocating rte services array", EAL init
-	// fails with ENOMEM). SYS_NICE also lets it renice or re-pin other processes, which the
-	// pod's cpuset still bounds.
-	caps := []corev1.Capability{"SYS_NICE"}
+	var caps []corev1.Capability
 	if slices.ContainsFunc(p.spec.Ports, func(port fsv1.PortSpec) bool { return port.Device.PCI != nil || port.Device.Bond != nil }) {
 		// PCI ports (a VF or NIC bound to vfio-pci, device nodes from the device plugin): VFIO's
 		// DMA mapping pins every page of the mempools, which counts against RLIMIT_MEMLOCK unless

@@ -43,6 +43,11 @@ type Config struct {
 	// Links lists the node's interfaces (the agent runs in the host's network namespace), to
 	// find the kernel senders behind the bridge's ports; nil skips that check.
 	Links Links
+	// SeccompDir is the kubelet's seccomp directory of the project
+	// (<kubelet root>/seccomp/<podcontract.SeccompProfileDir>), and SeccompProfile the profile the
+	// node agent keeps there; an empty SeccompDir fails the check.
+	SeccompDir     string
+	SeccompProfile []byte
 	// Allocatable is the Node's status.allocatable; nil skips the kubelet side of the
 	// hugepages checks.
 	Allocatable corev1.ResourceList
@@ -66,6 +71,7 @@ func Run(ctx context.Context, cfg *Config) *Report {
 	r.Checks = append(r.Checks, bridgeChecks...)
 	r.Checks = append(r.Checks, kernelTCPChecks(ctx, cfg, bridgeChecks[len(bridgeChecks)-1].Status == Pass)...)
 	r.Checks = append(r.Checks, socketRoot(cfg.SocketRootParent, cfg.SocketRootName))
+	r.Checks = append(r.Checks, seccompProfile(cfg.SeccompDir, cfg.SeccompProfile))
 	r.label(values)
 	return r
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // fakeOVS stands in for OVSDB (the real one is checked by the e2e suite on the local cluster's
@@ -57,6 +58,7 @@ func newNode(t *testing.T) *node {
 	n.cfg = Config{
 		Root: filepath.Join(base, "root"), KubeletDir: filepath.Join(base, "kubelet"),
 		SocketRootParent: filepath.Join(base, "run"), SocketRootName: "vhost", Bridge: "br-fstack", OVS: n.ovs, Links: n.links,
+		SeccompDir: filepath.Join(base, "seccomp"), SeccompProfile: []byte(`{"defaultAction":"SCMP_ACT_ERRNO"}`),
 		Allocatable: corev1.ResourceList{"hugepages-2Mi": resource.MustParse("1Gi"), "hugepages-1Gi": resource.MustParse("2Gi")},
 	}
 	n.write(t, "root/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages", "512\n")
@@ -69,6 +71,7 @@ func newNode(t *testing.T) *node {
 	n.mkdir(t, "root/sys/module/vfio_pci")
 	n.write(t, "kubelet/cpu_manager_state", `{"policyName":"static","defaultCpuSet":"0","checksum":1}`)
 	n.mkdir(t, "run/vhost")
+	n.write(t, "seccomp/"+podcontract.SeccompProfileFile, `{"defaultAction":"SCMP_ACT_ERRNO"}`)
 	return n
 }
 
@@ -125,7 +128,7 @@ func TestFitNodePassesWithEveryLabel(t *testing.T) {
 	want := map[string]string{
 		fsv1.NodeLabelHugePages("2Mi"): "ready", fsv1.NodeLabelHugePages("1Gi"): "ready",
 		fsv1.NodeLabelVhostUser: "ready", fsv1.NodeLabelVFIO: "ready", fsv1.NodeLabelCPUManager: "static",
-		fsv1.NodeLabelCgroup: "v2", fsv1.NodeLabelASLR: "off",
+		fsv1.NodeLabelCgroup: "v2", fsv1.NodeLabelASLR: "off", fsv1.NodeLabelSeccomp: "ready",
 	}
 	if len(r.Labels) != len(want) {
 		t.Errorf("labels %v, want %v", r.Labels, want)
@@ -195,8 +198,8 @@ func TestBrokenNodeLosesTheLabel(t *testing.T) {
 			if _, ok := r.Labels[tc.label]; ok {
 				t.Errorf("label %s still set: %v", tc.label, r.Labels)
 			}
-			if len(r.Labels) != 6 {
-				t.Errorf("one label should go, the other six stay: %v", r.Labels)
+			if len(r.Labels) != 7 {
+				t.Errorf("one label should go, the other seven stay: %v", r.Labels)
 			}
 		})
 	}

@@ -81,7 +81,7 @@ func TestKernelTCPChecksum(t *testing.T) {
 			if c.Status == Warn && !strings.Contains(c.Fix, "drops it") {
 				t.Errorf("fix %q does not say why", c.Fix)
 			}
-			if r.Labels[fsv1.NodeLabelVhostUser] != fsv1.NodeReady || len(r.Labels) != 7 {
+			if r.Labels[fsv1.NodeLabelVhostUser] != fsv1.NodeReady || len(r.Labels) != 8 {
 				t.Errorf("the check changed the labels: %v", r.Labels)
 			}
 		})

@@ -85,6 +85,19 @@ func InjectedVolumes() []string {
 	return []string{HugePagesVolume, DPDKRuntimeVolume, ShimVolume, AppStateVolume, PodInfoVolume, VhostVolume}
 }
 
+// The dataplane container's Localhost seccomp profile, which the node agent installs on every
+// node: the runtime's default profile plus the NUMA memory-policy calls DPDK makes, so the
+// container needs no SYS_NICE (cni/internal/seccompprofile).
+const (
+	// SeccompProfileDir is the profile's directory beneath the kubelet's seccomp root
+	// (<kubelet root dir>/seccomp), the only one the node agent writes.
+	SeccompProfileDir = "kube-fstack"
+	// SeccompProfileFile is the profile's file name in SeccompProfileDir.
+	SeccompProfileFile = "dataplane.json"
+	// SeccompLocalhostProfile is what a container's seccompProfile.localhostProfile names.
+	SeccompLocalhostProfile = SeccompProfileDir + "/" + SeccompProfileFile
+)
+
 // Files of the downward-API volume (in PodInfoDir).
 const (
 	// PodInfoSpec is the StackInstance spec (JSON) from SpecAnnotation.

@@ -15,7 +15,9 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kube-fstack/kube-fstack/cni/internal/nodeagent"
+	"github.com/kube-fstack/kube-fstack/cni/internal/seccompprofile"
 	"github.com/kube-fstack/kube-fstack/internal/nodecheck"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // runAgent is `fstack-cni-installer node-agent`: the DaemonSet's second container, the same
@@ -30,6 +32,7 @@ func runAgent(args []string) error {
 	fs.StringVar(&a.Checks.KubeletDir, "kubelet-dir", "/host/kubelet", "the host's kubelet root dir, mounted read-only")
 	fs.StringVar(&socketRoot, "socket-root", "/host/vhost-parent/vhost", "the vhost-user socket root inside a mount of its host parent dir")
 	fs.StringVar(&a.Checks.Bridge, "bridge", "br-fstack", "the OVS bridge fstack-cni adds ports to")
+	fs.StringVar(&a.Checks.SeccompDir, "seccomp-dir", "/host/seccomp", "the kubelet's seccomp directory of the project (<kubelet root>/seccomp/"+podcontract.SeccompProfileDir+"), where the agent installs the dataplane's profile")
 	fs.StringVar(&ovsdbSocket, "ovsdb-socket", "/host/ovs/db.sock", "OVSDB's unix socket (empty: fail the OVS checks)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -40,6 +43,11 @@ func runAgent(args []string) error {
 	if a.Period <= 0 {
 		return fmt.Errorf("--period %s: must be positive", a.Period)
 	}
+	profile, err := seccompprofile.Dataplane()
+	if err != nil {
+		return fmt.Errorf("node-agent: %w", err)
+	}
+	a.Checks.SeccompProfile = profile
 	a.Checks.SocketRootParent, a.Checks.SocketRootName = filepath.Dir(socketRoot), filepath.Base(socketRoot)
 	// The pod's network namespace is the node's (hostNetwork): the bridge's kernel ports are here
 	// when OVS runs on the host.

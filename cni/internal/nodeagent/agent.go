@@ -4,6 +4,7 @@
 package nodeagent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,7 +18,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/fsutil"
 	"github.com/kube-fstack/kube-fstack/internal/nodecheck"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // Agent checks one node and publishes the result on its Node object.
@@ -55,6 +58,10 @@ func (a *Agent) Once(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("get node %s: %w", a.Node, err)
 	}
+	if err := InstallSeccomp(a.Checks.SeccompDir, a.Checks.SeccompProfile); err != nil {
+		// The check below fails and says so in the report; the next period tries again.
+		fmt.Fprintf(a.Log, "node-agent: %v\n", err)
+	}
 	cfg := a.Checks
 	cfg.Allocatable = node.Status.Allocatable
 	report := nodecheck.Run(ctx, &cfg)
@@ -66,6 +73,27 @@ func (a *Agent) Once(ctx context.Context) error {
 		return fmt.Errorf("patch node %s: %w", a.Node, err)
 	}
 	fmt.Fprintf(a.Log, "node-agent: published %s\n", summary(report))
+	return nil
+}
+
+// InstallSeccomp writes the dataplane's seccomp profile into dir unless it is already there as
+// profile: the kubelet reads it at each container start, so it is replaced whole (rename), never
+// rewritten in place. An empty dir installs nothing.
+func InstallSeccomp(dir string, profile []byte) error {
+	if dir == "" || len(profile) == 0 {
+		return nil
+	}
+	d, err := fsutil.OpenDir(dir)
+	if err != nil {
+		return fmt.Errorf("seccomp directory: %w", err)
+	}
+	defer d.Close()
+	if got, err := d.ReadFile(podcontract.SeccompProfileFile, int64(len(profile))+1); err == nil && bytes.Equal(got, profile) {
+		return nil
+	}
+	if err := d.WriteAtomic(podcontract.SeccompProfileFile, profile, 0o644); err != nil {
+		return fmt.Errorf("install seccomp profile %s: %w", d.Join(podcontract.SeccompProfileFile), err)
+	}
 	return nil
 }
 

@@ -2,6 +2,8 @@ package nodeagent
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -10,6 +12,7 @@ import (
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/nodecheck"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 func TestPatchTouchesOnlyOurKeysAndOnlyWhenChanged(t *testing.T) {
@@ -39,5 +42,46 @@ func TestPatchTouchesOnlyOurKeysAndOnlyWhenChanged(t *testing.T) {
 	node.Annotations = map[string]string{fsv1.NodeReportAnnotation: report.Marshal()}
 	if p := Patch(node, report); p != nil {
 		t.Errorf("a node that already carries the report got patch %s", p)
+	}
+}
+
+// The agent installs the profile, leaves an identical one alone, and replaces an edited one or a
+// planted symlink by a file of its own (rename replaces the link, never writes through it).
+func TestInstallSeccomp(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, podcontract.SeccompProfileFile)
+	profile := []byte(`{"defaultAction":"SCMP_ACT_ERRNO"}`)
+	if err := InstallSeccomp(dir, profile); err != nil {
+		t.Fatal(err)
+	}
+	st1, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := InstallSeccomp(dir, profile); err != nil {
+		t.Fatal(err)
+	}
+	if st2, _ := os.Stat(file); !os.SameFile(st1, st2) {
+		t.Error("an identical profile was rewritten")
+	}
+	target := filepath.Join(t.TempDir(), "elsewhere")
+	if err := os.WriteFile(target, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Remove(file)
+	if err := os.Symlink(target, file); err != nil {
+		t.Fatal(err)
+	}
+	if err := InstallSeccomp(dir, profile); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(target); string(got) != "keep" {
+		t.Errorf("the symlink's target was written: %q", got)
+	}
+	if st, err := os.Lstat(file); err != nil || !st.Mode().IsRegular() {
+		t.Errorf("profile is not a regular file after install: %v %v", st, err)
+	}
+	if got, _ := os.ReadFile(file); string(got) != string(profile) {
+		t.Errorf("profile %q, want %q", got, profile)
 	}
 }

@@ -80,6 +80,9 @@ func (h *PodInjector) Handle(ctx context.Context, req admission.Request) admissi
 	if err != nil {
 		return refuse(pod, err, "pod-invalid")
 	}
+	if resp := h.podSecurity(ctx, req.Namespace, pod, out); resp != nil {
+		return *resp
+	}
 	raw, err := json.Marshal(out)
 	if err != nil {
 		countInjection(resultError, "encode")

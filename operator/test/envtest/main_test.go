@@ -33,6 +33,9 @@ const (
 	operatorNS = "kube-fstack-system"
 	optedInNS  = "web"
 	plainNS    = "plain"
+	// baselineNS is opted in and enforces Pod Security "baseline" (the API server's own
+	// PodSecurity admission plugin, on by default).
+	baselineNS = "tenant"
 )
 
 var (
@@ -149,6 +152,7 @@ func setupNamespaces() error {
 		operatorNS: {fsv1.InjectionLabel: "enabled"}, // opted in, yet never injected
 		optedInNS:  {fsv1.InjectionLabel: "enabled"},
 		plainNS:    nil,
+		baselineNS: {fsv1.InjectionLabel: "enabled", "pod-security.kubernetes.io/enforce": "baseline"},
 	} {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 		if err := k8s.Create(ctx, ns); err != nil {
