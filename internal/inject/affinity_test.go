@@ -29,8 +29,8 @@ func TestNodeAffinityIdempotentAndOptional(t *testing.T) {
 	if diff := cmp.Diff(&out.Spec, again); diff != "" {
 		t.Errorf("second addNodeAffinity changed the pod (-once +twice):\n%s", diff)
 	}
-	if got := len(out.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions); got != 3 {
-		t.Errorf("vhost-user stack: %d requirements, want 3 (cpu-manager, hugepages, vhost-user)", got)
+	if got := len(out.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions); got != 4 {
+		t.Errorf("vhost-user stack: %d requirements, want 4 (cpu-manager, hugepages, seccomp, vhost-user)", got)
 	}
 
 	cfg := testConfig()
