@@ -51,6 +51,9 @@ func (v *StackInstanceValidator) ValidateDelete(context.Context, *fsv1.StackInst
 
 func (v *StackInstanceValidator) validate(si *fsv1.StackInstance) error {
 	errs := render.Validate(&si.Spec)
+	if ferr := inject.CheckSnapshotSize(field.NewPath("spec"), &si.Spec); ferr != nil {
+		errs = append(errs, ferr)
+	}
 	if ferr := v.Images.CheckImage(field.NewPath("spec", "dataplane", "image"), si.Spec.Dataplane.Image); ferr != nil {
 		errs = append(errs, ferr)
 	}
