@@ -16,7 +16,9 @@ type DPDKSpec struct {
 	Channels int32 `json:"channels,omitempty"`
 
 	// Memory DPDK preallocates (memory, EAL -m), a whole number of MiB; keep it within the
-	// dataplane's hugepages. Default: DPDK takes what it needs.
+	// dataplane's hugepages. Default: DPDK takes what it needs. Written in at most 64 characters,
+	// as every quantity of the spec.
+	// +kubebuilder:validation:XValidation:rule="type(self) != string || size(self) <= 64",message="a quantity of at most 64 characters"
 	// +optional
 	Memory *resource.Quantity `json:"memory,omitempty"`
 
@@ -180,6 +182,7 @@ type FreeBSDSpec struct {
 	HZ *int32 `json:"hz,omitempty"`
 
 	// PhysMem is the memory FreeBSD auto-tuning assumes (physmem).
+	// +kubebuilder:validation:XValidation:rule="type(self) != string || size(self) <= 64",message="a quantity of at most 64 characters"
 	// +optional
 	PhysMem *resource.Quantity `json:"physMem,omitempty"`
 
@@ -314,6 +317,7 @@ type PcapSpec struct {
 	SnapLength int32 `json:"snapLength,omitempty"`
 
 	// FileSize rotates a file after this many bytes (savelen); at least 8Mi.
+	// +kubebuilder:validation:XValidation:rule="type(self) != string || size(self) <= 64",message="a quantity of at most 64 characters"
 	// +optional
 	FileSize *resource.Quantity `json:"fileSize,omitempty"`
 
@@ -390,6 +394,7 @@ type HugePagesSpec struct {
 	PageSize HugePageSize `json:"pageSize,omitempty"`
 
 	// Amount of hugepage memory the pod requests.
+	// +kubebuilder:validation:XValidation:rule="type(self) != string || size(self) <= 64",message="a quantity of at most 64 characters"
 	// +optional
 	Amount *resource.Quantity `json:"amount,omitempty"`
 }
@@ -414,9 +419,9 @@ type DataplaneSpec struct {
 
 	// Resources added to the dataplane container beyond the CPUs (one per process) and hugepages:
 	// at most 16 limits and 16 requests, resource names of at most 253 characters (a qualified
-	// name), at most 16 claims whose name and request are DNS labels (at most 63 characters).
-	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || (size(self.limits) <= 16 && self.limits.all(k, size(k) <= 253))",fieldPath=".limits",message="at most 16 resources, names of at most 253 characters"
-	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || (size(self.requests) <= 16 && self.requests.all(k, size(k) <= 253))",fieldPath=".requests",message="at most 16 resources, names of at most 253 characters"
+	// name) and quantities of at most 64, at most 16 claims whose name and request are DNS labels (at most 63 characters).
+	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || (size(self.limits) <= 16 && self.limits.all(k, size(k) <= 253 && (type(self.limits[k]) != string || size(self.limits[k]) <= 64)))",fieldPath=".limits",message="at most 16 resources, names of at most 253 characters, quantities of at most 64"
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || (size(self.requests) <= 16 && self.requests.all(k, size(k) <= 253 && (type(self.requests[k]) != string || size(self.requests[k]) <= 64)))",fieldPath=".requests",message="at most 16 resources, names of at most 253 characters, quantities of at most 64"
 	// +kubebuilder:validation:XValidation:rule="!has(self.claims) || (size(self.claims) <= 16 && self.claims.all(c, size(c.name) <= 63 && (!has(c.request) || size(c.request) <= 63)))",fieldPath=".claims",message="at most 16 claims, names and requests of at most 63 characters"
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`

@@ -47,6 +47,7 @@ const (
 	maxTunableValue   = 256
 	maxResources      = 16
 	maxResourceName   = 253
+	maxQuantity       = 64
 )
 
 // The schema's patterns, verbatim (the API server evaluates them with Go's regexp too).
@@ -72,6 +73,7 @@ func (c *bounds) dpdk(d *fsv1.DPDKSpec, p *field.Path) {
 	}
 	c.str(p.Child("baseVirtAddr"), d.BaseVirtAddr, 0, reBaseVirtAddr)
 	c.str(p.Child("filePrefix"), d.FilePrefix, 32, reFilePrefix)
+	c.quantity(p.Child("memory"), d.Memory)
 	c.in(p.Child("logLevel"), int64(d.LogLevel), 0, 8)
 	c.in(p.Child("fstackLogLevel"), int64(d.FStackLogLevel), 0, 8)
 	c.str(p.Child("fstackLogFilePrefix"), d.FStackLogFilePrefix, 200, reNoSpaceSemi)
@@ -111,6 +113,7 @@ func (c *bounds) kni(k *fsv1.KNISpec, p *field.Path) {
 
 func (c *bounds) freebsd(fb *fsv1.FreeBSDSpec, p *field.Path) {
 	c.optAtLeast(p.Child("hz"), fb.HZ, 1)
+	c.quantity(p.Child("physMem"), fb.PhysMem)
 	c.optAtLeast(p.Child("fdReserve"), fb.FDReserve, 0)
 	c.optAtLeast(p.Child("maxFiles"), fb.MaxFiles, 1)
 	c.optAtLeast(p.Child("soMaxConn"), fb.SoMaxConn, 1)
@@ -153,6 +156,7 @@ func (c *bounds) pcap(pc *fsv1.PcapSpec, p *field.Path) {
 	}
 	c.nonZeroIn(p.Child("snapLength"), int64(pc.SnapLength), 94, 65535)
 	c.str(p.Child("directory"), pc.Directory, 40, rePcapDir)
+	c.quantity(p.Child("fileSize"), pc.FileSize)
 }
 
 func (c *bounds) shim(sh *fsv1.ShimSpec, p *field.Path) {
@@ -167,6 +171,7 @@ func (c *bounds) dataplane(d *fsv1.DataplaneSpec, p *field.Path) {
 	c.enum(p.Child("flavor"), string(d.Flavor), string(fsv1.FlavorKubeFStack), string(fsv1.FlavorUpstream))
 	c.enum(p.Child("hugePages", "pageSize"), string(d.HugePages.PageSize), string(fsv1.HugePages2Mi), string(fsv1.HugePages1Gi))
 	c.str(p.Child("image"), d.Image, maxImage, nil)
+	c.quantity(p.Child("hugePages", "amount"), d.HugePages.Amount)
 	c.resources(&d.Resources, p.Child("resources"))
 }
 

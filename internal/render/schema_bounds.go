@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -143,8 +144,20 @@ func (c *bounds) tunables(p *field.Path, m map[string]string) {
 	}
 }
 
+// quantity checks a quantity's length. The schema bounds the text as written, which the parsed
+// value no longer has; its canonical form is never longer than the text (a huge value prints
+// clamped or with a suffix), so whatever this refuses the API server refuses too.
+func (c *bounds) quantity(p *field.Path, q *resource.Quantity) {
+	if q == nil {
+		return
+	}
+	if cp := q.DeepCopy(); len(cp.String()) > maxQuantity { // String caches: never change the input
+		c.add(field.TooLong(p, "", maxQuantity))
+	}
+}
+
 // resources checks the dataplane's extra resources: how many limits, requests and claims, and
-// the length of every name in them.
+// the length of every name and quantity in them.
 func (c *bounds) resources(r *corev1.ResourceRequirements, p *field.Path) {
 	for _, l := range []struct {
 		name string
@@ -157,7 +170,10 @@ func (c *bounds) resources(r *corev1.ResourceRequirements, p *field.Path) {
 		for _, name := range slices.Sorted(maps.Keys(l.list)) {
 			if utf8.RuneCountInString(string(name)) > maxResourceName {
 				c.add(field.TooLong(lp.Key(shorten(string(name))), "", maxResourceName))
+				continue
 			}
+			q := l.list[name]
+			c.quantity(lp.Key(string(name)), &q)
 		}
 	}
 	cp := p.Child("claims")

@@ -93,16 +93,32 @@ var celCases = map[string][]celCase{
 	}, "spec.freebsd.sysctl"}, {func(s map[string]any) {
 		obj(obj(s, "freebsd"), "sysctl")["net.inet.tcp.msl"] = strings.Repeat("1", 257)
 	}, "spec.freebsd.sysctl"}},
+	"spec.dpdk.memory type(self) != string || size(self) <= 64": {{func(s map[string]any) {
+		obj(s, "dpdk")["memory"] = strings.Repeat("9", 65)
+	}, "spec.dpdk.memory"}},
+	"spec.freebsd.physMem type(self) != string || size(self) <= 64": {{func(s map[string]any) {
+		obj(s, "freebsd")["physMem"] = strings.Repeat("9", 65)
+	}, "spec.freebsd.physMem"}},
+	"spec.pcap.fileSize type(self) != string || size(self) <= 64": {{func(s map[string]any) {
+		obj(s, "pcap")["fileSize"] = strings.Repeat("9", 65)
+	}, "spec.pcap.fileSize"}},
+	"spec.dataplane.hugePages.amount type(self) != string || size(self) <= 64": {{func(s map[string]any) {
+		obj(obj(s, "dataplane"), "hugePages")["amount"] = strings.Repeat("9", 65)
+	}, "spec.dataplane.hugePages.amount"}},
 	"spec.dataplane.resources !has(self.limits)": {{func(s map[string]any) {
 		obj(obj(obj(s, "dataplane"), "resources"), "limits")["example.com/"+strings.Repeat("r", 242)] = "1"
 	}, "spec.dataplane.resources.limits"}, {func(s map[string]any) {
 		obj(obj(s, "dataplane"), "resources")["limits"] = resourceMap(17)
-	}, "spec.dataplane.resources.limits"}},
+	}, "spec.dataplane.resources.limits"}, {func(s map[string]any) {
+		obj(obj(obj(s, "dataplane"), "resources"), "limits")["cpu"] = strings.Repeat("9", 65)
+	}, "spec.dataplane.resources.limits[cpu]"}},
 	"spec.dataplane.resources !has(self.requests)": {{func(s map[string]any) {
 		obj(obj(obj(s, "dataplane"), "resources"), "requests")["example.com/"+strings.Repeat("r", 242)] = "1"
 	}, "spec.dataplane.resources.requests"}, {func(s map[string]any) {
 		obj(obj(s, "dataplane"), "resources")["requests"] = resourceMap(17)
-	}, "spec.dataplane.resources.requests"}},
+	}, "spec.dataplane.resources.requests"}, {func(s map[string]any) {
+		obj(obj(obj(s, "dataplane"), "resources"), "requests")["cpu"] = strings.Repeat("9", 65)
+	}, "spec.dataplane.resources.requests[cpu]"}},
 	"spec.dataplane.resources !has(self.claims)": {{func(s map[string]any) {
 		obj(obj(s, "dataplane"), "resources")["claims"] = []any{map[string]any{"name": strings.Repeat("c", 64)}}
 	}, "spec.dataplane.resources.claims[0].name"}, {func(s map[string]any) {

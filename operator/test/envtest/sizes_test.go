@@ -3,13 +3,15 @@ package envtest
 import (
 	"context"
 	"fmt"
-	"runtime"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -54,6 +56,26 @@ func TestHugeImageRefused(t *testing.T) {
 	if len(errs) == 0 || errs[0].Field != "spec.dataplane.image" || !strings.Contains(errs[0].Error(), "1024") {
 		t.Fatalf("offline: want spec.dataplane.image refused as longer than 1024, got %v", errs.ToAggregate())
 	}
+}
+
+// A quantity of 64 KiB of digits passes the quantity pattern; decoding one into a Go quantity
+// costs time quadratic in its length, in the operator's informer and webhook. The API server
+// refuses it before anything decodes it. Sent untyped: a Go quantity would print it clamped.
+func TestHugeQuantityRefused(t *testing.T) {
+	si := stack(t, "vhost-user", "huge-quantity")
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(si)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: raw}
+	u.SetGroupVersionKind(fsv1.GroupVersion.WithKind("StackInstance"))
+	if err := unstructured.SetNestedField(u.Object, strings.Repeat("9", 64<<10), "spec", "pcap", "fileSize"); err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(u.Object, true, "spec", "pcap", "enabled"); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, k8s.Create(context.Background(), u), "spec.pcap.fileSize", "a quantity of at most 64 characters")
 }
 
 // A spec within every field's bound whose snapshot cannot fit in a pod's annotations is refused
@@ -142,10 +164,10 @@ func TestOperatorHeapFlatOverStackUpdates(t *testing.T) {
 }
 
 func heapAlloc() uint64 {
-	var m runtime.MemStats
-	runtime.GC()
-	runtime.GC() // the first cycle's finalizers free more in the second
-	runtime.ReadMemStats(&m)
+	var m goruntime.MemStats
+	goruntime.GC()
+	goruntime.GC() // the first cycle's finalizers free more in the second
+	goruntime.ReadMemStats(&m)
 	return m.HeapAlloc
 }
 
