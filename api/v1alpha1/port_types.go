@@ -244,6 +244,7 @@ type VLANSpec struct {
 	ID int32 `json:"id"`
 
 	// Port is the name of the parent port.
+	// +kubebuilder:validation:MaxLength=32
 	Port string `json:"port"`
 
 	Addressing `json:",inline"`

@@ -16,7 +16,9 @@ type DPDKSpec struct {
 	Channels int32 `json:"channels,omitempty"`
 
 	// Memory DPDK preallocates (memory, EAL -m), a whole number of MiB; keep it within the
-	// dataplane's hugepages. Default: DPDK takes what it needs.
+	// dataplane's hugepages. Default: DPDK takes what it needs. Written in at most 64 characters,
+	// as every quantity of the spec.
+	// +kubebuilder:validation:XValidation:rule="type(self) != string || size(self) <= 64",message="a quantity of at most 64 characters"
 	// +optional
 	Memory *resource.Quantity `json:"memory,omitempty"`
 
@@ -180,6 +182,7 @@ type FreeBSDSpec struct {
 	HZ *int32 `json:"hz,omitempty"`
 
 	// PhysMem is the memory FreeBSD auto-tuning assumes (physmem).
+	// +kubebuilder:validation:XValidation:rule="type(self) != string || size(self) <= 64",message="a quantity of at most 64 characters"
 	// +optional
 	PhysMem *resource.Quantity `json:"physMem,omitempty"`
 
@@ -214,13 +217,17 @@ type FreeBSDSpec struct {
 	// +optional
 	DelayedAck *bool `json:"delayedAck,omitempty"`
 
-	// CongestionControl is the TCP congestion control algorithm (net.inet.tcp.cc.algorithm).
+	// CongestionControl is the TCP congestion control algorithm (net.inet.tcp.cc.algorithm), at
+	// most 32 characters (FreeBSD's own limit is 16).
 	// +kubebuilder:validation:Pattern=`^[a-z0-9_]+$`
+	// +kubebuilder:validation:MaxLength=32
 	// +optional
 	CongestionControl string `json:"congestionControl,omitempty"`
 
-	// FunctionsDefault is the default TCP stack (net.inet.tcp.functions_default): freebsd, rack or bbr.
+	// FunctionsDefault is the default TCP stack (net.inet.tcp.functions_default): freebsd, rack or
+	// bbr; at most 32 characters, FreeBSD's limit for a stack name.
 	// +kubebuilder:validation:Pattern=`^[a-z0-9_]+$`
+	// +kubebuilder:validation:MaxLength=32
 	// +optional
 	FunctionsDefault string `json:"functionsDefault,omitempty"`
 
@@ -248,13 +255,17 @@ type FreeBSDSpec struct {
 	// +optional
 	MaxTCPTimeWait *int32 `json:"maxTCPTimeWait,omitempty"`
 
-	// Boot are further boot-time tunables ([freebsd.boot]).
+	// Boot are further boot-time tunables ([freebsd.boot]): at most 256, names of at most 128
+	// characters and values of at most 256 (FreeBSD's kenv stops at 128 and 128).
 	// +kubebuilder:validation:MaxProperties=256
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 128 && size(self[k]) <= 256)",message="names of at most 128 characters, values of at most 256"
 	// +optional
 	Boot map[string]string `json:"boot,omitempty"`
 
-	// Sysctl are further run-time sysctls ([freebsd.sysctl]).
+	// Sysctl are further run-time sysctls ([freebsd.sysctl]): at most 256, names of at most 128
+	// characters and values of at most 256.
 	// +kubebuilder:validation:MaxProperties=256
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 128 && size(self[k]) <= 256)",message="names of at most 128 characters, values of at most 256"
 	// +optional
 	Sysctl map[string]string `json:"sysctl,omitempty"`
 }
@@ -277,6 +288,7 @@ type RSSCheckSpec struct {
 // RSSCheckEntry is one (port, local address, remote address, remote port) tuple.
 type RSSCheckEntry struct {
 	// Port is the name of the port the connections leave by.
+	// +kubebuilder:validation:MaxLength=32
 	Port string `json:"port"`
 
 	// LocalAddress is the IPv4 address connections leave from: the port's address or a VIP.
@@ -305,6 +317,7 @@ type PcapSpec struct {
 	SnapLength int32 `json:"snapLength,omitempty"`
 
 	// FileSize rotates a file after this many bytes (savelen); at least 8Mi.
+	// +kubebuilder:validation:XValidation:rule="type(self) != string || size(self) <= 64",message="a quantity of at most 64 characters"
 	// +optional
 	FileSize *resource.Quantity `json:"fileSize,omitempty"`
 
@@ -340,8 +353,11 @@ type ShimSpec struct {
 	// +optional
 	Polling bool `json:"polling,omitempty"`
 
-	// Containers that get the shim; default: every app container of the pod.
+	// Containers that get the shim; default: every app container of the pod. At most 64 names of
+	// at most 63 characters (a container name is a DNS label).
 	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
 	// +optional
 	Containers []string `json:"containers,omitempty"`
 }
@@ -378,13 +394,16 @@ type HugePagesSpec struct {
 	PageSize HugePageSize `json:"pageSize,omitempty"`
 
 	// Amount of hugepage memory the pod requests.
+	// +kubebuilder:validation:XValidation:rule="type(self) != string || size(self) <= 64",message="a quantity of at most 64 characters"
 	// +optional
 	Amount *resource.Quantity `json:"amount,omitempty"`
 }
 
 // DataplaneSpec is the injected container that runs the F-Stack processes.
 type DataplaneSpec struct {
-	// Image of the dataplane; default: the operator's configured image.
+	// Image of the dataplane; default: the operator's configured image. At most 1024 characters
+	// (the longest reference the image grammar allows is about 520).
+	// +kubebuilder:validation:MaxLength=1024
 	// +optional
 	Image string `json:"image,omitempty"`
 
@@ -398,7 +417,12 @@ type DataplaneSpec struct {
 	// +optional
 	HugePages HugePagesSpec `json:"hugePages,omitempty"`
 
-	// Resources added to the dataplane container beyond the CPUs (one per process) and hugepages.
+	// Resources added to the dataplane container beyond the CPUs (one per process) and hugepages:
+	// at most 16 limits and 16 requests, resource names of at most 253 characters (a qualified
+	// name) and quantities of at most 64, at most 16 claims whose name and request are DNS labels (at most 63 characters).
+	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || (size(self.limits) <= 16 && self.limits.all(k, size(k) <= 253 && (type(self.limits[k]) != string || size(self.limits[k]) <= 64)))",fieldPath=".limits",message="at most 16 resources, names of at most 253 characters, quantities of at most 64"
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || (size(self.requests) <= 16 && self.requests.all(k, size(k) <= 253 && (type(self.requests[k]) != string || size(self.requests[k]) <= 64)))",fieldPath=".requests",message="at most 16 resources, names of at most 253 characters, quantities of at most 64"
+	// +kubebuilder:validation:XValidation:rule="!has(self.claims) || (size(self.claims) <= 16 && self.claims.all(c, size(c.name) <= 63 && (!has(c.request) || size(c.request) <= 63)))",fieldPath=".claims",message="at most 16 claims, names and requests of at most 63 characters"
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 }

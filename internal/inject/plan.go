@@ -59,12 +59,23 @@ func Prepare(stack *fsv1.StackInstance, cfg Config) (*Prepared, error) {
 	if err != nil {
 		return nil, p.reject(field.InternalError(stackLabelPath(), err))
 	}
+	if ferr := snapshotSizeError(stackLabelPath(), len(raw)); ferr != nil {
+		// The StackInstance was admitted before the operator bounded its snapshot.
+		return nil, p.reject(field.Forbidden(stackLabelPath(), fmt.Sprintf("StackInstance %q: %s", stack.Name, ferr.Detail)))
+	}
 	p.specJSON = string(raw)
 	for _, e := range res.ShimEnv {
 		p.shimEnv = append(p.shimEnv, corev1.EnvVar{Name: e.Name, Value: e.Value})
 	}
 	p.vhost = hasVhostUser(p.spec)
 	return p, nil
+}
+
+// Bytes estimates the memory p holds, for the webhook's cache bound: the snapshot, the decoded
+// spec (about as large, its strings are the same text) and the shim environment, with room for
+// the Go structures around them.
+func (p *Prepared) Bytes() int {
+	return 3*len(p.specJSON) + 4096
 }
 
 // ConfigHash is the hash of the stack's placeholder-rendered config, as the pods record it.

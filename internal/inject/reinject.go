@@ -14,13 +14,15 @@ import (
 // string anyone may write: such a pod could declare fstack-vhost itself and mount the node's
 // whole socket root, or point the dataplane's subPathExpr at another pod's directory. Its
 // pod-local volumes (emptyDirs, the downward API) reach nothing outside the pod; fstack-vhost
-// must be exactly what the injection makes of it.
+// must be exactly what the injection makes of it. Nor may the claim skip the dataplane image
+// allow-list: the dataplane container's image is checked as if the injection had chosen it.
 
 // CheckAlreadyInjected refuses an already injected pod whose fstack-vhost differs from the
-// injection's: a hostPath of the configured socket root, mounted only by the dataplane container
-// with subPathExpr $(POD_UID), where POD_UID is the pod's own UID.
+// injection's (a hostPath of the configured socket root, mounted only by the dataplane container
+// with subPathExpr $(POD_UID), where POD_UID is the pod's own UID), or whose dataplane container
+// runs an image outside the allow-list.
 func CheckAlreadyInjected(pod *corev1.Pod, cfg Config) field.ErrorList {
-	var errs field.ErrorList
+	errs := checkDataplaneImages(pod, cfg)
 	for i, v := range pod.Spec.Volumes {
 		if v.Name == podcontract.VhostVolume && (v.HostPath == nil || v.HostPath.Path != cfg.HostSocketRoot) {
 			errs = append(errs, field.Forbidden(field.NewPath("spec", "volumes").Index(i), fmt.Sprintf(
@@ -68,4 +70,23 @@ func isDataplaneVhostMount(c *corev1.Container, m corev1.VolumeMount) bool {
 	}
 	return uid != nil && uid.Value == "" && uid.ValueFrom != nil && uid.ValueFrom.FieldRef != nil &&
 		uid.ValueFrom.FieldRef.FieldPath == "metadata.uid"
+}
+
+// checkDataplaneImages applies the allow-list to every container named as the dataplane.
+func checkDataplaneImages(pod *corev1.Pod, cfg Config) field.ErrorList {
+	var errs field.ErrorList
+	for _, list := range []struct {
+		path       *field.Path
+		containers []corev1.Container
+	}{{field.NewPath("spec", "initContainers"), pod.Spec.InitContainers}, {field.NewPath("spec", "containers"), pod.Spec.Containers}} {
+		for i, c := range list.containers {
+			if c.Name != podcontract.DataplaneContainer {
+				continue
+			}
+			if ferr := cfg.CheckImage(list.path.Index(i).Child("image"), c.Image); ferr != nil {
+				errs = append(errs, ferr)
+			}
+		}
+	}
+	return errs
 }

@@ -17,14 +17,13 @@ import (
 //     spec.dataplane.image, `kubectl set image` would bypass it;
 //   - removing or changing the stack label: every webhook of kube-fstack selects pods by it, so
 //     without it an ephemeral container could mount the node's socket root unchecked.
+//
+// A pod counts as injected by any mark of it (claimsInjection): the status annotation, which
+// anyone creating a pod may write, an injected volume or a dataplane container. The image check
+// does not depend on it at all: a container named as the dataplane runs an allowed image.
 func CheckPodUpdate(old, pod *corev1.Pod, cfg Config) field.ErrorList {
-	if !slices.ContainsFunc(old.Spec.Volumes, func(v corev1.Volume) bool {
-		return slices.Contains(podcontract.InjectedVolumes(), v.Name)
-	}) {
-		return nil // not injected: nothing to keep
-	}
 	var errs field.ErrorList
-	if was, now := old.Labels[fsv1.StackLabel], pod.Labels[fsv1.StackLabel]; was != now {
+	if was, now := old.Labels[fsv1.StackLabel], pod.Labels[fsv1.StackLabel]; was != now && claimsInjection(old) {
 		errs = append(errs, field.Forbidden(field.NewPath("metadata", "labels").Key(fsv1.StackLabel), fmt.Sprintf(
 			"an injected pod keeps its StackInstance label (%q); delete the pod to change it", was)))
 	}
@@ -37,4 +36,14 @@ func CheckPodUpdate(old, pod *corev1.Pod, cfg Config) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// claimsInjection says whether pod carries any mark of the injection.
+func claimsInjection(pod *corev1.Pod) bool {
+	isDataplane := func(c corev1.Container) bool { return c.Name == podcontract.DataplaneContainer }
+	return pod.Annotations[fsv1.StatusAnnotation] != "" ||
+		slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool {
+			return slices.Contains(podcontract.InjectedVolumes(), v.Name)
+		}) ||
+		slices.ContainsFunc(pod.Spec.InitContainers, isDataplane) || slices.ContainsFunc(pod.Spec.Containers, isDataplane)
 }

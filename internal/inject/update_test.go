@@ -3,8 +3,11 @@ package inject
 import (
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 func TestCheckPodUpdate(t *testing.T) {
@@ -55,5 +58,40 @@ func TestCheckPodUpdate(t *testing.T) {
 	delete(changed.Labels, fsv1.StackLabel)
 	if errs := CheckPodUpdate(plain, changed, cfg); len(errs) != 0 {
 		t.Fatalf("a pod that was never injected may change freely: %v", errs)
+	}
+}
+
+// Issue 23: a forged status annotation claims an injection that never happened. The claim
+// neither skips the dataplane image allow-list nor lets the pod drop its stack label later.
+func TestForgedStatusKeepsTheRules(t *testing.T) {
+	cfg := testConfig()
+	cfg.AllowedImages = []string{"registry.example/kube-fstack/"}
+	forged := fixtures.LoadPod(t, "nginx-vhost", fixtures.WithAnnotation(fsv1.StatusAnnotation, `{"stack":"vhost-user"}`))
+	forged.Spec.InitContainers = append(forged.Spec.InitContainers, corev1.Container{
+		Name: podcontract.DataplaneContainer, Image: "registry.example:31337/kube-fstack/dataplane:v1",
+	})
+	if d := Decide(forged); d != SkippedAlreadyInjected {
+		t.Fatalf("the forged pod is %s, want %s", d, SkippedAlreadyInjected)
+	}
+	errs := CheckAlreadyInjected(forged, cfg)
+	if len(errs) != 1 || errs[0].Field != "spec.initContainers[0].image" {
+		t.Fatalf("want the dataplane image refused at spec.initContainers[0].image, got %v", errs)
+	}
+	if _, _, err := Inject(forged, fixtures.Stacks(t)["vhost-user"], cfg); err == nil {
+		t.Fatal("Inject passed the forged pod through with a disallowed dataplane image")
+	}
+
+	for name, old := range map[string]*corev1.Pod{
+		"status annotation only": fixtures.LoadPod(t, "nginx-vhost", fixtures.WithAnnotation(fsv1.StatusAnnotation, "{}")),
+		"dataplane container only": fixtures.LoadPod(t, "nginx-vhost", fixtures.WithContainer(corev1.Container{
+			Name: podcontract.DataplaneContainer, Image: "registry.example/kube-fstack/dataplane:v1",
+		})),
+	} {
+		dropped := old.DeepCopy()
+		delete(dropped.Labels, fsv1.StackLabel)
+		errs := CheckPodUpdate(old, dropped, cfg)
+		if len(errs) != 1 || errs[0].Field != "metadata.labels[kubefstack.io/stack]" {
+			t.Errorf("%s: want the label drop refused at metadata.labels[kubefstack.io/stack], got %v", name, errs)
+		}
 	}
 }

@@ -36,6 +36,20 @@ func CheckSchema(s *fsv1.StackInstanceSpec) field.ErrorList {
 // maxProcesses is spec.processes' maximum: one F-Stack process per exclusive CPU.
 const maxProcesses = 64
 
+// The CRD's size bounds (api/v1alpha1 says why each is one no real spec reaches).
+const (
+	maxPortName       = 32
+	maxImage          = 1024
+	maxShimContainers = 64
+	maxDNSLabel       = 63
+	maxTunables       = 256
+	maxTunableName    = 128
+	maxTunableValue   = 256
+	maxResources      = 16
+	maxResourceName   = 253
+	maxQuantity       = 64
+)
+
 // The schema's patterns, verbatim (the API server evaluates them with Go's regexp too).
 var (
 	reBaseVirtAddr = regexp.MustCompile(`^0x[0-9a-fA-F]{1,16}$`)
@@ -59,6 +73,7 @@ func (c *bounds) dpdk(d *fsv1.DPDKSpec, p *field.Path) {
 	}
 	c.str(p.Child("baseVirtAddr"), d.BaseVirtAddr, 0, reBaseVirtAddr)
 	c.str(p.Child("filePrefix"), d.FilePrefix, 32, reFilePrefix)
+	c.quantity(p.Child("memory"), d.Memory)
 	c.in(p.Child("logLevel"), int64(d.LogLevel), 0, 8)
 	c.in(p.Child("fstackLogLevel"), int64(d.FStackLogLevel), 0, 8)
 	c.str(p.Child("fstackLogFilePrefix"), d.FStackLogFilePrefix, 200, reNoSpaceSemi)
@@ -74,7 +89,7 @@ func (c *bounds) vlans(list []fsv1.VLANSpec, p *field.Path) {
 		v, vp := &list[i], p.Index(i)
 		ids[i] = v.ID
 		c.in(vp.Child("id"), int64(v.ID), 1, 4094)
-		c.required(vp.Child("port"), v.Port, 0, nil)
+		c.required(vp.Child("port"), v.Port, maxPortName, nil)
 		c.addressing(&v.Addressing, vp)
 	}
 	noDuplicates(c, p, ids)
@@ -98,18 +113,19 @@ func (c *bounds) kni(k *fsv1.KNISpec, p *field.Path) {
 
 func (c *bounds) freebsd(fb *fsv1.FreeBSDSpec, p *field.Path) {
 	c.optAtLeast(p.Child("hz"), fb.HZ, 1)
+	c.quantity(p.Child("physMem"), fb.PhysMem)
 	c.optAtLeast(p.Child("fdReserve"), fb.FDReserve, 0)
 	c.optAtLeast(p.Child("maxFiles"), fb.MaxFiles, 1)
 	c.optAtLeast(p.Child("soMaxConn"), fb.SoMaxConn, 1)
 	c.optAtLeast(p.Child("tcbHashSize"), fb.TCBHashSize, 1)
 	c.optAtLeast(p.Child("syncacheHashSize"), fb.SyncacheHashSize, 1)
-	c.str(p.Child("congestionControl"), fb.CongestionControl, 0, reTunableWord)
-	c.str(p.Child("functionsDefault"), fb.FunctionsDefault, 0, reTunableWord)
+	c.str(p.Child("congestionControl"), fb.CongestionControl, 32, reTunableWord)
+	c.str(p.Child("functionsDefault"), fb.FunctionsDefault, 32, reTunableWord)
 	c.optAtLeast(p.Child("portRangeRandomTime"), fb.PortRangeRandomTime, 0)
 	c.optAtLeast(p.Child("finWait2TimeoutMilliseconds"), fb.FinWait2TimeoutMilliseconds, 0)
 	c.optAtLeast(p.Child("maxTCPTimeWait"), fb.MaxTCPTimeWait, 0)
-	c.maxProps(p.Child("boot"), fb.Boot, 256)
-	c.maxProps(p.Child("sysctl"), fb.Sysctl, 256)
+	c.tunables(p.Child("boot"), fb.Boot)
+	c.tunables(p.Child("sysctl"), fb.Sysctl)
 }
 
 func (c *bounds) rssCheck(s *fsv1.StackInstanceSpec, p *field.Path) {
@@ -124,7 +140,7 @@ func (c *bounds) rssCheck(s *fsv1.StackInstanceSpec, p *field.Path) {
 	}
 	for i := range r.Entries {
 		e, p := &r.Entries[i], ep.Index(i)
-		c.required(p.Child("port"), e.Port, 0, nil)
+		c.required(p.Child("port"), e.Port, maxPortName, nil)
 		if e.Port != "" && !hasPort(s, e.Port) {
 			c.add(field.NotFound(p.Child("port"), e.Port))
 		}
@@ -140,6 +156,7 @@ func (c *bounds) pcap(pc *fsv1.PcapSpec, p *field.Path) {
 	}
 	c.nonZeroIn(p.Child("snapLength"), int64(pc.SnapLength), 94, 65535)
 	c.str(p.Child("directory"), pc.Directory, 40, rePcapDir)
+	c.quantity(p.Child("fileSize"), pc.FileSize)
 }
 
 func (c *bounds) shim(sh *fsv1.ShimSpec, p *field.Path) {
@@ -147,19 +164,15 @@ func (c *bounds) shim(sh *fsv1.ShimSpec, p *field.Path) {
 		c.add(field.Invalid(p.Child("polling"), true,
 			"polling and kernelEvent cannot be combined (polling is silently disabled with kernelEvent): set kernelEvent=false or polling=false"))
 	}
-	noDuplicates(c, p.Child("containers"), sh.Containers)
+	c.strings(p.Child("containers"), sh.Containers, maxShimContainers, maxDNSLabel, nil, true)
 }
 
 func (c *bounds) dataplane(d *fsv1.DataplaneSpec, p *field.Path) {
 	c.enum(p.Child("flavor"), string(d.Flavor), string(fsv1.FlavorKubeFStack), string(fsv1.FlavorUpstream))
 	c.enum(p.Child("hugePages", "pageSize"), string(d.HugePages.PageSize), string(fsv1.HugePages2Mi), string(fsv1.HugePages1Gi))
-	cp := p.Child("resources", "claims")
-	names := make([]string, len(d.Resources.Claims))
-	for i, cl := range d.Resources.Claims {
-		names[i] = cl.Name
-		c.required(cp.Index(i).Child("name"), cl.Name, 0, nil)
-	}
-	noDuplicates(c, cp, names)
+	c.str(p.Child("image"), d.Image, maxImage, nil)
+	c.quantity(p.Child("hugePages", "amount"), d.HugePages.Amount)
+	c.resources(&d.Resources, p.Child("resources"))
 }
 
 func hasPort(s *fsv1.StackInstanceSpec, name string) bool {

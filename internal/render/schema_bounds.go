@@ -2,10 +2,14 @@ package render
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -123,8 +127,62 @@ func noDuplicates[T comparable](c *bounds, p *field.Path, list []T) {
 	}
 }
 
-func (c *bounds) maxProps(p *field.Path, m map[string]string, limit int) {
-	if len(m) > limit {
-		c.add(field.TooMany(p, len(m), limit))
+// tunables checks a map of FreeBSD tunables: how many, and each name's and value's length. Keys
+// are shortened in the path too: a hostile key must not fill the message either.
+func (c *bounds) tunables(p *field.Path, m map[string]string) {
+	if len(m) > maxTunables {
+		c.add(field.TooMany(p, len(m), maxTunables))
 	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		v := m[k]
+		switch {
+		case utf8.RuneCountInString(k) > maxTunableName:
+			c.add(field.TooLong(p.Key(shorten(k)), "", maxTunableName))
+		case utf8.RuneCountInString(v) > maxTunableValue:
+			c.add(field.TooLong(p.Key(k), "", maxTunableValue))
+		}
+	}
+}
+
+// quantity checks a quantity's length. The schema bounds the text as written, which the parsed
+// value no longer has; its canonical form is never longer than the text (a huge value prints
+// clamped or with a suffix), so whatever this refuses the API server refuses too.
+func (c *bounds) quantity(p *field.Path, q *resource.Quantity) {
+	if q == nil {
+		return
+	}
+	if cp := q.DeepCopy(); len(cp.String()) > maxQuantity { // String caches: never change the input
+		c.add(field.TooLong(p, "", maxQuantity))
+	}
+}
+
+// resources checks the dataplane's extra resources: how many limits, requests and claims, and
+// the length of every name and quantity in them.
+func (c *bounds) resources(r *corev1.ResourceRequirements, p *field.Path) {
+	for _, l := range []struct {
+		name string
+		list corev1.ResourceList
+	}{{"limits", r.Limits}, {"requests", r.Requests}} {
+		lp := p.Child(l.name)
+		if len(l.list) > maxResources {
+			c.add(field.TooMany(lp, len(l.list), maxResources))
+		}
+		for _, name := range slices.Sorted(maps.Keys(l.list)) {
+			if utf8.RuneCountInString(string(name)) > maxResourceName {
+				c.add(field.TooLong(lp.Key(shorten(string(name))), "", maxResourceName))
+				continue
+			}
+			q := l.list[name]
+			c.quantity(lp.Key(string(name)), &q)
+		}
+	}
+	cp := p.Child("claims")
+	c.count(cp, len(r.Claims), false, 0, maxResources)
+	names := make([]string, len(r.Claims))
+	for i, cl := range r.Claims {
+		names[i] = cl.Name
+		c.required(cp.Index(i).Child("name"), cl.Name, maxDNSLabel, nil)
+		c.str(cp.Index(i).Child("request"), cl.Request, maxDNSLabel, nil)
+	}
+	noDuplicates(c, cp, names)
 }

@@ -2,8 +2,12 @@ package render_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/render"
@@ -79,6 +83,53 @@ var celCases = map[string][]celCase{
 	}, "spec.rssCheck.entries"}, {func(s map[string]any) {
 		obj(s, "rssCheck")["entries"] = []any{}
 	}, "spec.rssCheck.entries"}},
+	"spec.freebsd.boot self.all(k, size(k) <= 128": {{func(s map[string]any) {
+		obj(obj(s, "freebsd"), "boot")["kern."+strings.Repeat("k", 124)] = "1"
+	}, "spec.freebsd.boot"}, {func(s map[string]any) {
+		obj(obj(s, "freebsd"), "boot")["kern.ncallout"] = strings.Repeat("1", 257)
+	}, "spec.freebsd.boot"}},
+	"spec.freebsd.sysctl self.all(k, size(k) <= 128": {{func(s map[string]any) {
+		obj(obj(s, "freebsd"), "sysctl")["net."+strings.Repeat("k", 125)] = "1"
+	}, "spec.freebsd.sysctl"}, {func(s map[string]any) {
+		obj(obj(s, "freebsd"), "sysctl")["net.inet.tcp.msl"] = strings.Repeat("1", 257)
+	}, "spec.freebsd.sysctl"}},
+	"spec.dpdk.memory type(self) != string || size(self) <= 64": {{func(s map[string]any) {
+		obj(s, "dpdk")["memory"] = strings.Repeat("9", 65)
+	}, "spec.dpdk.memory"}},
+	"spec.freebsd.physMem type(self) != string || size(self) <= 64": {{func(s map[string]any) {
+		obj(s, "freebsd")["physMem"] = strings.Repeat("9", 65)
+	}, "spec.freebsd.physMem"}},
+	"spec.pcap.fileSize type(self) != string || size(self) <= 64": {{func(s map[string]any) {
+		obj(s, "pcap")["fileSize"] = strings.Repeat("9", 65)
+	}, "spec.pcap.fileSize"}},
+	"spec.dataplane.hugePages.amount type(self) != string || size(self) <= 64": {{func(s map[string]any) {
+		obj(obj(s, "dataplane"), "hugePages")["amount"] = strings.Repeat("9", 65)
+	}, "spec.dataplane.hugePages.amount"}},
+	"spec.dataplane.resources !has(self.limits)": {{func(s map[string]any) {
+		obj(obj(obj(s, "dataplane"), "resources"), "limits")["example.com/"+strings.Repeat("r", 242)] = "1"
+	}, "spec.dataplane.resources.limits"}, {func(s map[string]any) {
+		obj(obj(s, "dataplane"), "resources")["limits"] = resourceMap(17)
+	}, "spec.dataplane.resources.limits"}, {func(s map[string]any) {
+		obj(obj(obj(s, "dataplane"), "resources"), "limits")["cpu"] = strings.Repeat("9", 65)
+	}, "spec.dataplane.resources.limits[cpu]"}},
+	"spec.dataplane.resources !has(self.requests)": {{func(s map[string]any) {
+		obj(obj(obj(s, "dataplane"), "resources"), "requests")["example.com/"+strings.Repeat("r", 242)] = "1"
+	}, "spec.dataplane.resources.requests"}, {func(s map[string]any) {
+		obj(obj(s, "dataplane"), "resources")["requests"] = resourceMap(17)
+	}, "spec.dataplane.resources.requests"}, {func(s map[string]any) {
+		obj(obj(obj(s, "dataplane"), "resources"), "requests")["cpu"] = strings.Repeat("9", 65)
+	}, "spec.dataplane.resources.requests[cpu]"}},
+	"spec.dataplane.resources !has(self.claims)": {{func(s map[string]any) {
+		obj(obj(s, "dataplane"), "resources")["claims"] = []any{map[string]any{"name": strings.Repeat("c", 64)}}
+	}, "spec.dataplane.resources.claims[0].name"}, {func(s map[string]any) {
+		obj(obj(s, "dataplane"), "resources")["claims"] = []any{map[string]any{"name": "c", "request": strings.Repeat("r", 64)}}
+	}, "spec.dataplane.resources.claims[0].request"}, {func(s map[string]any) {
+		var claims []any
+		for i := range 17 {
+			claims = append(claims, map[string]any{"name": fmt.Sprintf("c%d", i)})
+		}
+		obj(obj(s, "dataplane"), "resources")["claims"] = claims
+	}, "spec.dataplane.resources.claims"}},
 	"spec.shim !(has(self.polling) && self.polling": {{func(s map[string]any) {
 		obj(s, "shim")["polling"] = true
 		delete(obj(s, "shim"), "kernelEvent") // unset means on
@@ -148,6 +199,33 @@ func TestHostileSpecsAreRefused(t *testing.T) {
 		"duplicate port names":       {func(s *fsv1.StackInstanceSpec) { s.Ports = append(s.Ports, s.Ports[0]) }, "spec.ports[1]"},
 		"pktTxDelayMicroseconds 150": {func(s *fsv1.StackInstanceSpec) { s.DPDK.PktTxDelayMicroseconds = ptr[int32](150) }, "spec.dpdk.pktTxDelayMicroseconds"},
 		"port process index -1":      {func(s *fsv1.StackInstanceSpec) { s.Ports[0].Processes = []int32{-1} }, "spec.ports[0].processes[0]"},
+		// Issue 23: sizes the CRD once left unbounded.
+		"1 MiB image": {func(s *fsv1.StackInstanceSpec) {
+			s.Dataplane.Image = "registry.example/" + strings.Repeat("x", 1<<20)
+		}, "spec.dataplane.image"},
+		"65 shim containers": {func(s *fsv1.StackInstanceSpec) {
+			for i := range 65 {
+				s.Shim.Containers = append(s.Shim.Containers, fmt.Sprintf("c%d", i))
+			}
+		}, "spec.shim.containers"},
+		"shim container name of 64": {func(s *fsv1.StackInstanceSpec) {
+			s.Shim.Containers = []string{strings.Repeat("c", 64)}
+		}, "spec.shim.containers[0]"},
+		"boot name of 129": {func(s *fsv1.StackInstanceSpec) {
+			s.FreeBSD.Boot = map[string]string{"kern." + strings.Repeat("k", 124): "1"}
+		}, "spec.freebsd.boot"},
+		"sysctl value of 257": {func(s *fsv1.StackInstanceSpec) {
+			s.FreeBSD.Sysctl = map[string]string{"net.inet.tcp.msl": strings.Repeat("1", 257)}
+		}, "spec.freebsd.sysctl[net.inet.tcp.msl]"},
+		"17 limits": {func(s *fsv1.StackInstanceSpec) {
+			s.Dataplane.Resources.Limits = corev1.ResourceList{}
+			for i := range 17 {
+				s.Dataplane.Resources.Limits[corev1.ResourceName(fmt.Sprintf("example.com/r%d", i))] = resource.MustParse("1")
+			}
+		}, "spec.dataplane.resources.limits"},
+		"claim request of 64": {func(s *fsv1.StackInstanceSpec) {
+			s.Dataplane.Resources.Claims = []corev1.ResourceClaim{{Name: "c", Request: strings.Repeat("r", 64)}}
+		}, "spec.dataplane.resources.claims[0].request"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -172,10 +250,19 @@ func TestSchemaErrorsDoNotEchoHugeValues(t *testing.T) {
 	s.DPDK.BaseVirtAddr = huge
 	s.Shim.Containers = []string{huge, huge}
 	errs := render.CheckSchema(s)
-	if len(errs) != 2 {
-		t.Fatalf("want 2 errors, got %v", errs)
+	if len(errs) != 4 { // the prefix, each name too long, the second a duplicate
+		t.Fatalf("want 4 errors, got %v", errs)
 	}
 	if msg := errs.ToAggregate().Error(); len(msg) > 1000 {
 		t.Errorf("the error message is %d bytes long", len(msg))
 	}
+}
+
+// resourceMap is n distinct extended resources of one unit each.
+func resourceMap(n int) map[string]any {
+	m := map[string]any{}
+	for i := range n {
+		m[fmt.Sprintf("example.com/r%d", i)] = "1"
+	}
+	return m
 }

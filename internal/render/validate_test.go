@@ -120,8 +120,11 @@ func TestValidationNamesFieldAndRemedy(t *testing.T) {
 			s.RSSCheck = &fsv1.RSSCheckSpec{Enabled: true, Entries: []fsv1.RSSCheckEntry{{Port: "data", LocalAddress: "10.7.7.7", RemoteAddress: "10.9.0.1", RemotePort: 80}}}
 		}, "spec.rssCheck.entries[0].localAddress", "not an address of port data", "R12"},
 		{"line over 2047 bytes", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
-			s.FreeBSD.Sysctl = map[string]string{"net.inet.tcp.x": strings.Repeat("1", 2100)}
-		}, "spec.freebsd.sysctl[net.inet.tcp.x]", "2047", "R13"},
+			// 64 IPv6 VIPs written out in full: within the schema's bounds, 2560 bytes on one line.
+			for i := range 64 {
+				s.Ports[0].VIPs6 = append(s.Ports[0].VIPs6, fmt.Sprintf("2001:0db8:0000:0000:0000:0000:0000:%04x", i+1))
+			}
+		}, "spec.ports[0].vips6", "2047", "R13"},
 		{"value with an inline comment", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
 			s.FreeBSD.Sysctl = map[string]string{"net.inet.tcp.msl": "1000 ;x"}
 		}, "spec.freebsd.sysctl[net.inet.tcp.msl]", "comment", "R13"},

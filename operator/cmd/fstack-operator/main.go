@@ -54,7 +54,7 @@ func parseFlags() (manager.Options, error) {
 	flag.StringVar(&o.Certs.MutatingName, "mutating-webhook-configuration", "kube-fstack-injector", "MutatingWebhookConfiguration whose CA bundle the operator keeps.")
 	flag.StringVar(&o.Certs.ValidatingName, "validating-webhook-configuration", "kube-fstack-validator", "ValidatingWebhookConfiguration whose CA bundle the operator keeps.")
 	flag.StringVar(&o.Inject.Image, "dataplane-image", o.Inject.Image, "Dataplane image for StackInstances that name none.")
-	flag.StringVar(&allowedImages, "allowed-dataplane-images", "", "Comma-separated image prefixes a StackInstance's spec.dataplane.image must start with (e.g. registry.example/kube-fstack/); empty allows any; --dataplane-image is always allowed.")
+	flag.StringVar(&allowedImages, "allowed-dataplane-images", "", "Comma-separated registries and repository prefixes a StackInstance's spec.dataplane.image must be under (e.g. registry.example/kube-fstack/: that host exactly, then that path at a '/'); empty allows any; --dataplane-image is always allowed.")
 	flag.StringVar(&pullPolicy, "dataplane-pull-policy", "IfNotPresent", "imagePullPolicy of the injected dataplane.")
 	flag.StringVar(&o.Inject.HostSocketRoot, "vhost-socket-root", o.Inject.HostSocketRoot, "The CNI plugin's socket root on the nodes.")
 	flag.BoolVar(&o.Inject.NodeAffinity, "node-affinity", o.Inject.NodeAffinity, "Require the node agent's labels (node.kubefstack.io/*) the stack needs in injected pods' node affinity; false where no node agent runs.")
@@ -68,6 +68,9 @@ func parseFlags() (manager.Options, error) {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zo)))
 	o.Inject.ImagePullPolicy = corev1.PullPolicy(pullPolicy)
 	o.Inject.AllowedImages = inject.ParseImagePrefixes(allowedImages)
+	if err := inject.CheckImagePrefixes(o.Inject.AllowedImages); err != nil {
+		return o, err
+	}
 	mem, err := resource.ParseQuantity(memory)
 	if err != nil {
 		return o, fmt.Errorf("--dataplane-memory: %w", err)

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,18 +39,12 @@ type PodInjector struct {
 	OwnNamespace string
 	decoder      admission.Decoder
 
-	mu       sync.Mutex
-	prepared map[preparedKey]*inject.Prepared
-}
-
-type preparedKey struct {
-	uid        types.UID
-	generation int64
+	prepared *preparedCache
 }
 
 // NewPodInjector returns an injector reading StackInstances from reader, then live on a miss.
 func NewPodInjector(reader, live client.Reader, decoder admission.Decoder, cfg inject.Config, ownNamespace string) *PodInjector {
-	return &PodInjector{Reader: reader, Live: live, decoder: decoder, Config: cfg, OwnNamespace: ownNamespace, prepared: map[preparedKey]*inject.Prepared{}}
+	return &PodInjector{Reader: reader, Live: live, decoder: decoder, Config: cfg, OwnNamespace: ownNamespace, prepared: newPreparedCache(defaultCacheBytes)}
 }
 
 // Handle answers one Pod CREATE.
@@ -111,23 +104,14 @@ func (h *PodInjector) prepare(ctx context.Context, namespace, name string) (*inj
 		countInjection(resultError, "stack-read")
 		return nil, admission.Errored(http.StatusInternalServerError, err)
 	}
-	pk := preparedKey{si.UID, si.Generation}
-	h.mu.Lock()
-	prep := h.prepared[pk]
-	h.mu.Unlock()
-	if prep != nil {
+	if prep := h.prepared.get(si.UID, si.Generation); prep != nil {
 		return prep, admission.Response{}
 	}
-	prep, err = inject.Prepare(si, h.Config)
+	prep, err := inject.Prepare(si, h.Config)
 	if err != nil {
 		return nil, refuse(&corev1.Pod{}, err, "stack-invalid")
 	}
-	h.mu.Lock()
-	if len(h.prepared) > 4096 { // generations move on; forget them all rather than track age
-		clear(h.prepared)
-	}
-	h.prepared[pk] = prep
-	h.mu.Unlock()
+	h.prepared.put(si.UID, si.Generation, prep)
 	return prep, admission.Response{}
 }
 

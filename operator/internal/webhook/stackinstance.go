@@ -17,7 +17,8 @@ import (
 // StackInstanceValidator refuses StackInstances F-Stack cannot run, with every problem's field
 // path: the rules that need the whole spec at once (port ids as DPDK assigns them, the EAL
 // argument budget, address families, the flavor's limits) live in the renderer, which CEL
-// cannot express. It also refuses a spec.dataplane.image the operator does not allow.
+// cannot express. It also refuses a spec.dataplane.image the operator does not allow, and a
+// spec whose snapshot would not fit in a pod's annotations (inject.MaxSpecSnapshot).
 type StackInstanceValidator struct {
 	// Images holds the default dataplane image and the allowed prefixes.
 	Images inject.Config
@@ -51,6 +52,9 @@ func (v *StackInstanceValidator) ValidateDelete(context.Context, *fsv1.StackInst
 
 func (v *StackInstanceValidator) validate(si *fsv1.StackInstance) error {
 	errs := render.Validate(&si.Spec)
+	if ferr := inject.CheckSnapshotSize(field.NewPath("spec"), &si.Spec); ferr != nil {
+		errs = append(errs, ferr)
+	}
 	if ferr := v.Images.CheckImage(field.NewPath("spec", "dataplane", "image"), si.Spec.Dataplane.Image); ferr != nil {
 		errs = append(errs, ferr)
 	}

@@ -71,6 +71,9 @@ func run(m *testing.M) int {
 	env = testenv.Environment(root)
 	cfg, err := env.Start()
 	if err != nil {
+		// Start fails after starting etcd and kube-apiserver when the CRDs are refused (a CEL
+		// rule over its cost budget): stop them, or they outlive the test.
+		_ = env.Stop()
 		fmt.Fprintf(os.Stderr, "start envtest: %v\n", err)
 		return 1
 	}

@@ -1,0 +1,201 @@
+package envtest
+
+import (
+	"context"
+	"fmt"
+	goruntime "runtime"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/render"
+)
+
+// Issue 23, hostile sizes: what the audit did with a real kube-apiserver, refused.
+
+// withTunables gives si n FreeBSD tunables of about 380 bytes each in the snapshot (a 118-
+// character name, a 250-character value), every one within the CRD's bounds; marker varies the
+// values, so that each update is a new generation with new text.
+func withTunables(si *fsv1.StackInstance, n int, marker string) *fsv1.StackInstance {
+	si.Spec.FreeBSD.Sysctl, si.Spec.FreeBSD.Boot = map[string]string{}, map[string]string{}
+	value := marker + strings.Repeat("1", 250-len(marker))
+	for i := range n {
+		m := si.Spec.FreeBSD.Sysctl
+		if i >= 250 {
+			m = si.Spec.FreeBSD.Boot
+		}
+		m[fmt.Sprintf("net.x%03d.%s", i, strings.Repeat("k", 110))] = value
+	}
+	return si
+}
+
+// A 1 MiB image was admitted: the CRD now refuses it, and so does the offline path (the CLI and
+// the dataplane run render's schema check on a spec that never met the API server).
+func TestHugeImageRefused(t *testing.T) {
+	si := stack(t, "vhost-user", "huge-image")
+	si.Spec.Dataplane.Image = allowedImages + strings.Repeat("x", 1<<20)
+	err := k8s.Create(context.Background(), si)
+	wantErr(t, err, "spec.dataplane.image", "Too long", "1024")
+	if !apierrors.IsInvalid(err) {
+		t.Fatalf("want an Invalid status, got %v", err)
+	}
+	if len(err.Error()) > 4096 {
+		t.Errorf("the refusal echoes the image: %d bytes", len(err.Error()))
+	}
+	errs := render.Validate(&si.Spec)
+	if len(errs) == 0 || errs[0].Field != "spec.dataplane.image" || !strings.Contains(errs[0].Error(), "1024") {
+		t.Fatalf("offline: want spec.dataplane.image refused as longer than 1024, got %v", errs.ToAggregate())
+	}
+}
+
+// A quantity of 64 KiB of digits passes the quantity pattern; decoding one into a Go quantity
+// costs time quadratic in its length, in the operator's informer and webhook. The API server
+// refuses it before anything decodes it. Sent untyped: a Go quantity would print it clamped.
+func TestHugeQuantityRefused(t *testing.T) {
+	si := stack(t, "vhost-user", "huge-quantity")
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(si)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: raw}
+	u.SetGroupVersionKind(fsv1.GroupVersion.WithKind("StackInstance"))
+	if err := unstructured.SetNestedField(u.Object, strings.Repeat("9", 64<<10), "spec", "pcap", "fileSize"); err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(u.Object, true, "spec", "pcap", "enabled"); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, k8s.Create(context.Background(), u), "spec.pcap.fileSize", "a quantity of at most 64 characters")
+}
+
+// A spec within every field's bound whose snapshot cannot fit in a pod's annotations is refused
+// when it is written, not when its first pod is.
+func TestOversizeSnapshotRefused(t *testing.T) {
+	ctx := context.Background()
+	si := withTunables(stack(t, "vhost-user", "oversize-snapshot"), 400, "x")
+	wantErr(t, k8s.Create(ctx, si), "spec: Forbidden", podcontract.SpecAnnotation, "128 KiB", "256 KiB")
+	fits := withTunables(stack(t, "vhost-user", "large-snapshot"), 300, "x")
+	if err := k8s.Create(ctx, fits); err != nil {
+		t.Fatalf("a spec whose snapshot fits was refused: %v", err)
+	}
+	wantErr(t, updateStack(ctx, fits.Name, func(s *fsv1.StackInstance) { withTunables(s, 400, "y") }),
+		"spec: Forbidden", "128 KiB")
+}
+
+// A pod that arrives with a forged status annotation is not injected, but its dataplane image
+// still passes the allow-list, and it cannot drop its stack label afterwards.
+func TestForgedStatusPodRefused(t *testing.T) {
+	ctx := context.Background()
+	ensureStack(t, stack(t, "vhost-user", "vhost-user"))
+	forged := fixtures.LoadPod(t, "nginx-vhost", fixtures.WithName("forged-image"),
+		fixtures.WithAnnotation(fsv1.StatusAnnotation, `{"stack":"vhost-user"}`))
+	forged.Spec.InitContainers = []corev1.Container{{
+		Name: podcontract.DataplaneContainer, Image: "registry.example:31337/fstack/dataplane:v1",
+		RestartPolicy: ptr(corev1.ContainerRestartPolicyAlways),
+	}}
+	wantErr(t, k8s.Create(ctx, forged), "spec.initContainers[0].image", "--allowed-dataplane-images")
+
+	claims := fixtures.LoadPod(t, "nginx-vhost", fixtures.WithName("forged-label"),
+		fixtures.WithAnnotation(fsv1.StatusAnnotation, `{"stack":"vhost-user"}`))
+	if err := k8s.Create(ctx, claims); err != nil {
+		t.Fatalf("a pod claiming injection, with nothing to check, was refused: %v", err)
+	}
+	wantErr(t, updatePod(ctx, claims.Name, func(p *corev1.Pod) { delete(p.Labels, fsv1.StackLabel) }),
+		"metadata.labels[kubefstack.io/stack]: Forbidden")
+}
+
+// The audit's heap growth: 30 rounds of (update the StackInstance, create a pod) grew the
+// operator's heap by 2 MiB each, every generation's rendering kept. The webhook runs in this
+// process (startManager), so its heap is this process's.
+//
+// Each round here writes a spec near the largest admission allows (a ~115 KiB snapshot), waits
+// until the controller has seen it (so the webhook's cache has it too), and creates a pod with
+// dryRun (the webhook renders and injects; nothing is stored, so the pods themselves cost the
+// caches nothing). Keeping every generation costs at least the snapshot and the decoded spec
+// per round, ~230 KiB, over 22 MiB for 100 rounds; keeping the latest costs one rendering. The
+// bound, 8 MiB, is the latter with room for the allocator and the other caches' churn.
+func TestOperatorHeapFlatOverStackUpdates(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100 rounds of StackInstance updates")
+	}
+	ctx := context.Background()
+	si := withTunables(stack(t, "vhost-user", "heap"), 300, "r0-")
+	if err := k8s.Create(ctx, si); err != nil {
+		t.Fatal(err)
+	}
+	round := func(i int) {
+		marker := fmt.Sprintf("r%d-", i)
+		if err := updateStack(ctx, si.Name, func(s *fsv1.StackInstance) { withTunables(s, 300, marker) }); err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+		waitObserved(t, si.Name)
+		pod := fixtures.LoadPod(t, "nginx-vhost", fixtures.WithName("heap"), fixtures.WithStackLabel(si.Name))
+		if err := k8s.Create(ctx, pod, client.DryRunAll); err != nil {
+			t.Fatalf("round %d: create the pod: %v", i, err)
+		}
+		if !strings.Contains(pod.Annotations[podcontract.SpecAnnotation], marker) {
+			t.Fatalf("round %d: the pod was injected from another generation", i)
+		}
+	}
+	for i := 1; i <= 5; i++ { // warm up: informers, TLS, the first renderings
+		round(i)
+	}
+	before := heapAlloc()
+	for i := 6; i < 106; i++ {
+		round(i)
+	}
+	growth := int64(heapAlloc()) - int64(before)
+	t.Logf("heap after 100 rounds: %+.1f MiB", float64(growth)/(1<<20))
+	const bound = 8 << 20
+	if growth > bound {
+		t.Fatalf("the operator's heap grew by %.1f MiB over 100 rounds of (update the StackInstance, create a pod); want under %d MiB",
+			float64(growth)/(1<<20), bound>>20)
+	}
+}
+
+func heapAlloc() uint64 {
+	var m goruntime.MemStats
+	goruntime.GC()
+	goruntime.GC() // the first cycle's finalizers free more in the second
+	goruntime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// waitObserved waits until the controller has reconciled the StackInstance's latest generation.
+func waitObserved(t *testing.T, name string) {
+	t.Helper()
+	eventually(t, 30*time.Second, func() error {
+		si := &fsv1.StackInstance{}
+		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: optedInNS, Name: name}, si); err != nil {
+			return err
+		}
+		if si.Status.ObservedGeneration != si.Generation {
+			return fmt.Errorf("observed generation %d of %d", si.Status.ObservedGeneration, si.Generation)
+		}
+		return nil
+	})
+}
+
+// updateStack applies change to the stored StackInstance, retrying on conflicts.
+func updateStack(ctx context.Context, name string, change func(*fsv1.StackInstance)) error {
+	for {
+		si := &fsv1.StackInstance{}
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: optedInNS, Name: name}, si); err != nil {
+			return err
+		}
+		change(si)
+		if err := k8s.Update(ctx, si); !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+}
