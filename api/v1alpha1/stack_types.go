@@ -255,10 +255,11 @@ type FreeBSDSpec struct {
 	// +optional
 	MaxTCPTimeWait *int32 `json:"maxTCPTimeWait,omitempty"`
 
-	// Boot are further boot-time tunables ([freebsd.boot]): at most 256, names of at most 128
-	// characters and values of at most 256 (FreeBSD's kenv stops at 128 and 128).
+	// Boot are further boot-time tunables ([freebsd.boot]): at most 256, names and values of at
+	// most 128 characters. F-Stack sets each with FreeBSD's kern_setenv, which refuses a longer
+	// name or value (KENV_MNAMELEN, KENV_MVALLEN) and F-Stack only logs "kern_setenv failed".
 	// +kubebuilder:validation:MaxProperties=256
-	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 128 && size(self[k]) <= 256)",message="names of at most 128 characters, values of at most 256"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 128 && size(self[k]) <= 128)",message="names and values of at most 128 characters (FreeBSD's kenv limits)"
 	// +optional
 	Boot map[string]string `json:"boot,omitempty"`
 

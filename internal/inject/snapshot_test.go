@@ -21,7 +21,11 @@ func withTunables(si *fsv1.StackInstance, n int) *fsv1.StackInstance {
 		if i >= 250 {
 			m = si.Spec.FreeBSD.Boot
 		}
-		m[fmt.Sprintf("net.x%03d.%s", i, strings.Repeat("k", 110))] = strings.Repeat("1", 250)
+		v := strings.Repeat("1", 250)
+		if i >= 250 {
+			v = v[:128] // FreeBSD's kenv limit for boot tunables
+		}
+		m[fmt.Sprintf("net.x%03d.%s", i, strings.Repeat("k", 110))] = v
 	}
 	return si
 }

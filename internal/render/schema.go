@@ -45,6 +45,7 @@ const (
 	maxTunables       = 256
 	maxTunableName    = 128
 	maxTunableValue   = 256
+	maxBootValue      = 128
 	maxResources      = 16
 	maxResourceName   = 253
 	maxQuantity       = 64
@@ -124,8 +125,8 @@ func (c *bounds) freebsd(fb *fsv1.FreeBSDSpec, p *field.Path) {
 	c.optAtLeast(p.Child("portRangeRandomTime"), fb.PortRangeRandomTime, 0)
 	c.optAtLeast(p.Child("finWait2TimeoutMilliseconds"), fb.FinWait2TimeoutMilliseconds, 0)
 	c.optAtLeast(p.Child("maxTCPTimeWait"), fb.MaxTCPTimeWait, 0)
-	c.tunables(p.Child("boot"), fb.Boot)
-	c.tunables(p.Child("sysctl"), fb.Sysctl)
+	c.tunables(p.Child("boot"), fb.Boot, maxBootValue)
+	c.tunables(p.Child("sysctl"), fb.Sysctl, maxTunableValue)
 }
 
 func (c *bounds) rssCheck(s *fsv1.StackInstanceSpec, p *field.Path) {

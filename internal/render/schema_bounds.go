@@ -129,7 +129,7 @@ func noDuplicates[T comparable](c *bounds, p *field.Path, list []T) {
 
 // tunables checks a map of FreeBSD tunables: how many, and each name's and value's length. Keys
 // are shortened in the path too: a hostile key must not fill the message either.
-func (c *bounds) tunables(p *field.Path, m map[string]string) {
+func (c *bounds) tunables(p *field.Path, m map[string]string, maxValue int) {
 	if len(m) > maxTunables {
 		c.add(field.TooMany(p, len(m), maxTunables))
 	}
@@ -138,8 +138,8 @@ func (c *bounds) tunables(p *field.Path, m map[string]string) {
 		switch {
 		case utf8.RuneCountInString(k) > maxTunableName:
 			c.add(field.TooLong(p.Key(shorten(k)), "", maxTunableName))
-		case utf8.RuneCountInString(v) > maxTunableValue:
-			c.add(field.TooLong(p.Key(k), "", maxTunableValue))
+		case utf8.RuneCountInString(v) > maxValue:
+			c.add(field.TooLong(p.Key(k), "", maxValue))
 		}
 	}
 }

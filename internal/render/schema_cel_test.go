@@ -214,6 +214,9 @@ func TestHostileSpecsAreRefused(t *testing.T) {
 		"boot name of 129": {func(s *fsv1.StackInstanceSpec) {
 			s.FreeBSD.Boot = map[string]string{"kern." + strings.Repeat("k", 124): "1"}
 		}, "spec.freebsd.boot"},
+		"boot value of 129": {func(s *fsv1.StackInstanceSpec) {
+			s.FreeBSD.Boot = map[string]string{"hw.x": strings.Repeat("1", 129)}
+		}, "spec.freebsd.boot"},
 		"sysctl value of 257": {func(s *fsv1.StackInstanceSpec) {
 			s.FreeBSD.Sysctl = map[string]string{"net.inet.tcp.msl": strings.Repeat("1", 257)}
 		}, "spec.freebsd.sysctl[net.inet.tcp.msl]"},
