@@ -48,6 +48,7 @@ func parseFlags() (manager.Options, error) {
 	flag.StringVar(&o.WebhookHost, "webhook-host", "", "Address the webhook server listens on (all when empty).")
 	flag.IntVar(&o.WebhookPort, "webhook-port", 9443, "Port of the webhook server.")
 	flag.StringVar(&o.CertDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory of the webhook serving certificate (tls.crt, tls.key).")
+	flag.StringVar(&o.WebhookClientCA, "webhook-client-ca", "", "PEM file of the CA that signs the API server's webhook client certificate (its admission configuration's kubeconfig for this webhook); when set, the webhook server requires and verifies a client certificate from it.")
 	flag.BoolVar(&o.ManageCerts, "manage-certs", true, "Generate and rotate the webhook certificate and inject its CA; false when cert-manager does it.")
 	flag.StringVar(&o.Certs.SecretName, "cert-secret", "kube-fstack-webhook-cert", "Secret holding the webhook certificate.")
 	flag.StringVar(&o.Certs.ServiceName, "webhook-service", "kube-fstack-webhook", "Service in front of the webhook server (the certificate's DNS name).")

@@ -5,7 +5,11 @@ package certs
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"io"
+	"os"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -66,4 +70,34 @@ func AddRotator(mgr ctrl.Manager, o Options, ready chan struct{}) error {
 		// Every replica serves webhooks, so every replica needs the certificate on disk.
 		RequireLeaderElection: false,
 	})
+}
+
+// maxClientCAFile bounds the client CA file: a bundle of a few CAs is a few KiB.
+const maxClientCAFile = 1 << 20
+
+// RequireClientCerts returns the webhook server's TLS option that accepts only callers with a
+// certificate signed by a CA in caFile: the API server, where its admission configuration gives
+// it a client certificate for the webhook (a kubeconfig per webhook). Without it any pod could
+// post an AdmissionReview and read what the injector's answer carries.
+func RequireClientCerts(caFile string) (func(*tls.Config), error) {
+	f, err := os.Open(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("--webhook-client-ca: %w (the CA that signs the API server's webhook client certificate; the chart's webhook.clientCA)", err)
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, maxClientCAFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("--webhook-client-ca %s: %w", caFile, err)
+	}
+	if len(raw) > maxClientCAFile {
+		return nil, fmt.Errorf("--webhook-client-ca %s: larger than %d bytes; give the PEM CA certificates only", caFile, maxClientCAFile)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(raw) {
+		return nil, fmt.Errorf("--webhook-client-ca %s: no PEM certificate in it; give the CA that signs the API server's webhook client certificate", caFile)
+	}
+	return func(c *tls.Config) {
+		c.ClientAuth = tls.RequireAndVerifyClientCert
+		c.ClientCAs = pool
+	}, nil
 }

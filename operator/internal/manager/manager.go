@@ -56,6 +56,9 @@ type Options struct {
 	WebhookHost string
 	WebhookPort int
 	CertDir     string
+	// WebhookClientCA, when set, is a PEM file of the CA that signs the API server's webhook
+	// client certificate: the webhook server then requires and verifies one.
+	WebhookClientCA string
 	// ManageCerts makes the operator generate, rotate and inject its webhook certificate.
 	ManageCerts bool
 	Certs       certs.Options
@@ -87,7 +90,15 @@ func New(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
 	if o.Namespace == "" {
 		return nil, fmt.Errorf("the operator's namespace must be set (--namespace or POD_NAMESPACE)")
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrlOptions(o))
+	tlsOpts := []func(*tls.Config){fswebhook.CountHandshakes}
+	if o.WebhookClientCA != "" {
+		require, err := certs.RequireClientCerts(o.WebhookClientCA)
+		if err != nil {
+			return nil, err
+		}
+		tlsOpts = append(tlsOpts, require)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrlOptions(o, tlsOpts))
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +165,7 @@ func registerWebhooks(mgr ctrl.Manager, o Options) error {
 	return nil
 }
 
-func ctrlOptions(o Options) ctrl.Options {
+func ctrlOptions(o Options, webhookTLS []func(*tls.Config)) ctrl.Options {
 	hasStack, _ := labels.NewRequirement(fsv1.StackLabel, selection.Exists, nil)
 	return ctrl.Options{
 		Controller:              ctrlconfig.Controller{SkipNameValidation: &o.SecondInProcess},
@@ -165,7 +176,7 @@ func ctrlOptions(o Options) ctrl.Options {
 		LeaderElectionID:        "kube-fstack-operator.kubefstack.io",
 		LeaderElectionNamespace: o.Namespace,
 		WebhookServer: webhook.NewServer(webhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.CertDir,
-			TLSOpts: []func(*tls.Config){fswebhook.CountHandshakes}}),
+			TLSOpts: webhookTLS}),
 		// Only the pods and ConfigMaps that concern a StackInstance are cached: the operator's
 		// memory stays flat however many other pods the cluster runs.
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{

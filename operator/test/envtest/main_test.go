@@ -41,6 +41,8 @@ var (
 	env     *envtest.Environment
 	// metricsAddr is where the suite's operator serves its metrics.
 	metricsAddr string
+	// webhookClient is the client certificate the API server presents to the webhooks.
+	webhookClient testenv.WebhookClient
 	root        = filepath.Join("..", "..", "..")
 )
 
@@ -66,6 +68,18 @@ func run(m *testing.M) int {
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
 	env = testenv.Environment(root)
+	pki, err := os.MkdirTemp("", "kube-fstack-envtest-pki-")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "webhook client PKI: %v\n", err)
+		return 1
+	}
+	defer os.RemoveAll(pki)
+	// The API server presents a client certificate to the webhooks, and the operator requires
+	// one: every webhook call in the suite takes the path a cluster configured so takes.
+	if webhookClient, err = testenv.SendWebhookClientCert(env, pki); err != nil {
+		fmt.Fprintf(os.Stderr, "webhook client certificate: %v\n", err)
+		return 1
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "start envtest: %v\n", err)
@@ -106,6 +120,7 @@ func startManager(cfg *rest.Config, wh *envtest.WebhookInstallOptions) (func(), 
 	mgr, err := manager.New(cfg, manager.Options{
 		MetricsAddr: metricsAddr, ProbeAddr: "0", Namespace: operatorNS,
 		WebhookHost: wh.LocalServingHost, WebhookPort: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
+		WebhookClientCA: webhookClient.CAFile,
 		Inject: injectConfig(), OnPodEvent: podEvents.record,
 	}, ctrl.Log)
 	if err != nil {
