@@ -43,7 +43,7 @@ var (
 	metricsAddr string
 	// webhookClient is the client certificate the API server presents to the webhooks.
 	webhookClient testenv.WebhookClient
-	root        = filepath.Join("..", "..", "..")
+	root          = filepath.Join("..", "..", "..")
 )
 
 // injectConfig is what the goldens of internal/inject were made with, and an allow-list of
@@ -121,7 +121,7 @@ func startManager(cfg *rest.Config, wh *envtest.WebhookInstallOptions) (func(), 
 		MetricsAddr: metricsAddr, ProbeAddr: "0", Namespace: operatorNS,
 		WebhookHost: wh.LocalServingHost, WebhookPort: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
 		WebhookClientCA: webhookClient.CAFile,
-		Inject: injectConfig(), OnPodEvent: podEvents.record,
+		Inject:          injectConfig(), OnPodEvent: podEvents.record,
 	}, ctrl.Log)
 	if err != nil {
 		return nil, err
