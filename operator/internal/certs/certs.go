@@ -10,6 +10,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,12 +26,15 @@ import (
 
 // Options names what the rotator manages.
 type Options struct {
-	Namespace      string
-	SecretName     string
-	ServiceName    string
-	CertDir        string
-	MutatingName   string
-	ValidatingName string
+	Namespace   string
+	SecretName  string
+	ServiceName string
+	// MetricsServiceName, when set, is the operator's metrics Service: the certificate names
+	// it too, so Prometheus verifies the metrics endpoint against the same CA.
+	MetricsServiceName string
+	CertDir            string
+	MutatingName       string
+	ValidatingName     string
 }
 
 // cert-controller reads the webhook configurations and the Secret through an informer (list and
@@ -55,13 +61,18 @@ func EnsureSecret(ctx context.Context, c client.Client, o Options) error {
 // AddRotator adds certificate rotation to mgr; ready is closed once the certificate is on disk.
 func AddRotator(mgr ctrl.Manager, o Options, ready chan struct{}) error {
 	dns := fmt.Sprintf("%s.%s.svc", o.ServiceName, o.Namespace)
+	extra := []string{dns + ".cluster.local", o.ServiceName + "." + o.Namespace}
+	if m := o.MetricsServiceName; m != "" {
+		mdns := fmt.Sprintf("%s.%s.svc", m, o.Namespace)
+		extra = append(extra, mdns, mdns+".cluster.local", m+"."+o.Namespace)
+	}
 	return rotator.AddRotator(mgr, &rotator.CertRotator{
 		SecretKey:      types.NamespacedName{Namespace: o.Namespace, Name: o.SecretName},
 		CertDir:        o.CertDir,
 		CAName:         "kube-fstack-ca",
 		CAOrganization: "kube-fstack",
 		DNSName:        dns,
-		ExtraDNSNames:  []string{dns + ".cluster.local", o.ServiceName + "." + o.Namespace},
+		ExtraDNSNames:  extra,
 		IsReady:        ready,
 		Webhooks: []rotator.WebhookInfo{
 			{Name: o.MutatingName, Type: rotator.Mutating},
@@ -100,4 +111,40 @@ func RequireClientCerts(caFile string) (func(*tls.Config), error) {
 		c.ClientAuth = tls.RequireAndVerifyClientCert
 		c.ClientCAs = pool
 	}, nil
+}
+
+// Served loads the serving certificate (tls.crt, tls.key) from dir at each handshake, again
+// whenever the files change: the kubelet updates the mounted Secret when the rotator or
+// cert-manager renews it. Until the first certificate is there, handshakes fail, which a scrape
+// retries; nothing else waits for it.
+type Served struct {
+	Dir string
+
+	mu     sync.Mutex
+	cert   *tls.Certificate
+	stamps [2]time.Time
+}
+
+// GetCertificate is a tls.Config GetCertificate.
+func (s *Served) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	certFile, keyFile := filepath.Join(s.Dir, "tls.crt"), filepath.Join(s.Dir, "tls.key")
+	var stamps [2]time.Time
+	for i, f := range []string{certFile, keyFile} {
+		fi, err := os.Stat(f)
+		if err != nil {
+			return nil, fmt.Errorf("the serving certificate is not there yet: %w", err)
+		}
+		stamps[i] = fi.ModTime()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cert != nil && stamps == s.stamps {
+		return s.cert, nil
+	}
+	c, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("load the serving certificate from %s: %w", s.Dir, err)
+	}
+	s.cert, s.stamps = &c, stamps
+	return s.cert, nil
 }

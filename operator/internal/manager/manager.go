@@ -51,6 +51,10 @@ type Options struct {
 	// MetricsInsecure serves metrics over plain HTTP to anyone: only for local debugging.
 	MetricsInsecure bool
 	LeaderElect     bool
+	// MetricsCertDir, when set, holds the metrics endpoint's certificate (tls.crt, tls.key):
+	// the webhook's, issued by the operator's CA (or cert-manager's) and naming the metrics
+	// Service, so Prometheus can verify it. Empty: a self-signed one, made at start.
+	MetricsCertDir string
 	// Namespace is the operator's own: never injected; holds the certificate secret and lease.
 	Namespace   string
 	WebhookHost string
@@ -186,18 +190,23 @@ func ctrlOptions(o Options, webhookTLS []func(*tls.Config)) ctrl.Options {
 	}
 }
 
-// metricsOptions serves metrics over HTTPS (a self-signed certificate controller-runtime makes)
-// to callers the API server authenticates and allows to get /metrics, as controller-runtime
-// recommends; HTTP/2 is off there, as in kubebuilder's layout (its stream resets are a known
+// metricsOptions serves metrics over HTTPS (the webhook's certificate when MetricsCertDir is
+// set, else a self-signed one controller-runtime makes) to callers the API server authenticates
+// and allows to get /metrics, as controller-runtime recommends; HTTP/2 is off there, as in kubebuilder's layout (its stream resets are a known
 // denial-of-service vector and Prometheus does not need it).
 func metricsOptions(o Options) metricsserver.Options {
 	if o.MetricsInsecure {
 		return metricsserver.Options{BindAddress: o.MetricsAddr}
 	}
+	opts := []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
+	if o.MetricsCertDir != "" {
+		served := &certs.Served{Dir: o.MetricsCertDir}
+		opts = append(opts, func(c *tls.Config) { c.GetCertificate = served.GetCertificate })
+	}
 	return metricsserver.Options{
 		BindAddress:    o.MetricsAddr,
 		SecureServing:  true,
 		FilterProvider: filters.WithAuthenticationAndAuthorization,
-		TLSOpts:        []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
+		TLSOpts:        opts,
 	}
 }

@@ -50,7 +50,8 @@ func TestOperatorManagesWebhookCertificates(t *testing.T) {
 	mgr, err := manager.New(user.cfg, manager.Options{
 		MetricsAddr: metrics, ProbeAddr: "0", Namespace: operatorNS, WebhookHost: "127.0.0.1", WebhookPort: webhookPort,
 		CertDir: certDir, ManageCerts: true, LeaderElect: true, Inject: injectConfig(), SecondInProcess: true,
-		Certs: certs.Options{SecretName: "certs-test", ServiceName: "kube-fstack-webhook",
+		MetricsCertDir: certDir,
+		Certs: certs.Options{SecretName: "certs-test", ServiceName: "kube-fstack-webhook", MetricsServiceName: "kube-fstack-metrics",
 			MutatingName: mut.Name, ValidatingName: val.Name},
 	}, ctrl.Log)
 	if err != nil {
@@ -66,21 +67,6 @@ func TestOperatorManagesWebhookCertificates(t *testing.T) {
 		}
 	}()
 	waitLeader(t)
-	// Its metrics endpoint may ask the API server who a scraper is and whether it may read
-	// (TokenReview, SubjectAccessReview).
-	cs, err := kubernetes.NewForConfig(restCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	token := metricsReaderToken(t, cs, "certs-scraper")
-	eventually(t, 30*time.Second, func() error {
-		code, body, err := scrapeAt(metrics, token)
-		if err == nil && code != http.StatusOK {
-			err = fmt.Errorf("scrape with a metrics-reader token: %d %.100s", code, body)
-		}
-		return err
-	})
-
 	eventually(t, 60*time.Second, func() error {
 		secret := &corev1.Secret{}
 		if err := k8s.Get(ctx, types.NamespacedName{Namespace: operatorNS, Name: "certs-test"}, secret); err != nil {
@@ -126,6 +112,23 @@ func TestOperatorManagesWebhookCertificates(t *testing.T) {
 			return err
 		}
 		return conn.Close()
+	})
+	// Its metrics endpoint serves the same certificate, which names the metrics Service too, so
+	// a scraper verifies it against the operator's CA (the chart's ServiceMonitor does); it may
+	// ask the API server who a scraper is and whether it may read (TokenReview,
+	// SubjectAccessReview).
+	cs, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := metricsReaderToken(t, cs, "certs-scraper")
+	verified := &tls.Config{RootCAs: pool, ServerName: "kube-fstack-metrics." + operatorNS + ".svc", MinVersion: tls.VersionTLS12}
+	eventually(t, 30*time.Second, func() error {
+		code, body, err := scrapeWith(metrics, token, verified)
+		if err == nil && code != http.StatusOK {
+			err = fmt.Errorf("scrape with a metrics-reader token: %d %.100s", code, body)
+		}
+		return err
 	})
 }
 
