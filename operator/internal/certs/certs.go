@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"os"
@@ -54,6 +55,40 @@ func EnsureSecret(ctx context.Context, c client.Client, o Options) error {
 		Labels: map[string]string{"app.kubernetes.io/managed-by": "kube-fstack"}}}
 	if err := c.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create the webhook certificate secret %s/%s: %w", o.Namespace, o.SecretName, err)
+	}
+	return dropCertWithoutMetrics(ctx, c, o)
+}
+
+// dropCertWithoutMetrics removes a serving certificate that does not name the metrics Service
+// (one issued before --metrics-service, by an older operator): cert-controller checks only the
+// webhook's name, so it would keep serving it until it expires and scrapers that verify the
+// metrics Service's name would fail until then. Without it the rotator issues a new one under
+// the same CA at once; the CA, which the webhook configurations trust, is kept. The Secret is
+// listed, not got: the operator may list its namespace's Secrets but get none.
+func dropCertWithoutMetrics(ctx context.Context, c client.Client, o Options) error {
+	if o.MetricsServiceName == "" {
+		return nil
+	}
+	list := &corev1.SecretList{}
+	if err := c.List(ctx, list, client.InNamespace(o.Namespace), client.MatchingFields{"metadata.name": o.SecretName}); err != nil {
+		return fmt.Errorf("read the webhook certificate secret %s/%s: %w", o.Namespace, o.SecretName, err)
+	}
+	if len(list.Items) != 1 {
+		return nil
+	}
+	s := &list.Items[0]
+	block, _ := pem.Decode(s.Data["tls.crt"])
+	if block == nil {
+		return nil // empty or unreadable: the rotator issues one anyway
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err == nil && cert.VerifyHostname(fmt.Sprintf("%s.%s.svc", o.MetricsServiceName, o.Namespace)) == nil {
+		return nil
+	}
+	delete(s.Data, "tls.crt")
+	delete(s.Data, "tls.key")
+	if err := c.Update(ctx, s); err != nil && !apierrors.IsConflict(err) { // a conflict: another replica did it
+		return fmt.Errorf("drop the webhook certificate that does not name the metrics Service from %s/%s: %w", o.Namespace, o.SecretName, err)
 	}
 	return nil
 }
