@@ -184,6 +184,8 @@ func TestEndToEnd(t *testing.T) {
 
 	step(t, "the operator's metrics answer a metrics-reader's token over HTTPS and refuse an anonymous scrape", checkMetrics)
 
+	step(t, "the webhook refuses a caller without the API server's client certificate in the TLS handshake", checkWebhookNeedsClientCert)
+
 	step(t, "a real Prometheus scrapes the operator and the dataplane: injections by result, processes up, restarts, NIC packets while pinging", func(t *testing.T) {
 		checkPrometheus(t, pod)
 	})

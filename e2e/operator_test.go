@@ -265,3 +265,21 @@ func startPlainPod(t *testing.T, name string) *corev1.Pod {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// checkWebhookNeedsClientCert posts a review to the webhook Service from the node without a
+// client certificate, as any pod could: the operator requires the API server's (the chart's
+// webhook.clientCA, which hack/cluster sets), so the handshake is refused and no review is
+// answered, while the API server's own calls inject pods throughout the suite.
+func checkWebhookNeedsClientCert(t *testing.T) {
+	svc := &corev1.Service{}
+	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: env.Namespace, Name: webhookService(t)}, svc); err != nil {
+		t.Fatal(err)
+	}
+	url := fmt.Sprintf("https://%s:443/inject-v1-pod", svc.Spec.ClusterIP)
+	out, err := nodeCurl(url, "", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST",
+		"-H", "Content-Type: application/json", "-d", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`)
+	if err == nil || strings.TrimSpace(out) != "000" {
+		t.Fatalf("a review posted to %s without a client certificate got HTTP %s (%v); want the TLS handshake refused", url, out, err)
+	}
+	t.Logf("refused without a client certificate: %v", err)
+}

@@ -203,11 +203,17 @@ func (p *prometheus) wait(t *testing.T, what string, ok func(map[string]float64)
 // Kubernetes discovery (kubernetes_sd_configs is not a field it knows), so the test discovers
 // what the chart's ServiceMonitor and PodMonitor select (discoverTargets) and hands the targets
 // to Prometheus as file_sd files. The operator's job scrapes as the ServiceMonitor says: HTTPS,
-// the self-signed certificate unverified, the bearer token.
+// the certificate verified against ca.crt of the certificate Secret for the metrics Service's
+// name, the bearer token.
 func (p *prometheus) writeConfig(t *testing.T, token string) string {
 	t.Helper()
-	tokenFile := filepath.Join(p.dir, "token")
+	tokenFile, caFile := filepath.Join(p.dir, "token"), filepath.Join(p.dir, "ca.crt")
 	mustWrite(t, tokenFile, []byte(token))
+	secret := &corev1.Secret{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: env.Namespace, Name: env.Release + "-webhook-cert"}, secret); err != nil {
+		t.Fatalf("the operator's certificate Secret: %v", err)
+	}
+	mustWrite(t, caFile, secret.Data["ca.crt"])
 	operator, dataplanes := discoverTargets(t)
 	opFile, dpFile := filepath.Join(p.dir, "operator.json"), filepath.Join(p.dir, "dataplane.json")
 	mustWriteJSON(t, opFile, operator)
@@ -216,12 +222,12 @@ func (p *prometheus) writeConfig(t *testing.T, token string) string {
 scrape_configs:
 - job_name: kube-fstack-operator
   scheme: https
-  tls_config: {insecure_skip_verify: true}
+  tls_config: {ca_file: %s, server_name: %s-metrics.%s.svc}
   authorization: {credentials_file: %s}
   file_sd_configs: [{files: [%s]}]
 - job_name: kube-fstack-dataplane
   file_sd_configs: [{files: [%s]}]
-`, tokenFile, opFile, dpFile)
+`, caFile, env.Release, env.Namespace, tokenFile, opFile, dpFile)
 	path := filepath.Join(p.dir, "prometheus.yml")
 	mustWrite(t, path, []byte(cfg))
 	return path
@@ -235,8 +241,9 @@ type target struct {
 
 // discoverTargets selects as the chart's monitors do. ServiceMonitor: the ready endpoints, on
 // the port https-metrics, of the release's operator Services in its namespace. PodMonitor: pods
-// in any namespace with the stack label, on the container port (init containers included: the
-// dataplane is a native sidecar) podcontract.MetricsPortName, labelled with their stack.
+// with the stack label in the namespaces it lists (the opted-in ones), on the container port
+// (init containers included: the dataplane is a native sidecar) podcontract.MetricsPortName,
+// labelled with their stack.
 func discoverTargets(t *testing.T) (operator, dataplanes []target) {
 	t.Helper()
 	ctx := context.Background()
@@ -258,7 +265,18 @@ func discoverTargets(t *testing.T) (operator, dataplanes []target) {
 	if err := env.Client.List(ctx, pods, client.HasLabels{fstackv1.StackLabel}); err != nil {
 		t.Fatal(err)
 	}
+	nss := &corev1.NamespaceList{}
+	if err := env.Client.List(ctx, nss, client.MatchingLabels{fstackv1.InjectionLabel: "enabled"}); err != nil {
+		t.Fatal(err)
+	}
+	optedIn := map[string]bool{}
+	for _, ns := range nss.Items {
+		optedIn[ns.Name] = true
+	}
 	for _, pod := range pods.Items {
+		if !optedIn[pod.Namespace] {
+			continue
+		}
 		for _, c := range append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...) {
 			for _, port := range c.Ports {
 				if port.Name == podcontract.MetricsPortName && pod.Status.PodIP != "" {

@@ -16,12 +16,20 @@ RELEASE_NAMESPACE="${RELEASE_NAMESPACE:-kube-fstack-system}"
 "$HERE/status.sh" >/dev/null || die "the local cluster is not up: run hack/cluster/up.sh (make cluster-up)"
 "$HERE/images.sh" build
 "$HERE/images.sh" import
+# The API server presents its webhook client certificate (pki.sh's admission configuration):
+# the operator then answers only it. One started before that configuration existed does not.
+client_ca=()
+if tr '\0' ' ' <"/proc/$(pid_of kube-apiserver)/cmdline" 2>/dev/null | grep -q -- --admission-control-config-file; then
+  client_ca=(--set-file "webhook.clientCA=$PKI/webhook-client-ca.crt")
+else
+  log "WARNING: kube-apiserver runs without an admission configuration (started before up.sh set one): the webhook answers callers without a client certificate; make cluster-down cluster-up to get it"
+fi
 t0=$SECONDS
 log "helm upgrade --install $RELEASE charts/kube-fstack -n $RELEASE_NAMESPACE"
 KUBECONFIG="$KUBECONFIG_ADMIN" "$HELM" upgrade --install "$RELEASE" "$ROOT/charts/kube-fstack" \
   --namespace "$RELEASE_NAMESPACE" --create-namespace -f "$HERE/values.yaml" \
   --set "cni.nodeAgent.ovsdbSocket=$(readlink -f "$OVS_DIR")/db.sock" --set "cni.nodeAgent.period=${NODE_AGENT_PERIOD:-5s}" \
-  --wait --timeout 5m "$@" >/dev/null || {
+  "${client_ca[@]}" --wait --timeout 5m "$@" >/dev/null || {
     kc -n "$RELEASE_NAMESPACE" get pods -o wide >&2 || true
     kc -n "$RELEASE_NAMESPACE" describe pods >&2 || true
     kc -n "$RELEASE_NAMESPACE" logs -l "app.kubernetes.io/instance=$RELEASE" --all-containers --tail=50 >&2 || true

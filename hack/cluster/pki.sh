@@ -3,10 +3,10 @@
 # it listens on loopback only and only the API server talks to it.
 # shellcheck shell=bash
 
-# cert NAME CN [O] [SANS]: a key and a CA-signed certificate, kept when it already exists so a
-# second up.sh does not invalidate kubeconfigs that are in use.
+# cert NAME CN [O] [SANS] [CA]: a key and a certificate signed by CA (default ca), kept when it
+# already exists so a second up.sh does not invalidate kubeconfigs that are in use.
 cert() {
-  local name="$1" cn="$2" org="${3:-}" sans="${4:-}" subj ext
+  local name="$1" cn="$2" org="${3:-}" sans="${4:-}" ca="${5:-ca}" subj ext
   [ -f "$PKI/$name.crt" ] && return 0
   subj="/CN=$cn"
   [ -n "$org" ] && subj="/O=$org$subj"
@@ -23,7 +23,7 @@ cert() {
   } >"$ext"
   openssl req -new -newkey rsa:2048 -nodes -keyout "$PKI/$name.key" -subj "$subj" \
     -out "$PKI/$name.csr" 2>/dev/null
-  openssl x509 -req -in "$PKI/$name.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial \
+  openssl x509 -req -in "$PKI/$name.csr" -CA "$PKI/$ca.crt" -CAkey "$PKI/$ca.key" -CAcreateserial \
     -days 365 -extfile "$ext" -out "$PKI/$name.crt" 2>/dev/null
   rm -f "$PKI/$name.csr" "$ext"
 }
@@ -52,13 +52,48 @@ EOF
   chmod 600 "$out"
 }
 
+# ca NAME CN: a self-signed CA, kept when it exists.
+ca() {
+  [ -f "$PKI/$1.crt" ] && return 0
+  openssl req -x509 -new -newkey rsa:2048 -nodes -keyout "$PKI/$1.key" -subj "/CN=$2" \
+    -days 365 -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+    -out "$PKI/$1.crt" 2>/dev/null
+}
+
+# webhook_client: the client certificate kube-apiserver presents to kube-fstack's webhooks,
+# under a CA of its own (the chart's webhook.clientCA), so the operator answers the API server
+# only: the cluster CA would also let every kubelet and admin certificate in. The admission
+# configuration gives it for every webhook Service in the release namespace.
+webhook_client() {
+  ca webhook-client-ca kube-fstack-webhook-client-ca
+  cert apiserver-webhook-client kube-apiserver-webhook-client "" "" webhook-client-ca
+  cat >"$PKI/webhook-client.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+users:
+- name: "*.${RELEASE_NAMESPACE:-kube-fstack-system}.svc"
+  user:
+    client-certificate: $PKI/apiserver-webhook-client.crt
+    client-key: $PKI/apiserver-webhook-client.key
+EOF
+  local plugin
+  {
+    echo "apiVersion: apiserver.config.k8s.io/v1"
+    echo "kind: AdmissionConfiguration"
+    echo "plugins:"
+    for plugin in ValidatingAdmissionWebhook MutatingAdmissionWebhook; do
+      echo "- name: $plugin"
+      echo "  configuration:"
+      echo "    apiVersion: apiserver.config.k8s.io/v1"
+      echo "    kind: WebhookAdmissionConfiguration"
+      echo "    kubeConfigFile: $PKI/webhook-client.kubeconfig"
+    done
+  } >"$PKI/admission.yaml"
+}
+
 make_pki() {
   mkdir -p "$PKI" && chmod 700 "$PKI"
-  if [ ! -f "$PKI/ca.crt" ]; then
-    openssl req -x509 -new -newkey rsa:2048 -nodes -keyout "$PKI/ca.key" -subj "/CN=kube-fstack-cluster-ca" \
-      -days 365 -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
-      -out "$PKI/ca.crt" 2>/dev/null
-  fi
+  ca ca kube-fstack-cluster-ca
   cert apiserver kube-apiserver "" \
     "IP:$NODE_IP,IP:$SERVICE_IP,IP:127.0.0.1,DNS:localhost,DNS:$NODE_NAME,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
   cert apiserver-kubelet-client kube-apiserver-kubelet-client system:masters
@@ -68,6 +103,7 @@ make_pki() {
   cert kubelet "system:node:$NODE_NAME" system:nodes
   cert kubelet-serving "system:node:$NODE_NAME" system:nodes "IP:$NODE_IP,IP:127.0.0.1,DNS:$NODE_NAME"
   cert kube-proxy system:kube-proxy
+  webhook_client
   if [ ! -f "$PKI/sa.key" ]; then
     openssl genrsa -out "$PKI/sa.key" 2048 2>/dev/null
     openssl rsa -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null

@@ -140,7 +140,8 @@ control_plane() {
     --kubelet-certificate-authority="$PKI/ca.crt" --service-cluster-ip-range="$SERVICE_CIDR" \
     --kubelet-preferred-address-types=InternalIP,Hostname \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
-    --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" --profiling=false
+    --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" --profiling=false \
+    --admission-control-config-file="$PKI/admission.yaml"
   wait_for "kube-apiserver /readyz" 90 kc get --raw /readyz
   start kube-controller-manager "$K8S_BIN/kube-controller-manager" --kubeconfig="$PKI/controller-manager.kubeconfig" \
     --authentication-kubeconfig="$PKI/controller-manager.kubeconfig" --authorization-kubeconfig="$PKI/controller-manager.kubeconfig" \

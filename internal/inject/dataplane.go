@@ -36,6 +36,7 @@ func (p *plan) dataplaneContainer() corev1.Container {
 			fieldEnv(podcontract.EnvPodUID, "metadata.uid"),
 			fieldEnv(podcontract.EnvPodName, "metadata.name"),
 			fieldEnv(podcontract.EnvPodNamespace, "metadata.namespace"),
+			fieldEnv(podcontract.EnvNodeIPs, "status.hostIPs"),
 		},
 		Ports: []corev1.ContainerPort{{Name: podcontract.MetricsPortName, ContainerPort: podcontract.SupervisorPort, Protocol: corev1.ProtocolTCP}},
 		Resources: corev1.ResourceRequirements{

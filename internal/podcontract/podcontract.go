@@ -168,4 +168,8 @@ const (
 	EnvPodNamespace = "POD_NAMESPACE"
 	// EnvContainerName tells the launcher its container's name, which names its files.
 	EnvContainerName = "FSTACK_CONTAINER_NAME"
+	// EnvNodeIPs is the node's addresses (the downward API's status.hostIPs, comma-separated):
+	// the supervisor answers /app-probe only to them and to the pod's default gateway, where
+	// the kubelet's probes come from.
+	EnvNodeIPs = "FSTACK_NODE_IPS"
 )

@@ -9,8 +9,10 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -89,6 +91,13 @@ func testDryRun(t *testing.T, c client.Client) {
 	for _, set := range valueSets(t) {
 		t.Run(set, func(t *testing.T) {
 			for _, o := range objects(t, render(t, set)) {
+				// Objects the chart puts in other namespaces (the opted-in ones) need them.
+				if ns := o.GetNamespace(); ns != "" && ns != namespace {
+					err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+					if err != nil && !apierrors.IsAlreadyExists(err) {
+						t.Fatal(err)
+					}
+				}
 				err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.DryRunAll,
 					client.ForceOwnership, client.FieldOwner("chart-test"))
 				if err != nil {

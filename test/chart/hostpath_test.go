@@ -8,17 +8,19 @@ import (
 )
 
 // Every host path the chart mounts, in every value set, is one the DaemonSet's work needs: the
-// CNI's own directories, kube-fstack's root, OVSDB's socket directory, and the kubelet's CPU
-// manager checkpoint as a single file. Never the kubelet's root dir (its client key, every pod's
+// CNI's own directories, kube-fstack's root, OVSDB's socket directory, the kubelet's CPU
+// manager checkpoint as a single file, and kube-fstack's own directory beneath the kubelet's
+// seccomp root (the dataplane's Localhost profile; never the seccomp root itself). Never the kubelet's root dir (its client key, every pod's
 // secret volumes), never a directory above what is needed.
 func TestHostPathsConfined(t *testing.T) {
 	allowed := map[string]bool{
-		"/opt/cni/bin":                       true,
-		"/etc/cni/net.d":                     true,
-		"/var/run/kube-fstack/vhost":         true,
-		"/var/run/kube-fstack":               true,
-		"/var/run/openvswitch":               true,
-		"/var/lib/kubelet/cpu_manager_state": true,
+		"/opt/cni/bin":                         true,
+		"/etc/cni/net.d":                       true,
+		"/var/run/kube-fstack/vhost":           true,
+		"/var/run/kube-fstack":                 true,
+		"/var/run/openvswitch":                 true,
+		"/var/lib/kubelet/cpu_manager_state":   true,
+		"/var/lib/kubelet/seccomp/kube-fstack": true,
 	}
 	seen := 0
 	for _, set := range valueSets(t) {

@@ -78,6 +78,7 @@ func TestMonitoringRefused(t *testing.T) {
 		{[]string{"monitoring.podMonitor.interval=1.5s"}, "interval"},
 		{[]string{"monitoring.podMonitor.port=9180"}, "port"},
 		{[]string{"monitoring.prometheusServiceAccount.name=prometheus"}, "monitoring.prometheusServiceAccount.namespace"},
+		{[]string{"monitoring.podMonitor.enabled=true"}, "monitoring.podMonitor.namespaces"},
 	} {
 		args := []string{"template", release, chartDir, "--namespace", namespace, "--kube-version", kubeVersion}
 		for _, s := range tc.set {

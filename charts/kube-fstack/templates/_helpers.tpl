@@ -18,6 +18,8 @@
 
 {{- define "kube-fstack.operatorName" -}}{{ include "kube-fstack.fullname" . }}-operator{{- end }}
 {{- define "kube-fstack.webhookService" -}}{{ include "kube-fstack.fullname" . }}-webhook{{- end }}
+{{- define "kube-fstack.metricsService" -}}{{ include "kube-fstack.fullname" . }}-metrics{{- end }}
+{{- define "kube-fstack.webhookClientCA" -}}{{ include "kube-fstack.fullname" . }}-webhook-client-ca{{- end }}
 {{- define "kube-fstack.mutatingName" -}}{{ include "kube-fstack.fullname" . }}-injector{{- end }}
 {{- define "kube-fstack.validatingName" -}}{{ include "kube-fstack.fullname" . }}-validator{{- end }}
 {{- define "kube-fstack.certificateName" -}}{{ include "kube-fstack.fullname" . }}-webhook{{- end }}

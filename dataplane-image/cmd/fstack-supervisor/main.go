@@ -86,6 +86,7 @@ func parseFlags(args []string) (*options, error) {
 		p.SpecFile = o.podInfoSpec
 	}
 	o.cfg.AppProbes = os.Getenv(podcontract.EnvAppProbes)
+	o.cfg.NodeIPs = os.Getenv(podcontract.EnvNodeIPs)
 	if o.readyCmd != "" {
 		o.cfg.ReadyCommand = strings.Fields(o.readyCmd)
 	}

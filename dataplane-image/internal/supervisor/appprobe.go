@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/cpuaffinity"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
@@ -36,6 +38,10 @@ type appProbing struct {
 	agent  atomic.Pointer[probeAgent]
 	mu     sync.Mutex
 	failed map[string]bool // last result per path, to log changes only
+	// flight shares one probe among the callers of the same path: the agent performs one
+	// request at a time, so without it a burst of callers queued ahead of the kubelet's probe
+	// until that timed out (and the kubelet restarted the app).
+	flight singleflight.Group
 }
 
 func newAppProbing(raw string) *appProbing {
@@ -161,8 +167,14 @@ func agentCPU(res *render.Result) (int, bool) {
 
 // serveAppProbe answers /app-probe/<container>/<kind>: 200 when the original probe passes
 // through F-Stack, 503 with the reason otherwise. Before the dataplane is ready it fails, so a
-// startup probe keeps waiting.
+// startup probe keeps waiting. Only the node is answered (node.go): each call makes the app
+// accept a connection through F-Stack. Callers of a path at the same time share one probe: one
+// started a moment before a caller asked answers it too, as a kubelet probe period is seconds.
 func (s *Supervisor) serveAppProbe(w http.ResponseWriter, r *http.Request) {
+	if !s.fromNode(r.RemoteAddr) {
+		http.Error(w, "app probes are answered to the node only (the kubelet probes from the node's address or the pod's default gateway)", http.StatusForbidden)
+		return
+	}
 	probe, ok := s.app.probes[r.URL.Path]
 	switch {
 	case s.app.err != nil:
@@ -175,26 +187,36 @@ func (s *Supervisor) serveAppProbe(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the F-Stack dataplane is not ready: "+s.health.text(), http.StatusServiceUnavailable)
 		return
 	}
-	if why := s.appBroken(r.URL.Path); why != "" {
-		s.app.record(s, r.URL.Path, false, why)
-		http.Error(w, why, http.StatusServiceUnavailable)
+	v, _, _ := s.app.flight.Do(r.URL.Path, func() (any, error) { return s.appProbe(r.URL.Path, probe), nil })
+	res := v.(probeResult)
+	if !res.passed {
+		http.Error(w, res.detail, http.StatusServiceUnavailable)
 		return
+	}
+	_, _ = w.Write([]byte(res.detail + "\n"))
+}
+
+type probeResult struct {
+	passed bool
+	detail string
+}
+
+// appProbe performs the probe at path once and records its result.
+func (s *Supervisor) appProbe(path string, probe podcontract.AppProbe) probeResult {
+	if why := s.appBroken(path); why != "" {
+		s.app.record(s, path, false, why)
+		return probeResult{false, why}
 	}
 	a := s.app.agent.Load()
 	if a == nil {
-		http.Error(w, "the probe agent is not running", http.StatusServiceUnavailable)
-		return
+		return probeResult{false, "the probe agent is not running"}
 	}
 	timeout := max(time.Duration(probe.TimeoutSeconds)*time.Second-agentMargin, agentMargin)
 	req := func(left time.Duration) []byte { return agentRequest(probe, appProbeAddr, left) }
 	line, err := a.ask(req, s.Now().Add(timeout))
 	passed, detail := judge(probe, line, err)
-	s.app.record(s, r.URL.Path, passed, detail)
-	if !passed {
-		http.Error(w, detail, http.StatusServiceUnavailable)
-		return
-	}
-	_, _ = w.Write([]byte(detail + "\n"))
+	s.app.record(s, path, passed, detail)
+	return probeResult{passed, detail}
 }
 
 // record logs a probe's result when it changes.

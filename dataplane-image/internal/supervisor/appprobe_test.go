@@ -23,8 +23,9 @@ import (
 // it speaks the agent's protocol, records its environment and every request, and answers by
 // port: 80 passes, 81 is an HTTP 500 (or a NOT_SERVING gRPC service), 82 refuses, 83 answers
 // late (3.2 s: past the probe's timeout and the 2 s after which an agent used to be killed), 84
-// dies, 85 never answers (stuck in a shim call). Its first start takes 1.2 s to attach, longer
-// than a probe's timeout, as the real one took seconds: ready must wait for it.
+// dies, 85 never answers (stuck in a shim call), 86 connects after 0.5 s (an app slow to
+// accept). Its first start takes 1.2 s to attach, longer than a probe's timeout, as the real one
+// took seconds: ready must wait for it.
 const fakeAgent = `#!/bin/sh
 env >"$0.env"
 [ -e "$0.attached" ] || sleep 1.2
@@ -44,6 +45,7 @@ while read -r kind addr port ms n; do
     *" 83") sleep 3.2; echo "fail late" >&3 ;;
     *" 84") exit 3 ;;
     *" 85") sleep 30 ;;
+    *" 86") sleep 0.5; echo "ok connected" >&3 ;;
   esac
 done
 `
@@ -79,7 +81,7 @@ func TestAppProbesThroughTheAgent(t *testing.T) {
 	mustDo(t, copyFile(harmlessLibrary(t), lib))
 
 	s := h.supervisor("primary", "secondary")
-	s.Cfg.AppProbes, s.Cfg.ProbeAgent = appProbes(t), agentBin
+	s.Cfg.AppProbes, s.Cfg.ProbeAgent, s.Cfg.NodeIPs = appProbes(t), agentBin, testNode
 	s.app = newAppProbing(s.Cfg.AppProbes)
 	srv := s.handler()
 	expect := func(path string, code int, body string) {
@@ -213,7 +215,7 @@ func TestAgentOutOfStartsFailsHealth(t *testing.T) {
 }
 
 func TestAppProbesUnreadable(t *testing.T) {
-	s := New(Config{AppProbes: `{"/app-probe/a/readiness":{"port":80,"httpGet":{"path":"/\r\nX: y"},"timeoutSeconds":1}}`}, nil, io.Discard)
+	s := New(Config{AppProbes: `{"/app-probe/a/readiness":{"port":80,"httpGet":{"path":"/\r\nX: y"},"timeoutSeconds":1}}`, NodeIPs: testNode}, nil, io.Discard)
 	s.health.ready.Store(true)
 	if c, b := get(t, s.handler(), "/app-probe/a/readiness"); c != http.StatusServiceUnavailable || !strings.Contains(b, podcontract.EnvAppProbes) {
 		t.Fatalf("a hostile probe was not refused: %d %q", c, b)

@@ -36,6 +36,9 @@ type Paths struct {
 	// used to cross-check the affinity; empty finds it in the process's own cgroup (v1 or v2),
 	// CpusetNone skips the check.
 	CpusetFile string
+	// RouteV4 and RouteV6 are the pod's route tables (/proc/net/route, /proc/net/ipv6_route),
+	// read for the default gateway the kubelet probes from on bridge CNIs (node.go).
+	RouteV4, RouteV6 string
 }
 
 // CpusetNone as Paths.CpusetFile turns the cpuset cross-check off.
@@ -53,6 +56,8 @@ func DefaultPaths() Paths {
 		AppStateDir:  podcontract.AppStateDir,
 		ImageShimDir: podcontract.ImageShimDir,
 		ConfigFile:   "/etc/f-stack/config.ini",
+		RouteV4:      "/proc/net/route",
+		RouteV6:      "/proc/net/ipv6_route",
 	}
 }
 
@@ -109,6 +114,9 @@ type Config struct {
 	// supervisor, performed by ProbeAgent through F-Stack (appprobe.go).
 	AppProbes  string
 	ProbeAgent string
+	// NodeIPs is podcontract.EnvNodeIPs: with the pod's default gateways, the only callers
+	// /app-probe answers and the ones the connection cap always lets in (node.go, http.go).
+	NodeIPs string
 	// ShimContexts says where the shim's free contexts are counted: ContextsZone (F-Stack's
 	// memzones), ContextsStandin (the stand-in's slot files) or ContextsOff.
 	ShimContexts string

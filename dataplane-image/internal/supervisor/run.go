@@ -44,12 +44,15 @@ type Supervisor struct {
 	// agentMetrics are the probe agents' counters, kept across generations.
 	agentMetrics     *agentMetrics
 	agentMetricsOnce sync.Once
+	// httpLimits bound the callers of Serve (http.go); tests shorten them.
+	httpLimits httpLimits
 }
 
 // New makes a supervisor that logs (its own lines and its children's) to out.
 func New(cfg Config, facts *FactSource, out io.Writer) *Supervisor {
 	s := &Supervisor{Cfg: cfg, Facts: facts, Env: os.Environ(), Now: time.Now,
-		log: &lineLog{out: out}, metrics: newMetrics(), app: newAppProbing(cfg.AppProbes)}
+		log: &lineLog{out: out}, metrics: newMetrics(), app: newAppProbing(cfg.AppProbes),
+		httpLimits: defaultHTTPLimits}
 	if facts != nil && facts.Logf == nil {
 		facts.Logf = s.logf
 	}

@@ -48,8 +48,10 @@ func parseFlags() (manager.Options, error) {
 	flag.StringVar(&o.WebhookHost, "webhook-host", "", "Address the webhook server listens on (all when empty).")
 	flag.IntVar(&o.WebhookPort, "webhook-port", 9443, "Port of the webhook server.")
 	flag.StringVar(&o.CertDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory of the webhook serving certificate (tls.crt, tls.key).")
+	flag.StringVar(&o.WebhookClientCA, "webhook-client-ca", "", "PEM file of the CA that signs the API server's webhook client certificate (its admission configuration's kubeconfig for this webhook); when set, the webhook server requires and verifies a client certificate from it.")
 	flag.BoolVar(&o.ManageCerts, "manage-certs", true, "Generate and rotate the webhook certificate and inject its CA; false when cert-manager does it.")
 	flag.StringVar(&o.Certs.SecretName, "cert-secret", "kube-fstack-webhook-cert", "Secret holding the webhook certificate.")
+	flag.StringVar(&o.Certs.MetricsServiceName, "metrics-service", "", "The operator's metrics Service: when set, the webhook certificate names it too and the metrics endpoint serves that certificate (from --cert-dir), so scrapers can verify it against the operator's CA; empty: a self-signed certificate.")
 	flag.StringVar(&o.Certs.ServiceName, "webhook-service", "kube-fstack-webhook", "Service in front of the webhook server (the certificate's DNS name).")
 	flag.StringVar(&o.Certs.MutatingName, "mutating-webhook-configuration", "kube-fstack-injector", "MutatingWebhookConfiguration whose CA bundle the operator keeps.")
 	flag.StringVar(&o.Certs.ValidatingName, "validating-webhook-configuration", "kube-fstack-validator", "ValidatingWebhookConfiguration whose CA bundle the operator keeps.")
@@ -66,6 +68,9 @@ func parseFlags() (manager.Options, error) {
 	zo.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zo)))
+	if o.Certs.MetricsServiceName != "" {
+		o.MetricsCertDir = o.CertDir
+	}
 	o.Inject.ImagePullPolicy = corev1.PullPolicy(pullPolicy)
 	o.Inject.AllowedImages = inject.ParseImagePrefixes(allowedImages)
 	if err := inject.CheckImagePrefixes(o.Inject.AllowedImages); err != nil {

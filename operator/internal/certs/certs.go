@@ -5,7 +5,15 @@ package certs
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,12 +27,15 @@ import (
 
 // Options names what the rotator manages.
 type Options struct {
-	Namespace      string
-	SecretName     string
-	ServiceName    string
-	CertDir        string
-	MutatingName   string
-	ValidatingName string
+	Namespace   string
+	SecretName  string
+	ServiceName string
+	// MetricsServiceName, when set, is the operator's metrics Service: the certificate names
+	// it too, so Prometheus verifies the metrics endpoint against the same CA.
+	MetricsServiceName string
+	CertDir            string
+	MutatingName       string
+	ValidatingName     string
 }
 
 // cert-controller reads the webhook configurations and the Secret through an informer (list and
@@ -45,19 +56,58 @@ func EnsureSecret(ctx context.Context, c client.Client, o Options) error {
 	if err := c.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create the webhook certificate secret %s/%s: %w", o.Namespace, o.SecretName, err)
 	}
+	return dropCertWithoutMetrics(ctx, c, o)
+}
+
+// dropCertWithoutMetrics removes a serving certificate that does not name the metrics Service
+// (one issued before --metrics-service, by an older operator): cert-controller checks only the
+// webhook's name, so it would keep serving it until it expires and scrapers that verify the
+// metrics Service's name would fail until then. Without it the rotator issues a new one under
+// the same CA at once; the CA, which the webhook configurations trust, is kept. The Secret is
+// listed, not got: the operator may list its namespace's Secrets but get none.
+func dropCertWithoutMetrics(ctx context.Context, c client.Client, o Options) error {
+	if o.MetricsServiceName == "" {
+		return nil
+	}
+	list := &corev1.SecretList{}
+	if err := c.List(ctx, list, client.InNamespace(o.Namespace), client.MatchingFields{"metadata.name": o.SecretName}); err != nil {
+		return fmt.Errorf("read the webhook certificate secret %s/%s: %w", o.Namespace, o.SecretName, err)
+	}
+	if len(list.Items) != 1 {
+		return nil
+	}
+	s := &list.Items[0]
+	block, _ := pem.Decode(s.Data["tls.crt"])
+	if block == nil {
+		return nil // empty or unreadable: the rotator issues one anyway
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err == nil && cert.VerifyHostname(fmt.Sprintf("%s.%s.svc", o.MetricsServiceName, o.Namespace)) == nil {
+		return nil
+	}
+	delete(s.Data, "tls.crt")
+	delete(s.Data, "tls.key")
+	if err := c.Update(ctx, s); err != nil && !apierrors.IsConflict(err) { // a conflict: another replica did it
+		return fmt.Errorf("drop the webhook certificate that does not name the metrics Service from %s/%s: %w", o.Namespace, o.SecretName, err)
+	}
 	return nil
 }
 
 // AddRotator adds certificate rotation to mgr; ready is closed once the certificate is on disk.
 func AddRotator(mgr ctrl.Manager, o Options, ready chan struct{}) error {
 	dns := fmt.Sprintf("%s.%s.svc", o.ServiceName, o.Namespace)
+	extra := []string{dns + ".cluster.local", o.ServiceName + "." + o.Namespace}
+	if m := o.MetricsServiceName; m != "" {
+		mdns := fmt.Sprintf("%s.%s.svc", m, o.Namespace)
+		extra = append(extra, mdns, mdns+".cluster.local", m+"."+o.Namespace)
+	}
 	return rotator.AddRotator(mgr, &rotator.CertRotator{
 		SecretKey:      types.NamespacedName{Namespace: o.Namespace, Name: o.SecretName},
 		CertDir:        o.CertDir,
 		CAName:         "kube-fstack-ca",
 		CAOrganization: "kube-fstack",
 		DNSName:        dns,
-		ExtraDNSNames:  []string{dns + ".cluster.local", o.ServiceName + "." + o.Namespace},
+		ExtraDNSNames:  extra,
 		IsReady:        ready,
 		Webhooks: []rotator.WebhookInfo{
 			{Name: o.MutatingName, Type: rotator.Mutating},
@@ -66,4 +116,70 @@ func AddRotator(mgr ctrl.Manager, o Options, ready chan struct{}) error {
 		// Every replica serves webhooks, so every replica needs the certificate on disk.
 		RequireLeaderElection: false,
 	})
+}
+
+// maxClientCAFile bounds the client CA file: a bundle of a few CAs is a few KiB.
+const maxClientCAFile = 1 << 20
+
+// RequireClientCerts returns the webhook server's TLS option that accepts only callers with a
+// certificate signed by a CA in caFile: the API server, where its admission configuration gives
+// it a client certificate for the webhook (a kubeconfig per webhook). Without it any pod could
+// post an AdmissionReview and read what the injector's answer carries.
+func RequireClientCerts(caFile string) (func(*tls.Config), error) {
+	f, err := os.Open(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("--webhook-client-ca: %w (the CA that signs the API server's webhook client certificate; the chart's webhook.clientCA)", err)
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, maxClientCAFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("--webhook-client-ca %s: %w", caFile, err)
+	}
+	if len(raw) > maxClientCAFile {
+		return nil, fmt.Errorf("--webhook-client-ca %s: larger than %d bytes; give the PEM CA certificates only", caFile, maxClientCAFile)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(raw) {
+		return nil, fmt.Errorf("--webhook-client-ca %s: no PEM certificate in it; give the CA that signs the API server's webhook client certificate", caFile)
+	}
+	return func(c *tls.Config) {
+		c.ClientAuth = tls.RequireAndVerifyClientCert
+		c.ClientCAs = pool
+	}, nil
+}
+
+// Served loads the serving certificate (tls.crt, tls.key) from dir at each handshake, again
+// whenever the files change: the kubelet updates the mounted Secret when the rotator or
+// cert-manager renews it. Until the first certificate is there, handshakes fail, which a scrape
+// retries; nothing else waits for it.
+type Served struct {
+	Dir string
+
+	mu     sync.Mutex
+	cert   *tls.Certificate
+	stamps [2]time.Time
+}
+
+// GetCertificate is a tls.Config GetCertificate.
+func (s *Served) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	certFile, keyFile := filepath.Join(s.Dir, "tls.crt"), filepath.Join(s.Dir, "tls.key")
+	var stamps [2]time.Time
+	for i, f := range []string{certFile, keyFile} {
+		fi, err := os.Stat(f)
+		if err != nil {
+			return nil, fmt.Errorf("the serving certificate is not there yet: %w", err)
+		}
+		stamps[i] = fi.ModTime()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cert != nil && stamps == s.stamps {
+		return s.cert, nil
+	}
+	c, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("load the serving certificate from %s: %w", s.Dir, err)
+	}
+	s.cert, s.stamps = &c, stamps
+	return s.cert, nil
 }

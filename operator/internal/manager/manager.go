@@ -51,11 +51,18 @@ type Options struct {
 	// MetricsInsecure serves metrics over plain HTTP to anyone: only for local debugging.
 	MetricsInsecure bool
 	LeaderElect     bool
+	// MetricsCertDir, when set, holds the metrics endpoint's certificate (tls.crt, tls.key):
+	// the webhook's, issued by the operator's CA (or cert-manager's) and naming the metrics
+	// Service, so Prometheus can verify it. Empty: a self-signed one, made at start.
+	MetricsCertDir string
 	// Namespace is the operator's own: never injected; holds the certificate secret and lease.
 	Namespace   string
 	WebhookHost string
 	WebhookPort int
 	CertDir     string
+	// WebhookClientCA, when set, is a PEM file of the CA that signs the API server's webhook
+	// client certificate: the webhook server then requires and verifies one.
+	WebhookClientCA string
 	// ManageCerts makes the operator generate, rotate and inject its webhook certificate.
 	ManageCerts bool
 	Certs       certs.Options
@@ -87,7 +94,15 @@ func New(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
 	if o.Namespace == "" {
 		return nil, fmt.Errorf("the operator's namespace must be set (--namespace or POD_NAMESPACE)")
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrlOptions(o))
+	tlsOpts := []func(*tls.Config){fswebhook.CountHandshakes}
+	if o.WebhookClientCA != "" {
+		require, err := certs.RequireClientCerts(o.WebhookClientCA)
+		if err != nil {
+			return nil, err
+		}
+		tlsOpts = append(tlsOpts, require)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrlOptions(o, tlsOpts))
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +169,7 @@ func registerWebhooks(mgr ctrl.Manager, o Options) error {
 	return nil
 }
 
-func ctrlOptions(o Options) ctrl.Options {
+func ctrlOptions(o Options, webhookTLS []func(*tls.Config)) ctrl.Options {
 	hasStack, _ := labels.NewRequirement(fsv1.StackLabel, selection.Exists, nil)
 	return ctrl.Options{
 		Controller:              ctrlconfig.Controller{SkipNameValidation: &o.SecondInProcess},
@@ -165,7 +180,7 @@ func ctrlOptions(o Options) ctrl.Options {
 		LeaderElectionID:        "kube-fstack-operator.kubefstack.io",
 		LeaderElectionNamespace: o.Namespace,
 		WebhookServer: webhook.NewServer(webhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.CertDir,
-			TLSOpts: []func(*tls.Config){fswebhook.CountHandshakes}}),
+			TLSOpts: webhookTLS}),
 		// Only the pods and ConfigMaps that concern a StackInstance are cached: the operator's
 		// memory stays flat however many other pods the cluster runs.
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
@@ -175,18 +190,23 @@ func ctrlOptions(o Options) ctrl.Options {
 	}
 }
 
-// metricsOptions serves metrics over HTTPS (a self-signed certificate controller-runtime makes)
-// to callers the API server authenticates and allows to get /metrics, as controller-runtime
-// recommends; HTTP/2 is off there, as in kubebuilder's layout (its stream resets are a known
+// metricsOptions serves metrics over HTTPS (the webhook's certificate when MetricsCertDir is
+// set, else a self-signed one controller-runtime makes) to callers the API server authenticates
+// and allows to get /metrics, as controller-runtime recommends; HTTP/2 is off there, as in kubebuilder's layout (its stream resets are a known
 // denial-of-service vector and Prometheus does not need it).
 func metricsOptions(o Options) metricsserver.Options {
 	if o.MetricsInsecure {
 		return metricsserver.Options{BindAddress: o.MetricsAddr}
 	}
+	opts := []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
+	if o.MetricsCertDir != "" {
+		served := &certs.Served{Dir: o.MetricsCertDir}
+		opts = append(opts, func(c *tls.Config) { c.GetCertificate = served.GetCertificate })
+	}
 	return metricsserver.Options{
 		BindAddress:    o.MetricsAddr,
 		SecureServing:  true,
 		FilterProvider: filters.WithAuthenticationAndAuthorization,
-		TLSOpts:        []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
+		TLSOpts:        opts,
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -86,20 +87,35 @@ func (h *PodInjector) Handle(ctx context.Context, req admission.Request) admissi
 	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
 }
 
-// prepare finds the named StackInstance and renders it once per generation.
+// The injector reads the namespace's opt-in label (a metadata-only informer).
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+
+// prepare finds the named StackInstance and renders it once per generation. Only a namespace
+// that opted in has its StackInstances read: the API server sends no other (the webhook
+// configuration's namespaceSelector), so a review for one came from someone else, who gets the
+// answer a missing StackInstance gets, whether or not it exists.
 func (h *PodInjector) prepare(ctx context.Context, namespace, name string) (*inject.Prepared, admission.Response) {
-	si := &fsv1.StackInstance{}
-	key := types.NamespacedName{Namespace: namespace, Name: name}
-	err := h.Reader.Get(ctx, key, si)
-	if apierrors.IsNotFound(err) && h.Live != nil {
-		err = h.Live.Get(ctx, key, si)
+	notFound := func() admission.Response {
+		countInjection(resultRefused, "stack-not-found")
+		return admission.Denied(fmt.Sprintf(
+			"StackInstance %q not found in namespace %q: create it before the pods that name it, or remove the pod label %s",
+			name, namespace, fsv1.StackLabel))
 	}
-	if err != nil {
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if err := h.get(ctx, types.NamespacedName{Name: namespace}, ns); apierrors.IsNotFound(err) {
+		return nil, notFound()
+	} else if err != nil {
+		countInjection(resultError, "stack-read")
+		return nil, admission.Errored(http.StatusInternalServerError, err)
+	}
+	if ns.Labels[fsv1.InjectionLabel] != "enabled" {
+		return nil, notFound()
+	}
+	si := &fsv1.StackInstance{}
+	if err := h.get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, si); err != nil {
 		if apierrors.IsNotFound(err) {
-			countInjection(resultRefused, "stack-not-found")
-			return nil, admission.Denied(fmt.Sprintf(
-				"StackInstance %q not found in namespace %q: create it before the pods that name it, or remove the pod label %s",
-				name, namespace, fsv1.StackLabel))
+			return nil, notFound()
 		}
 		countInjection(resultError, "stack-read")
 		return nil, admission.Errored(http.StatusInternalServerError, err)
@@ -113,6 +129,15 @@ func (h *PodInjector) prepare(ctx context.Context, namespace, name string) (*inj
 	}
 	h.prepared.put(si.UID, si.Generation, prep)
 	return prep, admission.Response{}
+}
+
+// get reads from the cache, then live when the cache has not seen the object yet.
+func (h *PodInjector) get(ctx context.Context, key types.NamespacedName, obj client.Object) error {
+	err := h.Reader.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) && h.Live != nil {
+		err = h.Live.Get(ctx, key, obj)
+	}
+	return err
 }
 
 func skip(reason, msg string) admission.Response {

@@ -8,6 +8,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -25,7 +26,12 @@ func newInjector(t testing.TB) *PodInjector {
 	_ = corev1.AddToScheme(scheme)
 	_ = fsv1.AddToScheme(scheme)
 	si := fixtures.Stack(t, "vhost-user", fixtures.InNamespace("web", "vhost-user"))
-	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(si).Build()
+	// "quiet" has a StackInstance too, but has not opted in.
+	quiet := fixtures.Stack(t, "vhost-user", fixtures.InNamespace("quiet", "vhost-user"))
+	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(si, quiet,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: map[string]string{fsv1.InjectionLabel: "enabled"}}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other", Labels: map[string]string{fsv1.InjectionLabel: "enabled"}}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "quiet"}}).Build()
 	return NewPodInjector(reader, nil, admission.NewDecoder(scheme), inject.DefaultConfig(), "kube-fstack-system")
 }
 
@@ -71,6 +77,26 @@ func TestHandleReadsLiveOnCacheMiss(t *testing.T) {
 	h.Live, h.Reader = h.Reader, fake.NewClientBuilder().WithScheme(h.Reader.(interface{ Scheme() *runtime.Scheme }).Scheme()).Build()
 	if resp := h.Handle(context.Background(), request("web", pod)); !resp.Allowed || len(resp.Patches) == 0 {
 		t.Fatalf("want the pod injected from the live read, got %+v", resp.Result)
+	}
+}
+
+// A review the API server would not send (a namespace that has not opted in, or does not exist)
+// gets the answer a missing StackInstance gets, whether or not one exists there or elsewhere:
+// a caller posting reviews itself learns nothing about other namespaces' stacks.
+func TestHandleAnswersOnlyOptedInNamespaces(t *testing.T) {
+	h, pod := newInjector(t), podJSON(t)
+	ctx := context.Background()
+	want := func(ns string) string {
+		return `StackInstance "vhost-user" not found in namespace "` + ns + `": create it before the pods that name it, or remove the pod label ` + fsv1.StackLabel
+	}
+	for _, ns := range []string{"quiet", "nowhere", "other"} { // has one, not opted in; no namespace; opted in, none there
+		resp, msg := h.Handle(ctx, request(ns, pod)), ""
+		if resp.Result != nil {
+			msg = resp.Result.Message
+		}
+		if resp.Allowed || len(resp.Patches) != 0 || msg != want(ns) {
+			t.Errorf("namespace %q: allowed %v, %d patches, %q; want refused with %q", ns, resp.Allowed, len(resp.Patches), msg, want(ns))
+		}
 	}
 }
 

@@ -7,14 +7,13 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
-
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 
 // podSecurityChecks are the API server's own Pod Security checks, so the injector judges an
 // injected pod exactly as the PodSecurity admission plugin will a moment later.
@@ -32,11 +31,9 @@ var podSecurityChecks = func() policy.Evaluator {
 // appear). A namespace that cannot be read, or whose labels do not parse, is left to the
 // PodSecurity plugin itself. It returns nil when the pod may go on.
 func (h *PodInjector) podSecurity(ctx context.Context, namespace string, original, pod *corev1.Pod) *admission.Response {
-	if h.Live == nil {
-		return nil
-	}
-	ns := &corev1.Namespace{}
-	if err := h.Live.Get(ctx, types.NamespacedName{Name: namespace}, ns); err != nil {
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if err := h.get(ctx, types.NamespacedName{Name: namespace}, ns); err != nil {
 		log.FromContext(ctx).Info("Pod Security level not checked: namespace not readable", "namespace", namespace, "error", err.Error())
 		return nil
 	}

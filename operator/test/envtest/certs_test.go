@@ -3,9 +3,14 @@ package envtest
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -44,13 +49,18 @@ func TestOperatorManagesWebhookCertificates(t *testing.T) {
 	if err := user.Update(ctx, other); !apierrors.IsForbidden(err) {
 		t.Fatalf("the operator may update a webhook configuration it does not manage: %v", err)
 	}
+	// The Secret of an older operator: a CA and a serving certificate that names the webhook
+	// Service only, both valid for long. cert-controller would keep serving it; the operator
+	// has it reissued under the same CA so the metrics Service is named too.
+	staleCA := staleWebhookSecret(t, "certs-test")
 	certDir := t.TempDir()
 	webhookPort := freePort(t)
 	metrics := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	mgr, err := manager.New(user.cfg, manager.Options{
 		MetricsAddr: metrics, ProbeAddr: "0", Namespace: operatorNS, WebhookHost: "127.0.0.1", WebhookPort: webhookPort,
 		CertDir: certDir, ManageCerts: true, LeaderElect: true, Inject: injectConfig(), SecondInProcess: true,
-		Certs: certs.Options{SecretName: "certs-test", ServiceName: "kube-fstack-webhook",
+		MetricsCertDir: certDir,
+		Certs: certs.Options{SecretName: "certs-test", ServiceName: "kube-fstack-webhook", MetricsServiceName: "kube-fstack-metrics",
 			MutatingName: mut.Name, ValidatingName: val.Name},
 	}, ctrl.Log)
 	if err != nil {
@@ -66,21 +76,6 @@ func TestOperatorManagesWebhookCertificates(t *testing.T) {
 		}
 	}()
 	waitLeader(t)
-	// Its metrics endpoint may ask the API server who a scraper is and whether it may read
-	// (TokenReview, SubjectAccessReview).
-	cs, err := kubernetes.NewForConfig(restCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	token := metricsReaderToken(t, cs, "certs-scraper")
-	eventually(t, 30*time.Second, func() error {
-		code, body, err := scrapeAt(metrics, token)
-		if err == nil && code != http.StatusOK {
-			err = fmt.Errorf("scrape with a metrics-reader token: %d %.100s", code, body)
-		}
-		return err
-	})
-
 	eventually(t, 60*time.Second, func() error {
 		secret := &corev1.Secret{}
 		if err := k8s.Get(ctx, types.NamespacedName{Namespace: operatorNS, Name: "certs-test"}, secret); err != nil {
@@ -112,6 +107,9 @@ func TestOperatorManagesWebhookCertificates(t *testing.T) {
 	if err := k8s.Get(ctx, types.NamespacedName{Namespace: operatorNS, Name: "certs-test"}, secret); err != nil {
 		t.Fatal(err)
 	}
+	if !bytes.Equal(secret.Data["ca.crt"], staleCA) {
+		t.Errorf("the CA of the existing Secret was replaced; only the serving certificate needed reissuing")
+	}
 	for _, f := range []string{"tls.crt", "tls.key", "ca.crt"} {
 		if err := os.WriteFile(filepath.Join(certDir, f), secret.Data[f], 0o600); err != nil {
 			t.Fatal(err)
@@ -127,6 +125,63 @@ func TestOperatorManagesWebhookCertificates(t *testing.T) {
 		}
 		return conn.Close()
 	})
+	// Its metrics endpoint serves the same certificate, which names the metrics Service too, so
+	// a scraper verifies it against the operator's CA (the chart's ServiceMonitor does); it may
+	// ask the API server who a scraper is and whether it may read (TokenReview,
+	// SubjectAccessReview).
+	cs, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := metricsReaderToken(t, cs, "certs-scraper")
+	verified := &tls.Config{RootCAs: pool, ServerName: "kube-fstack-metrics." + operatorNS + ".svc", MinVersion: tls.VersionTLS12}
+	eventually(t, 30*time.Second, func() error {
+		code, body, err := scrapeWith(metrics, token, verified)
+		if err == nil && code != http.StatusOK {
+			err = fmt.Errorf("scrape with a metrics-reader token: %d %.100s", code, body)
+		}
+		return err
+	})
+}
+
+// staleWebhookSecret creates the Secret name as an operator without --metrics-service left it
+// and returns its CA certificate (PEM). Keys are PKCS#1 RSA, as cert-controller writes them.
+func staleWebhookSecret(t *testing.T, name string) []byte {
+	t.Helper()
+	newKey := func() *rsa.PrivateKey {
+		k, err := rsa.GenerateKey(rand.Reader, 2048)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	caKey, key := newKey(), newKey()
+	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kube-fstack-ca", Organization: []string{"kube-fstack"}},
+		DNSNames: []string{"kube-fstack-ca"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().AddDate(10, 0, 0),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ = x509.ParseCertificate(caDER)
+	svc := "kube-fstack-webhook." + operatorNS + ".svc"
+	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: svc},
+		DNSNames: []string{svc}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().AddDate(1, 0, 0),
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := func(typ string, b []byte) []byte { return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: b}) }
+	caPEM := block("CERTIFICATE", caDER)
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: operatorNS, Name: name}, Data: map[string][]byte{
+		"ca.crt": caPEM, "ca.key": block("RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(caKey)),
+		"tls.crt": block("CERTIFICATE", leafDER), "tls.key": block("RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(key))}}
+	if err := k8s.Create(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), s) })
+	return caPEM
 }
 
 func keys(m map[string][]byte) []string {

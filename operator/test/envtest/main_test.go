@@ -44,7 +44,9 @@ var (
 	env     *envtest.Environment
 	// metricsAddr is where the suite's operator serves its metrics.
 	metricsAddr string
-	root        = filepath.Join("..", "..", "..")
+	// webhookClient is the client certificate the API server presents to the webhooks.
+	webhookClient testenv.WebhookClient
+	root          = filepath.Join("..", "..", "..")
 )
 
 // injectConfig is what the goldens of internal/inject were made with, and an allow-list of
@@ -69,6 +71,18 @@ func run(m *testing.M) int {
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
 	env = testenv.Environment(root)
+	pki, err := os.MkdirTemp("", "kube-fstack-envtest-pki-")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "webhook client PKI: %v\n", err)
+		return 1
+	}
+	defer os.RemoveAll(pki)
+	// The API server presents a client certificate to the webhooks, and the operator requires
+	// one: every webhook call in the suite takes the path a cluster configured so takes.
+	if webhookClient, err = testenv.SendWebhookClientCert(env, pki); err != nil {
+		fmt.Fprintf(os.Stderr, "webhook client certificate: %v\n", err)
+		return 1
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		// Start fails after starting etcd and kube-apiserver when the CRDs are refused (a CEL
@@ -112,7 +126,8 @@ func startManager(cfg *rest.Config, wh *envtest.WebhookInstallOptions) (func(), 
 	mgr, err := manager.New(cfg, manager.Options{
 		MetricsAddr: metricsAddr, ProbeAddr: "0", Namespace: operatorNS,
 		WebhookHost: wh.LocalServingHost, WebhookPort: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
-		Inject: injectConfig(), OnPodEvent: podEvents.record,
+		WebhookClientCA: webhookClient.CAFile,
+		Inject:          injectConfig(), OnPodEvent: podEvents.record,
 	}, ctrl.Log)
 	if err != nil {
 		return nil, err

@@ -104,11 +104,15 @@ func scrape(t *testing.T, token string) (int, string) {
 	return code, body
 }
 
-// scrapeAt GETs https://addr/metrics. The certificate is the self-signed one controller-runtime
-// makes, so it is not verified here.
+// scrapeAt GETs https://addr/metrics. The suite's operator serves the self-signed certificate
+// controller-runtime makes, so it is not verified here (certs_test.go verifies the one the
+// chart's operator serves).
 func scrapeAt(addr, token string) (int, string, error) {
-	c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}}} //nolint:gosec // self-signed, test only
+	return scrapeWith(addr, token, &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}) //nolint:gosec // self-signed, test only
+}
+
+func scrapeWith(addr, token string, tc *tls.Config) (int, string, error) {
+	c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: tc}}
 	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("https://%s/metrics", addr), nil)
 	if err != nil {
 		return 0, "", err
