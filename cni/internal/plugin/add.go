@@ -10,9 +10,9 @@ import (
 	"github.com/kube-fstack/kube-fstack/cni/pkg/ovsdb"
 )
 
-// Add creates the pod directory, the device info and the OVS port, after running IPAM. Every
-// step registers its undo; any failure runs them in reverse, so a failed ADD leaves no port, no
-// directory and no IPAM lease.
+// Add links the pod's emptyDir into the socket root, writes the device info and creates the OVS
+// port, after running IPAM. Every step registers its undo; any failure runs them in reverse, so
+// a failed ADD leaves no port, no link and no IPAM lease.
 func (p *Plugin) Add(args *skel.CmdArgs) error {
 	c, err := p.start(args.StdinData, "ADD")
 	if err != nil {
@@ -51,6 +51,11 @@ func (p *Plugin) add(c *command, a *attachment, stdin []byte) (res *current.Resu
 			c.rollback(undo)
 		}
 	}()
+	// A pod the injector did not prepare has no emptyDir to serve its socket from: say so
+	// before anything is taken.
+	if err := checkVolume(a); err != nil {
+		return nil, cniErr(types.ErrIOFailure, "", err)
+	}
 	// Connecting needs no round trip and fails at once when ovsdb-server is down, so an ADD
 	// that cannot make its port does not take a lease first.
 	if err := c.ovs.connect(c.ctx); err != nil {
