@@ -22,7 +22,7 @@ func (p *plan) dataplaneContainer() corev1.Container {
 		Name: podcontract.PodInfoVolume, MountPath: podcontract.PodInfoDir, ReadOnly: true})
 	if p.vhost {
 		mounts = append(mounts, corev1.VolumeMount{
-			Name: podcontract.VhostVolume, MountPath: podcontract.PodSocketDir, SubPathExpr: "$(" + podcontract.EnvPodUID + ")"})
+			Name: podcontract.VhostVolume, MountPath: podcontract.PodSocketDir})
 	}
 	limits := p.dataplaneResources()
 	return corev1.Container{

@@ -199,8 +199,8 @@ type node struct {
 	// kubelet stands in for the kubelet's root dir: newNode makes the emptyDir of pod u1 in it,
 	// as the kubelet does before it asks for the sandbox.
 	kubelet string
-	stdin  []byte
-	args   *skel.CmdArgs
+	stdin   []byte
+	args    *skel.CmdArgs
 }
 
 func newNode(t *testing.T, ovsdbPath string, over map[string]any) *node {
