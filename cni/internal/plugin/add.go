@@ -2,12 +2,14 @@ package plugin
 
 import (
 	"errors"
+	"io/fs"
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 
 	"github.com/kube-fstack/kube-fstack/cni/pkg/ovsdb"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // Add links the pod's emptyDir into the socket root, writes the device info and creates the OVS
@@ -24,12 +26,25 @@ func (p *Plugin) Add(args *skel.CmdArgs) error {
 		return c.logResult(err, "container", args.ContainerID, "ifname", args.IfName)
 	}
 	c.log = c.log.With("container", a.ContainerID, "ifname", a.IfName, "port", a.PortName, "pod", a.Pod.Namespace+"/"+a.Pod.Name)
+	if c.skipped(a) {
+		return types.PrintResult(c.conf.PrevResult, c.conf.CNIVersion)
+	}
 	res, err := p.add(c, a, args.StdinData)
 	if err != nil {
 		return c.logResult(err)
 	}
 	c.log.Info("done", "socket", a.Socket)
 	return types.PrintResult(res, c.conf.CNIVersion)
+}
+
+// skipped says whether a is left alone: with skipUnprepared, in a chain, a pod that has no
+// emptyDir is not an F-Stack pod (the chain runs for every pod of the node).
+func (c *command) skipped(a *attachment) bool {
+	if !c.conf.SkipUnprepared || c.conf.PrevResult == nil || !errors.Is(checkVolume(a), fs.ErrNotExist) {
+		return false
+	}
+	c.log.Info("skipped: the pod has no emptyDir "+podcontract.VhostVolume+" (skipUnprepared)", "volume", a.Volume)
+	return true
 }
 
 func (c *command) addAttachment(args *skel.CmdArgs) (*attachment, error) {

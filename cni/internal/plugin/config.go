@@ -39,12 +39,15 @@ const (
 // NetConf is the plugin's configuration (the network config on stdin).
 type NetConf struct {
 	types.PluginConf
-	Bridge         string        `json:"bridge,omitempty"`
-	OVSDBSocket    string        `json:"ovsdbSocket,omitempty"`
-	SocketRoot     string        `json:"socketRoot,omitempty"`
-	PodSocketDir   string        `json:"podSocketDir,omitempty"`
-	DeviceInfoDir  string        `json:"deviceInfoDir,omitempty"`
-	KubeletRootDir string        `json:"kubeletRootDir,omitempty"`
+	Bridge         string `json:"bridge,omitempty"`
+	OVSDBSocket    string `json:"ovsdbSocket,omitempty"`
+	SocketRoot     string `json:"socketRoot,omitempty"`
+	PodSocketDir   string `json:"podSocketDir,omitempty"`
+	DeviceInfoDir  string `json:"deviceInfoDir,omitempty"`
+	KubeletRootDir string `json:"kubeletRootDir,omitempty"`
+	// SkipUnprepared, in a chained conflist (which runs for every pod of the node), passes the
+	// previous result through for a pod without the emptyDir instead of failing its ADD.
+	SkipUnprepared bool          `json:"skipUnprepared,omitempty"`
 	Queues         int           `json:"queues,omitempty"`
 	QueueSize      int           `json:"queueSize,omitempty"`
 	MTU            int           `json:"mtu,omitempty"`

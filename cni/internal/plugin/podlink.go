@@ -61,8 +61,8 @@ func volumeError(a *attachment, err error) error {
 	if errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("pod %s/%s (uid %s) has no emptyDir volume %s at %s: fstack-cni serves only pods the kube-fstack "+
 			"injector prepared (a pod labelled kubefstack.io/stack in a namespace labelled kubefstack.io/injection=enabled; a pod "+
-			"created before the upgrade to the emptyDir layout must be re-created), and kubeletRootDir %q must be the kubelet's --root-dir",
-			a.Pod.Namespace, a.Pod.Name, filepath.Base(a.PodDir), podcontract.VhostVolume, a.Volume, a.KubeletRoot)
+			"created before the upgrade to the emptyDir layout must be re-created), and kubeletRootDir %q must be the kubelet's --root-dir (%w)",
+			a.Pod.Namespace, a.Pod.Name, filepath.Base(a.PodDir), podcontract.VhostVolume, a.Volume, a.KubeletRoot, err)
 	}
 	return fmt.Errorf("open the pod's emptyDir %s: %w", a.Volume, err)
 }

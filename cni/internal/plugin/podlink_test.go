@@ -176,3 +176,24 @@ func TestGCRemovesLinksOfPodsThatAreGone(t *testing.T) {
 		t.Errorf("GC touched a link it did not make: %q", got)
 	}
 }
+
+// In a chain that runs for every pod of the node (skipUnprepared), a pod without the emptyDir is
+// not an F-Stack pod: its ADD passes the previous result through and takes nothing; without
+// skipUnprepared the same ADD fails.
+func TestSkipUnpreparedPassesAChainedPodThrough(t *testing.T) {
+	f := newFakeOVSDB(t, nil)
+	prev := map[string]any{"cniVersion": "1.1.0", "interfaces": []any{map[string]any{"name": "eth0"}},
+		"ips": []any{map[string]any{"address": "10.1.0.5/24", "interface": 0}}}
+	n := newNode(t, f.path, map[string]any{"skipUnprepared": true, "prevResult": prev})
+	mustOK(t, os.RemoveAll(filepath.Join(n.kubelet, "pods")))
+	n.args.StdinData = n.stdin
+	mustOK(t, n.p.Add(n.args))
+	assertTxns(t, f)
+	n.assertIPAM(0, 0)
+	n.assertNoFiles()
+	strict := newNode(t, f.path, n.shared(map[string]any{"prevResult": prev}))
+	mustOK(t, os.RemoveAll(filepath.Join(n.kubelet, "pods")))
+	if err := strict.p.Add(strict.args); codeOf(err) != types.ErrIOFailure {
+		t.Fatalf("without skipUnprepared: %v, want code %d", err, types.ErrIOFailure)
+	}
+}
