@@ -197,3 +197,26 @@ func TestSkipUnpreparedPassesAChainedPodThrough(t *testing.T) {
 		t.Fatalf("without skipUnprepared: %v, want code %d", err, types.ErrIOFailure)
 	}
 }
+
+// An ADD killed right after it made the pod's link leaves the link alone (no device info, no
+// port): its DEL removes it, and if the DEL never comes, GC does once the kubelet removed the
+// pod. (The hostPath layout leaked a directory an ADD killed before its marker left: issue 23.)
+func TestAKilledAddsLinkIsRemovedByDelOrGC(t *testing.T) {
+	f := newFakeOVSDB(t, nil)
+	n := newNode(t, f.path, nil)
+	link := filepath.Join(n.root, "u1")
+	mustOK(t, os.MkdirAll(n.root, 0o755))
+	mustOK(t, os.Symlink(n.volume(), link))
+	mustOK(t, n.p.Del(n.args))
+	if _, err := os.Lstat(link); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("DEL left the link of a killed ADD: %v", err)
+	}
+
+	mustOK(t, os.Symlink(n.volume(), link))
+	mustOK(t, os.RemoveAll(filepath.Join(n.kubelet, "pods", "u1")))
+	mustOK(t, n.p.GC(&skel.CmdArgs{StdinData: confJSON(t, n.shared(map[string]any{
+		"ovsdbSocket": f.path, "cni.dev/valid-attachments": []any{}}))}))
+	if _, err := os.Lstat(link); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("GC left the link of a killed ADD whose pod is gone: %v", err)
+	}
+}
