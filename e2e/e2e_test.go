@@ -364,8 +364,8 @@ func checkInjected(t *testing.T, p *corev1.Pod) {
 	if v, ok := vols[podcontract.HugePagesVolume]; !ok || v.EmptyDir == nil || v.EmptyDir.Medium != "HugePages-2Mi" {
 		fail("volume %s is not an emptyDir of medium HugePages-2Mi: %+v", podcontract.HugePagesVolume, v)
 	}
-	if v, ok := vols[podcontract.VhostVolume]; !ok || v.HostPath == nil || v.HostPath.Path != podcontract.HostSocketRoot {
-		fail("volume %s is not the hostPath %s: %+v", podcontract.VhostVolume, podcontract.HostSocketRoot, v)
+	if v, ok := vols[podcontract.VhostVolume]; !ok || v.EmptyDir == nil || v.HostPath != nil {
+		fail("volume %s is not an emptyDir (the pod needs no hostPath): %+v", podcontract.VhostVolume, v)
 	}
 	for _, name := range []string{podcontract.DPDKRuntimeVolume, podcontract.ShimVolume, podcontract.AppStateVolume, podcontract.PodInfoVolume} {
 		if _, ok := vols[name]; !ok {
@@ -509,13 +509,19 @@ func checkPortConnected(t *testing.T, p *corev1.Pod) {
 	if out, err := env.Vsctl("--timeout=60", "wait-until", "Interface", ports[0], "status:status=connected"); err != nil {
 		t.Fatalf("OVS never reported %s connected: %v %s", ports[0], err, out)
 	}
+	// The kubelet made the pod's emptyDir before the sandbox, and fstack-cni's link leads OVS
+	// there: the real proof that CNI ADD runs after the kubelet mounted the pod's volumes.
 	dir := filepath.Join(env.SocketRoot, string(p.UID))
+	want := filepath.Join("/var/lib/kubelet/pods", string(p.UID), "volumes/kubernetes.io~empty-dir", podcontract.VhostVolume)
+	if target, err := os.Readlink(dir); err != nil || target != want {
+		t.Fatalf("the pod's link %s -> %q (%v), want -> %s", dir, target, err, want)
+	}
 	for _, f := range []string{env.Attachment + ".json", env.Attachment + ".sock"} {
-		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			t.Fatalf("pod directory: %v", err)
+		if _, err := os.Stat(filepath.Join(want, f)); err != nil {
+			t.Fatalf("the pod's emptyDir: %v", err)
 		}
 	}
-	t.Logf("port %s connected; %s holds %s.json and .sock", ports[0], dir, env.Attachment)
+	t.Logf("port %s connected; %s -> %s holds %s.json and .sock", ports[0], dir, want, env.Attachment)
 }
 
 // checkPing puts a host of the test's own on the OVS bridge and pings the StackInstance's
@@ -636,12 +642,12 @@ func restartOperator(t *testing.T) {
 func waitPodResourcesGone(t *testing.T, p *corev1.Pod) {
 	t.Helper()
 	dir := filepath.Join(env.SocketRoot, string(p.UID))
-	err := framework.Poll("OVS port and directory of deleted pod "+p.Name+" gone", 2*time.Minute, time.Second, func() (bool, string, error) {
+	err := framework.Poll("OVS port and link of deleted pod "+p.Name+" gone", 2*time.Minute, time.Second, func() (bool, string, error) {
 		ports, err := env.PortsOfPod(string(p.UID))
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		_, statErr := os.Stat(dir)
+		_, statErr := os.Lstat(dir) // the link itself, not what it leads to
 		return len(ports) == 0 && os.IsNotExist(statErr), fmt.Sprintf("ports %v, dir stat: %v", ports, statErr), nil
 	})
 	if err != nil {

@@ -41,10 +41,13 @@ spec:
     resources:
       requests: {cpu: "1", memory: 64Mi, hugepages-2Mi: 64Mi}
       limits: {cpu: "1", memory: 64Mi, hugepages-2Mi: 64Mi}
-    volumeMounts: [{name: huge, mountPath: /hugepages}]
+    volumeMounts: [{name: huge, mountPath: /hugepages}, {name: fstack-vhost, mountPath: /var/run/kube-fstack/vhost}]
   volumes:
   - name: huge
     emptyDir: {medium: HugePages-2Mi}
+  # What the injector gives an F-Stack pod: fstack-cni serves only pods that have it.
+  - name: fstack-vhost
+    emptyDir: {}
 ---
 apiVersion: v1
 kind: Service
@@ -56,7 +59,7 @@ YAML
 }
 
 pod_checks() {
-  local uid cid cpus shared port ip svc
+  local uid cid cpus shared port ip svc vol
   wait_for "ServiceAccount default" 60 kc get serviceaccount default
   pod_manifest | kc apply -f - >/dev/null
   kc wait --for=condition=Ready "pod/$POD" --timeout=90s >/dev/null \
@@ -80,8 +83,10 @@ pod_checks() {
   [ "$(vsctl get Interface "$port" type)" = dpdkvhostuserclient ] || fail "port $port is dpdkvhostuserclient"
   vsctl list-ports "$OVS_BRIDGE" | grep -qx "$port" || fail "port $port is on $OVS_BRIDGE"
   pass "fstack-cni chained: port $port (dpdkvhostuserclient) on $OVS_BRIDGE, socket $(vsctl get Interface "$port" options:vhost-server-path)"
-  { [ -d "$SOCKET_ROOT/$uid" ] && [ -f "$SOCKET_ROOT/$uid/eth0.json" ]; } || fail "pod directory $SOCKET_ROOT/$uid/ with eth0.json"
-  pass "pod directory $SOCKET_ROOT/$uid/ holds $(cd "$SOCKET_ROOT/$uid" && echo *)"
+  vol="/var/lib/kubelet/pods/$uid/volumes/kubernetes.io~empty-dir/fstack-vhost"
+  { [ "$(readlink "$SOCKET_ROOT/$uid")" = "$vol" ] && [ -f "$vol/eth0.json" ]; } \
+    || fail "link $SOCKET_ROOT/$uid -> $vol (the pod's emptyDir, made by the kubelet before CNI ADD) with eth0.json"
+  pass "link $SOCKET_ROOT/$uid -> the pod's emptyDir, which holds $(cd "$vol" && echo *)"
   check "API server Service 10.96.0.1:443 from the host network (kube-proxy)" curl -fsSk --max-time 5 https://10.96.0.1/healthz
   svc="$(kc get service "$POD" -o 'jsonpath={.spec.clusterIP}')"
   wait_for "Service $svc:8080 from the host network" 30 curl -fsS --max-time 2 "http://$svc:8080/"
@@ -93,8 +98,8 @@ pod_checks() {
   kc delete pod "$POD" --wait=true --timeout=60s >/dev/null || fail "pod $POD deleted within 60s"
   [ -z "$(vsctl --timeout=5 --columns=name --bare find Interface "external_ids:kube-fstack.io/pod-uid=$uid")" ] \
     || fail "OVS port of the deleted pod is gone"
-  [ ! -e "$SOCKET_ROOT/$uid" ] || fail "pod directory $SOCKET_ROOT/$uid is gone"
-  pass "pod deleted: its OVS port and pod directory are gone (fstack-cni DEL ran)"
+  { [ ! -L "$SOCKET_ROOT/$uid" ] && [ ! -e "$SOCKET_ROOT/$uid" ]; } || fail "link $SOCKET_ROOT/$uid is gone"
+  pass "pod deleted: its OVS port and link are gone (fstack-cni DEL ran)"
 }
 
 nothing_left() {

@@ -231,7 +231,8 @@ EOF
 node_cidr() { kc get node "$NODE_NAME" -o 'jsonpath={.spec.podCIDR}'; }
 
 # The node's conflist, written once the controller-manager has given the node its pod CIDR.
-# fstack-cni is chained after the default network (Multus cannot be obtained here).
+# fstack-cni is chained after the default network (Multus cannot be obtained here), for every
+# pod: skipUnprepared leaves pods without the emptyDir fstack-vhost (not F-Stack pods) alone.
 cni_config() {
   local cidr
   wait_for "node $NODE_NAME to register with a pod CIDR" 90 sh -c "[ -n \"\$(kubectl --kubeconfig $KUBECONFIG_ADMIN get node $NODE_NAME -o 'jsonpath={.spec.podCIDR}')\" ]"
@@ -252,7 +253,8 @@ cni_config() {
     {"type": "portmap", "capabilities": {"portMappings": true}},
     {
       "type": "fstack-cni", "bridge": "$OVS_BRIDGE", "ovsdbSocket": "$OVS_DB_SOCK",
-      "socketRoot": "$SOCKET_ROOT", "deviceInfoDir": "/var/run/kube-fstack/devinfo",
+      "socketRoot": "$SOCKET_ROOT", "kubeletRootDir": "/var/lib/kubelet", "skipUnprepared": true,
+      "deviceInfoDir": "/var/run/kube-fstack/devinfo",
       "logFile": "$LOGS/fstack-cni.log",
       "ipam": {"type": "host-local", "subnet": "$FSTACK_SUBNET", "gateway": "10.99.0.1",
                "rangeStart": "10.99.0.100", "dataDir": "$CNI_DATA/fstack"}

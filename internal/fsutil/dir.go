@@ -262,3 +262,27 @@ func (d *Dir) Names() ([]string, error) {
 	defer f.Close()
 	return f.Readdirnames(-1)
 }
+
+// Symlink makes name in d a symlink to target; an existing name is left alone (EEXIST).
+func (d *Dir) Symlink(target, name string) error {
+	if err := PlainName(name); err != nil {
+		return err
+	}
+	if err := unix.Symlinkat(target, d.fd, name); err != nil {
+		return &os.PathError{Op: "symlink", Path: d.Join(name), Err: err}
+	}
+	return nil
+}
+
+// Readlink returns the target of the symlink name in d (EINVAL when name is not a symlink).
+func (d *Dir) Readlink(name string) (string, error) {
+	if err := PlainName(name); err != nil {
+		return "", err
+	}
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlinkat(d.fd, name, buf)
+	if err != nil {
+		return "", &os.PathError{Op: "readlink", Path: d.Join(name), Err: err}
+	}
+	return string(buf[:n]), nil
+}

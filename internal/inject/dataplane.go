@@ -24,7 +24,7 @@ func (p *plan) dataplaneContainer() corev1.Container {
 		corev1.VolumeMount{Name: podcontract.AppStateVolume, MountPath: podcontract.AppStateDir})
 	if p.vhost {
 		mounts = append(mounts, corev1.VolumeMount{
-			Name: podcontract.VhostVolume, MountPath: podcontract.PodSocketDir, SubPathExpr: "$(" + podcontract.EnvPodUID + ")"})
+			Name: podcontract.VhostVolume, MountPath: podcontract.PodSocketDir})
 	}
 	limits := p.dataplaneResources()
 	return corev1.Container{

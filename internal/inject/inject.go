@@ -23,7 +23,7 @@ type Config struct {
 	Image string
 	// ImagePullPolicy of the dataplane container; empty leaves the cluster default.
 	ImagePullPolicy corev1.PullPolicy
-	// HostSocketRoot is the CNI plugin's socket root on the node.
+	// HostSocketRoot is the CNI plugin's socket root on the node, which no pod may mount.
 	HostSocketRoot string
 	// DataplaneMemory is the dataplane's memory when the StackInstance sets none: the FreeBSD stack
 	// lives on the ordinary heap, not in hugepages.
@@ -113,13 +113,10 @@ func (p *Prepared) Inject(pod *corev1.Pod) (*corev1.Pod, Decision, error) {
 	return out, Injected, nil
 }
 
-// skipped returns a copy of a pod that is not injected; one that claims to be injected already
-// must use the node's socket root as the injection does (CheckAlreadyInjected).
+// skipped returns a copy of a pod that is not injected, once it passes CheckSkipped.
 func skipped(pod *corev1.Pod, d Decision, cfg Config) (*corev1.Pod, Decision, error) {
-	if d == SkippedAlreadyInjected {
-		if errs := CheckAlreadyInjected(pod, cfg); len(errs) > 0 {
-			return nil, "", &RejectError{Stack: StackName(pod), Errs: errs}
-		}
+	if errs := CheckSkipped(pod, d, cfg); len(errs) > 0 {
+		return nil, "", &RejectError{Stack: StackName(pod), Errs: errs}
 	}
 	return pod.DeepCopy(), d, nil
 }

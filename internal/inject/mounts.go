@@ -10,12 +10,12 @@ import (
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
-// The volumes the injector adds are its own: fstack-vhost is a hostPath of the node's socket
-// root, every pod's vhost-user sockets and device-info files, which only the dataplane's mount
-// narrows to this pod's directory (subPathExpr). A container that mounted the volume itself would
-// reach every pod's sockets on the node, read-write; the other volumes hold the pod's DPDK state,
-// which only the dataplane and the shim's containers (through the mounts the injection adds) may
-// touch. So no container of the pod may name one of them, whatever the pod declares.
+// The volumes the injector adds are its own: fstack-vhost holds the pod's vhost-user sockets and
+// device-info files, which OVS and the CNI plugin (root, on the host) act on, and the other
+// volumes hold the pod's DPDK state, which only the dataplane and the shim's containers (through
+// the mounts the injection adds) may touch. So no container of the pod may name one of them,
+// whatever the pod declares. (Until the emptyDir layout, fstack-vhost was a hostPath of the
+// node's whole socket root: a pod that named it reached every pod's sockets.)
 
 // checkReserved refuses, before anything is injected, pod volumes named like the injector's and
 // every mount (or device) of such a name by a container, init container or ephemeral container.

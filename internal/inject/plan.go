@@ -114,7 +114,8 @@ func (p *plan) checkConflicts() field.ErrorList {
 			errs = append(errs, field.Duplicate(field.NewPath("spec", "containers").Index(i).Child("name"), c.Name))
 		}
 	}
-	return append(errs, p.checkReserved()...)
+	errs = append(errs, p.checkReserved()...)
+	return append(errs, CheckHostPaths(p.pod, p.cfg)...)
 }
 
 // chooseShimContainers picks the app containers that get the shim and checks each can be

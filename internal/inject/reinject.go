@@ -11,23 +11,22 @@ import (
 
 // A pod that arrives already carrying the status annotation is not injected again (a copy of an
 // injected pod, kubectl debug --copy-to, a re-applied manifest), but the annotation is only a
-// string anyone may write: such a pod could declare fstack-vhost itself and mount the node's
-// whole socket root, or point the dataplane's subPathExpr at another pod's directory. Its
-// pod-local volumes (emptyDirs, the downward API) reach nothing outside the pod; fstack-vhost
-// must be exactly what the injection makes of it. Nor may the claim skip the dataplane image
-// allow-list: the dataplane container's image is checked as if the injection had chosen it.
+// string anyone may write: such a pod could declare fstack-vhost as a hostPath of the node's
+// socket root (the layout before the emptyDir) or of anything else. Its pod-local volumes
+// (emptyDirs, the downward API) reach nothing outside the pod; fstack-vhost must be exactly what
+// the injection makes of it. Nor may the claim skip the dataplane image allow-list: the
+// dataplane container's image is checked as if the injection had chosen it.
 
 // CheckAlreadyInjected refuses an already injected pod whose fstack-vhost differs from the
-// injection's (a hostPath of the configured socket root, mounted only by the dataplane container
-// with subPathExpr $(POD_UID), where POD_UID is the pod's own UID), or whose dataplane container
-// runs an image outside the allow-list.
+// injection's (an emptyDir, mounted only by the dataplane container), or whose dataplane
+// container runs an image outside the allow-list.
 func CheckAlreadyInjected(pod *corev1.Pod, cfg Config) field.ErrorList {
 	errs := checkDataplaneImages(pod, cfg)
 	for i, v := range pod.Spec.Volumes {
-		if v.Name == podcontract.VhostVolume && (v.HostPath == nil || v.HostPath.Path != cfg.HostSocketRoot) {
+		if v.Name == podcontract.VhostVolume && (v.EmptyDir == nil || v.HostPath != nil) {
 			errs = append(errs, field.Forbidden(field.NewPath("spec", "volumes").Index(i), fmt.Sprintf(
-				"%s must be the hostPath %s the injection makes; remove the %s annotation and the injected parts, and let the injection add them",
-				v.Name, cfg.HostSocketRoot, "kubefstack.io/status")))
+				"%s must be the emptyDir the injection makes; remove the %s annotation and the injected parts, and let the injection add them",
+				v.Name, "kubefstack.io/status")))
 		}
 	}
 	check := func(path *field.Path, c *corev1.Container) {
@@ -55,21 +54,9 @@ func CheckAlreadyInjected(pod *corev1.Pod, cfg Config) field.ErrorList {
 	return errs
 }
 
-// isDataplaneVhostMount: the dataplane's mount of its own directory, as dataplaneContainer makes
-// it. The env entry wins over envFrom, and the last entry of a name wins, so that one must be
-// the pod's UID.
-func isDataplaneVhostMount(c *corev1.Container, m corev1.VolumeMount) bool {
-	if c.Name != podcontract.DataplaneContainer || m.SubPath != "" || m.SubPathExpr != "$("+podcontract.EnvPodUID+")" {
-		return false
-	}
-	var uid *corev1.EnvVar
-	for i := range c.Env {
-		if c.Env[i].Name == podcontract.EnvPodUID {
-			uid = &c.Env[i]
-		}
-	}
-	return uid != nil && uid.Value == "" && uid.ValueFrom != nil && uid.ValueFrom.FieldRef != nil &&
-		uid.ValueFrom.FieldRef.FieldPath == "metadata.uid"
+// isDataplaneVhostMount: the dataplane's mount of the pod's own socket directory.
+func isDataplaneVhostMount(c *corev1.Container, _ corev1.VolumeMount) bool {
+	return c.Name == podcontract.DataplaneContainer
 }
 
 // checkDataplaneImages applies the allow-list to every container named as the dataplane.

@@ -16,7 +16,7 @@ import (
 //   - a new image for the dataplane container outside the allowed images: the injection checked
 //     spec.dataplane.image, `kubectl set image` would bypass it;
 //   - removing or changing the stack label: every webhook of kube-fstack selects pods by it, so
-//     without it an ephemeral container could mount the node's socket root unchecked.
+//     without it an ephemeral container could mount the injected volumes unchecked.
 //
 // A pod counts as injected by any mark of it (claimsInjection): the status annotation, which
 // anyone creating a pod may write, an injected volume or a dataplane container. The image check

@@ -26,10 +26,10 @@ func (p *plan) volumes() []corev1.Volume {
 			Items: podInfoItems()}}},
 	}
 	if p.vhost {
-		// Only the node's socket root, and kubelet narrows it to this pod's own directory
-		// through subPathExpr on the mount.
+		// The kubelet's, so it goes with the pod and what the pod planted in it too; the CNI
+		// plugin reaches it from the host through a link of its own (cni/README.md).
 		vols = append(vols, corev1.Volume{Name: podcontract.VhostVolume, VolumeSource: corev1.VolumeSource{
-			HostPath: &corev1.HostPathVolumeSource{Path: p.cfg.HostSocketRoot, Type: ptr(corev1.HostPathDirectory)}}})
+			EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	}
 	return vols
 }

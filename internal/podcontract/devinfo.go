@@ -27,7 +27,8 @@ const (
 )
 
 // DevInfoFile is the name of an attachment's device info in the pod's socket directory
-// (PodSocketDir in the dataplane, HostSocketRoot/<pod UID> on the node).
+// (PodSocketDir in the dataplane; on the node the pod's emptyDir VhostVolume, which OVS reaches
+// through the link HostSocketRoot/<pod UID>).
 func DevInfoFile(ifname string) string { return ifname + ".json" }
 
 // VhostSocketFile is the name of an attachment's vhost-user socket in the same directory.

@@ -66,11 +66,19 @@ const (
 	AppStateVolume = "fstack-app-state"
 	AppStateDir    = "/var/run/kube-fstack/app"
 
-	// VhostVolume is a hostPath of HostSocketRoot mounted with subPathExpr $(POD_UID): the pod's
-	// own directory that the CNI plugin fills with vhost-user sockets and device-info files.
+	// VhostVolume is an emptyDir, mounted by the dataplane at PodSocketDir, that the CNI plugin
+	// fills with the device-info files and where the pod's DPDK makes its vhost-user sockets. On
+	// the node, the plugin links HostSocketRoot/<pod UID> to it for OVS (the emptyDir's own path
+	// is too long for a socket's), in a directory no pod mounts.
 	VhostVolume    = "fstack-vhost"
 	HostSocketRoot = "/var/run/kube-fstack/vhost"
 	PodSocketDir   = "/var/run/kube-fstack/vhost"
+
+	// HostStateRoot and HostLogRoot are the project's other directories on the nodes (the
+	// socket root's parent, the CNI plugin's log). No pod of an opted-in namespace may mount a
+	// hostPath at, under or above them or the socket root (inject.CheckHostPaths).
+	HostStateRoot = "/var/run/kube-fstack"
+	HostLogRoot   = "/var/log/kube-fstack"
 
 	// PodInfoVolume is a downward-API volume: the spec snapshot the pod was admitted with and the
 	// pod's identity (files named below).
@@ -79,8 +87,8 @@ const (
 )
 
 // InjectedVolumes are the names of every volume the injector may add. They are reserved: a pod
-// may neither declare nor mount them itself (fstack-vhost is the node's whole socket root, which
-// only the dataplane's subPathExpr mount narrows to the pod's own directory).
+// may neither declare nor mount them itself (they hold the pod's DPDK state and its vhost-user
+// sockets, which only the dataplane and the shim's containers may touch).
 func InjectedVolumes() []string {
 	return []string{HugePagesVolume, DPDKRuntimeVolume, ShimVolume, AppStateVolume, PodInfoVolume, VhostVolume}
 }

@@ -2,17 +2,19 @@ package plugin
 
 import (
 	"errors"
+	"io/fs"
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 
 	"github.com/kube-fstack/kube-fstack/cni/pkg/ovsdb"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
-// Add creates the pod directory, the device info and the OVS port, after running IPAM. Every
-// step registers its undo; any failure runs them in reverse, so a failed ADD leaves no port, no
-// directory and no IPAM lease.
+// Add links the pod's emptyDir into the socket root, writes the device info and creates the OVS
+// port, after running IPAM. Every step registers its undo; any failure runs them in reverse, so
+// a failed ADD leaves no port, no link and no IPAM lease.
 func (p *Plugin) Add(args *skel.CmdArgs) error {
 	c, err := p.start(args.StdinData, "ADD")
 	if err != nil {
@@ -24,12 +26,25 @@ func (p *Plugin) Add(args *skel.CmdArgs) error {
 		return c.logResult(err, "container", args.ContainerID, "ifname", args.IfName)
 	}
 	c.log = c.log.With("container", a.ContainerID, "ifname", a.IfName, "port", a.PortName, "pod", a.Pod.Namespace+"/"+a.Pod.Name)
+	if c.skipped(a) {
+		return types.PrintResult(c.conf.PrevResult, c.conf.CNIVersion)
+	}
 	res, err := p.add(c, a, args.StdinData)
 	if err != nil {
 		return c.logResult(err)
 	}
 	c.log.Info("done", "socket", a.Socket)
 	return types.PrintResult(res, c.conf.CNIVersion)
+}
+
+// skipped says whether a is left alone: with skipUnprepared, in a chain, a pod that has no
+// emptyDir is not an F-Stack pod (the chain runs for every pod of the node).
+func (c *command) skipped(a *attachment) bool {
+	if !c.conf.SkipUnprepared || c.conf.PrevResult == nil || !errors.Is(checkVolume(a), fs.ErrNotExist) {
+		return false
+	}
+	c.log.Info("skipped: the pod has no emptyDir "+podcontract.VhostVolume+" (skipUnprepared)", "volume", a.Volume)
+	return true
 }
 
 func (c *command) addAttachment(args *skel.CmdArgs) (*attachment, error) {
@@ -51,6 +66,11 @@ func (p *Plugin) add(c *command, a *attachment, stdin []byte) (res *current.Resu
 			c.rollback(undo)
 		}
 	}()
+	// A pod the injector did not prepare has no emptyDir to serve its socket from: say so
+	// before anything is taken.
+	if err := checkVolume(a); err != nil {
+		return nil, cniErr(types.ErrIOFailure, "", err)
+	}
 	// Connecting needs no round trip and fails at once when ovsdb-server is down, so an ADD
 	// that cannot make its port does not take a lease first.
 	if err := c.ovs.connect(c.ctx); err != nil {

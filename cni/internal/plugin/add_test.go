@@ -202,7 +202,7 @@ func TestAddRollsBackWhenTheFilesCannotBeWritten(t *testing.T) {
 	}
 	assertTxns(t, f)
 	n.assertIPAM(1, 1)
-	if _, err := os.Stat(filepath.Join(n.root, "u1")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("pod directory left: %v", err)
+	if _, err := os.Lstat(filepath.Join(n.root, "u1")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the pod's link left: %v", err)
 	}
 }

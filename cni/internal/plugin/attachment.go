@@ -21,7 +21,9 @@ type attachment struct {
 	Pod         podArgs
 	PortName    string
 	Root        string // the socket root PodDir is in
-	PodDir      string // <socketRoot>/<pod UID> on the host
+	PodDir      string // <socketRoot>/<pod UID> on the host: the pod's link (a directory in the old layout)
+	KubeletRoot string // the kubelet's root dir Volume is in
+	Volume      string // the pod's emptyDir VhostVolume on the host, PodDir's target
 	Socket      string // the socket on the host (OVS's vhost-server-path)
 	PodSocket   string // the same socket as the pod sees it
 	DevInfoFile string // the NPWG CNI device-info file
@@ -85,10 +87,12 @@ func (a *attachment) setPodDirOfPort(conf *NetConf, socket string) {
 }
 
 func (a *attachment) placeIn(conf *NetConf, root, dir string) {
-	a.Root, a.PodDir, a.Socket, a.podDirErr = "", "", "", podDirBeneath(root, dir)
+	a.Root, a.PodDir, a.Socket, a.KubeletRoot, a.Volume, a.podDirErr = "", "", "", "", "", podDirBeneath(root, dir)
 	if a.podDirErr == nil {
 		a.Root, a.PodDir = filepath.Clean(root), filepath.Clean(dir)
 		a.Socket = filepath.Join(a.PodDir, podcontract.VhostSocketFile(a.IfName))
+		a.KubeletRoot = filepath.Clean(conf.KubeletRootDir)
+		a.Volume = filepath.Join(a.KubeletRoot, volumeRel(filepath.Base(a.PodDir)))
 	}
 	a.PodSocket = filepath.Join(conf.PodSocketDir, podcontract.VhostSocketFile(a.IfName))
 }

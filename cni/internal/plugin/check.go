@@ -20,6 +20,9 @@ func (p *Plugin) Check(args *skel.CmdArgs) error {
 	defer c.closer()
 	a := newAttachment(c.conf, args, parseCNIArgs(args.Args))
 	c.log = c.log.With("container", a.ContainerID, "ifname", a.IfName, "port", a.PortName)
+	if a.PodDir != "" && c.skipped(a) {
+		return c.logResult(nil)
+	}
 	if err := c.check(a); err != nil {
 		return c.logResult(err)
 	}

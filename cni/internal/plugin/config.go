@@ -13,19 +13,23 @@ import (
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
-// Defaults of the node contract (see cni/README.md): the dataplane mounts
-// <SocketRoot>/<pod UID>/ at PodSocketDir inside the pod. Both are the pod contract's own
-// constants, which the injector mounts: a second definition here could drift from them.
+// Defaults of the node contract (see cni/README.md): the dataplane mounts the pod's emptyDir
+// VhostVolume at PodSocketDir inside the pod; on the host, <SocketRoot>/<pod UID> is a link to
+// that emptyDir. SocketRoot and PodSocketDir are the pod contract's own constants, which the
+// injector mounts: a second definition here could drift from them.
 const (
 	DefaultBridge        = "br-fstack"
 	DefaultOVSDBSocket   = "/var/run/openvswitch/db.sock"
 	DefaultSocketRoot    = podcontract.HostSocketRoot
 	DefaultPodSocketDir  = podcontract.PodSocketDir
 	DefaultDeviceInfoDir = "/var/run/k8s.cni.cncf.io/devinfo/cni"
-	DefaultLogFile       = "/var/log/kube-fstack/fstack-cni.log"
-	DefaultMTU           = 1500
-	DefaultQueues        = 1
-	DefaultQueueSize     = 256
+	// DefaultKubeletRootDir is the kubelet's --root-dir, where it keeps the pod's emptyDir
+	// VhostVolume that the socket root's link of the pod leads to.
+	DefaultKubeletRootDir = "/var/lib/kubelet"
+	DefaultLogFile        = "/var/log/kube-fstack/fstack-cni.log"
+	DefaultMTU            = 1500
+	DefaultQueues         = 1
+	DefaultQueueSize      = 256
 
 	// maxSocketPath is what fits in sockaddr_un.sun_path (108 bytes with the NUL).
 	maxSocketPath = 107
@@ -35,17 +39,21 @@ const (
 // NetConf is the plugin's configuration (the network config on stdin).
 type NetConf struct {
 	types.PluginConf
-	Bridge        string        `json:"bridge,omitempty"`
-	OVSDBSocket   string        `json:"ovsdbSocket,omitempty"`
-	SocketRoot    string        `json:"socketRoot,omitempty"`
-	PodSocketDir  string        `json:"podSocketDir,omitempty"`
-	DeviceInfoDir string        `json:"deviceInfoDir,omitempty"`
-	Queues        int           `json:"queues,omitempty"`
-	QueueSize     int           `json:"queueSize,omitempty"`
-	MTU           int           `json:"mtu,omitempty"`
-	MAC           string        `json:"mac,omitempty"`
-	LogFile       string        `json:"logFile,omitempty"`
-	RuntimeConfig runtimeConfig `json:"runtimeConfig,omitzero"`
+	Bridge         string `json:"bridge,omitempty"`
+	OVSDBSocket    string `json:"ovsdbSocket,omitempty"`
+	SocketRoot     string `json:"socketRoot,omitempty"`
+	PodSocketDir   string `json:"podSocketDir,omitempty"`
+	DeviceInfoDir  string `json:"deviceInfoDir,omitempty"`
+	KubeletRootDir string `json:"kubeletRootDir,omitempty"`
+	// SkipUnprepared, in a chained conflist (which runs for every pod of the node), passes the
+	// previous result through for a pod without the emptyDir instead of failing its ADD.
+	SkipUnprepared bool          `json:"skipUnprepared,omitempty"`
+	Queues         int           `json:"queues,omitempty"`
+	QueueSize      int           `json:"queueSize,omitempty"`
+	MTU            int           `json:"mtu,omitempty"`
+	MAC            string        `json:"mac,omitempty"`
+	LogFile        string        `json:"logFile,omitempty"`
+	RuntimeConfig  runtimeConfig `json:"runtimeConfig,omitzero"`
 }
 
 // runtimeConfig carries the capabilities the plugin honours: "mac" and the NPWG
@@ -93,6 +101,7 @@ func (c *NetConf) applyDefaults() {
 	setDefault(&c.SocketRoot, DefaultSocketRoot)
 	setDefault(&c.PodSocketDir, DefaultPodSocketDir)
 	setDefault(&c.DeviceInfoDir, DefaultDeviceInfoDir)
+	setDefault(&c.KubeletRootDir, DefaultKubeletRootDir)
 	setDefault(&c.LogFile, DefaultLogFile)
 	if c.MTU == 0 {
 		c.MTU = DefaultMTU
@@ -119,6 +128,8 @@ func (c *NetConf) validate() error {
 		return fmt.Errorf("socketRoot %q and podSocketDir %q must be absolute paths", c.SocketRoot, c.PodSocketDir)
 	case !filepath.IsAbs(c.DeviceInfoDir):
 		return fmt.Errorf("deviceInfoDir %q must be an absolute path", c.DeviceInfoDir)
+	case !filepath.IsAbs(c.KubeletRootDir):
+		return fmt.Errorf("kubeletRootDir %q must be an absolute path (the kubelet's --root-dir)", c.KubeletRootDir)
 	case c.RuntimeConfig.CNIDeviceInfoFile != "" && !filepath.IsAbs(c.RuntimeConfig.CNIDeviceInfoFile):
 		return fmt.Errorf("runtimeConfig.CNIDeviceInfoFile %q must be an absolute path", c.RuntimeConfig.CNIDeviceInfoFile)
 	case c.Queues < 1 || c.Queues > 16:

@@ -35,7 +35,7 @@ func TestDelFollowsThePortToTheFilesADDMade(t *testing.T) {
 		t.Fatalf("ADD inserted the Port with UUID %v, want %s", inserted, portUUID(a.PortName))
 	}
 	f.respond = func(int, []map[string]any) fakeReply { return portRows(a.Socket, 1) }
-	moved := newNode(t, f.path, map[string]any{"deviceInfoDir": n.devDir})
+	moved := newNode(t, f.path, map[string]any{"deviceInfoDir": n.devDir, "kubeletRootDir": n.kubelet})
 	moved.ipam = n.ipam
 	moved.p.IPAM = n.ipam
 	if err := moved.p.Del(moved.args); err != nil {
@@ -97,7 +97,7 @@ func TestDelWithOVSDBDownRemovesTheRestAndAsksForARetry(t *testing.T) {
 	if _, _, err := n.add(); err != nil {
 		t.Fatal(err)
 	}
-	down := newNode(t, filepath.Join(t.TempDir(), "gone.sock"), map[string]any{"socketRoot": n.root, "deviceInfoDir": n.devDir})
+	down := newNode(t, filepath.Join(t.TempDir(), "gone.sock"), n.shared(nil))
 	down.p.IPAM = n.ipam
 	err := down.p.Del(down.args)
 	if codeOf(err) != types.ErrTryAgainLater {
@@ -115,7 +115,7 @@ func TestDelLeavesAnotherContainersFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := newNode(t, f.path, map[string]any{"socketRoot": n.root, "deviceInfoDir": n.devDir})
+	old := newNode(t, f.path, n.shared(nil))
 	old.args.ContainerID = "c0"
 	if err := old.p.Del(old.args); err != nil {
 		t.Fatal(err)

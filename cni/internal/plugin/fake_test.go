@@ -196,18 +196,28 @@ type node struct {
 	ipam   *fakeIPAM
 	root   string
 	devDir string
-	stdin  []byte
-	args   *skel.CmdArgs
+	// kubelet stands in for the kubelet's root dir: newNode makes the emptyDir of pod u1 in it,
+	// as the kubelet does before it asks for the sandbox.
+	kubelet string
+	stdin   []byte
+	args    *skel.CmdArgs
 }
 
 func newNode(t *testing.T, ovsdbPath string, over map[string]any) *node {
 	t.Helper()
 	dir := t.TempDir()
-	n := &node{t: t, ipam: &fakeIPAM{}, root: filepath.Join(dir, "vhost"), devDir: filepath.Join(dir, "devinfo")}
+	n := &node{t: t, ipam: &fakeIPAM{}, root: filepath.Join(dir, "vhost"), devDir: filepath.Join(dir, "devinfo"),
+		kubelet: filepath.Join(dir, "kubelet")}
+	if k, ok := over["kubeletRootDir"].(string); ok {
+		n.kubelet = k
+	}
 	conf := map[string]any{"ovsdbSocket": ovsdbPath, "socketRoot": n.root, "deviceInfoDir": n.devDir,
-		"logFile": filepath.Join(dir, "fstack-cni.log"), "ipam": map[string]any{"type": "fake"}}
+		"kubeletRootDir": n.kubelet, "logFile": filepath.Join(dir, "fstack-cni.log"), "ipam": map[string]any{"type": "fake"}}
 	for k, v := range over {
 		conf[k] = v
+	}
+	if err := os.MkdirAll(n.volume(), 0o777); err != nil {
+		t.Fatal(err)
 	}
 	n.stdin = confJSON(t, conf)
 	n.p = &Plugin{Timeout: 10 * time.Second, IPAM: n.ipam, Stderr: io.Discard}
@@ -232,16 +242,37 @@ func (n *node) add() (*current.Result, *attachment, error) {
 	return res, a, err
 }
 
-// assertNoFiles fails when the pod directory or any device-info file (or temp) exists.
+// volume is pod u1's emptyDir VhostVolume in the stand-in kubelet root.
+func (n *node) volume() string {
+	return filepath.Join(n.kubelet, "pods", "u1", "volumes", "kubernetes.io~empty-dir", "fstack-vhost")
+}
+
+// shared is the config of another plugin run on the same node: the same roots.
+func (n *node) shared(over map[string]any) map[string]any {
+	c := map[string]any{"socketRoot": n.root, "deviceInfoDir": n.devDir, "kubeletRootDir": n.kubelet}
+	for k, v := range over {
+		c[k] = v
+	}
+	return c
+}
+
+// assertNoFiles fails when the pod's link, any device-info file (or temp) or the attachment's
+// files in the pod's emptyDir exist.
 func (n *node) assertNoFiles() {
 	n.t.Helper()
-	for _, dir := range []string{filepath.Join(n.root, "u1"), n.devDir} {
-		entries, err := os.ReadDir(dir)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			n.t.Fatal(err)
-		}
-		if dir == n.devDir && len(entries) != 0 || dir != n.devDir && err == nil {
-			n.t.Errorf("left in %s: %v (err %v)", dir, entries, err)
+	if _, err := os.Lstat(filepath.Join(n.root, "u1")); !errors.Is(err, os.ErrNotExist) {
+		n.t.Errorf("left: %s (err %v)", filepath.Join(n.root, "u1"), err)
+	}
+	entries, err := os.ReadDir(n.devDir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		n.t.Fatal(err)
+	}
+	if len(entries) != 0 {
+		n.t.Errorf("left in %s: %v", n.devDir, entries)
+	}
+	for _, f := range []string{"net1.json", "net1.sock"} {
+		if _, err := os.Lstat(filepath.Join(n.volume(), f)); !errors.Is(err, os.ErrNotExist) {
+			n.t.Errorf("left in the emptyDir: %s (err %v)", f, err)
 		}
 	}
 }

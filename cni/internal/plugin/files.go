@@ -13,13 +13,15 @@ import (
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
-// Every pod directory is mounted read-write into a dataplane container that runs as root, so
-// nothing in one is trusted: each path below is resolved beneath the socket root held open
-// (fsutil.Dir: no symlink, no ".."), and only files the plugin made are removed.
+// The socket root holds one link per pod (podlink.go) and, from before the emptyDir layout, pod
+// directories that a pod's dataplane container (root) mounted read-write through a hostPath. So
+// nothing in a pod directory or an emptyDir is trusted: each path below is resolved beneath a
+// directory held open (fsutil.Dir: no symlink, no ".."), and only files the plugin made are
+// removed. ADD makes only links now; DEL and GC still remove the old directories.
 
-// PodDirMarker is the file ADD puts in each pod directory it makes. GC removes a pod directory
-// only when it holds the marker and nothing else: an empty directory someone else made under the
-// root is not ours.
+// PodDirMarker is the file ADD of the hostPath layout put in each pod directory it made. GC
+// removes a pod directory only when it holds the marker and nothing else: an empty directory
+// someone else made under the root is not ours.
 const PodDirMarker = ".fstack-cni"
 
 // withRootLock serialises directory creation and removal under the socket root, so a DEL or GC
@@ -36,42 +38,34 @@ func withRootLock(root string, fn func(rd *fsutil.Dir) error) error {
 	return fn(rd) // closing the root unlocks
 }
 
-// writeFiles creates the pod directory and writes the device info into it and to the NPWG
-// location. A stale socket is removed: the pod's DPDK server cannot bind over it.
+// writeFiles links the pod's emptyDir into the socket root and writes the device info into the
+// emptyDir and to the NPWG location. A stale socket is removed: the pod's DPDK server cannot bind
+// over it.
 func writeFiles(root string, a *attachment, info *podcontract.DevInfo) error {
 	data, err := podcontract.EncodeDevInfo(info)
 	if err != nil {
 		return err
 	}
 	return withRootLock(root, func(rd *fsutil.Dir) error {
-		pd, err := openPodDirForAdd(rd, a)
+		if a.PodDir == "" {
+			return fmt.Errorf("pod socket directory: %w", a.podDirErr)
+		}
+		vd, err := openVolume(a)
 		if err != nil {
+			return volumeError(a, err)
+		}
+		defer vd.Close()
+		if err := linkPod(rd, a); err != nil {
 			return err
 		}
-		defer pd.Close()
-		if err := removeSocket(pd, podcontract.VhostSocketFile(a.IfName)); err != nil {
+		if err := removeSocket(vd, podcontract.VhostSocketFile(a.IfName)); err != nil {
 			return err
 		}
-		if err := pd.WriteAtomic(podcontract.DevInfoFile(a.IfName), data, podcontract.DevInfoFileMode); err != nil {
+		if err := vd.WriteAtomic(podcontract.DevInfoFile(a.IfName), data, podcontract.DevInfoFileMode); err != nil {
 			return err
 		}
 		return fsutil.WriteAtomic(a.DevInfoFile, data, podcontract.DevInfoFileMode)
 	})
-}
-
-func openPodDirForAdd(rd *fsutil.Dir, a *attachment) (*fsutil.Dir, error) {
-	if a.PodDir == "" {
-		return nil, fmt.Errorf("pod socket directory: %w", a.podDirErr)
-	}
-	pd, _, err := rd.MkdirOpen(filepath.Base(a.PodDir), 0o755)
-	if err != nil {
-		return nil, fmt.Errorf("create pod socket directory: %w", err)
-	}
-	if err := markPodDir(pd); err != nil {
-		pd.Close()
-		return nil, err
-	}
-	return pd, nil
 }
 
 // markPodDir creates the marker; one already there (a second interface of the pod) is fine.
@@ -87,34 +81,34 @@ func markPodDir(pd *fsutil.Dir) error {
 }
 
 // removeFiles undoes writeFiles for this attachment only: a device-info file that does not
-// describe this attachment (another sandbox of the pod wrote it, or the pod planted it) stays,
-// and so does a pod directory that holds anything but the plugin's files.
+// describe this attachment (another sandbox of the pod wrote it, or the pod planted it) stays.
+// <socketRoot>/<uid> is the pod's link, or a pod directory of the hostPath layout.
 func removeFiles(a *attachment) error {
 	err := removeNPWG(a)
 	if a.PodDir == "" {
 		return err
 	}
 	return errors.Join(err, withRootLock(a.Root, func(rd *fsutil.Dir) error {
-		pd, err := rd.OpenDir(filepath.Base(a.PodDir))
-		if err != nil {
-			return nil // gone, or not a directory the plugin could have made
+		if isDir(rd, filepath.Base(a.PodDir)) {
+			return removeOldPodDir(rd, a)
 		}
-		defer pd.Close()
-		removed := false
-		switch ownership(pd, a) {
-		case owned:
-			if err := pd.Remove(podcontract.DevInfoFile(a.IfName)); err != nil {
-				return err
-			}
-			removed = true
-			fallthrough
-		case absent:
-			if err := removeSocket(pd, podcontract.VhostSocketFile(a.IfName)); err != nil {
-				return err
-			}
-		}
-		return removePodDir(rd, pd, filepath.Base(a.PodDir), removed)
+		return removeLinked(rd, a)
 	}))
+}
+
+// removeOldPodDir removes a's files from a pod directory of the hostPath layout, and the
+// directory when nothing but the plugin's files is left in it.
+func removeOldPodDir(rd *fsutil.Dir, a *attachment) error {
+	pd, err := rd.OpenDir(filepath.Base(a.PodDir))
+	if err != nil {
+		return nil // gone, or not a directory the plugin could have made
+	}
+	defer pd.Close()
+	removed, err := removeAttachmentFiles(pd, a)
+	if err != nil {
+		return err
+	}
+	return removePodDir(rd, pd, filepath.Base(a.PodDir), removed)
 }
 
 // removeNPWG removes the NPWG device-info file when it is this attachment's: the path comes from

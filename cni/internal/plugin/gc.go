@@ -3,6 +3,7 @@ package plugin
 import (
 	"errors"
 	"io/fs"
+	"path/filepath"
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
@@ -69,10 +70,12 @@ func (c *command) gcPortFiles(socket, cid, ifname string) error {
 	return removeFiles(a)
 }
 
-// gcFiles finds attachments by the device info in each pod directory the plugin made (marked),
-// then removes those left empty (under the root lock, an ADD never leaves
-// one empty). What a pod planted in its own directory is logged and left: it is not acted on,
-// and the pod's directory is the pod's to fill.
+// gcFiles finds attachments by the device info in each pod's emptyDir (through the pod's link,
+// opened beneath the kubelet root) and in each pod directory of the hostPath layout the plugin
+// made (marked), then removes the links and directories left without any (under the root lock,
+// an ADD never leaves one so). A link whose emptyDir is gone (the kubelet removed the pod) goes
+// whatever it held. What a pod planted in its own directory is logged and left: it is not acted
+// on, and the directory is the pod's to fill.
 func (c *command) gcFiles(valid map[string]bool) error {
 	rd, err := fsutil.OpenDir(c.conf.SocketRoot)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -91,7 +94,11 @@ func (c *command) gcFiles(valid map[string]bool) error {
 		if validPodUID(name) != nil {
 			continue
 		}
-		pd, err := rd.OpenDir(name) // not a directory, or a symlink: not a pod directory
+		if isLink(rd, name) {
+			errs = append(errs, c.gcLink(name, valid))
+			continue
+		}
+		pd, err := rd.OpenDir(name) // not a directory: not a pod directory
 		if err != nil {
 			continue
 		}
@@ -103,6 +110,24 @@ func (c *command) gcFiles(valid map[string]bool) error {
 	return errors.Join(errs...)
 }
 
+// gcLink collects the stale attachments of the pod's emptyDir, then its link.
+func (c *command) gcLink(name string, valid map[string]bool) error {
+	link := &attachment{}
+	link.setPodDir(c.conf, filepath.Join(c.conf.SocketRoot, name))
+	var errs []error
+	if vd, err := openVolume(link); err == nil {
+		names, err := vd.Names()
+		errs = append(errs, err)
+		for _, f := range jsonFiles(names) {
+			errs = append(errs, c.gcFile(vd, f, link.PodDir, valid))
+		}
+		vd.Close()
+	}
+	return errors.Join(append(errs, withRootLock(c.conf.SocketRoot, func(rd *fsutil.Dir) error {
+		return unlinkUnlessHeld(rd, link)
+	}))...)
+}
+
 func (c *command) gcPodDir(pd *fsutil.Dir, name string, valid map[string]bool) error {
 	names, err := pd.Names()
 	if err != nil {
@@ -110,20 +135,22 @@ func (c *command) gcPodDir(pd *fsutil.Dir, name string, valid map[string]bool) e
 	}
 	var errs []error
 	for _, f := range jsonFiles(names) {
-		errs = append(errs, c.gcFile(pd, f, valid))
+		errs = append(errs, c.gcFile(pd, f, pd.Path(), valid))
 	}
 	return errors.Join(append(errs, withRootLock(c.conf.SocketRoot, func(rd *fsutil.Dir) error {
 		return removePodDir(rd, pd, name, false)
 	}))...)
 }
 
-func (c *command) gcFile(pd *fsutil.Dir, file string, valid map[string]bool) error {
+// gcFile removes the files of the attachment file in pd names when it is stale; podDir is the
+// pod's place in the socket root (its link, or its old directory).
+func (c *command) gcFile(pd *fsutil.Dir, file, podDir string, valid map[string]bool) error {
 	info, err := podcontract.ReadDevInfoIn(pd, file)
 	if err != nil || info.Attachment == nil || info.Attachment.Network != c.conf.Name {
 		return nil // not ours to judge
 	}
 	at := info.Attachment
-	if err := validAttachment(at, file, pd.Path()); err != nil {
+	if err := validAttachment(at, file, podDir); err != nil {
 		c.log.Error("device info left alone: not one the plugin wrote", "file", pd.Join(file), "err", err)
 		return nil
 	}
@@ -132,6 +159,6 @@ func (c *command) gcFile(pd *fsutil.Dir, file string, valid map[string]bool) err
 	}
 	c.log.Info("collecting files", "dir", pd.Path(), "container", at.ContainerID, "ifname", at.IfName)
 	a := newAttachment(c.conf, &skel.CmdArgs{ContainerID: at.ContainerID, IfName: at.IfName}, podArgs{})
-	a.setPodDir(c.conf, pd.Path())
+	a.setPodDir(c.conf, podDir)
 	return removeFiles(a)
 }

@@ -45,8 +45,7 @@ func mustOK(t *testing.T, err error) {
 // foreign empty directories.
 func plant(t *testing.T, n *node, canaryDir string) []string {
 	t.Helper()
-	pd := filepath.Join(n.root, "u1")
-	mustOK(t, os.MkdirAll(pd, 0o755))
+	pd := n.volume() // the pod's own emptyDir, where its dataplane (root) writes what it likes
 	rel, _ := filepath.Rel(pd, filepath.Join(canaryDir, "secret"))
 	files := map[string]string{
 		"evil.json":    strings.Replace(devinfoOf("fstack", "c1", "x"), `"ifname":"x"`, `"ifname":"`+rel+`"`, 1),
@@ -63,7 +62,7 @@ func plant(t *testing.T, n *node, canaryDir string) []string {
 	for name, target := range links {
 		mustOK(t, os.Symlink(filepath.Join(canaryDir, target), filepath.Join(pd, name)))
 	}
-	mustOK(t, os.Mkdir(filepath.Join(n.root, "foreign-empty"), 0o755))
+	mustOK(t, os.MkdirAll(filepath.Join(n.root, "foreign-empty"), 0o755))
 	mustOK(t, os.Mkdir(filepath.Join(n.root, "foreign-full"), 0o755)) // unmarked, with what looks like ours
 	mustOK(t, os.WriteFile(filepath.Join(n.root, "foreign-full", "net1.json"), []byte(devinfoOf("fstack", "c5", "net1")), 0o600))
 	mustOK(t, os.Symlink(canaryDir, filepath.Join(n.root, "u2")))
@@ -82,17 +81,17 @@ func TestHostilePodDirectory(t *testing.T) {
 	if _, _, err := n.add(); err != nil { // through the symlinked temp name of the old writer
 		t.Fatalf("ADD: %v", err)
 	}
-	mustOK(t, n.p.GC(&skel.CmdArgs{StdinData: confJSON(t, map[string]any{"socketRoot": n.root, "deviceInfoDir": n.devDir,
-		"ovsdbSocket": f.path, "cni.dev/valid-attachments": []any{}})}))
+	mustOK(t, n.p.GC(&skel.CmdArgs{StdinData: confJSON(t, n.shared(map[string]any{
+		"ovsdbSocket": f.path, "cni.dev/valid-attachments": []any{}}))}))
 	for _, npwg := range []string{filepath.Join(c, "secret"), filepath.Join(c, "devinfo")} {
-		del := newNode(t, f.path, map[string]any{"socketRoot": n.root, "runtimeConfig": map[string]any{"CNIDeviceInfoFile": npwg}})
+		del := newNode(t, f.path, n.shared(map[string]any{"runtimeConfig": map[string]any{"CNIDeviceInfoFile": npwg}}))
 		mustOK(t, del.p.Del(del.args))
 	}
 	mustOK(t, n.p.Del(n.args))
 
 	nodetest.AssertSameTree(t, before, nodetest.Tree(t, c))
 	nodetest.AssertSameTree(t, plantedBefore, nodetest.Tree(t, planted...))
-	if _, err := os.Stat(filepath.Join(n.root, "u1", "net1.json")); err == nil {
+	if _, err := os.Stat(filepath.Join(n.volume(), "net1.json")); err == nil {
 		t.Error("the attachment's own device info was not removed")
 	}
 }
@@ -105,8 +104,8 @@ func TestGCOfAPodDirectoryItEmptied(t *testing.T) {
 	if _, _, err := n.add(); err != nil {
 		t.Fatal(err)
 	}
-	err := n.p.GC(&skel.CmdArgs{StdinData: confJSON(t, map[string]any{"socketRoot": n.root, "deviceInfoDir": n.devDir,
-		"ovsdbSocket": f.path, "cni.dev/valid-attachments": []any{}})})
+	err := n.p.GC(&skel.CmdArgs{StdinData: confJSON(t, n.shared(map[string]any{
+		"ovsdbSocket": f.path, "cni.dev/valid-attachments": []any{}}))})
 	if err != nil {
 		t.Fatalf("GC: %v", err)
 	}

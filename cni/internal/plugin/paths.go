@@ -50,19 +50,20 @@ func validPortNames(cid, ifname string) error {
 	return nil
 }
 
-// checkFiles is CHECK of the pod directory and its device info, read beneath the root.
+// checkFiles is CHECK of the pod's link (or old pod directory) and its device info, read
+// beneath the kubelet root (or the socket root).
 func checkFiles(a *attachment) error {
 	if a.PodDir == "" {
 		return fmt.Errorf("pod socket directory: %w", a.podDirErr)
 	}
-	rd, err := fsutil.OpenDir(filepath.Dir(a.PodDir))
+	rd, err := fsutil.OpenDir(a.Root)
 	if err != nil {
 		return fmt.Errorf("socket root: %w", err)
 	}
 	defer rd.Close()
-	pd, err := rd.OpenDir(filepath.Base(a.PodDir))
+	pd, err := openFilesDir(rd, a)
 	if err != nil {
-		return fmt.Errorf("pod socket directory %s: %w", a.PodDir, err)
+		return err
 	}
 	defer pd.Close()
 	info, err := podcontract.ReadDevInfoIn(pd, podcontract.DevInfoFile(a.IfName))
@@ -70,9 +71,34 @@ func checkFiles(a *attachment) error {
 		return err
 	}
 	if !describes(info, a) {
-		return fmt.Errorf("%s does not describe %s", a.devInfoInPodDir(), describe(a))
+		return fmt.Errorf("%s does not describe %s", pd.Join(podcontract.DevInfoFile(a.IfName)), describe(a))
 	}
 	return nil
+}
+
+// openFilesDir opens where a's files are: the pod directory of the hostPath layout, or the
+// emptyDir the pod's link must lead to.
+func openFilesDir(rd *fsutil.Dir, a *attachment) (*fsutil.Dir, error) {
+	name := filepath.Base(a.PodDir)
+	if isDir(rd, name) {
+		pd, err := rd.OpenDir(name)
+		if err != nil {
+			return nil, fmt.Errorf("pod socket directory %s: %w", a.PodDir, err)
+		}
+		return pd, nil
+	}
+	target, err := rd.Readlink(name)
+	if err != nil {
+		return nil, fmt.Errorf("the pod's link %s: %w", a.PodDir, err)
+	}
+	if target != a.Volume {
+		return nil, fmt.Errorf("the pod's link %s leads to %s, want %s", a.PodDir, target, a.Volume)
+	}
+	vd, err := openVolume(a)
+	if err != nil {
+		return nil, volumeError(a, err)
+	}
+	return vd, nil
 }
 
 // jsonFiles lists the device-info candidates of a pod directory.

@@ -17,30 +17,52 @@ import (
 )
 
 // faults runs ADD/DEL cycles with the faults a node sees, behaving as a runtime does (a failed
-// or killed ADD is followed by DEL; a failed DEL is retried), and counts what leaked.
+// or killed ADD is followed by DEL; a failed DEL is retried) and as the kubelet does (the pod's
+// emptyDir exists before ADD and is removed after the last DEL), and counts what leaked.
 func (b *bench) faults(cycles int) error {
 	root := filepath.Join(b.tmp, "faults")
 	conf := map[string]any{"type": "fstack-cni", "bridge": b.ovs.Bridge, "ovsdbSocket": b.ovs.DBSock(),
 		"socketRoot": filepath.Join(root, "vhost"), "deviceInfoDir": filepath.Join(root, "devinfo"),
-		"logFile": filepath.Join(root, "fstack-cni.log"),
-		"ipam":    map[string]any{"type": "host-local", "subnet": "10.97.0.0/16", "dataDir": filepath.Join(root, "ipam")}}
+		"kubeletRootDir": filepath.Join(root, "kubelet"), "logFile": filepath.Join(root, "fstack-cni.log"),
+		"ipam": map[string]any{"type": "host-local", "subnet": "10.97.0.0/16", "dataDir": filepath.Join(root, "ipam")}}
 	list := mustList("faults", conf)
-	stdin, _ := json.Marshal(map[string]any{"cniVersion": "1.1.0", "name": "faults", "type": "fstack-cni",
-		"bridge": conf["bridge"], "ovsdbSocket": conf["ovsdbSocket"], "socketRoot": conf["socketRoot"],
-		"deviceInfoDir": conf["deviceInfoDir"], "logFile": conf["logFile"], "ipam": conf["ipam"]})
+	plugin := map[string]any{"cniVersion": "1.1.0", "name": "faults"}
+	for k, v := range conf {
+		plugin[k] = v
+	}
+	stdin, _ := json.Marshal(plugin)
 	counts := map[string]int{}
 	for i := range cycles {
-		kind, err := b.faultCycle(list, stdin, i)
+		rt := podRT(100000+i, "fsk-bench-pod")
+		vol := podVolume(conf["kubeletRootDir"].(string), rt)
+		if err := os.MkdirAll(vol, 0o755); err != nil {
+			return err
+		}
+		kind, err := b.faultCycle(list, stdin, i, rt)
 		if err != nil {
 			return fmt.Errorf("cycle %d (%s): %w", i, kind, err)
+		}
+		if err := os.RemoveAll(filepath.Dir(filepath.Dir(filepath.Dir(vol)))); err != nil { // the kubelet removes the pod's volumes
+			return err
 		}
 		counts[kind]++
 	}
 	return b.reportLeaks(root, cycles, counts)
 }
 
-func (b *bench) faultCycle(list *libcni.NetworkConfigList, stdin []byte, i int) (string, error) {
-	ctx, rt := context.Background(), podRT(100000+i, "fsk-bench-pod")
+// podVolume is the pod's emptyDir fstack-vhost under the kubelet root dir.
+func podVolume(kubeletRoot string, rt *libcni.RuntimeConf) string {
+	uid := ""
+	for _, kv := range rt.Args {
+		if kv[0] == "K8S_POD_UID" {
+			uid = kv[1]
+		}
+	}
+	return filepath.Join(kubeletRoot, "pods", uid, "volumes", "kubernetes.io~empty-dir", "fstack-vhost")
+}
+
+func (b *bench) faultCycle(list *libcni.NetworkConfigList, stdin []byte, i int, rt *libcni.RuntimeConf) (string, error) {
+	ctx := context.Background()
 	switch {
 	case i%100 == 50:
 		done := make(chan error, 1)
@@ -106,11 +128,11 @@ func (b *bench) reportLeaks(root string, cycles int, counts map[string]int) erro
 		return err
 	}
 	leakedPorts := len(strings.Fields(out))
-	dirs := podDirs(filepath.Join(root, "vhost"))
+	dirs := append(podDirs(filepath.Join(root, "vhost")), leftIn(filepath.Join(root, "kubelet", "pods"))...)
 	devinfos, _ := os.ReadDir(filepath.Join(root, "devinfo"))
 	leases, _ := filepath.Glob(filepath.Join(root, "ipam", "*", "10.*"))
 	fmt.Printf("fault run: %d ADD/DEL cycles %v\n", cycles, counts)
-	fmt.Printf("  leaked: ports=%d directories=%d device-info files=%d IPAM leases=%d\n", leakedPorts, len(dirs), len(devinfos), len(leases))
+	fmt.Printf("  leaked: ports=%d links/directories=%d device-info files=%d IPAM leases=%d\n", leakedPorts, len(dirs), len(devinfos), len(leases))
 	if leakedPorts+len(dirs)+len(devinfos)+len(leases) != 0 {
 		return fmt.Errorf("the fault run leaked:%s", leakDetails(out, dirs, devinfos, leases))
 	}
@@ -129,6 +151,12 @@ func leakDetails(ports string, dirs, devinfos []os.DirEntry, leases []string) st
 		fmt.Fprintf(&b, " lease %s of %q", filepath.Base(l), strings.Fields(string(owner)))
 	}
 	return b.String()
+}
+
+// leftIn lists dir's entries (none once the kubelet removed every pod's volumes).
+func leftIn(dir string) []os.DirEntry {
+	all, _ := os.ReadDir(dir)
+	return all
 }
 
 // podDirs lists the socket root without the node-wide IPAM lock file the plugin keeps there.

@@ -38,10 +38,15 @@ func TestBadInputGetsCodeAndMessage(t *testing.T) {
 			n.extra = map[string]any{"queueSize": 1000}
 			return n.stdin(), newPod(1).cniArgs()
 		}, types.ErrInvalidNetworkConfig, "queueSize is 1000"},
+		{"pod without the emptyDir", func(n *netw) ([]byte, string) {
+			n.kubeletRemoves(newPod(1)) // a pod the injector did not prepare
+			return n.stdin(), newPod(1).cniArgs()
+		}, types.ErrIOFailure, "has no emptyDir volume fstack-vhost"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			n := newNet(t, "1.1.0")
+			n.kubeletMounts(newPod(1))
 			stdin, args := tc.mutate(n)
 			_, err := execPlugin("ADD", stdin, args, newPod(1))
 			if err == nil {

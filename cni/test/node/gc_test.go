@@ -16,8 +16,8 @@ import (
 
 func asTypesError(err error, te **types.Error) bool { return errors.As(err, te) }
 
-// GC keeps the valid attachments and removes the others, including the files of an ADD killed
-// before it made its port.
+// GC keeps the valid attachments and removes the others, including the link and files of an ADD
+// killed before it made its port, and a marked pod directory of the hostPath layout.
 func TestGCRemovesWhatIsNotValid(t *testing.T) {
 	n := newNet(t, "1.1.0")
 	keep, drop1, drop2 := newPod(700), newPod(701), newPod(702)
@@ -25,18 +25,23 @@ func TestGCRemovesWhatIsNotValid(t *testing.T) {
 		n.mustAdd(p)
 		t.Cleanup(func() { _ = n.del(p) })
 	}
-	orphan := newPod(703)
-	orphanDir := filepath.Join(n.socketRoot(), orphan.uid)
-	err := podcontract.WriteDevInfo(filepath.Join(orphanDir, "net1.json"), &podcontract.DevInfo{Type: "vhost-user", Version: "1.1.0",
-		VhostUser:  &podcontract.DevInfoVhostUser{Mode: "server", Path: "/x/net1.sock"},
-		Attachment: &podcontract.DevInfoAttachment{Network: n.name, ContainerID: orphan.containerID, IfName: "net1"}})
-	if err != nil {
-		t.Fatal(err)
+	orphan, oldOrphan := newPod(703), newPod(704)
+	devinfo := func(dir string, p pod) {
+		err := podcontract.WriteDevInfo(filepath.Join(dir, "net1.json"), &podcontract.DevInfo{Type: "vhost-user", Version: "1.1.0",
+			VhostUser:  &podcontract.DevInfoVhostUser{Mode: "server", Path: "/x/net1.sock"},
+			Attachment: &podcontract.DevInfoAttachment{Network: n.name, ContainerID: p.containerID, IfName: "net1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
-	// What ADD makes first: the marked pod directory (GC removes only marked ones).
-	if err := os.WriteFile(filepath.Join(orphanDir, plugin.PodDirMarker), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	// What a killed ADD leaves: the link to the pod's emptyDir and the device info in it.
+	n.kubeletMounts(orphan)
+	devinfo(n.podVolume(orphan), orphan)
+	must(t, os.Symlink(n.podVolume(orphan), filepath.Join(n.socketRoot(), orphan.uid)))
+	// What the hostPath layout's killed ADD left: a marked pod directory (GC removes only marked ones).
+	oldDir := filepath.Join(n.socketRoot(), oldOrphan.uid)
+	devinfo(oldDir, oldOrphan)
+	must(t, os.WriteFile(filepath.Join(oldDir, plugin.PodDirMarker), nil, 0o644))
 	gcArgs := &libcni.GCArgs{ValidAttachments: []types.GCAttachment{{ContainerID: keep.containerID, IfName: "net1"}}}
 	if err := n.cni().GCNetworkList(context.Background(), n.confList(), gcArgs); err != nil {
 		t.Fatalf("GC: %v", err)
@@ -45,7 +50,10 @@ func TestGCRemovesWhatIsNotValid(t *testing.T) {
 		t.Fatalf("after GC, ports %v", p)
 	}
 	if d := podDirEntries(n.socketRoot()); len(d) != 1 || d[0] != keep.uid {
-		t.Fatalf("after GC, pod dirs %v", d)
+		t.Fatalf("after GC, pod links and dirs %v", d)
+	}
+	if _, err := os.Stat(filepath.Join(n.podVolume(orphan), "net1.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the orphan's device info is left in its emptyDir: %v", err)
 	}
 	if leases := ipamLeases(n.ipamDir()); len(leases) != 1 {
 		t.Fatalf("after GC, IPAM leases %v", leases)

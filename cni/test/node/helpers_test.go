@@ -40,12 +40,13 @@ func newNet(t *testing.T, version string) *netw {
 }
 
 func (n *netw) socketRoot() string    { return filepath.Join(n.dir, "vhost") }
+func (n *netw) kubeletDir() string    { return filepath.Join(n.dir, "kubelet") }
 func (n *netw) deviceInfoDir() string { return filepath.Join(n.dir, "devinfo") }
 func (n *netw) ipamDir() string       { return filepath.Join(n.dir, "ipam") }
 
 func (n *netw) pluginConf() map[string]any {
 	c := map[string]any{
-		"type": "fstack-cni", "bridge": n.bridge, "ovsdbSocket": n.ovsdb, "socketRoot": n.socketRoot(),
+		"type": "fstack-cni", "bridge": n.bridge, "ovsdbSocket": n.ovsdb, "socketRoot": n.socketRoot(), "kubeletRootDir": n.kubeletDir(),
 		"deviceInfoDir": n.deviceInfoDir(), "logFile": filepath.Join(n.dir, "fstack-cni.log"), "mtu": 1500,
 	}
 	if n.withIPAM {
@@ -88,7 +89,30 @@ func (n *netw) cni() *libcni.CNIConfig {
 }
 
 func (n *netw) add(p pod) (types.Result, error) {
+	n.kubeletMounts(p)
 	return n.cni().AddNetworkList(context.Background(), n.confList(), p.rt())
+}
+
+// podVolume is p's emptyDir fstack-vhost in the test's kubelet root dir.
+func (n *netw) podVolume(p pod) string {
+	return filepath.Join(n.kubeletDir(), "pods", p.uid, "volumes", "kubernetes.io~empty-dir", "fstack-vhost")
+}
+
+// kubeletMounts stands in for the kubelet, which makes a pod's volumes (the injected emptyDir
+// fstack-vhost among them) before it asks the runtime for the sandbox, so before CNI ADD.
+func (n *netw) kubeletMounts(p pod) {
+	n.t.Helper()
+	if err := os.MkdirAll(n.podVolume(p), 0o777); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+// kubeletRemoves stands in for the kubelet removing a deleted pod's volumes.
+func (n *netw) kubeletRemoves(p pod) {
+	n.t.Helper()
+	if err := os.RemoveAll(filepath.Join(n.kubeletDir(), "pods", p.uid)); err != nil {
+		n.t.Fatal(err)
+	}
 }
 
 func (n *netw) mustAdd(p pod) *current.Result {
@@ -154,14 +178,15 @@ func ports(t *testing.T) []string {
 	return strings.Fields(out)
 }
 
-// assertNothingLeft fails when any port, pod directory, device-info file or IPAM lease exists.
+// assertNothingLeft fails when any port, pod link or directory, device-info file or IPAM lease
+// exists.
 func (n *netw) assertNothingLeft() {
 	n.t.Helper()
 	if p := ports(n.t); len(p) != 0 {
 		n.t.Errorf("OVS ports left: %v", p)
 	}
 	if d := podDirEntries(n.socketRoot()); len(d) != 0 {
-		n.t.Errorf("pod directories left in %s: %v", n.socketRoot(), d)
+		n.t.Errorf("pod links or directories left in %s: %v", n.socketRoot(), d)
 	}
 	if d := entries(n.deviceInfoDir()); len(d) != 0 {
 		n.t.Errorf("device-info files left: %v", d)

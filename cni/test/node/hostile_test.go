@@ -22,7 +22,8 @@ func TestHostilePodDirectoryLeavesEverythingElseAlone(t *testing.T) {
 	n := newNet(t, "1.1.0")
 	p := newPod(800)
 	c := makeCanary(t, filepath.Join(n.dir, "canary"), n.name)
-	podDir := filepath.Join(n.socketRoot(), p.uid)
+	n.kubeletMounts(p)
+	podDir := n.podVolume(p) // the pod's own emptyDir, which its dataplane (root) writes
 	planted := plantHostile(t, n, podDir, c)
 	canaryBefore, plantedBefore := nodetest.Tree(t, c), nodetest.Tree(t, planted...)
 
@@ -76,7 +77,7 @@ func hostileDevinfo(network, cid, ifname string) string {
 	return string(b)
 }
 
-// plantHostile fills the pod directory before its ADD and the root beside it, and returns what
+// plantHostile fills the pod's emptyDir before its ADD and the socket root, and returns what
 // must survive every command untouched.
 func plantHostile(t *testing.T, n *netw, podDir, c string) []string {
 	t.Helper()
@@ -99,7 +100,7 @@ func plantHostile(t *testing.T, n *netw, podDir, c string) []string {
 		must(t, os.Symlink(filepath.Join(c, target), filepath.Join(podDir, name)))
 	}
 	root := n.socketRoot()
-	must(t, os.Mkdir(filepath.Join(root, "foreign-empty"), 0o755))
+	must(t, os.MkdirAll(filepath.Join(root, "foreign-empty"), 0o755))
 	must(t, os.Mkdir(filepath.Join(root, "7d3c5b2a-0000-4000-8000-000000000899"), 0o755)) // empty, named like a pod
 	must(t, os.MkdirAll(filepath.Join(root, "foreign-full"), 0o755))
 	must(t, os.WriteFile(filepath.Join(root, "foreign-full", "net1.json"), []byte(hostileDevinfo(n.name, "c0ffee", "net1")), 0o600))

@@ -46,6 +46,9 @@ func assertAttachment(t *testing.T, n *netw, p pod) {
 	t.Helper()
 	podDir := filepath.Join(n.socketRoot(), p.uid)
 	sock := filepath.Join(podDir, p.ifname+".sock")
+	if target, err := os.Readlink(podDir); err != nil || target != n.podVolume(p) {
+		t.Errorf("the pod's link %s -> %q (%v), want -> its emptyDir %s", podDir, target, err, n.podVolume(p))
+	}
 	names := ports(t)
 	if len(names) != 1 {
 		t.Fatalf("want one vhost-user port, have %v", names)
@@ -108,6 +111,7 @@ func TestChainedKeepsPrevResult(t *testing.T) {
 		"interfaces": []any{map[string]any{"name": "eth0", "sandbox": p.netns}},
 		"ips":        []any{map[string]any{"address": "10.244.0.7/24", "interface": 0}}}
 	stdin, _ := json.Marshal(conf)
+	n.kubeletMounts(p)
 	out, cerr := execPlugin("ADD", stdin, p.cniArgs(), p)
 	if cerr != nil {
 		t.Fatalf("chained ADD: %v", cerr)

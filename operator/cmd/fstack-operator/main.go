@@ -58,7 +58,7 @@ func parseFlags() (manager.Options, error) {
 	flag.StringVar(&o.Inject.Image, "dataplane-image", o.Inject.Image, "Dataplane image for StackInstances that name none.")
 	flag.StringVar(&allowedImages, "allowed-dataplane-images", "", "Comma-separated registries and repository prefixes a StackInstance's spec.dataplane.image must be under (e.g. registry.example/kube-fstack/: that host exactly, then that path at a '/'); empty allows any; --dataplane-image is always allowed.")
 	flag.StringVar(&pullPolicy, "dataplane-pull-policy", "IfNotPresent", "imagePullPolicy of the injected dataplane.")
-	flag.StringVar(&o.Inject.HostSocketRoot, "vhost-socket-root", o.Inject.HostSocketRoot, "The CNI plugin's socket root on the nodes.")
+	flag.StringVar(&o.Inject.HostSocketRoot, "vhost-socket-root", o.Inject.HostSocketRoot, "The CNI plugin's socket root on the nodes: in opted-in namespaces, no pod may mount a hostPath at, under or above it.")
 	flag.BoolVar(&o.Inject.NodeAffinity, "node-affinity", o.Inject.NodeAffinity, "Require the node agent's labels (node.kubefstack.io/*) the stack needs in injected pods' node affinity; false where no node agent runs.")
 	flag.StringVar(&memory, "dataplane-memory", o.Inject.DataplaneMemory.String(), "Memory of the dataplane container when the StackInstance sets none.")
 	flag.IntVar(&o.Workers, "workers", 4, "StackInstances reconciled in parallel.")

@@ -59,10 +59,8 @@ func (h *PodInjector) Handle(ctx context.Context, req admission.Request) admissi
 		return skip("operator-namespace", "the operator's own namespace is never injected")
 	}
 	if d := inject.Decide(pod); d != inject.Injected {
-		if d == inject.SkippedAlreadyInjected {
-			if errs := inject.CheckAlreadyInjected(pod, h.Config); len(errs) > 0 {
-				return refuse(pod, &inject.RejectError{Stack: inject.StackName(pod), Errs: errs}, "pod-invalid")
-			}
+		if errs := inject.CheckSkipped(pod, d, h.Config); len(errs) > 0 {
+			return refuse(pod, &inject.RejectError{Stack: inject.StackName(pod), Errs: errs}, "pod-invalid")
 		}
 		return skip(string(d), "not injected: "+string(d))
 	}

@@ -71,3 +71,32 @@ func addEphemeral(ctx context.Context, pod *corev1.Pod, c corev1.EphemeralContai
 	p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, c)
 	return k8s.SubResource("ephemeralcontainers").Update(ctx, p)
 }
+
+// In an opted-in namespace the node's socket root (and the project's other host directories)
+// cannot be mounted by another volume name, through /run, or from a directory above it; and a pod
+// that opts out of injection with kubefstack.io/inject: "false" still may not declare or mount an
+// injected volume (issue 23). An opted-out pod that does neither is admitted as it is.
+func TestHostPathsAndOptedOutPodsRefused(t *testing.T) {
+	ctx := context.Background()
+	ensureStack(t, stack(t, "vhost-user", "vhost-user"))
+	ensureStack(t, stack(t, "nginx-shim", "nginx-shim"))
+	wantErr(t, k8s.Create(ctx, fixtures.LoadPod(t, "hostpath-socket-root")),
+		`spec.volumes[0].hostPath.path: Forbidden: hostPath "/run/kube-fstack/vhost/" of volume "sockets"`,
+		`spec.volumes[1].hostPath.path: Forbidden: hostPath "/" of volume "node"`)
+	wantErr(t, k8s.Create(ctx, fixtures.LoadPod(t, "opt-out-mounts-vhost")),
+		`spec.volumes[0].name: Forbidden: fstack-vhost is reserved`, "kubefstack.io/inject: \"false\"",
+		"spec.containers[0].volumeMounts[0].name: Forbidden")
+
+	harmless := fixtures.LoadPod(t, "opt-out")
+	harmless.Name = "opted-out-harmless"
+	if err := k8s.Create(ctx, harmless); err != nil {
+		t.Fatalf("an opted-out pod without injected volumes was refused: %v", err)
+	}
+	got := &corev1.Pod{}
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: harmless.Namespace, Name: harmless.Name}, got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Spec.InitContainers) != 0 {
+		t.Errorf("the opted-out pod was injected: %+v", got.Spec.InitContainers)
+	}
+}
