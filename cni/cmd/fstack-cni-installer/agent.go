@@ -23,14 +23,14 @@ import (
 func runAgent(args []string) error {
 	fs := flag.NewFlagSet("node-agent", flag.ContinueOnError)
 	a := &nodeagent.Agent{Log: os.Stderr}
-	var socketRoot, ovsdbSocket string
+	var socketRoot, ovsAnswers string
 	fs.StringVar(&a.Node, "node", os.Getenv("NODE_NAME"), "this node's name (the downward API's spec.nodeName)")
 	fs.DurationVar(&a.Period, "period", time.Minute, "how often to check the node")
 	fs.StringVar(&a.Checks.Root, "root", "/", "where the node's /sys and /proc are")
 	fs.StringVar(&a.Checks.KubeletDir, "kubelet-dir", "/host/kubelet", "the host's kubelet root dir, mounted read-only")
 	fs.StringVar(&socketRoot, "socket-root", "/host/vhost-parent/vhost", "the vhost-user socket root inside a mount of its host parent dir")
 	fs.StringVar(&a.Checks.Bridge, "bridge", "br-fstack", "the OVS bridge fstack-cni adds ports to")
-	fs.StringVar(&ovsdbSocket, "ovsdb-socket", "/host/ovs/db.sock", "OVSDB's unix socket (empty: fail the OVS checks)")
+	fs.StringVar(&ovsAnswers, "ovs-answers", "/run/kube-fstack-node/ovs.json", "the file the installer container writes its OVS answers to (empty: fail the OVS checks)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -44,8 +44,10 @@ func runAgent(args []string) error {
 	// The pod's network namespace is the node's (hostNetwork): the bridge's kernel ports are here
 	// when OVS runs on the host.
 	a.Checks.Links = nodecheck.KernelLinks{}
-	if ovsdbSocket != "" {
-		a.Checks.OVS = &nodecheck.OVSDB{Socket: ovsdbSocket}
+	// The agent holds no OVS socket (see internal/nodecheck/ovsfile.go). The installer asks on
+	// the same period; three periods without an answer mean it is stuck or gone.
+	if ovsAnswers != "" {
+		a.Checks.OVS = &nodecheck.OVSFile{Path: ovsAnswers, MaxAge: 3*a.Period + 10*time.Second}
 	}
 	cfg, err := rest.InClusterConfig()
 	if err != nil {
