@@ -41,6 +41,7 @@ func runAgent(args []string) error {
 		return fmt.Errorf("--period %s: must be positive", a.Period)
 	}
 	a.Checks.SocketRootParent, a.Checks.SocketRootName = filepath.Dir(socketRoot), filepath.Base(socketRoot)
+	a.Checkpoint = filepath.Join(a.Checks.KubeletDir, "cpu_manager_state")
 	// The pod's network namespace is the node's (hostNetwork): the bridge's kernel ports are here
 	// when OVS runs on the host.
 	a.Checks.Links = nodecheck.KernelLinks{}
@@ -60,4 +61,36 @@ func runAgent(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	return a.Run(ctx)
+}
+
+// runCleanup is `fstack-cni-installer node-cleanup`: the chart's post-delete hook, which removes
+// the agents' labels and report from every Node after `helm uninstall`.
+func runCleanup(args []string) error {
+	fs := flag.NewFlagSet("node-cleanup", flag.ContinueOnError)
+	c := &nodeagent.Cleanup{Log: os.Stderr, Poll: 2 * time.Second}
+	fs.StringVar(&c.Namespace, "namespace", "", "the namespace of the CNI DaemonSet's pods")
+	fs.StringVar(&c.Selector, "selector", "", "the label selector of the CNI DaemonSet's pods")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if c.Namespace == "" || c.Selector == "" {
+		return errors.New("--namespace and --selector are required: the CNI DaemonSet's pods, whose agents must be gone before their labels are")
+	}
+	client, err := inClusterClient("kube-fstack-node-cleanup")
+	if err != nil {
+		return fmt.Errorf("node-cleanup: %w", err)
+	}
+	c.Client = client
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	return c.Run(ctx)
+}
+
+func inClusterClient(userAgent string) (kubernetes.Interface, error) {
+	cfg, err := rest.InClusterConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.UserAgent = userAgent
+	return kubernetes.NewForConfig(cfg)
 }

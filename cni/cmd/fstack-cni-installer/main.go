@@ -28,6 +28,9 @@ func run() error {
 	if len(os.Args) > 1 && os.Args[1] == "node-agent" {
 		return runAgent(os.Args[2:])
 	}
+	if len(os.Args) > 1 && os.Args[1] == "node-cleanup" {
+		return runCleanup(os.Args[2:])
+	}
 	in := &installer.Installer{Log: os.Stderr}
 	var plugin string
 	var once bool

@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,6 +31,8 @@ type Agent struct {
 	// Checks says where the node's files are; Allocatable is filled from the Node each time.
 	Checks nodecheck.Config
 	Log    io.Writer
+	// Checkpoint is the kubelet's CPU manager checkpoint as mounted; "" skips the replaced check.
+	Checkpoint string
 }
 
 // Run checks at once, then every Period until ctx ends. A failed round is logged and retried at
@@ -36,7 +40,21 @@ type Agent struct {
 func (a *Agent) Run(ctx context.Context) error {
 	t := time.NewTicker(a.Period)
 	defer t.Stop()
+	checkpoint := a.openCheckpoint()
+	if checkpoint != nil {
+		defer checkpoint.Close()
+	}
 	for {
+		if checkpoint != nil {
+			gone, err := unlinked(checkpoint)
+			if gone {
+				fmt.Fprintf(a.Log, "node-agent: %v\n", ErrCheckpointReplaced)
+				return ErrCheckpointReplaced
+			}
+			if err != nil {
+				fmt.Fprintf(a.Log, "node-agent: CPU manager checkpoint: %v\n", err)
+			}
+		}
 		if err := a.Once(ctx); err != nil {
 			fmt.Fprintf(a.Log, "node-agent: %v\n", err)
 		}
@@ -46,6 +64,20 @@ func (a *Agent) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+}
+
+// openCheckpoint keeps the checkpoint open, so its link count can be read each round; the file
+// mount pins the same inode, so what this sees is what the checks read.
+func (a *Agent) openCheckpoint() *os.File {
+	if a.Checkpoint == "" {
+		return nil
+	}
+	f, err := os.OpenFile(a.Checkpoint, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		fmt.Fprintf(a.Log, "node-agent: cannot watch the CPU manager checkpoint for replacement: %v\n", err)
+		return nil
+	}
+	return f
 }
 
 // Once runs the checks and patches the Node when its labels or report differ.

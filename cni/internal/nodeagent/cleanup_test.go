@@ -1,0 +1,114 @@
+package nodeagent
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+)
+
+// The kubelet replaces its checkpoint by a rename: the inode the agent's mount (here: its open
+// file) pins loses its last link. The agent sees that and exits, saying why.
+func TestAgentExitsWhenTheCheckpointIsReplaced(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cpu_manager_state")
+	if err := os.WriteFile(path, []byte(`{"policyName":"static"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if gone, err := unlinked(f); gone || err != nil {
+		t.Fatalf("a linked checkpoint reads as replaced: %v %v", gone, err)
+	}
+	if err := os.WriteFile(path+".tmp", []byte(`{"policyName":"none"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil { // as the kubelet's checkpoint store does
+		t.Fatal(err)
+	}
+	if gone, err := unlinked(f); !gone || err != nil {
+		t.Fatalf("a replaced checkpoint reads as linked: %v %v", gone, err)
+	}
+
+	// Run, every millisecond, against a Node the fake API server has: it must end by itself once
+	// the checkpoint it opened is replaced, and say why.
+	client := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}})
+	log := &syncBuffer{}
+	a := &Agent{Client: client, Node: "n", Period: time.Millisecond, Log: log, Checkpoint: path}
+	a.Checks.Root = dir
+	done := make(chan error, 1)
+	go func() { done <- a.Run(context.Background()) }()
+	for !strings.Contains(log.String(), "published") {
+		time.Sleep(time.Millisecond) // until Run has opened the checkpoint and done a round
+	}
+	if err := os.WriteFile(path+".tmp", []byte(`{"policyName":"static"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, ErrCheckpointReplaced) {
+		t.Fatalf("Run ended with %v, want ErrCheckpointReplaced", err)
+	}
+	if !strings.Contains(log.String(), "replaced its CPU manager checkpoint") {
+		t.Errorf("no log line says why: %s", log.String())
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Uninstall removes every node.kubefstack.io/ label and the report, and nothing else.
+func TestUnpublish(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n",
+		Labels: map[string]string{"kubernetes.io/hostname": "n", "kubefstack.io/other": "x",
+			fsv1.NodeLabelVhostUser: "ready", fsv1.NodeLabelHugePages("2Mi"): "ready"},
+		Annotations: map[string]string{"owner": "ops", fsv1.NodeReportAnnotation: "{}"}}}
+	client := fake.NewClientset(node, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "plain", Labels: map[string]string{"team": "x"}}})
+	c := &Cleanup{Client: client, Namespace: "kube-fstack", Selector: "app=cni", Poll: time.Millisecond, Log: &bytes.Buffer{}}
+	if err := c.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := client.CoreV1().Nodes().Get(context.Background(), "n", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"kubernetes.io/hostname": "n", "kubefstack.io/other": "x"}; !reflect.DeepEqual(got.Labels, want) {
+		t.Errorf("labels %v, want %v", got.Labels, want)
+	}
+	if want := map[string]string{"owner": "ops"}; !reflect.DeepEqual(got.Annotations, want) {
+		t.Errorf("annotations %v, want %v", got.Annotations, want)
+	}
+	if p := Unpublish(got); p != nil {
+		t.Errorf("a clean node gets patch %s", p)
+	}
+}
