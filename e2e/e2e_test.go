@@ -61,7 +61,7 @@ func TestMain(m *testing.M) {
 
 // The namespaces and the StackInstance, as a user writes them.
 func manifests() string {
-	return env.SetupManifests(injectedNS, plainNS, stackName, stackAddr, "02:fe:00:00:00:0e")
+	return env.SetupManifests(injectedNS, plainNS, stackName, stackAddr, "")
 }
 
 // The app is the stand-in image's dpdk-proc-info attaching to the dataplane's primary as a
