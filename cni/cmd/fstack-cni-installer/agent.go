@@ -49,6 +49,8 @@ func runAgent(args []string) error {
 	// the same period; three periods without an answer mean it is stuck or gone.
 	if ovsAnswers != "" {
 		a.Checks.OVS = &nodecheck.OVSFile{Path: ovsAnswers, MaxAge: 3*a.Period + 10*time.Second}
+		a.FirstRoundAfter = func() bool { _, err := os.Lstat(ovsAnswers); return err == nil }
+		a.FirstRoundWait = 30 * time.Second
 	}
 	cfg, err := rest.InClusterConfig()
 	if err != nil {

@@ -1,7 +1,8 @@
 // Command fstack-cni-installer is the entrypoint of the node DaemonSet: it copies fstack-cni
 // into the host's CNI bin dir atomically, optionally merges it into a chained conflist, keeps
-// both in place, answers the node agent's OVS questions (ovs.go), and exits 0 on SIGTERM. `fstack-cni-installer node-agent` checks the node instead
-// and publishes the result on its Node (agent.go).
+// both in place, answers the node agent's OVS questions (ovs.go), and exits 0 on SIGTERM.
+// `fstack-cni-installer node-agent` checks the node instead and publishes the result on its Node
+// (agent.go); `node-cleanup` removes what the agents published (the chart's uninstall hook).
 package main
 
 import (

@@ -33,6 +33,11 @@ type Agent struct {
 	Log    io.Writer
 	// Checkpoint is the kubelet's CPU manager checkpoint as mounted; "" skips the replaced check.
 	Checkpoint string
+	// FirstRoundAfter, when set, is awaited (up to FirstRoundWait) before the first round, so a
+	// new pod does not publish a failed check, and drop a label for a period, only because the
+	// installer container has not written its first OVS answers yet.
+	FirstRoundAfter func() bool
+	FirstRoundWait  time.Duration
 }
 
 // Run checks at once, then every Period until ctx ends. A failed round is logged and retried at
@@ -44,6 +49,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if checkpoint != nil {
 		defer checkpoint.Close()
 	}
+	a.awaitFirstRound(ctx)
 	for {
 		if checkpoint != nil {
 			gone, err := unlinked(checkpoint)
@@ -62,6 +68,20 @@ func (a *Agent) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+		}
+	}
+}
+
+func (a *Agent) awaitFirstRound(ctx context.Context) {
+	if a.FirstRoundAfter == nil {
+		return
+	}
+	deadline := time.Now().Add(a.FirstRoundWait)
+	for !a.FirstRoundAfter() && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }

@@ -14,10 +14,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/nodecheck"
 )
+
+func nodecheckConfig(t *testing.T) nodecheck.Config { return nodecheck.Config{Root: t.TempDir()} }
 
 // The kubelet replaces its checkpoint by a rename: the inode the agent's mount (here: its open
 // file) pins loses its last link. The agent sees that and exits, saying why.
@@ -110,5 +115,40 @@ func TestUnpublish(t *testing.T) {
 	}
 	if p := Unpublish(got); p != nil {
 		t.Errorf("a clean node gets patch %s", p)
+	}
+}
+
+// A new pod's agent waits for the installer's first OVS answers before its first round, so it
+// does not publish the OVS checks as failed (and drop a label) only because it started first.
+func TestFirstRoundWaitsForTheInstaller(t *testing.T) {
+	client := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}})
+	var mu sync.Mutex
+	calls, readyAtPatch := 0, -1
+	client.PrependReactor("patch", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if readyAtPatch < 0 {
+			readyAtPatch = calls
+		}
+		return false, nil, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	log := &syncBuffer{}
+	a := &Agent{Client: client, Node: "n", Period: time.Hour, Log: log, Checks: nodecheckConfig(t),
+		FirstRoundWait: time.Hour, FirstRoundAfter: func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			calls++
+			return calls >= 3
+		}}
+	go func() { _ = a.Run(ctx) }()
+	for !strings.Contains(log.String(), "published") {
+		time.Sleep(time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if readyAtPatch < 3 {
+		t.Errorf("the first round published after %d looks for the installer's answers, want it to wait for the 3rd", readyAtPatch)
 	}
 }
