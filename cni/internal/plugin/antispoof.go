@@ -64,8 +64,9 @@ const (
 	prioDrop        = 10
 )
 
-// rules is the ovs-ofctl add-flows input for the port: first the removal of whatever a
-// collected port left on the same ofport, then the port's rules.
+// rules is the ovs-ofctl add-flows input for the port: first the removal of its own rules from
+// an earlier ADD (whose port may have had another ofport) and of whatever a collected port left
+// on this ofport, then the port's rules.
 func (g *guard) rules(ofport int64) (string, error) {
 	hw, err := net.ParseMAC(g.MAC)
 	if err != nil || len(hw) != 6 {
@@ -76,6 +77,7 @@ func (g *guard) rules(ofport int64) (string, error) {
 	own := head + ",dl_src=" + mac
 	nsol, nadv := "icmp6,icmp_type=135,icmp_code=0", "icmp6,icmp_type=136,icmp_code=0"
 	lines := []string{
+		fmt.Sprintf("delete cookie=%#x/-1", g.cookie()),
 		fmt.Sprintf("delete in_port=%d", ofport),
 		fmt.Sprintf("add %s,priority=%d,arp,arp_sha=%s,actions=NORMAL", own, prioLinkLayerOK, mac),
 		// ND options are optional: an absent one reads as all zeros.

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -61,10 +62,13 @@ func TestGuardRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(rules), "\n")
-	if lines[0] != "delete in_port=7" {
-		t.Errorf("first rule %q, want the ofport cleared", lines[0])
+	if want := fmt.Sprintf("delete cookie=%#x/-1", g.cookie()); lines[0] != want {
+		t.Errorf("first rule %q, want %q: the port's rules of an earlier ADD removed", lines[0], want)
 	}
-	for _, l := range lines[1:] {
+	if lines[1] != "delete in_port=7" {
+		t.Errorf("second rule %q, want the ofport cleared", lines[1])
+	}
+	for _, l := range lines[2:] {
 		if !strings.HasPrefix(l, "add cookie=") || !strings.Contains(l, ",in_port=7,") {
 			t.Errorf("rule %q is not an add on the port with the cookie", l)
 		}

@@ -100,3 +100,40 @@ func assertNoGuardRules(t *testing.T) {
 		}
 	}
 }
+
+// A second ADD of the same attachment (a runtime retrying) replaces the port, which OVS may
+// number anew: the port keeps exactly one set of rules, all on its current ofport; DEL removes
+// them.
+func TestReAddKeepsOneSetOfRules(t *testing.T) {
+	n, p := newNet(t, "1.1.0"), newPod(1101)
+	n.mustAdd(p)
+	t.Cleanup(func() { n.mustDel(p); n.assertNothingLeft(); assertNoGuardRules(t) })
+	first := guardRules(t)
+	if len(first) == 0 {
+		t.Fatalf("no anti-spoofing rules after ADD:\n%s", dumpFlows(t))
+	}
+	n.mustAdd(p)
+	port := ports(t)[0]
+	ofport := vsctlGet(t, "Interface", port, "ofport")
+	again := guardRules(t)
+	if len(again) != len(first) {
+		t.Errorf("%d rules after the second ADD, %d after the first:\n%s", len(again), len(first), strings.Join(again, "\n"))
+	}
+	for _, l := range again {
+		if !strings.Contains(l, "in_port="+ofport+",") && !strings.Contains(l, "in_port="+ofport+" ") {
+			t.Errorf("rule not on the port's ofport %s: %s", ofport, l)
+		}
+	}
+}
+
+// guardRules lists the rules with a cookie (ours; the bridge's default flow has none).
+func guardRules(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, l := range strings.Split(dumpFlows(t), "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "cookie=") && !strings.HasPrefix(l, "cookie=0x0,") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
