@@ -30,6 +30,7 @@ func runAgent(args []string) error {
 	fs.StringVar(&a.Checks.KubeletDir, "kubelet-dir", "/host/kubelet", "the host's kubelet root dir, mounted read-only")
 	fs.StringVar(&socketRoot, "socket-root", "/host/vhost-parent/vhost", "the vhost-user socket root inside a mount of its host parent dir")
 	fs.StringVar(&a.Checks.Bridge, "bridge", "br-fstack", "the OVS bridge fstack-cni adds ports to")
+	fs.DurationVar(&a.CheckpointMinUptime, "checkpoint-min-uptime", 11*time.Minute, "how long to run before exiting for a replaced CPU manager checkpoint (over twice the kubelet's 5m maximum restart back-off, so restarts do not crash-loop)")
 	fs.StringVar(&ovsAnswers, "ovs-answers", "/run/kube-fstack-node/ovs.json", "the file the installer container writes its OVS answers to (empty: fail the OVS checks)")
 	if err := fs.Parse(args); err != nil {
 		return err

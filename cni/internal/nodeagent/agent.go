@@ -33,6 +33,12 @@ type Agent struct {
 	Log    io.Writer
 	// Checkpoint is the kubelet's CPU manager checkpoint as mounted; "" skips the replaced check.
 	Checkpoint string
+	// CheckpointMinUptime is how long the agent runs before a replaced checkpoint ends it. The
+	// kubelet rewrites the file on every exclusive-CPU allocation, and each exit is a container
+	// restart: an agent that has run longer than twice the kubelet's maximum restart back-off
+	// (5m) restarts after the initial 10s back-off instead of crash-looping on a busy node. Only
+	// the policy name is read, which changes only with a kubelet restart.
+	CheckpointMinUptime time.Duration
 	// FirstRoundAfter, when set, is awaited (up to FirstRoundWait) before the first round, so a
 	// new pod does not publish a failed check, and drop a label for a period, only because the
 	// installer container has not written its first OVS answers yet.
@@ -50,14 +56,18 @@ func (a *Agent) Run(ctx context.Context) error {
 		defer checkpoint.Close()
 	}
 	a.awaitFirstRound(ctx)
+	start, told := time.Now(), false
 	for {
 		if checkpoint != nil {
 			gone, err := unlinked(checkpoint)
-			if gone {
+			switch {
+			case gone && time.Since(start) >= a.CheckpointMinUptime:
 				fmt.Fprintf(a.Log, "node-agent: %v\n", ErrCheckpointReplaced)
 				return ErrCheckpointReplaced
-			}
-			if err != nil {
+			case gone && !told:
+				told = true
+				fmt.Fprintf(a.Log, "node-agent: the kubelet replaced its CPU manager checkpoint; restarting to read the new one once this agent has run %s (not sooner: the kubelet would back off its restarts)\n", a.CheckpointMinUptime)
+			case err != nil:
 				fmt.Fprintf(a.Log, "node-agent: CPU manager checkpoint: %v\n", err)
 			}
 		}

@@ -55,6 +55,7 @@ func TestAgentExitsWhenTheCheckpointIsReplaced(t *testing.T) {
 	client := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}})
 	log := &syncBuffer{}
 	a := &Agent{Client: client, Node: "n", Period: time.Millisecond, Log: log, Checkpoint: path}
+	a.CheckpointMinUptime = 0
 	a.Checks.Root = dir
 	done := make(chan error, 1)
 	go func() { done <- a.Run(context.Background()) }()
@@ -150,5 +151,41 @@ func TestFirstRoundWaitsForTheInstaller(t *testing.T) {
 	defer mu.Unlock()
 	if readyAtPatch < 3 {
 		t.Errorf("the first round published after %d looks for the installer's answers, want it to wait for the 3rd", readyAtPatch)
+	}
+}
+
+// Before CheckpointMinUptime a replaced checkpoint is logged, once, and the agent runs on: a
+// restart at every exclusive-CPU allocation would crash-loop it on a busy node.
+func TestAgentRunsOnUntilItsMinUptime(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cpu_manager_state")
+	if err := os.WriteFile(path, []byte(`{"policyName":"static"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	client := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}})
+	log := &syncBuffer{}
+	a := &Agent{Client: client, Node: "n", Period: time.Millisecond, Log: log, Checkpoint: path,
+		CheckpointMinUptime: time.Hour, Checks: nodecheckConfig(t)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	for !strings.Contains(log.String(), "published") {
+		time.Sleep(time.Millisecond)
+	}
+	if err := os.WriteFile(path+".tmp", []byte(`{"policyName":"static"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		t.Fatal(err)
+	}
+	for !strings.Contains(log.String(), "once this agent has run 1h0m0s") {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run ended with %v before its minimum uptime, want nil at the context's end", err)
+	}
+	if n := strings.Count(log.String(), "replaced its CPU manager checkpoint"); n != 1 {
+		t.Errorf("the replacement was logged %d times, want once:\n%s", n, log.String())
 	}
 }
