@@ -106,6 +106,7 @@ func assertNoGuardRules(t *testing.T) {
 // them.
 func TestReAddKeepsOneSetOfRules(t *testing.T) {
 	n, p := newNet(t, "1.1.0"), newPod(1101)
+	n.withIPAM = false // host-local refuses a second lease for the same container
 	n.mustAdd(p)
 	t.Cleanup(func() { n.mustDel(p); n.assertNothingLeft(); assertNoGuardRules(t) })
 	first := guardRules(t)
