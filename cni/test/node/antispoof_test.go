@@ -1,12 +1,17 @@
 package node
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/kube-fstack/kube-fstack/internal/nodetest"
 )
@@ -137,4 +142,39 @@ func guardRules(t *testing.T) []string {
 		}
 	}
 	return out
+}
+
+// GC removes the rules of the ports it collects and leaves those of the valid ones.
+func TestGCRemovesTheRulesOfCollectedPorts(t *testing.T) {
+	n := newNet(t, "1.1.0")
+	n.withIPAM = false
+	keep, drop := newPod(1102), newPod(1103)
+	ofports := map[string]string{}
+	for _, p := range []pod{keep, drop} {
+		before := ports(t)
+		n.mustAdd(p)
+		t.Cleanup(func() { _ = n.del(p) })
+		for _, port := range ports(t) {
+			if !slices.Contains(before, port) {
+				ofports[p.containerID] = vsctlGet(t, "Interface", port, "ofport")
+			}
+		}
+	}
+	gcArgs := &libcni.GCArgs{ValidAttachments: []types.GCAttachment{{ContainerID: keep.containerID, IfName: "net1"}}}
+	if err := n.cni().GCNetworkList(context.Background(), n.confList(), gcArgs); err != nil {
+		t.Fatalf("GC: %v", err)
+	}
+	on := func(ofport string) (n int) {
+		for _, l := range guardRules(t) {
+			if strings.Contains(l, "in_port="+ofport+",") || strings.Contains(l, "in_port="+ofport+" ") {
+				n++
+			}
+		}
+		return n
+	}
+	if k, d := on(ofports[keep.containerID]), on(ofports[drop.containerID]); k == 0 || d != 0 {
+		t.Errorf("after GC: %d rules on the valid port's ofport, %d on the collected one's; want some and none\n%s", k, d, dumpFlows(t))
+	}
+	n.mustDel(keep)
+	assertNoGuardRules(t)
 }
