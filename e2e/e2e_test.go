@@ -167,6 +167,10 @@ func TestEndToEnd(t *testing.T) {
 		checkPing(t)
 	})
 
+	step(t, "fstack-cni's anti-spoofing rules guard the port, and pass every frame of the dataplane", func(t *testing.T) {
+		checkPortGuarded(t, pod)
+	})
+
 	step(t, "the app container's DPDK secondary attached to the dataplane's primary through the injected volumes", func(t *testing.T) {
 		checkSecondaryAttached(t, pod)
 	})
