@@ -61,7 +61,7 @@ func TestMain(m *testing.M) {
 
 // The namespaces and the StackInstance, as a user writes them.
 func manifests() string {
-	return env.SetupManifests(injectedNS, plainNS, stackName, stackAddr, "02:fe:00:00:00:0e")
+	return env.SetupManifests(injectedNS, plainNS, stackName, stackAddr, "")
 }
 
 // The app is the stand-in image's dpdk-proc-info attaching to the dataplane's primary as a
@@ -165,6 +165,10 @@ func TestEndToEnd(t *testing.T) {
 
 	step(t, "the dataplane answers ping at the StackInstance's address from a namespace on the OVS bridge", func(t *testing.T) {
 		checkPing(t)
+	})
+
+	step(t, "fstack-cni's anti-spoofing rules guard the port, and pass every frame of the dataplane", func(t *testing.T) {
+		checkPortGuarded(t, pod)
 	})
 
 	step(t, "the app container's DPDK secondary attached to the dataplane's primary through the injected volumes", func(t *testing.T) {

@@ -48,7 +48,7 @@ func run(n int, image string) error {
 	if err != nil {
 		return err
 	}
-	setup := env.SetupManifests(injectedNS, plainNS, stackName, "10.99.0.20", "02:fe:00:00:00:14")
+	setup := env.SetupManifests(injectedNS, plainNS, stackName, "10.99.0.20", "")
 	if out, err := env.KubectlIn([]byte(setup), "apply", "-f", "-"); err != nil {
 		return fmt.Errorf("%w: %s", err, out)
 	}

@@ -176,8 +176,13 @@ func (e *Env) NodeRead(path string) ([]byte, error) {
 // injection that enforces Pod Security "baseline" (a vhost-user stack's pods meet it), one that
 // is not, and in the first a one-process StackInstance with a vhost-user port
 // on the attachment fstack-cni serves, at addr (a /24 of fstack-cni's bridge) with hugepages
-// 256Mi, so it fits beside a small app on the local cluster's one exclusive CPU.
+// 256Mi, so it fits beside a small app on the local cluster's one exclusive CPU. mac "" leaves
+// the port the attachment's MAC, the only one br-fstack's anti-spoofing rules let through.
 func (e *Env) SetupManifests(injectedNS, plainNS, stack, addr, mac string) string {
+	vhost := "{queues: 1}"
+	if mac != "" {
+		vhost = fmt.Sprintf("{queues: 1, mac: %q}", mac)
+	}
 	return fmt.Sprintf(`apiVersion: v1
 kind: Namespace
 metadata: {name: %[1]s, labels: {kubefstack.io/injection: enabled, pod-security.kubernetes.io/enforce: baseline}}
@@ -194,10 +199,10 @@ spec:
   ports:
   - name: data
     attachment: %[6]s
-    device: {vhostUser: {queues: 1, mac: "%[5]s"}}
+    device: {vhostUser: %[5]s}
     ipv4: {address: %[4]s/24, gateway: 10.99.0.1}
   dataplane: {hugePages: {amount: %[7]s}}
-`, injectedNS, plainNS, stack, addr, mac, e.Attachment, StackHugePages)
+`, injectedNS, plainNS, stack, addr, vhost, e.Attachment, StackHugePages)
 }
 
 // StackHugePages is the hugepage memory of SetupManifests' StackInstance.

@@ -20,7 +20,7 @@ func bridge(ctx context.Context, cfg *Config) []Check {
 	db := Check{Name: "ovsdb", Status: Fail, Label: fsv1.NodeLabelVhostUser}
 	br := Check{Name: "ovs-bridge", Status: Fail, Label: fsv1.NodeLabelVhostUser}
 	if cfg.OVS == nil {
-		db.Detail, db.Fix = "no OVSDB socket configured", "set the chart value nodeAgent.ovsdbSocket"
+		db.Detail, db.Fix = "no OVS answers configured", "run the node agent with --ovs-answers, the file the CNI installer container writes (chart value cni.nodeAgent.ovsdbSocket)"
 		br.Detail = "not checked"
 		return []Check{db, br}
 	}

@@ -2,6 +2,7 @@ package chart
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -58,7 +60,7 @@ func TestAPIServer(t *testing.T) {
 	t.Run("install", func(t *testing.T) { testInstall(t, c, kcPath) })
 	t.Run("dry-run", func(t *testing.T) { testDryRun(t, c) })
 	t.Run("node-agent-policy", func(t *testing.T) { testNodeAgentPolicy(t, c, cfg) })
-	t.Run("uninstall", func(t *testing.T) { testUninstall(t, c, kcPath) })
+	t.Run("uninstall", func(t *testing.T) { testUninstall(t, c, cfg, kcPath) })
 }
 
 // testInstall: the README's command with the defaults, and what NOTES.txt tells the user.
@@ -76,6 +78,9 @@ func testInstall(t *testing.T, c client.Client, kubeconfig string) {
 	}
 	ctx := context.Background()
 	for _, o := range objects(t, render(t, "default")) {
+		if _, hook := o.GetAnnotations()["helm.sh/hook"]; hook {
+			continue // made when its event comes (testUninstall)
+		}
 		got := o.NewEmptyInstance().(client.Object)
 		if err := c.Get(ctx, client.ObjectKeyFromObject(o), got); err != nil {
 			t.Errorf("%s %s after helm install: %v", o.GetKind(), o.GetName(), err)
@@ -110,9 +115,18 @@ func testDryRun(t *testing.T, c client.Client) {
 
 // testUninstall: helm uninstall removes the operator but keeps the CRD (crds.keep), so no
 // StackInstance of the cluster goes with it.
-func testUninstall(t *testing.T, c client.Client, kubeconfig string) {
-	if out, stderr, err := helm(t, "uninstall", release, "-n", namespace, "--kubeconfig", kubeconfig); err != nil {
-		t.Fatalf("helm uninstall: %v\n%s%s", err, out, stderr)
+func testUninstall(t *testing.T, c client.Client, admin *rest.Config, kubeconfig string) {
+	done := make(chan error, 1)
+	go func() {
+		out, stderr, err := helm(t, "uninstall", release, "-n", namespace, "--kubeconfig", kubeconfig)
+		if err != nil {
+			err = fmt.Errorf("%w\n%s%s", err, out, stderr)
+		}
+		done <- err
+	}()
+	testNodeCleanupHook(t, c, admin, done)
+	if err := <-done; err != nil {
+		t.Fatalf("helm uninstall: %v", err)
 	}
 	ctx := context.Background()
 	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "kube-fstack-operator"}, &appsv1.Deployment{})

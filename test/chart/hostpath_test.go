@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -56,4 +57,39 @@ func hostPaths(t *testing.T, o *unstructured.Unstructured) []string {
 		}
 	}
 	return out
+}
+
+// OVS's run directory holds OVSDB's and ovs-vswitchd's sockets, and a connection to either is
+// full control of OVS (root: a dpdk port with a pcap devargs writes any host file); a read-only
+// mount does not stop a connect. Only the installer container, root on the host already, may
+// mount it: the node agent gets the installer's answers through a pod-local emptyDir.
+func TestOnlyTheInstallerMountsOVS(t *testing.T) {
+	for _, set := range valueSets(t) {
+		for _, o := range objects(t, render(t, set)) {
+			ovsVolumes := map[string]bool{}
+			volumes, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "volumes")
+			for _, v := range volumes {
+				vol, _ := v.(map[string]any)
+				if path, ok, _ := unstructured.NestedString(vol, "hostPath", "path"); ok && strings.Contains(path, "openvswitch") {
+					ovsVolumes[vol["name"].(string)] = true
+				}
+			}
+			for _, kind := range []string{"containers", "initContainers"} {
+				containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", kind)
+				for _, c := range containers {
+					ctr, _ := c.(map[string]any)
+					mounts, _, _ := unstructured.NestedSlice(ctr, "volumeMounts")
+					for _, m := range mounts {
+						mount, _ := m.(map[string]any)
+						if ovsVolumes[mount["name"].(string)] && ctr["name"] != "installer" {
+							t.Errorf("%s: %s %s: container %s mounts OVS's run directory", set, o.GetKind(), o.GetName(), ctr["name"])
+						}
+					}
+					if ctr["name"] == "node-agent" && strings.Contains(fmt.Sprint(ctr["args"]), "ovsdb") {
+						t.Errorf("%s: the node agent is told of an OVSDB socket: %v", set, ctr["args"])
+					}
+				}
+			}
+		}
+	}
 }

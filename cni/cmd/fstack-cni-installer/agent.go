@@ -25,7 +25,7 @@ import (
 func runAgent(args []string) error {
 	fs := flag.NewFlagSet("node-agent", flag.ContinueOnError)
 	a := &nodeagent.Agent{Log: os.Stderr}
-	var socketRoot, ovsdbSocket string
+	var socketRoot, ovsAnswers string
 	fs.StringVar(&a.Node, "node", os.Getenv("NODE_NAME"), "this node's name (the downward API's spec.nodeName)")
 	fs.DurationVar(&a.Period, "period", time.Minute, "how often to check the node")
 	fs.StringVar(&a.Checks.Root, "root", "/", "where the node's /sys and /proc are")
@@ -33,7 +33,8 @@ func runAgent(args []string) error {
 	fs.StringVar(&socketRoot, "socket-root", "/host/vhost-parent/vhost", "the vhost-user socket root inside a mount of its host parent dir")
 	fs.StringVar(&a.Checks.Bridge, "bridge", "br-fstack", "the OVS bridge fstack-cni adds ports to")
 	fs.StringVar(&a.Checks.SeccompDir, "seccomp-dir", "/host/seccomp", "the kubelet's seccomp directory of the project (<kubelet root>/seccomp/"+podcontract.SeccompProfileDir+"), where the agent installs the dataplane's profile")
-	fs.StringVar(&ovsdbSocket, "ovsdb-socket", "/host/ovs/db.sock", "OVSDB's unix socket (empty: fail the OVS checks)")
+	fs.DurationVar(&a.CheckpointMinUptime, "checkpoint-min-uptime", 11*time.Minute, "how long to run before exiting for a replaced CPU manager checkpoint (over twice the kubelet's 5m maximum restart back-off, so restarts do not crash-loop)")
+	fs.StringVar(&ovsAnswers, "ovs-answers", "/run/kube-fstack-node/ovs.json", "the file the installer container writes its OVS answers to (empty: fail the OVS checks)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -49,11 +50,16 @@ func runAgent(args []string) error {
 	}
 	a.Checks.SeccompProfile = profile
 	a.Checks.SocketRootParent, a.Checks.SocketRootName = filepath.Dir(socketRoot), filepath.Base(socketRoot)
+	a.Checkpoint = filepath.Join(a.Checks.KubeletDir, "cpu_manager_state")
 	// The pod's network namespace is the node's (hostNetwork): the bridge's kernel ports are here
 	// when OVS runs on the host.
 	a.Checks.Links = nodecheck.KernelLinks{}
-	if ovsdbSocket != "" {
-		a.Checks.OVS = &nodecheck.OVSDB{Socket: ovsdbSocket}
+	// The agent holds no OVS socket (see internal/nodecheck/ovsfile.go). The installer asks on
+	// the same period; three periods without an answer mean it is stuck or gone.
+	if ovsAnswers != "" {
+		a.Checks.OVS = &nodecheck.OVSFile{Path: ovsAnswers, MaxAge: 3*a.Period + 10*time.Second}
+		a.FirstRoundAfter = func() bool { _, err := os.Lstat(ovsAnswers); return err == nil }
+		a.FirstRoundWait = 30 * time.Second
 	}
 	cfg, err := rest.InClusterConfig()
 	if err != nil {
@@ -66,4 +72,36 @@ func runAgent(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	return a.Run(ctx)
+}
+
+// runCleanup is `fstack-cni-installer node-cleanup`: the chart's post-delete hook, which removes
+// the agents' labels and report from every Node after `helm uninstall`.
+func runCleanup(args []string) error {
+	fs := flag.NewFlagSet("node-cleanup", flag.ContinueOnError)
+	c := &nodeagent.Cleanup{Log: os.Stderr, Poll: 2 * time.Second}
+	fs.StringVar(&c.Namespace, "namespace", "", "the namespace of the CNI DaemonSet's pods")
+	fs.StringVar(&c.Selector, "selector", "", "the label selector of the CNI DaemonSet's pods")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if c.Namespace == "" || c.Selector == "" {
+		return errors.New("--namespace and --selector are required: the CNI DaemonSet's pods, whose agents must be gone before their labels are")
+	}
+	client, err := inClusterClient("kube-fstack-node-cleanup")
+	if err != nil {
+		return fmt.Errorf("node-cleanup: %w", err)
+	}
+	c.Client = client
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	return c.Run(ctx)
+}
+
+func inClusterClient(userAgent string) (kubernetes.Interface, error) {
+	cfg, err := rest.InClusterConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.UserAgent = userAgent
+	return kubernetes.NewForConfig(cfg)
 }

@@ -1,7 +1,8 @@
 // Command fstack-cni-installer is the entrypoint of the node DaemonSet: it copies fstack-cni
 // into the host's CNI bin dir atomically, optionally merges it into a chained conflist, keeps
-// both in place, and exits 0 on SIGTERM. `fstack-cni-installer node-agent` checks the node instead
-// and publishes the result on its Node (agent.go).
+// both in place, answers the node agent's OVS questions (ovs.go), and exits 0 on SIGTERM.
+// `fstack-cni-installer node-agent` checks the node instead and publishes the result on its Node
+// (agent.go); `node-cleanup` removes what the agents published (the chart's uninstall hook).
 package main
 
 import (
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kube-fstack/kube-fstack/cni/internal/installer"
+	"github.com/kube-fstack/kube-fstack/internal/nodecheck"
 )
 
 func main() {
@@ -27,6 +29,9 @@ func run() error {
 	if len(os.Args) > 1 && os.Args[1] == "node-agent" {
 		return runAgent(os.Args[2:])
 	}
+	if len(os.Args) > 1 && os.Args[1] == "node-cleanup" {
+		return runCleanup(os.Args[2:])
+	}
 	in := &installer.Installer{Log: os.Stderr}
 	var plugin string
 	var once bool
@@ -36,11 +41,24 @@ func run() error {
 	flag.StringVar(&plugin, "plugin-config", `{"type":"fstack-cni"}`, "the plugin's JSON object for the conflist")
 	flag.DurationVar(&in.Interval, "interval", 10*time.Second, "how often to re-check and re-install")
 	flag.BoolVar(&once, "once", false, "install once and exit")
+	asker := &ovsAsker{Log: os.Stderr}
+	var ovsdbSocket string
+	flag.StringVar(&ovsdbSocket, "ovsdb-socket", "", "OVSDB's unix socket, to answer the node agent's OVS questions (empty: do not)")
+	flag.StringVar(&asker.Bridge, "bridge", "br-fstack", "the OVS bridge fstack-cni adds ports to")
+	flag.StringVar(&asker.Path, "ovs-answers", "/run/kube-fstack-node/ovs.json", "the file (in a volume shared with the node agent) the answers go to")
+	flag.DurationVar(&asker.Period, "ovs-period", time.Minute, "how often to ask OVS (the node agent's period)")
 	flag.Parse()
 	in.Plugin = []byte(plugin)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	if ovsdbSocket != "" && !once {
+		if asker.Period <= 0 {
+			return fmt.Errorf("--ovs-period %s: must be positive", asker.Period)
+		}
+		asker.OVS = &nodecheck.OVSDB{Socket: ovsdbSocket}
+		go asker.run(ctx)
+	}
 	install := in.Run
 	if once {
 		install = func(context.Context) error { return in.Once() }

@@ -9,7 +9,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +34,19 @@ type Agent struct {
 	// Checks says where the node's files are; Allocatable is filled from the Node each time.
 	Checks nodecheck.Config
 	Log    io.Writer
+	// Checkpoint is the kubelet's CPU manager checkpoint as mounted; "" skips the replaced check.
+	Checkpoint string
+	// CheckpointMinUptime is how long the agent runs before a replaced checkpoint ends it. The
+	// kubelet rewrites the file on every exclusive-CPU allocation, and each exit is a container
+	// restart: an agent that has run longer than twice the kubelet's maximum restart back-off
+	// (5m) restarts after the initial 10s back-off instead of crash-looping on a busy node. Only
+	// the policy name is read, which changes only with a kubelet restart.
+	CheckpointMinUptime time.Duration
+	// FirstRoundAfter, when set, is awaited (up to FirstRoundWait) before the first round, so a
+	// new pod does not publish a failed check, and drop a label for a period, only because the
+	// installer container has not written its first OVS answers yet.
+	FirstRoundAfter func() bool
+	FirstRoundWait  time.Duration
 }
 
 // Run checks at once, then every Period until ctx ends. A failed round is logged and retried at
@@ -39,7 +54,26 @@ type Agent struct {
 func (a *Agent) Run(ctx context.Context) error {
 	t := time.NewTicker(a.Period)
 	defer t.Stop()
+	checkpoint := a.openCheckpoint()
+	if checkpoint != nil {
+		defer checkpoint.Close()
+	}
+	a.awaitFirstRound(ctx)
+	start, told := time.Now(), false
 	for {
+		if checkpoint != nil {
+			gone, err := unlinked(checkpoint)
+			switch {
+			case gone && time.Since(start) >= a.CheckpointMinUptime:
+				fmt.Fprintf(a.Log, "node-agent: %v\n", ErrCheckpointReplaced)
+				return ErrCheckpointReplaced
+			case gone && !told:
+				told = true
+				fmt.Fprintf(a.Log, "node-agent: the kubelet replaced its CPU manager checkpoint; restarting to read the new one once this agent has run %s (not sooner: the kubelet would back off its restarts)\n", a.CheckpointMinUptime)
+			case err != nil:
+				fmt.Fprintf(a.Log, "node-agent: CPU manager checkpoint: %v\n", err)
+			}
+		}
 		if err := a.Once(ctx); err != nil {
 			fmt.Fprintf(a.Log, "node-agent: %v\n", err)
 		}
@@ -49,6 +83,34 @@ func (a *Agent) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+}
+
+func (a *Agent) awaitFirstRound(ctx context.Context) {
+	if a.FirstRoundAfter == nil {
+		return
+	}
+	deadline := time.Now().Add(a.FirstRoundWait)
+	for !a.FirstRoundAfter() && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// openCheckpoint keeps the checkpoint open, so its link count can be read each round; the file
+// mount pins the same inode, so what this sees is what the checks read.
+func (a *Agent) openCheckpoint() *os.File {
+	if a.Checkpoint == "" {
+		return nil
+	}
+	f, err := os.OpenFile(a.Checkpoint, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		fmt.Fprintf(a.Log, "node-agent: cannot watch the CPU manager checkpoint for replacement: %v\n", err)
+		return nil
+	}
+	return f
 }
 
 // Once runs the checks and patches the Node when its labels or report differ.

@@ -92,6 +92,12 @@ func (p *Plugin) add(c *command, a *attachment, stdin []byte) (res *current.Resu
 	if err := c.createPort(a); err != nil {
 		return nil, ovsErr(err)
 	}
+	// Before the runtime starts the pod's containers, so nothing the pod sends is unguarded.
+	g := c.newGuard(a)
+	undo = append(undo, func() error { return c.flows.Unguard(c.ctx, g) })
+	if err := c.flows.Guard(c.ctx, g); err != nil {
+		return nil, cniErr(types.ErrInternal, "set the port's anti-spoofing rules", err)
+	}
 	return res, nil
 }
 

@@ -27,6 +27,7 @@ func (p *Plugin) Del(args *skel.CmdArgs) error {
 
 func (p *Plugin) del(c *command, a *attachment, stdin []byte) error {
 	port, portErr := c.ovs.removePortForDel(c.ctx, a.PortName)
+	c.unguard(a.PortName)
 	if port != nil && port.Socket != "" {
 		a.setPodDirOfPort(c.conf, port.Socket)
 		if a.podDirErr != nil {
@@ -46,6 +47,16 @@ func (p *Plugin) del(c *command, a *attachment, stdin []byte) error {
 		return cniErr(types.ErrTryAgainLater, "cannot remove the OVS port of "+describe(a)+": "+err.Error(), err)
 	}
 	return cniErr(types.ErrInternal, "DEL of "+describe(a)+" incomplete: "+err.Error(), err)
+}
+
+// unguard removes a removed port's anti-spoofing rules. A failure is logged, not returned: the
+// rules match only the port's old ofport, and the ADD of the next port OVS gives that number
+// replaces them; failing DEL for them would have the runtime retry it forever.
+func (c *command) unguard(port string) {
+	g := &guard{OVSDB: c.conf.OVSDBSocket, Bridge: c.conf.Bridge, Port: port}
+	if err := c.flows.Unguard(c.ctx, g); err != nil {
+		c.log.Error("anti-spoofing rules left on the bridge", "port", port, "err", err)
+	}
 }
 
 // ipamDel waits for any IPAM ADD of this attachment still running (see lockIPAM) before asking

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -189,11 +191,48 @@ func (f *fakeIPAM) counts() (adds, dels int) {
 	return f.adds, f.dels
 }
 
+// fakeFlows records the guards set and removed, by port name; guardErr fails Guard. The real
+// ovs-ofctl and OpenFlow rules are exercised by cni/test/node.
+type fakeFlows struct {
+	mu       sync.Mutex
+	guarded  map[string]string // port -> MAC
+	unguards []string
+	guardErr error
+}
+
+func (f *fakeFlows) Guard(_ context.Context, g *guard) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.guardErr != nil {
+		return f.guardErr
+	}
+	if f.guarded == nil {
+		f.guarded = map[string]string{}
+	}
+	f.guarded[g.Port] = g.MAC
+	return nil
+}
+
+func (f *fakeFlows) Unguard(_ context.Context, g *guard) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.guarded, g.Port)
+	f.unguards = append(f.unguards, g.Port)
+	return nil
+}
+
+func (f *fakeFlows) state() (map[string]string, []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.guarded), slices.Clone(f.unguards)
+}
+
 // node is one test's plugin, config and attachment arguments.
 type node struct {
 	t      *testing.T
 	p      *Plugin
 	ipam   *fakeIPAM
+	flows  *fakeFlows
 	root   string
 	devDir string
 	// kubelet stands in for the kubelet's root dir: newNode makes the emptyDir of pod u1 in it,
@@ -220,7 +259,8 @@ func newNode(t *testing.T, ovsdbPath string, over map[string]any) *node {
 		t.Fatal(err)
 	}
 	n.stdin = confJSON(t, conf)
-	n.p = &Plugin{Timeout: 10 * time.Second, IPAM: n.ipam, Stderr: io.Discard}
+	n.flows = &fakeFlows{}
+	n.p = &Plugin{Timeout: 10 * time.Second, IPAM: n.ipam, Stderr: io.Discard, Flows: n.flows}
 	n.args = &skel.CmdArgs{ContainerID: "c1", IfName: "net1", Netns: "/run/netns/p1", StdinData: n.stdin,
 		Args: "K8S_POD_NAMESPACE=ns;K8S_POD_NAME=web-0;K8S_POD_UID=u1"}
 	return n

@@ -47,6 +47,7 @@ func (c *command) gcPorts(valid map[string]bool) error {
 		}
 		c.log.Info("collecting port", "port", port.Name, "container", cid, "ifname", ifname)
 		errs = append(errs, c.ovs.deletePort(c.ctx, port.Name))
+		c.unguard(port.Name)
 		if port.Socket != "" {
 			errs = append(errs, c.gcPortFiles(port.Socket, cid, ifname))
 		}

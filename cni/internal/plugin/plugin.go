@@ -25,11 +25,13 @@ type Plugin struct {
 	Stderr io.Writer
 	// MaxLogSize is the log's size at which it is rotated; 0 means DefaultMaxLogSize.
 	MaxLogSize int64
+	// Flows sets and removes each port's anti-spoofing rules on the bridge.
+	Flows Flows
 }
 
 // New returns a Plugin wired to the real world.
 func New() *Plugin {
-	return &Plugin{Timeout: 60 * time.Second, IPAM: execIPAM{}, Stderr: os.Stderr}
+	return &Plugin{Timeout: 60 * time.Second, IPAM: execIPAM{}, Stderr: os.Stderr, Flows: ofctlFlows{OFPortWait: 30_000}}
 }
 
 // Funcs returns the skel callbacks.
@@ -43,6 +45,7 @@ type command struct {
 	conf   *NetConf
 	log    *slog.Logger
 	ovs    *ovs
+	flows  Flows
 	closer func()
 }
 
@@ -58,7 +61,7 @@ func (p *Plugin) start(stdin []byte, verb string) (*command, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), p.Timeout)
 	logger, closeLog := p.openLog(conf.LogFile)
-	cmd := &command{ctx: ctx, conf: conf, ovs: &ovs{path: conf.OVSDBSocket},
+	cmd := &command{ctx: ctx, conf: conf, ovs: &ovs{path: conf.OVSDBSocket}, flows: p.Flows,
 		log: logger.With("cmd", verb, "network", conf.Name)}
 	cmd.closer = func() { cmd.ovs.close(); cancel(); closeLog() }
 	return cmd, nil

@@ -93,3 +93,26 @@ func (r Row) UUIDs(column string) ([]string, error) {
 	}
 	return ids, nil
 }
+
+// OptionalInt returns an optional integer column (such as Interface.ofport); set is false when
+// it holds no value.
+func (r Row) OptionalInt(column string) (n int64, set bool, err error) {
+	raw, ok := r[column]
+	if !ok {
+		return 0, false, fmt.Errorf("ovsdb: column %q not in row", column)
+	}
+	if json.Unmarshal(raw, &n) == nil {
+		return n, true, nil
+	}
+	var parts []json.RawMessage
+	var tag string
+	var elems []int64
+	if json.Unmarshal(raw, &parts) != nil || len(parts) != 2 || json.Unmarshal(parts[0], &tag) != nil ||
+		tag != "set" || json.Unmarshal(parts[1], &elems) != nil || len(elems) > 1 {
+		return 0, false, fmt.Errorf("ovsdb: column %q is not an optional integer: %s", column, raw)
+	}
+	if len(elems) == 0 {
+		return 0, false, nil
+	}
+	return elems[0], true, nil
+}

@@ -29,3 +29,19 @@ func TestUUIDs(t *testing.T) {
 		t.Error("a missing column gave no error")
 	}
 }
+
+func TestOptionalInt(t *testing.T) {
+	for raw, want := range map[string]struct {
+		n   int64
+		set bool
+		bad bool
+	}{
+		`7`: {7, true, false}, `["set",[]]`: {0, false, false}, `["set",[3]]`: {3, true, false},
+		`"7"`: {bad: true}, `["set",[1,2]]`: {bad: true}, `["map",[]]`: {bad: true},
+	} {
+		n, set, err := Row{"ofport": json.RawMessage(raw)}.OptionalInt("ofport")
+		if (err != nil) != want.bad || n != want.n || set != want.set {
+			t.Errorf("%s: got %d %v %v, want %d %v bad=%v", raw, n, set, err, want.n, want.set, want.bad)
+		}
+	}
+}

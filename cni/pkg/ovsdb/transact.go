@@ -163,6 +163,13 @@ func WaitEqual(table string, where [][]any, columns []string, rows []map[string]
 		"until": "==", "rows": rows, "timeout": 0}
 }
 
+// WaitUntilNot blocks the transaction, up to timeout milliseconds, until the rows matching
+// where, projected onto columns, differ from rows; then the server fails it "timed out".
+func WaitUntilNot(table string, where [][]any, columns []string, rows []map[string]any, timeout int) Op {
+	return Op{"op": "wait", "table": table, "where": nonNil(where), "columns": columns,
+		"until": "!=", "rows": rows, "timeout": timeout}
+}
+
 func nonNil(where [][]any) [][]any {
 	if where == nil {
 		return [][]any{}

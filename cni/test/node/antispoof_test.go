@@ -1,0 +1,182 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/containernetworking/cni/libcni"
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/kube-fstack/kube-fstack/internal/nodetest"
+)
+
+// Anti-spoofing on br-fstack: testpmd stands in for the pod's F-Stack, which sends with the MAC
+// of its virtio_user vdev (the device info's unless the StackInstance sets another). With the
+// device info's MAC the veth peer's pings are answered; with another pod's MAC the answers (first
+// of all the ARP reply) are dropped by the port's rules, and the drop rules count them.
+func TestForgedSourceMACIsDropped(t *testing.T) {
+	n, p := newNet(t, "1.1.0"), newPod(1100)
+	n.mustAdd(p)
+	t.Cleanup(func() { n.mustDel(p); n.assertNothingLeft(); assertNoGuardRules(t) })
+	info := podDevInfo(t, n, p)
+	podDir := filepath.Join(n.socketRoot(), p.uid)
+	podIP := strings.Split(info.IPs[0], "/")[0]
+
+	t.Run("own MAC passes", func(t *testing.T) {
+		startTestpmd(t, podDir, info)
+		waitConnected(t)
+		peer := addVethPeer(t, "10.99.0.200/24")
+		if _, err := peer.Ping(podIP, 1); err != nil {
+			t.Fatalf("ping with the port's own MAC: %v", err)
+		}
+		if passed, _ := guardCounts(t); passed == 0 {
+			t.Errorf("no frame went through the port's pass rules: are they there?\n%s", dumpFlows(t))
+		}
+	})
+
+	t.Run("another MAC is dropped", func(t *testing.T) {
+		forged := *info
+		forged.MAC = "02:fe:00:00:00:0a" // another pod's, e.g. the local cluster sample's
+		startTestpmd(t, podDir, &forged)
+		waitConnected(t)
+		peer := addVethPeer(t, "10.99.0.201/24")
+		_, dropped0 := guardCounts(t)
+		var answered bool
+		for range 10 { // until testpmd answers at all (the drop rules then count it)
+			_, err := nodetest.Run("ip", "netns", "exec", peer.Netns, "ping", "-c", "2", "-i", "0.2", "-W", "1", podIP)
+			answered = answered || err == nil
+			if _, dropped := guardCounts(t); dropped > dropped0 {
+				break
+			}
+		}
+		if answered {
+			t.Errorf("a pod sending with another MAC got its answers through")
+		}
+		if _, dropped := guardCounts(t); dropped <= dropped0 {
+			t.Errorf("the port's drop rules counted no forged frame (%d before, %d after)\n%s", dropped0, dropped, dumpFlows(t))
+		}
+	})
+}
+
+var nPackets = regexp.MustCompile(`n_packets=(\d+)`)
+
+// guardCounts sums the packets of our ports' pass (NORMAL) and drop rules on the bridge: those
+// with a cookie, which the bridge's own default flow has not.
+func guardCounts(t *testing.T) (passed, dropped int) {
+	t.Helper()
+	for _, l := range strings.Split(dumpFlows(t), "\n") {
+		l = strings.TrimSpace(l)
+		m := nPackets.FindStringSubmatch(l)
+		if m == nil || strings.Contains(l, "cookie=0x0,") {
+			continue
+		}
+		n, _ := strconv.Atoi(m[1])
+		switch {
+		case strings.HasSuffix(l, "actions=drop"):
+			dropped += n
+		case strings.HasSuffix(l, "actions=NORMAL"):
+			passed += n
+		}
+	}
+	return passed, dropped
+}
+
+func dumpFlows(t *testing.T) string {
+	t.Helper()
+	out, err := env.ovs.Ofctl("dump-flows", fmt.Sprintf("unix:%s/%s.mgmt", env.ovs.Dir, bridge))
+	if err != nil {
+		t.Fatalf("ovs-ofctl dump-flows: %v: %s", err, out)
+	}
+	return out
+}
+
+// assertNoGuardRules fails when any rule with a cookie is left on the bridge after DEL.
+func assertNoGuardRules(t *testing.T) {
+	t.Helper()
+	for _, l := range strings.Split(dumpFlows(t), "\n") {
+		if strings.Contains(l, "cookie=") && !strings.Contains(l, "cookie=0x0,") {
+			t.Errorf("rule left after DEL: %s", l)
+		}
+	}
+}
+
+// A second ADD of the same attachment (a runtime retrying) replaces the port, which OVS may
+// number anew: the port keeps exactly one set of rules, all on its current ofport; DEL removes
+// them.
+func TestReAddKeepsOneSetOfRules(t *testing.T) {
+	n, p := newNet(t, "1.1.0"), newPod(1101)
+	n.withIPAM = false // host-local refuses a second lease for the same container
+	n.mustAdd(p)
+	t.Cleanup(func() { n.mustDel(p); n.assertNothingLeft(); assertNoGuardRules(t) })
+	first := guardRules(t)
+	if len(first) == 0 {
+		t.Fatalf("no anti-spoofing rules after ADD:\n%s", dumpFlows(t))
+	}
+	n.mustAdd(p)
+	port := ports(t)[0]
+	ofport := vsctlGet(t, "Interface", port, "ofport")
+	again := guardRules(t)
+	if len(again) != len(first) {
+		t.Errorf("%d rules after the second ADD, %d after the first:\n%s", len(again), len(first), strings.Join(again, "\n"))
+	}
+	for _, l := range again {
+		if !strings.Contains(l, "in_port="+ofport+",") && !strings.Contains(l, "in_port="+ofport+" ") {
+			t.Errorf("rule not on the port's ofport %s: %s", ofport, l)
+		}
+	}
+}
+
+// guardRules lists the rules with a cookie (ours; the bridge's default flow has none).
+func guardRules(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, l := range strings.Split(dumpFlows(t), "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "cookie=") && !strings.HasPrefix(l, "cookie=0x0,") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// GC removes the rules of the ports it collects and leaves those of the valid ones. (OVS 3.1
+// itself drops the in_port rules of a deleted port, so this holds without GC's own removal by
+// cookie too; it guards the outcome, whichever of the two provides it.)
+func TestGCRemovesTheRulesOfCollectedPorts(t *testing.T) {
+	n := newNet(t, "1.1.0")
+	n.withIPAM = false
+	keep, drop := newPod(1102), newPod(1103)
+	ofports := map[string]string{}
+	for _, p := range []pod{keep, drop} {
+		before := ports(t)
+		n.mustAdd(p)
+		t.Cleanup(func() { _ = n.del(p) })
+		for _, port := range ports(t) {
+			if !slices.Contains(before, port) {
+				ofports[p.containerID] = vsctlGet(t, "Interface", port, "ofport")
+			}
+		}
+	}
+	gcArgs := &libcni.GCArgs{ValidAttachments: []types.GCAttachment{{ContainerID: keep.containerID, IfName: "net1"}}}
+	if err := n.cni().GCNetworkList(context.Background(), n.confList(), gcArgs); err != nil {
+		t.Fatalf("GC: %v", err)
+	}
+	on := func(ofport string) (n int) {
+		for _, l := range guardRules(t) {
+			if strings.Contains(l, "in_port="+ofport+",") || strings.Contains(l, "in_port="+ofport+" ") {
+				n++
+			}
+		}
+		return n
+	}
+	if k, d := on(ofports[keep.containerID]), on(ofports[drop.containerID]); k == 0 || d != 0 {
+		t.Errorf("after GC: %d rules on the valid port's ofport, %d on the collected one's; want some and none\n%s", k, d, dumpFlows(t))
+	}
+	n.mustDel(keep)
+	assertNoGuardRules(t)
+}
