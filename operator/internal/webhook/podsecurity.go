@@ -58,7 +58,7 @@ func (h *PodInjector) podSecurity(ctx context.Context, namespace string, origina
 func podSecurityHint(original, pod *corev1.Pod, lv api.LevelVersion) string {
 	level := lv.Level
 	var needs []string
-	for _, c := range pod.Spec.Containers {
+	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
 		if c.SecurityContext == nil || c.SecurityContext.Capabilities == nil {
 			continue
 		}

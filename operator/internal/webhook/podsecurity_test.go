@@ -14,7 +14,8 @@ func TestPodSecurityHint(t *testing.T) {
 	plain := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}}}
 	withCaps := func(caps ...corev1.Capability) *corev1.Pod {
 		p := plain.DeepCopy()
-		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "fstack-dataplane",
+		// The dataplane is a native sidecar: an init container.
+		p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{Name: "fstack-dataplane",
 			SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: caps}}})
 		return p
 	}

@@ -46,9 +46,11 @@ func TestInjectedPodsMeetPodSecurityBaseline(t *testing.T) {
 
 func containerNamed(t *testing.T, pod *corev1.Pod, name string) *corev1.Container {
 	t.Helper()
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == name {
-			return &pod.Spec.Containers[i]
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			if list[i].Name == name {
+				return &list[i]
+			}
 		}
 	}
 	t.Fatalf("pod %s has no container %s", pod.Name, name)
