@@ -100,6 +100,12 @@ func (g *gen) port(i int, vhost bool) {
 			p.Device.VhostUser.QueueSize = int32(256 << g.intn(3))
 		}
 		g.attach(p.Attachment, fmt.Sprintf("/var/run/kube-fstack/vhost/%s.sock", p.Attachment))
+		if a, ok := g.facts.Attachments[p.Attachment]; ok && p.Device.VhostUser.MAC != "" {
+			// The network gave the attachment the spec's MAC (fstack-cni's "mac"): one MAC on
+			// both sides, or the renderer refuses the port.
+			a.MAC = p.Device.VhostUser.MAC
+			g.facts.Attachments[p.Attachment] = a
+		}
 	case g.flip():
 		res := "example.com/vf"
 		p.Device.PCI = &fsv1.PCIDevice{Resource: res}

@@ -1,7 +1,9 @@
 package render
 
 import (
+	"bytes"
 	"fmt"
+	"net"
 	"slices"
 	"sort"
 	"strings"
@@ -243,8 +245,23 @@ func vdevFor(ps *fsv1.PortSpec, vu *fsv1.VhostUserDevice, f *Facts, path *field.
 	}
 	if v.mac == "" {
 		v.mac = att.MAC
+	} else if !att.Placeholder && att.MAC != "" && !sameMAC(v.mac, att.MAC) {
+		// One MAC on both sides: the network (fstack-cni's anti-spoofing rules on its bridge,
+		// the pod's network-status) knows the attachment's, and drops or misroutes frames
+		// F-Stack would send from another.
+		return v, field.ErrorList{field.Invalid(v.pathField.Child("mac"), vu.MAC, fmt.Sprintf(
+			"the attachment %q has MAC %s (the CNI plugin's device info), and its network drops frames "+
+				"from any other source MAC: remove mac to use the attachment's, or set it to %s",
+			ps.Attachment, att.MAC, att.MAC))}
 	}
 	return v, nil
+}
+
+// sameMAC compares two MACs as addresses, whatever their case or separators.
+func sameMAC(a, b string) bool {
+	x, errA := net.ParseMAC(a)
+	y, errB := net.ParseMAC(b)
+	return errA == nil && errB == nil && bytes.Equal(x, y)
 }
 
 // pciAddress resolves a literal address or the next device of a device-plugin resource.
