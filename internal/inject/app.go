@@ -19,6 +19,35 @@ func (p *plan) addShim(c *corev1.Container) {
 	env = append(env, corev1.EnvVar{Name: podcontract.EnvContainerName, Value: c.Name})
 	c.Env = append(c.Env, env...)
 	c.VolumeMounts = append(c.VolumeMounts, appMounts(c.Name)...)
+	shimSeccomp(c, p.pod.Spec.SecurityContext)
+}
+
+// shimSeccomp gives an app container the dataplane's Localhost seccomp profile where it would run
+// under the runtime's default one: the shim makes the app's processes DPDK secondaries, which
+// map the primary's memory with the NUMA memory-policy calls the default allows only with
+// SYS_NICE (measured on real F-Stack v1.25: the shim fails "Could not map memory from primary
+// process" under RuntimeDefault, and serves under this profile, which is that default plus
+// those calls). An unset profile is the default on kubelets run with --seccomp-default, and
+// Unconfined elsewhere; the profile here is stricter than Unconfined and keeps Pod Security
+// "restricted"'s rule. An explicit Unconfined or Localhost profile is the user's and stays.
+func shimSeccomp(c *corev1.Container, pod *corev1.PodSecurityContext) {
+	effective := func() *corev1.SeccompProfile {
+		if c.SecurityContext != nil && c.SecurityContext.SeccompProfile != nil {
+			return c.SecurityContext.SeccompProfile
+		}
+		if pod != nil {
+			return pod.SeccompProfile
+		}
+		return nil
+	}()
+	if effective != nil && effective.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		return
+	}
+	if c.SecurityContext == nil {
+		c.SecurityContext = &corev1.SecurityContext{}
+	}
+	c.SecurityContext.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost,
+		LocalhostProfile: ptr(podcontract.SeccompLocalhostProfile)}
 }
 
 // appMounts are an app container's: the DPDK volumes as the dataplane has them; the shim volume
