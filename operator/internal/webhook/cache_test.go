@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -15,19 +14,7 @@ import (
 // its size is known.
 func preparedOf(t *testing.T, n int) *inject.Prepared {
 	t.Helper()
-	si := fixtures.Stack(t, "vhost-user", fixtures.InNamespace("web", "vhost-user"))
-	si.Spec.FreeBSD.Sysctl, si.Spec.FreeBSD.Boot = map[string]string{}, map[string]string{}
-	for i := range n {
-		m := si.Spec.FreeBSD.Sysctl
-		if i >= 200 {
-			m = si.Spec.FreeBSD.Boot
-		}
-		v := strings.Repeat("1", 250)
-		if i >= 200 {
-			v = v[:128] // FreeBSD's kenv limit for boot tunables
-		}
-		m[fmt.Sprintf("net.x%03d.%s", i, strings.Repeat("k", 110))] = v
-	}
+	si := fixtures.Stack(t, "vhost-user", fixtures.InNamespace("web", "vhost-user"), fixtures.WithTunables(n, ""))
 	prep, err := inject.Prepare(si, inject.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)

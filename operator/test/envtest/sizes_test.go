@@ -23,19 +23,11 @@ import (
 
 // Issue 23, hostile sizes: what the audit did with a real kube-apiserver, refused.
 
-// withTunables gives si n FreeBSD tunables of about 380 bytes each in the snapshot (a 118-
-// character name, a 250-character value, 128 for boot tunables), every one within the CRD's bounds; marker varies the
-// values, so that each update is a new generation with new text.
+// withTunables gives si n FreeBSD tunables of about 380 bytes each in the snapshot, every one
+// within the CRD's bounds; marker varies the values, so that each update is a new generation with
+// new text.
 func withTunables(si *fsv1.StackInstance, n int, marker string) *fsv1.StackInstance {
-	si.Spec.FreeBSD.Sysctl, si.Spec.FreeBSD.Boot = map[string]string{}, map[string]string{}
-	value := marker + strings.Repeat("1", 250-len(marker))
-	for i := range n {
-		m, v := si.Spec.FreeBSD.Sysctl, value
-		if i >= 250 {
-			m, v = si.Spec.FreeBSD.Boot, value[:128] // FreeBSD's kenv limit for boot tunables
-		}
-		m[fmt.Sprintf("net.x%03d.%s", i, strings.Repeat("k", 110))] = v
-	}
+	fixtures.WithTunables(n, marker)(si)
 	return si
 }
 
