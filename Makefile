@@ -115,6 +115,11 @@ bench: ## Benchmarks of the pure packages.
 	$(GO) test ./internal/... -run '^$$' -bench . -benchmem
 
 ##@ Release
+.PHONY: release
+release: $(HELM) ## The release VERSION=v0.1.0: operator, CNI and dataplane images tagged VERSION (root; the dataplane needs F-Stack's source), the chart packaged naming them; pushed only with REGISTRY=oci://HOST/PATH (images to IMAGE_REPO).
+	@test -n "$(VERSION)" || { echo "usage: make release VERSION=v0.1.0 [IMAGE_REPO=<registry>/<path>] [REGISTRY=oci://<registry>/<path>] [RELEASE_IMAGES='operator cni dataplane']"; exit 2; }
+	HELM=$(HELM) IMAGE_REPO="$(IMAGE_REPO)" REGISTRY="$(REGISTRY)" RELEASE_IMAGES="$(RELEASE_IMAGES)" hack/release.sh all "$(VERSION)"
+
 .PHONY: krew-release
 krew-release: ## The kubectl plugin's release archives (linux amd64, arm64) and its krew manifest with URLs and sums: VERSION=v0.1.0 RELEASE_URL=https://.../download/v0.1.0.
 	@test -n "$(VERSION)" -a -n "$(RELEASE_URL)" || { echo "usage: make krew-release VERSION=v0.1.0 RELEASE_URL=<where the archives will be downloaded from>"; exit 2; }

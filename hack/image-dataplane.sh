@@ -10,13 +10,15 @@
 # Cached: rebuilt only when an input changed (the Dockerfile, the build script, the patches, the
 # probe agent, the Go sources); the first build takes about 30 min on 2 cores.
 #   output: .cache/images/dataplane.oci.tar, localhost/kube-fstack/dataplane:dev
+# IMAGE_REF and IMAGE_OUT name another image and archive (make release: the version's tag).
+#   hack/image-dataplane.sh --source-reachable   only checks that F-Stack's source can be fetched
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=hack/lib/image.sh
 source hack/lib/image.sh
 
-REF=localhost/kube-fstack/dataplane:dev
-OUT=$PWD/.cache/images/dataplane.oci.tar
+REF=${IMAGE_REF:-localhost/kube-fstack/dataplane:dev}
+OUT=${IMAGE_OUT:-$PWD/.cache/images/dataplane.oci.tar}
 DF=dataplane-image/Dockerfile
 # The repository the build fetches from: build-fstack.sh's default (the Dockerfile does not change it).
 # shellcheck disable=SC2016 # a sed pattern, not an expansion
@@ -72,4 +74,5 @@ main() {
   image_log "$REF: $OUT ($(du -h "$OUT" | cut -f1)) in $((SECONDS - t0))s"
 }
 
+if [ "${1:-}" = --source-reachable ]; then fstack_reachable; exit 0; fi
 main "$@"

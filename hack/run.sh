@@ -31,7 +31,7 @@ install_args=()
 if [ "$DATAPLANE" = real ]; then
   # Before the cluster: it fails at once when F-Stack's source cannot be fetched.
   hack/image-dataplane.sh
-  install_args=(--set "dataplane.image=$REAL_IMAGE")
+  install_args=(--set "dataplane.image.repository=${REAL_IMAGE%:*}" --set "dataplane.image.tag=${REAL_IMAGE##*:}")
 fi
 hack/cluster/up.sh
 if [ "$DATAPLANE" = real ]; then

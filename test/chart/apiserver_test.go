@@ -61,6 +61,8 @@ func TestAPIServer(t *testing.T) {
 	t.Run("dry-run", func(t *testing.T) { testDryRun(t, c) })
 	t.Run("node-agent-policy", func(t *testing.T) { testNodeAgentPolicy(t, c, cfg) })
 	t.Run("uninstall", func(t *testing.T) { testUninstall(t, c, cfg, kcPath) })
+	// After the uninstall: the package is the same release (name, namespace, CRD kept).
+	t.Run("packaged", func(t *testing.T) { testPackagedInstall(t, c, kcPath) })
 }
 
 // testInstall: the README's command with the defaults, and what NOTES.txt tells the user.

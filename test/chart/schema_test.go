@@ -18,7 +18,7 @@ func TestSchemaRejects(t *testing.T) {
 		{"unknown operator key", []string{"operator.replica=2"}, []string{"replica"}},
 		{"negative replicas", []string{"operator.replicas=-1"}, []string{"replicas"}},
 		{"relative socket root", []string{"vhostSocketRoot=run/vhost"}, []string{"vhostSocketRoot"}},
-		{"pull policy", []string{"dataplane.pullPolicy=Sometimes"}, []string{"pullPolicy"}},
+		{"pull policy", []string{"dataplane.image.pullPolicy=Sometimes"}, []string{"pullPolicy"}},
 		{"image prefix with a space", []string{"dataplane.allowedImages[0]=a.example/x b.example/y"}, []string{"allowedImages"}},
 		{"image prefixes not a list", []string{"dataplane.allowedImages=a.example/x"}, []string{"allowedImages"}},
 	} {

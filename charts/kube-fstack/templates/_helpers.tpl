@@ -52,8 +52,17 @@ app.kubernetes.io/component: {{ .component }}
 app.kubernetes.io/component: {{ .component }}
 {{- end }}
 
+{{/*
+An image reference from the {repository, tag, digest} every image value has: pass
+(dict "ctx" $ "image" .Values.operator.image). The digest pins the content when set and wins;
+the tag defaults to the chart's appVersion, so a packaged chart names the images of its release.
+*/}}
 {{- define "kube-fstack.image" -}}
-{{ .repository }}:{{ .tag }}
+{{- if .image.digest -}}
+{{ .image.repository }}@{{ .image.digest }}
+{{- else -}}
+{{ .image.repository }}:{{ .image.tag | default .ctx.Chart.AppVersion }}
+{{- end }}
 {{- end }}
 
 {{/*
