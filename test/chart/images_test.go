@@ -161,7 +161,8 @@ func TestImageValuesRefused(t *testing.T) {
 		{"the old dataplane.pullPolicy", []string{"dataplane.pullPolicy=Never"}, []string{"pullPolicy"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			args := []string{"template", release, chartDir, "--namespace", namespace}
+			// The Kubernetes version the chart requires, so only the schema can refuse.
+			args := []string{"template", release, chartDir, "--namespace", namespace, "--kube-version", kubeVersion}
 			for _, s := range tc.set {
 				args = append(args, "--set", s)
 			}
