@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -26,15 +27,12 @@ func packageChart(t *testing.T) string {
 	out := t.TempDir()
 	cmd := exec.Command(filepath.Join(root, "hack", "release.sh"), "chart", releaseVersion)
 	cmd.Env = append(os.Environ(), "HELM="+mustAbs(t, helmBin(t)), "OUT="+out, "IMAGE_REPO="+releaseImageRepo, "REGISTRY=")
-	stdout, err := cmd.Output()
-	if err != nil {
-		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = ee.Stderr
-		}
-		t.Fatalf("hack/release.sh chart %s: %v\n%s", releaseVersion, err, stderr)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("hack/release.sh chart %s: %v\n%s", releaseVersion, err, stderr.String())
 	}
-	tgz := strings.TrimSpace(string(stdout))
+	tgz := strings.TrimSpace(stdout.String())
 	if filepath.Base(tgz) != "kube-fstack-"+strings.TrimPrefix(releaseVersion, "v")+".tgz" {
 		t.Fatalf("hack/release.sh chart printed %q, want the path of kube-fstack-%s.tgz", tgz, strings.TrimPrefix(releaseVersion, "v"))
 	}
