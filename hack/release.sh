@@ -46,6 +46,7 @@ if [ -n "$REGISTRY" ] && [[ ! $REGISTRY =~ ^oci://[^[:space:]]+$ ]]; then
 fi
 [ -x "$HELM" ] || die "$HELM missing: run 'make tools' (helm is built from source at a pinned version)"
 mkdir -p "$OUT"
+OUT="$(cd "$OUT" && pwd)"
 
 # build_images: each of RELEASE_IMAGES as IMAGE_REPO/<name>:VERSION in buildah's store and as
 # OUT/<name>.oci.tar, with the recipes the local cluster uses. Prints the ones left out.
@@ -55,12 +56,12 @@ build_images() {
   local name left=()
   for name in $RELEASE_IMAGES; do
     case "$name" in
-      operator) build_image "$PWD/$OUT/operator.oci.tar" "$IMAGE_REPO/operator:$VERSION" Dockerfile >&2 ;;
-      cni) build_image "$PWD/$OUT/cni.oci.tar" "$IMAGE_REPO/cni:$VERSION" cni/Dockerfile >&2 ;;
+      operator) build_image "$OUT/operator.oci.tar" "$IMAGE_REPO/operator:$VERSION" Dockerfile >&2 ;;
+      cni) build_image "$OUT/cni.oci.tar" "$IMAGE_REPO/cni:$VERSION" cni/Dockerfile >&2 ;;
       dataplane)
         # F-Stack's source is fetched inside the build; never from a local copy.
         if hack/image-dataplane.sh --source-reachable >&2; then
-          IMAGE_REF="$IMAGE_REPO/dataplane:$VERSION" IMAGE_OUT="$PWD/$OUT/dataplane.oci.tar" hack/image-dataplane.sh >&2
+          IMAGE_REF="$IMAGE_REPO/dataplane:$VERSION" IMAGE_OUT="$OUT/dataplane.oci.tar" hack/image-dataplane.sh >&2
         else
           say "the dataplane image is NOT built: F-Stack's source cannot be fetched here (above). Run make release where it can; the recipe is the same (hack/image-dataplane.sh)"
           left+=(dataplane)
