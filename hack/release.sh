@@ -113,7 +113,7 @@ for name in $RELEASE_IMAGES; do
   pushed+=("$IMAGE_REPO/$name:$VERSION")
 done
 if [ -n "$REGISTRY" ]; then
-  [ -z "$missing" ] || die "not pushing: the chart names $IMAGE_REPO/<$missing>:$VERSION, which was not built"
+  [ -z "$missing" ] || die "not pushing: the chart names $IMAGE_REPO/{${missing// /,}}:$VERSION, which was not built"
   case "$IMAGE_REPO" in localhost/*) die "not pushing: IMAGE_REPO=$IMAGE_REPO is this machine's store; set the registry path users pull from" ;; esac
   for ref in "${pushed[@]}"; do
     say "buildah push $ref"
@@ -126,5 +126,7 @@ else
   for ref in "${pushed[@]}"; do say "  buildah push $ref docker://$ref"; done
   say "  helm push $TGZ <REGISTRY>"
 fi
-[ -z "$missing" ] || say "INCOMPLETE: not built here: $missing (the chart names $IMAGE_REPO/<name>:$VERSION for it)"
+for name in $missing; do
+  say "INCOMPLETE: $IMAGE_REPO/$name:$VERSION, which the chart names, was not built here"
+done
 say "done: $OUT"
