@@ -178,3 +178,42 @@ func TestImageValuesRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestLocalClusterValues: the values the local cluster and kind install with name the images
+// hack/cluster/images.sh builds and imports (tag dev, never pulled), not the chart's appVersion,
+// and hack/run.sh's DATAPLANE=real override names the real dataplane image it builds.
+func TestLocalClusterValues(t *testing.T) {
+	local := map[string]string{
+		"operator":  "localhost/kube-fstack/operator:dev",
+		"cni":       "localhost/kube-fstack/cni:dev",
+		"dataplane": "localhost/kube-fstack/dataplane-standin:dev",
+	}
+	withReal := map[string]string{}
+	for k, v := range local {
+		withReal[k] = v
+	}
+	withReal["dataplane"] = "localhost/kube-fstack/dataplane:dev"
+	for _, tc := range []struct {
+		values string
+		set    []string
+		want   map[string]string
+	}{
+		{"hack/cluster/values.yaml", nil, local},
+		{"hack/kind/values.yaml", nil, local},
+		// hack/run.sh, DATAPLANE=real
+		{"hack/cluster/values.yaml", []string{"dataplane.image.repository=localhost/kube-fstack/dataplane", "dataplane.image.tag=dev"}, withReal},
+	} {
+		t.Run(tc.values, func(t *testing.T) {
+			args := []string{"template", release, chartDir, "--namespace", namespace, "--kube-version", kubeVersion,
+				"-f", filepath.Join(root, tc.values)}
+			for _, s := range tc.set {
+				args = append(args, "--set", s)
+			}
+			out, stderr, err := helm(t, args...)
+			if err != nil {
+				t.Fatalf("helm template -f %s: %v\n%s", tc.values, err, stderr)
+			}
+			wantImages(t, renderedImages(t, objects(t, out)), tc.want)
+		})
+	}
+}
