@@ -75,9 +75,10 @@ build_images() {
 # package_chart: a copy of the chart whose image repositories are IMAGE_REPO's, packaged with the
 # version; then rendered, to prove the package names exactly the release's images.
 package_chart() {
-  local stage comp values want got
+  local comp values want got
   stage="$(mktemp -d)"
-  trap 'rm -rf "$stage"' RETURN
+  # EXIT, not RETURN: die leaves the function by exiting.
+  trap 'rm -rf "$stage"' EXIT
   cp -a "$CHART_SRC" "$stage/kube-fstack"
   values="$stage/kube-fstack/values.yaml"
   for comp in operator cni dataplane; do
@@ -91,6 +92,7 @@ package_chart() {
   TGZ="$OUT/kube-fstack-$CHART_VERSION.tgz"
   [ -f "$TGZ" ] || die "helm package wrote no $TGZ"
   "$HELM" lint --strict "$TGZ" >/dev/null || die "helm lint --strict $TGZ failed"
+  # The oldest Kubernetes the chart supports (Chart.yaml kubeVersion); helm's own default is older.
   got="$("$HELM" template kube-fstack "$TGZ" --kube-version 1.30.0 | grep -oE "(image: |--dataplane-image=)[^ \"]+" | sed 's/^image: //; s/^--dataplane-image=//' | sort -u | xargs)"
   want="$IMAGE_REPO/cni:$VERSION $IMAGE_REPO/dataplane:$VERSION $IMAGE_REPO/operator:$VERSION"
   [ "$got" = "$want" ] || die "the packaged chart renders images '$got', want '$want'"
