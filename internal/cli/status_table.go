@@ -45,8 +45,8 @@ type PodStatus struct {
 	ConfigHash string `json:"configHash,omitempty"`
 	// Config is "current" (the StackInstance's hash), "old" (recreate the pod to apply the
 	// spec) or "unknown" (not injected, or the StackInstance has no hash yet).
-	Config      string           `json:"config"`
-	Terminating bool             `json:"terminating,omitempty"`
+	Config      string          `json:"config"`
+	Terminating bool            `json:"terminating,omitempty"`
 	Dataplane   DataplaneStatus `json:"dataplane"`
 }
 
