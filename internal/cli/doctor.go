@@ -354,6 +354,12 @@ func (r *DoctorReport) writeTable(w io.Writer, wide bool) {
 			fmt.Fprintf(w, "  cannot run: %s\n", safe(strings.Join(s, ", ")))
 		}
 	}
+	// A stack the injector refuses has no pods to place; say why it was judged nowhere.
+	for _, s := range r.Stacks {
+		if s.Error != "" {
+			fmt.Fprintf(w, "\nStackInstance %s/%s: not judged, the injector refuses it: %s\n", safe(s.Namespace), safe(s.Name), safe(s.Error))
+		}
+	}
 }
 
 func writeNodeChecks(w io.Writer, n *NodeDoctor, known, wide bool) {

@@ -157,10 +157,18 @@ func TestDoctorExitsNonZeroOnlyForAStackThatCannotRun(t *testing.T) {
 	if len(elsewhere.Problems) != 0 {
 		t.Errorf("doctor demo with the PCI pod on another node: problems %q", elsewhere.Problems)
 	}
-	// No node named and no node can run the PCI stack: its pods can only stay Pending.
-	all := buildDoctorReport(doctorInput{nodes: []corev1.Node{*demoNode()}, stacks: stacks})
+	// No node named and no node can run the PCI stack: its pods can only stay Pending. A stack
+	// the injector refuses is named with the reason and judged nowhere.
+	broken := namedStack(t, "vhost-user", "web", "broken")
+	broken.Spec.Ports = nil
+	all := buildDoctorReport(doctorInput{nodes: []corev1.Node{*demoNode()}, stacks: append(stacks, broken)})
 	if len(all.Problems) != 1 || !strings.Contains(all.Problems[0], "StackInstance net/pci can run on no node") {
 		t.Errorf("problems %q; want net/pci on no node", all.Problems)
+	}
+	out.Reset()
+	all.writeTable(&out, false)
+	if !strings.Contains(out.String(), "StackInstance web/broken: not judged, the injector refuses it: ") {
+		t.Errorf("doctor does not name the refused stack:\n%s", out.String())
 	}
 }
 
