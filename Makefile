@@ -37,8 +37,9 @@ render-samples: build ## Render every sample StackInstance to config.ini and EAL
 
 ##@ Build
 .PHONY: install-plugin
-install-plugin: ## Install kubectl-fstack into GOBIN, so `kubectl fstack` finds it on PATH.
+install-plugin: ## Install kubectl-fstack into GOBIN, so `kubectl fstack` finds it on PATH (and kubectl_complete-fstack, its shell completion).
 	$(GO) install ./cmd/kubectl-fstack
+	@bin="$$($(GO) env GOBIN)"; bin="$${bin:-$$($(GO) env GOPATH)/bin}"; ln -sfn kubectl-fstack "$$bin/kubectl_complete-fstack"
 
 .PHONY: build
 build: ## Build every binary into ./bin.

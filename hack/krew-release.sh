@@ -17,7 +17,7 @@ manifest=${manifest//RELEASE_URL/$url}
 manifest=${manifest//VERSION/$version}
 for arch in amd64 arm64; do
 	dir=$(mktemp -d)
-	(cd "$root" && CGO_ENABLED=0 GOOS=linux GOARCH=$arch "$go" build -trimpath -ldflags="-s -w" -o "$dir/kubectl-fstack" ./cmd/kubectl-fstack)
+	(cd "$root" && CGO_ENABLED=0 GOOS=linux GOARCH=$arch "$go" build -trimpath -ldflags="-s -w -X github.com/kube-fstack/kube-fstack/internal/cli.Version=$version" -o "$dir/kubectl-fstack" ./cmd/kubectl-fstack)
 	archive="$out/kubectl-fstack_${version}_linux_${arch}.tar.gz"
 	tar -C "$dir" --owner=0 --group=0 --numeric-owner -czf "$archive" kubectl-fstack
 	rm -rf "$dir"

@@ -1,4 +1,5 @@
 // kubectl-fstack is kube-fstack's offline CLI, also usable as a kubectl plugin (`kubectl fstack`).
+// Linked as kubectl_complete-fstack it answers kubectl's shell completion for the plugin.
 package main
 
 import (
@@ -8,5 +9,5 @@ import (
 )
 
 func main() {
-	os.Exit(cli.Run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(cli.Run(cli.CompletionArgs(os.Args[0], os.Args[1:]), os.Stdout, os.Stderr))
 }

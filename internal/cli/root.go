@@ -26,7 +26,8 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.AddCommand(newRenderCommand(stdout, stderr), newInjectCommand(stdout, stderr))
 	root.AddCommand(newStatusCommand(stdout))
-	root.AddCommand(newDoctorCommand(stdout))
+	root.AddCommand(newDoctorCommand(stdout, stderr))
+	root.AddCommand(newVersionCommand(stdout, stderr))
 	if err := root.Execute(); err != nil {
 		if !errors.Is(err, errReported) {
 			fmt.Fprintln(stderr, "error:", err)

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/nodecheck"
@@ -63,10 +64,10 @@ func TestStatusPrintsNoRawEscape(t *testing.T) {
 	pod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{podcontract.ConfigHashAnnotation: "\x1b[2J"}},
 		Status: corev1.PodStatus{InitContainerStatuses: []corev1.ContainerStatus{{Name: podcontract.DataplaneContainer,
 			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: hostile}}}}}}
-	tab := newStatusTable()
+	tab := newStackStatusList()
 	tab.addStack(si, []corev1.Pod{pod})
 	var out bytes.Buffer
-	if err := tab.write(&out, true); err != nil {
+	if err := tab.writeTable(&out, true, false); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Count(out.String(), "\n") != 2 {
@@ -75,6 +76,39 @@ func TestStatusPrintsNoRawEscape(t *testing.T) {
 	assertNoControl(t, "status", out.String())
 	if !strings.Contains(out.String(), `fake line\xff`) {
 		t.Errorf("a byte that is not UTF-8 is not shown as text:\n%s", out.String())
+	}
+}
+
+// -o json and -o yaml escape by their own encoding: no raw control character reaches the
+// terminal, -o yaml does not fail on one (YAML's parser refuses raw DEL and C1, which
+// encoding/json leaves raw), and the string comes back unchanged when the output is read (safe
+// would change it).
+func TestStructuredOutputPrintsNoRawEscape(t *testing.T) {
+	si := &fsv1.StackInstance{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "web"}}
+	si.Status.Ready = "\x1b[2J\x1b]0;title\a\u202e\u009b\x7f\tcol\nfake line"
+	l := newStackStatusList()
+	l.addStack(si, nil)
+	for _, format := range []string{"json", "yaml"} {
+		var out bytes.Buffer
+		if err := (&outputFlags{print: newPrintFlagsFor(format)}).printObject(l, &out); err != nil {
+			t.Fatal(err)
+		}
+		// YAML's emitter escapes ESC, BEL, DEL and C1 but keeps Unicode format characters (a bidi
+		// override) as text, as kubectl -o yaml does; JSON escapes them too (escapeJSON).
+		raw := "\x1b\x07\x7f\u009b"
+		if format == "json" {
+			raw += "\u202e"
+		}
+		if strings.ContainsAny(out.String(), raw) {
+			t.Errorf("-o %s printed a raw control character:\n%q", format, out.String())
+		}
+		var back StackStatusList
+		if err := yaml.Unmarshal(out.Bytes(), &back); err != nil {
+			t.Fatalf("-o %s: %v", format, err)
+		}
+		if len(back.Items) != 1 || back.Items[0].Ready != si.Status.Ready {
+			t.Errorf("-o %s changed the string: %+v", format, back.Items)
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
@@ -18,18 +19,21 @@ import (
 
 type statusOptions struct {
 	clusterFlags
+	output        *outputFlags
 	allNamespaces bool
 }
 
 func newStatusCommand(stdout io.Writer) *cobra.Command {
 	o := &statusOptions{}
 	cmd := &cobra.Command{
-		Use:   "status [-n NAMESPACE | -A] [STACK]",
+		Use:   "status [-n NAMESPACE | -A] [-o wide|json|yaml] [STACK]",
 		Short: "Show each pod bound to a StackInstance: node, config (current or old), dataplane state and restarts",
 		Long: `List the StackInstances of a namespace (or the one named) and every pod labelled
 kubefstack.io/stack with its name: the node it runs on, the config hash it was admitted with and
 whether that is the StackInstance's current one (old: recreate the pod to apply the current
-spec), the state of its dataplane container and how often it restarted.`,
+spec), the state of its dataplane container and how often it restarted. -o wide adds the pod's
+IP and the dataplane's image; -o json|yaml prints a StackStatusList (apiVersion
+cli.kubefstack.io/v1alpha1), the same facts as fields instead of the table's text.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := ""
@@ -39,7 +43,10 @@ spec), the state of its dataplane container and how often it restarted.`,
 			return o.run(cmd.Context(), stdout, name)
 		},
 	}
-	o.add(cmd.Flags(), true)
+	o.add(cmd.Flags())
+	o.output = newOutputFlags(cmd)
+	cmd.ValidArgsFunction = completeNames(&o.clusterFlags, stackNames)
+	completeNamespaceFlag(cmd, &o.clusterFlags)
 	cmd.Flags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "every namespace")
 	return cmd
 }
@@ -50,21 +57,30 @@ func (o *statusOptions) client() (client.Client, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		return nil, "", err
-	}
-	if err := fsv1.AddToScheme(s); err != nil {
-		return nil, "", err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: s})
+	c, err := newClient(cfg)
 	if err != nil {
-		return nil, "", fmt.Errorf("connect to %s: %w", cfg.Host, err)
+		return nil, "", err
 	}
 	if o.allNamespaces {
 		ns = ""
 	}
 	return c, ns, nil
+}
+
+// newClient is a client for the core and apps APIs and kube-fstack's.
+func newClient(cfg *rest.Config) (client.Client, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := fsv1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", cfg.Host, err)
+	}
+	return c, nil
 }
 
 func (o *statusOptions) run(ctx context.Context, stdout io.Writer, name string) error {
@@ -73,6 +89,9 @@ func (o *statusOptions) run(ctx context.Context, stdout io.Writer, name string) 
 	}
 	if name != "" && o.allNamespaces {
 		return fmt.Errorf("name a StackInstance or give -A, not both")
+	}
+	if err := o.output.validate(); err != nil {
+		return err
 	}
 	c, ns, err := o.client()
 	if err != nil {
@@ -85,16 +104,19 @@ func (o *statusOptions) run(ctx context.Context, stdout io.Writer, name string) 
 	if len(stacks) == 0 {
 		return fmt.Errorf("no StackInstances in %s", nsText(ns))
 	}
-	t := newStatusTable()
+	l := newStackStatusList()
 	for i := range stacks {
 		pods := &corev1.PodList{}
 		if err := c.List(ctx, pods, client.InNamespace(stacks[i].Namespace),
 			client.MatchingLabels{fsv1.StackLabel: stacks[i].Name}); err != nil {
 			return fmt.Errorf("list the pods of StackInstance %s/%s: %w", stacks[i].Namespace, stacks[i].Name, err)
 		}
-		t.addStack(&stacks[i], pods.Items)
+		l.addStack(&stacks[i], pods.Items)
 	}
-	return t.write(stdout, ns == "")
+	if table, wide := o.output.table(); table {
+		return l.writeTable(stdout, ns == "", wide)
+	}
+	return o.output.printObject(l, stdout)
 }
 
 func listStacks(ctx context.Context, c client.Client, ns, name string) ([]fsv1.StackInstance, error) {

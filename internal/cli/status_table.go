@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
@@ -16,92 +17,157 @@ import (
 // hashLen is how much of a config hash the table shows, as git shows commits.
 const hashLen = 12
 
-// statusRow is one pod of a StackInstance, or the StackInstance itself when no pod names it.
-type statusRow struct {
-	namespace, stack, ready, pod, node, hash, config, dataplane, restarts string
+// StackStatusList is what `status -o json|yaml` prints: every StackInstance shown and its pods.
+type StackStatusList struct {
+	metav1.TypeMeta `json:",inline"`
+	Items           []StackStatus `json:"items"`
 }
 
-type statusTable struct{ rows []statusRow }
+// StackStatus is one StackInstance.
+type StackStatus struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Ready is the StackInstance's status.ready (ready/bound pods).
+	Ready string `json:"ready"`
+	// ConfigHash is the hash of the config the StackInstance's spec renders now (status.configHash).
+	ConfigHash string `json:"configHash,omitempty"`
+	// Pods are the pods labelled kubefstack.io/stack with its name, by name.
+	Pods []PodStatus `json:"pods"`
+}
 
-func newStatusTable() *statusTable { return &statusTable{} }
+// PodStatus is one pod of a StackInstance.
+type PodStatus struct {
+	Name string `json:"name"`
+	// Node is spec.nodeName, empty while unscheduled.
+	Node string `json:"node,omitempty"`
+	IP   string `json:"ip,omitempty"`
+	// ConfigHash is the hash the injector admitted the pod with, empty if it was not injected.
+	ConfigHash string `json:"configHash,omitempty"`
+	// Config is "current" (the StackInstance's hash), "old" (recreate the pod to apply the
+	// spec) or "unknown" (not injected, or the StackInstance has no hash yet).
+	Config      string          `json:"config"`
+	Terminating bool            `json:"terminating,omitempty"`
+	Dataplane   DataplaneStatus `json:"dataplane"`
+}
 
-func (t *statusTable) addStack(si *fsv1.StackInstance, pods []corev1.Pod) {
+// DataplaneStatus is the pod's dataplane container.
+type DataplaneStatus struct {
+	// State is "running", "waiting", "terminated", or "unknown" when the pod has no status for it.
+	State    string `json:"state"`
+	Ready    bool   `json:"ready"`
+	Reason   string `json:"reason,omitempty"`
+	ExitCode *int32 `json:"exitCode,omitempty"`
+	Restarts int32  `json:"restarts"`
+	Image    string `json:"image,omitempty"`
+}
+
+func newStackStatusList() *StackStatusList {
+	return &StackStatusList{TypeMeta: metav1.TypeMeta{APIVersion: OutputGroupVersion.String(), Kind: "StackStatusList"}, Items: []StackStatus{}}
+}
+
+func (l *StackStatusList) addStack(si *fsv1.StackInstance, pods []corev1.Pod) {
 	ready := si.Status.Ready
 	if ready == "" {
 		ready = fmt.Sprintf("%d/%d", si.Status.ReadyPods, si.Status.BoundPods)
 	}
-	base := statusRow{namespace: si.Namespace, stack: si.Name, ready: ready}
-	if len(pods) == 0 {
-		r := base
-		r.pod = "<none>"
-		t.rows = append(t.rows, r)
-		return
-	}
+	s := StackStatus{Namespace: si.Namespace, Name: si.Name, Ready: ready, ConfigHash: si.Status.ConfigHash, Pods: []PodStatus{}}
 	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
 	for i := range pods {
 		p := &pods[i]
-		r := base
-		r.pod, r.node = p.Name, orDash(p.Spec.NodeName)
-		r.hash, r.config = configColumns(p.Annotations[podcontract.ConfigHashAnnotation], si.Status.ConfigHash)
-		r.dataplane, r.restarts = dataplaneColumns(p)
-		t.rows = append(t.rows, r)
+		ps := PodStatus{Name: p.Name, Node: p.Spec.NodeName, IP: p.Status.PodIP, Terminating: p.DeletionTimestamp != nil,
+			ConfigHash: p.Annotations[podcontract.ConfigHashAnnotation]}
+		switch {
+		case ps.ConfigHash == "" || si.Status.ConfigHash == "":
+			ps.Config = "unknown"
+		case ps.ConfigHash == si.Status.ConfigHash:
+			ps.Config = "current"
+		default:
+			ps.Config = "old"
+		}
+		ps.Dataplane = dataplaneStatus(p)
+		s.Pods = append(s.Pods, ps)
 	}
+	l.Items = append(l.Items, s)
+}
+
+func dataplaneStatus(p *corev1.Pod) DataplaneStatus {
+	for _, s := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		if s.Name != podcontract.DataplaneContainer {
+			continue
+		}
+		d := DataplaneStatus{State: "unknown", Ready: s.Ready, Restarts: s.RestartCount, Image: s.Image}
+		switch {
+		case s.State.Running != nil:
+			d.State = "running"
+		case s.State.Waiting != nil:
+			d.State, d.Reason = "waiting", s.State.Waiting.Reason
+		case s.State.Terminated != nil:
+			code := s.State.Terminated.ExitCode
+			d.State, d.Reason, d.ExitCode = "terminated", s.State.Terminated.Reason, &code
+		}
+		return d
+	}
+	return DataplaneStatus{State: "unknown", Reason: "no status (pod " + orDash(string(p.Status.Phase)) + ")"}
 }
 
 // configColumns shows the pod's config hash and whether it is the StackInstance's current one.
-func configColumns(podHash, current string) (hash, config string) {
+func configColumns(p PodStatus, current string, full bool) (hash, config string) {
+	cut := short
+	if full {
+		cut = func(h string) string { return h }
+	}
 	switch {
-	case podHash == "":
+	case p.ConfigHash == "":
 		return "-", "unknown (not injected)"
 	case current == "":
-		return short(podHash), "unknown (no current hash yet)"
-	case podHash == current:
-		return short(podHash), "current"
+		return cut(p.ConfigHash), "unknown (no current hash yet)"
+	case p.Config == "current":
+		return cut(p.ConfigHash), "current"
 	default:
-		return short(podHash), "old (current " + short(current) + ")"
+		return cut(p.ConfigHash), "old (current " + cut(current) + ")"
 	}
 }
 
 // dataplaneColumns describes the dataplane container as kubectl describe would, in one word or
 // two, and its restart count.
-func dataplaneColumns(p *corev1.Pod) (state, restarts string) {
-	if p.DeletionTimestamp != nil {
+func dataplaneColumns(p PodStatus) (state, restarts string) {
+	if p.Terminating {
 		state = "Terminating, "
 	}
-	for _, s := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
-		if s.Name != podcontract.DataplaneContainer {
-			continue
-		}
-		return state + containerState(s), fmt.Sprint(s.RestartCount)
-	}
-	return state + "no status (pod " + orDash(string(p.Status.Phase)) + ")", "0"
-}
-
-func containerState(s corev1.ContainerStatus) string {
+	d := p.Dataplane
 	switch {
-	case s.State.Running != nil && s.Ready:
-		return "Running, ready"
-	case s.State.Running != nil:
-		return "Running, not ready"
-	case s.State.Waiting != nil:
-		return "Waiting: " + orDash(s.State.Waiting.Reason)
-	case s.State.Terminated != nil:
-		return fmt.Sprintf("Terminated: %s (exit %d)", orDash(s.State.Terminated.Reason), s.State.Terminated.ExitCode)
+	case d.State == "running" && d.Ready:
+		state += "Running, ready"
+	case d.State == "running":
+		state += "Running, not ready"
+	case d.State == "waiting":
+		state += "Waiting: " + orDash(d.Reason)
+	case d.State == "terminated":
+		state += fmt.Sprintf("Terminated: %s (exit %d)", orDash(d.Reason), *d.ExitCode)
+	case d.Reason != "":
+		state += d.Reason
+	default:
+		state += "unknown"
 	}
-	return "unknown"
+	return state, fmt.Sprint(d.Restarts)
 }
 
-func (t *statusTable) write(w io.Writer, withNamespace bool) error {
+// writeTable prints the list as the table; wide adds the pod's IP and the dataplane's image and
+// shows whole config hashes.
+func (l *StackStatusList) writeTable(w io.Writer, withNamespace, wide bool) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
 	head := []string{"STACK", "READY", "POD", "NODE", "CONFIG-HASH", "CONFIG", "DATAPLANE", "RESTARTS"}
+	if wide {
+		head = append(head, "IP", "IMAGE")
+	}
 	if withNamespace {
 		head = append([]string{"NAMESPACE"}, head...)
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
-	for _, r := range t.rows {
-		cols := []string{r.stack, r.ready, r.pod, r.node, r.hash, r.config, r.dataplane, r.restarts}
+	row := func(s StackStatus, cols []string) {
+		cols = append([]string{s.Name, s.Ready}, cols...)
 		if withNamespace {
-			cols = append([]string{r.namespace}, cols...)
+			cols = append([]string{s.Namespace}, cols...)
 		}
 		// Annotations and status are anyone's with the right to edit them: printed as safe
 		// text, and a tab in one cannot shift the columns.
@@ -109,6 +175,25 @@ func (t *statusTable) write(w io.Writer, withNamespace bool) error {
 			cols[i] = safe(cols[i])
 		}
 		fmt.Fprintln(tw, strings.Join(cols, "\t"))
+	}
+	for _, s := range l.Items {
+		if len(s.Pods) == 0 {
+			cols := []string{"<none>", "", "", "", "", ""}
+			if wide {
+				cols = append(cols, "", "")
+			}
+			row(s, cols)
+			continue
+		}
+		for _, p := range s.Pods {
+			hash, config := configColumns(p, s.ConfigHash, wide)
+			state, restarts := dataplaneColumns(p)
+			cols := []string{p.Name, orDash(p.Node), hash, config, state, restarts}
+			if wide {
+				cols = append(cols, orDash(p.IP), orDash(p.Dataplane.Image))
+			}
+			row(s, cols)
+		}
 	}
 	return tw.Flush()
 }

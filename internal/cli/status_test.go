@@ -1,13 +1,18 @@
 package cli
 
 import (
+	"bytes"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
@@ -37,7 +42,11 @@ func TestStatusColumns(t *testing.T) {
 		{"0123456789abcdef", "0123456789abcdef", "0123456789ab", "current"},
 		{"0123456789abcdef", "fedcba9876543210", "0123456789ab", "old (current fedcba987654)"},
 	} {
-		if h, cfg := configColumns(c.pod, c.current); h != c.hash || cfg != c.config {
+		si := &fsv1.StackInstance{}
+		si.Status.ConfigHash = c.current
+		l := newStackStatusList()
+		l.addStack(si, []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{podcontract.ConfigHashAnnotation: c.pod}}}})
+		if h, cfg := configColumns(l.Items[0].Pods[0], c.current, false); h != c.hash || cfg != c.config {
 			t.Errorf("configColumns(%q, %q) = %q, %q; want %q, %q", c.pod, c.current, h, cfg, c.hash, c.config)
 		}
 	}
@@ -59,8 +68,71 @@ func TestStatusColumns(t *testing.T) {
 		{terminating, "Terminating, Running, not ready", "3"},
 		{&corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending}}, "no status (pod Pending)", "0"},
 	} {
-		if s, r := dataplaneColumns(c.pod); s != c.state || r != c.restarts {
+		l := newStackStatusList()
+		l.addStack(&fsv1.StackInstance{}, []corev1.Pod{*c.pod})
+		if s, r := dataplaneColumns(l.Items[0].Pods[0]); s != c.state || r != c.restarts {
 			t.Errorf("dataplaneColumns = %q, %q; want %q, %q", s, r, c.state, c.restarts)
 		}
+	}
+}
+
+// -o wide adds the pod's IP and the dataplane's image and shows whole hashes; -o json and -o
+// yaml print the StackStatusList with the same facts as fields.
+func TestStatusWideAndStructured(t *testing.T) {
+	si := &fsv1.StackInstance{ObjectMeta: metav1.ObjectMeta{Name: "shown", Namespace: "web"}}
+	si.Status.Ready, si.Status.ConfigHash = "1/2", "fedcba9876543210"
+	code := int32(137)
+	pods := []corev1.Pod{
+		{ObjectMeta: metav1.ObjectMeta{Name: "shown-old", Annotations: map[string]string{podcontract.ConfigHashAnnotation: "0123456789abcdef"}},
+			Spec: corev1.PodSpec{NodeName: "node-a"},
+			Status: corev1.PodStatus{PodIP: "10.0.0.7", InitContainerStatuses: []corev1.ContainerStatus{{Name: podcontract.DataplaneContainer,
+				Image: "localhost/kube-fstack/dataplane:dev", RestartCount: 2,
+				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: code}}}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "shown-new", Annotations: map[string]string{podcontract.ConfigHashAnnotation: "fedcba9876543210"}},
+			Status: corev1.PodStatus{Phase: corev1.PodPending}},
+	}
+	l := newStackStatusList()
+	l.addStack(si, pods)
+	var wide bytes.Buffer
+	if err := l.writeTable(&wide, false, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, re := range []string{
+		`^STACK +READY +POD +NODE +CONFIG-HASH +CONFIG +DATAPLANE +RESTARTS +IP +IMAGE\n`,
+		`\nshown +1/2 +shown-old +node-a +0123456789abcdef +old \(current fedcba9876543210\) +Terminated: OOMKilled \(exit 137\) +2 +10\.0\.0\.7 +localhost/kube-fstack/dataplane:dev\n`,
+		`\nshown +1/2 +shown-new +- +fedcba9876543210 +current +no status \(pod Pending\) +0 +- +-\n`,
+	} {
+		if !regexp.MustCompile(re).MatchString(wide.String()) {
+			t.Errorf("-o wide does not match %q:\n%s", re, wide.String())
+		}
+	}
+	for _, format := range []string{"json", "yaml"} {
+		var out bytes.Buffer
+		if err := (&outputFlags{print: newPrintFlagsFor(format)}).printObject(l, &out); err != nil {
+			t.Fatal(err)
+		}
+		var got StackStatusList
+		if err := yaml.Unmarshal(out.Bytes(), &got); err != nil {
+			t.Fatalf("-o %s: %v\n%s", format, err, out.String())
+		}
+		want := StackStatusList{TypeMeta: metav1.TypeMeta{APIVersion: "cli.kubefstack.io/v1alpha1", Kind: "StackStatusList"},
+			Items: []StackStatus{{Namespace: "web", Name: "shown", Ready: "1/2", ConfigHash: "fedcba9876543210", Pods: []PodStatus{
+				{Name: "shown-new", ConfigHash: "fedcba9876543210", Config: "current",
+					Dataplane: DataplaneStatus{State: "unknown", Reason: "no status (pod Pending)"}},
+				{Name: "shown-old", Node: "node-a", IP: "10.0.0.7", ConfigHash: "0123456789abcdef", Config: "old",
+					Dataplane: DataplaneStatus{State: "terminated", Reason: "OOMKilled", ExitCode: &code, Restarts: 2, Image: "localhost/kube-fstack/dataplane:dev"}},
+			}}}}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("-o %s (-want +got):\n%s\n%s", format, diff, out.String())
+		}
+	}
+}
+
+// -o takes the table's formats and cli-runtime's printers' and names the others, before the
+// cluster is asked.
+func TestOutputFormatRefused(t *testing.T) {
+	_, errOut, code := run(t, "status", "-o", "xml", "--kubeconfig", filepath.Join(t.TempDir(), "none"))
+	if code != 1 || !strings.Contains(errOut, `--output "xml"`) || !strings.Contains(errOut, "json, yaml") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
 	}
 }

@@ -8,14 +8,15 @@ import (
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 )
 
-// nodeRequirements are the node agent's labels a node must carry to run the stack: the static
+// NodeRequirements are the node agent's labels a node must carry to run the stack: the static
 // CPU manager, free hugepages of the stack's size and the dataplane's seccomp profile always, the vhost-user label for a
 // vhost-user port (OVSDB, the netdev bridge, the socket root), the vfio label for a PCI function
 // named by its address (a port's or a bond member's). Nodes without them are never picked, instead
 // of a pod failing late on them. A function that comes from a device plugin's resource needs no
 // label: the resource request already keeps the pod off nodes that do not advertise it, and the
-// device plugin advertises only functions it has bound for DPDK.
-func (p *Prepared) nodeRequirements() []corev1.NodeSelectorRequirement {
+// device plugin advertises only functions it has bound for DPDK. `kubectl fstack doctor` reads them
+// too, to say which stacks need each of a node's checks.
+func (p *Prepared) NodeRequirements() []corev1.NodeSelectorRequirement {
 	in := func(key, value string) corev1.NodeSelectorRequirement {
 		return corev1.NodeSelectorRequirement{Key: key, Operator: corev1.NodeSelectorOpIn, Values: []string{value}}
 	}

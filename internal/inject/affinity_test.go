@@ -25,7 +25,7 @@ func TestNodeAffinityIdempotentAndOptional(t *testing.T) {
 		t.Fatal(err)
 	}
 	again := out.Spec.DeepCopy()
-	addNodeAffinity(again, prep.nodeRequirements())
+	addNodeAffinity(again, prep.NodeRequirements())
 	if diff := cmp.Diff(&out.Spec, again); diff != "" {
 		t.Errorf("second addNodeAffinity changed the pod (-once +twice):\n%s", diff)
 	}
@@ -68,7 +68,7 @@ func TestVFIORequiredOnlyForAddressedFunctions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := slices.ContainsFunc(prep.nodeRequirements(), func(r corev1.NodeSelectorRequirement) bool {
+			got := slices.ContainsFunc(prep.NodeRequirements(), func(r corev1.NodeSelectorRequirement) bool {
 				return r.Key == fsv1.NodeLabelVFIO
 			})
 			if got != tc.want {

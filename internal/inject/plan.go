@@ -186,7 +186,7 @@ func (p *plan) apply() {
 	pod.Spec.ShareProcessNamespace = ptr(true)
 	coverStop(&pod.Spec)
 	if p.cfg.NodeAffinity {
-		addNodeAffinity(&pod.Spec, p.nodeRequirements())
+		addNodeAffinity(&pod.Spec, p.NodeRequirements())
 	}
 	pod.Spec.Volumes = append(pod.Spec.Volumes, p.volumes()...)
 	dp := p.dataplaneContainer()

@@ -3,6 +3,7 @@ package envtest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -83,6 +84,16 @@ func TestCLIStatusShowsPods(t *testing.T) {
 	// Every StackInstance of the namespace when none is named; the context's namespace without -n.
 	if all := runCLI(t, "status", "--kubeconfig", kubeconfig); !strings.Contains(all, "shown-old") {
 		t.Errorf("without -n (the context's namespace is %s) the table lacks the pods:\n%s", optedInNS, all)
+	}
+	// -o json: the same facts as fields, for scripts.
+	var list cli.StackStatusList
+	if err := json.Unmarshal([]byte(runCLI(t, "status", "--kubeconfig", kubeconfig, "-o", "json", si.Name)), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 || len(list.Items[0].Pods) != 2 || list.Items[0].Pods[0].Name != "shown-new" ||
+		list.Items[0].Pods[0].Config != "current" || list.Items[0].Pods[0].Dataplane.Reason != "CrashLoopBackOff" ||
+		list.Items[0].Pods[1].Config != "old" || list.Items[0].Pods[1].Dataplane.Restarts != 2 || list.Items[0].ConfigHash != newHash {
+		t.Errorf("status -o json: %+v", list)
 	}
 	var stderr bytes.Buffer
 	if code := cli.Run([]string{"status", "--kubeconfig", kubeconfig, "missing"}, &bytes.Buffer{}, &stderr); code != 1 ||

@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"context"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+)
+
+// CompletionName is the executable name kubectl (1.26 and later) runs to complete
+// `kubectl fstack ...`: kubectl_complete-<plugin> on PATH, called with the words typed after
+// "kubectl fstack". A link of that name to kubectl-fstack answers as cobra's __complete.
+const CompletionName = "kubectl_complete-fstack"
+
+// CompletionArgs turns the arguments of a run under CompletionName into cobra's __complete request.
+func CompletionArgs(argv0 string, args []string) []string {
+	base := argv0[strings.LastIndexAny(argv0, `/\`)+1:]
+	if strings.TrimSuffix(base, ".exe") != CompletionName {
+		return args
+	}
+	return append([]string{cobra.ShellCompRequestCmd}, args...)
+}
+
+// completeNames completes a command's one argument with names read from the cluster through
+// the command's cluster flags; any failure completes nothing, as kubectl does.
+func completeNames(c *clusterFlags, list func(context.Context, client.Client, string) []string) cobra.CompletionFunc {
+	return func(_ *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		cfg, ns, err := c.restConfig()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		cl, err := newClient(cfg)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var out []string
+		for _, n := range list(context.Background(), cl, ns) {
+			if strings.HasPrefix(n, prefix) {
+				out = append(out, n)
+			}
+		}
+		sort.Strings(out)
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+func stackNames(ctx context.Context, c client.Client, ns string) []string {
+	l := &fsv1.StackInstanceList{}
+	if c.List(ctx, l, client.InNamespace(ns)) != nil {
+		return nil
+	}
+	var out []string
+	for _, s := range l.Items {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+func nodeNames(ctx context.Context, c client.Client, _ string) []string {
+	l := &corev1.NodeList{}
+	if c.List(ctx, l) != nil {
+		return nil
+	}
+	var out []string
+	for _, n := range l.Items {
+		out = append(out, n.Name)
+	}
+	return out
+}
+
+func namespaceNames(ctx context.Context, c client.Client, _ string) []string {
+	l := &corev1.NamespaceList{}
+	if c.List(ctx, l) != nil {
+		return nil
+	}
+	var out []string
+	for _, n := range l.Items {
+		out = append(out, n.Name)
+	}
+	return out
+}
+
+// completeNamespaceFlag completes -n with the cluster's namespaces.
+func completeNamespaceFlag(cmd *cobra.Command, c *clusterFlags) {
+	_ = cmd.RegisterFlagCompletionFunc("namespace", func(cmd *cobra.Command, _ []string, prefix string) ([]string, cobra.ShellCompDirective) {
+		return completeNames(c, namespaceNames)(cmd, nil, prefix)
+	})
+}

@@ -1,0 +1,108 @@
+package envtest
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/cli"
+	"github.com/kube-fstack/kube-fstack/internal/nodecheck"
+)
+
+// `kubectl fstack doctor` with StackInstances in the API server: on a node like the demo's (2Mi
+// pages, OVS-DPDK; no 1Gi pages, no vfio) the two failed checks are needed by no stack and the
+// exit status is 0; once the node loses what a stack with a pod there needs, it is 1 and the stack
+// is named. No kubelet or node agent runs: the test writes the node's report as the agent would.
+func TestCLIDoctorNeededBy(t *testing.T) {
+	ctx := context.Background()
+	si := stack(t, "vhost-user", "doctored")
+	ensureStack(t, si)
+	statusPod(t, "doctored-0", si.Name, "doctor-demo", corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}, true, 0)
+	report := &nodecheck.Report{
+		Checks: []nodecheck.Check{
+			{Name: "hugepages-2Mi", Status: nodecheck.Pass, Detail: "1024 total, 900 free", Label: fsv1.NodeLabelHugePages("2Mi")},
+			{Name: "hugepages-1Gi", Status: nodecheck.Fail, Detail: "0 total, 0 free", Fix: "reserve 1Gi pages", Label: fsv1.NodeLabelHugePages("1Gi")},
+			{Name: "cpu-manager", Status: nodecheck.Pass, Detail: "policy static", Label: fsv1.NodeLabelCPUManager},
+			{Name: "seccomp-profile", Status: nodecheck.Pass, Detail: "installed", Label: fsv1.NodeLabelSeccomp},
+			{Name: "ovs-bridge", Status: nodecheck.Pass, Detail: "netdev", Label: fsv1.NodeLabelVhostUser},
+			{Name: "vfio", Status: nodecheck.Fail, Detail: "no IOMMU groups", Fix: "enable the IOMMU", Label: fsv1.NodeLabelVFIO},
+		},
+		Labels: map[string]string{fsv1.NodeLabelHugePages("2Mi"): fsv1.NodeReady, fsv1.NodeLabelCPUManager: fsv1.NodeCPUManagerStatic,
+			fsv1.NodeLabelSeccomp: fsv1.NodeReady, fsv1.NodeLabelVhostUser: fsv1.NodeReady},
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "doctor-demo", Labels: report.Labels,
+		Annotations: map[string]string{fsv1.NodeReportAnnotation: report.Marshal()}}}
+	if err := k8s.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), node) })
+
+	kubeconfig := writeKubeconfig(t)
+	out := runCLI(t, "doctor", "--kubeconfig", kubeconfig, "-n", optedInNS, "doctor-demo")
+	t.Logf("kubectl fstack doctor:\n%s", out)
+	for _, want := range []string{
+		"node doctor-demo: 0 of 6 checks need attention (2 more failed, needed by no StackInstance)",
+		"FAIL  vfio             no IOMMU groups       not needed",
+		"PASS  ovs-bridge       netdev                needed by web/doctored",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor lacks %q", want)
+		}
+	}
+	var r cli.DoctorReport
+	if err := json.Unmarshal([]byte(runCLI(t, "doctor", "--kubeconfig", kubeconfig, "-n", optedInNS, "-o", "json", "doctor-demo")), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Nodes) != 1 || len(r.Problems) != 0 || !strings.Contains(strings.Join(r.Nodes[0].CanRun, " "), "web/doctored") {
+		t.Errorf("doctor -o json: %+v", r)
+	}
+	if got := runCLI(t, "__complete", "doctor", "--kubeconfig", kubeconfig, "doctor-"); !strings.Contains(got, "doctor-demo\n") {
+		t.Errorf("doctor NODE completes %q", got)
+	}
+	if got := runCLI(t, "__complete", "status", "--kubeconfig", kubeconfig, "-n", optedInNS, "doc"); !strings.Contains(got, "doctored\n") {
+		t.Errorf("status STACK completes %q", got)
+	}
+
+	// The node loses OVS-DPDK (the agent drops the label): the stack's pod there cannot run.
+	lost := node.DeepCopy()
+	delete(lost.Labels, fsv1.NodeLabelVhostUser)
+	if err := k8s.Patch(ctx, lost, client.MergeFrom(node)); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr strings.Builder
+	if code := cli.Run([]string{"doctor", "--kubeconfig", kubeconfig, "-n", optedInNS, "doctor-demo"}, &stdout, &stderr); code != 1 ||
+		!strings.Contains(stderr.String(), "StackInstance web/doctored has a pod on node doctor-demo, which lacks node.kubefstack.io/vhost-user=ready") ||
+		!strings.Contains(stdout.String(), "cannot run: web/doctored (lacks node.kubefstack.io/vhost-user=ready)") {
+		t.Errorf("doctor after the label went: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+}
+
+// `kubectl fstack version` reads the operator's Deployment (by the chart's labels): its image
+// and the dataplane image it injects.
+func TestCLIVersionReadsOperatorDeployment(t *testing.T) {
+	ctx := context.Background()
+	labels := map[string]string{"app.kubernetes.io/part-of": "kube-fstack", "app.kubernetes.io/component": "operator", "app.kubernetes.io/version": "0.3.0"}
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: plainNS, Name: "kube-fstack-operator", Labels: labels},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr(int32(0)), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
+				Name: "operator", Image: "example/kube-fstack-operator:v0.3.0", Args: []string{"--dataplane-image=example/dataplane:v0.3.0"}}}}}}}
+	if err := k8s.Create(ctx, dep); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), dep) })
+	var v cli.VersionInfo
+	if err := json.Unmarshal([]byte(runCLI(t, "version", "--kubeconfig", writeKubeconfig(t), "-o", "json")), &v); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Operators) != 1 || v.Operators[0].Image != "example/kube-fstack-operator:v0.3.0" ||
+		v.Operators[0].DataplaneImage != "example/dataplane:v0.3.0" || v.Operators[0].Namespace != plainNS || v.ClusterError != "" {
+		t.Errorf("version -o json: %+v", v)
+	}
+}
