@@ -194,6 +194,8 @@ func TestEndToEnd(t *testing.T) {
 		checkPrometheus(t, pod)
 	})
 
+	step(t, "one operator replica deleted with no grace period while pods naming a stack are created: none refused, each injected", checkReplicaKilled)
+
 	step(t, "with the operator down, a pod naming a stack is refused with the webhook named, others start; back up, it injects again", checkOperatorDown)
 
 	step(t, "restarting the operator breaks nothing: a replacement pod is injected and its old port and directory go", func(t *testing.T) {

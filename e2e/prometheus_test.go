@@ -28,7 +28,9 @@ func checkPrometheus(t *testing.T, pod *corev1.Pod) {
 	prom.wait(t, "the dataplane target is the app pod's", func(v map[string]float64) bool { return v[pod.Name] == 1 },
 		`up{job="kube-fstack-dataplane",`+stack+`}`, "pod")
 
-	refused := `kubefstack_injection_requests_total{result="refused",reason="stack-not-found"}`
+	// Each operator replica counts the reviews it answered: the API server spreads them over
+	// the replicas, so only the sum over replicas counts them all.
+	refused := `sum(kubefstack_injection_requests_total{result="refused",reason="stack-not-found"})`
 	before := prom.value(t, refused)
 	refusedPod := fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: e2e-prom-refused, namespace: %s, labels: {%s: e2e-no-such-stack}}\n"+
 		"spec:\n  containers:\n  - {name: app, image: localhost/nginx:1.22, command: [nginx]}\n", injectedNS, fstackv1.StackLabel)
@@ -38,7 +40,7 @@ func checkPrometheus(t *testing.T, pod *corev1.Pod) {
 	}
 	prom.wait(t, "injections by result: one more refused for a missing stack, the app pod's injection counted", func(v map[string]float64) bool {
 		return v[`result="refused",reason="stack-not-found"`] > before && v[`result="injected",reason=""`] >= 1
-	}, `kubefstack_injection_requests_total`, "result", "reason")
+	}, `sum by (result, reason) (kubefstack_injection_requests_total)`, "result", "reason")
 
 	got := &corev1.Pod{}
 	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, got); err != nil {

@@ -36,6 +36,9 @@ type Options struct {
 	CertDir            string
 	MutatingName       string
 	ValidatingName     string
+	// ControllerName names the rotator's controller; empty is cert-controller's default. Names
+	// are unique per process, so only a test running several replicas in one sets it.
+	ControllerName string
 }
 
 // cert-controller reads the webhook configurations and the Secret through an informer (list and
@@ -113,8 +116,12 @@ func AddRotator(mgr ctrl.Manager, o Options, ready chan struct{}) error {
 			{Name: o.MutatingName, Type: rotator.Mutating},
 			{Name: o.ValidatingName, Type: rotator.Validating},
 		},
-		// Every replica serves webhooks, so every replica needs the certificate on disk.
+		// Every replica serves webhooks, so every replica needs the certificate on disk. Several
+		// rotators share the Secret safely: each writes it with an update conditioned on the
+		// version it read, so of two that found it empty one gets a conflict, reads the other's
+		// CA and certificate, and keeps them (envtest TestReplicasShareOneCertificate).
 		RequireLeaderElection: false,
+		ControllerName:        o.ControllerName,
 	})
 }
 
