@@ -54,10 +54,7 @@ func checkNginxWorkersOnOwnCPUs(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the launcher's Cpus_allowed_list %q: %v", appCPUs, err)
 	}
-	workers := nginxWorkers(t, p)
-	if len(workers) != 1 {
-		t.Fatalf("%d nginx workers, want 1 (worker_processes = FF_NB_FSTACK_INSTANCE, set by the launcher)", len(workers))
-	}
+	workers := waitNginxWorkers(t, p, 1, "worker_processes = FF_NB_FSTACK_INSTANCE, set by the launcher")
 	var seen []string
 	for _, pid := range workers {
 		c := cpusOf(t, []int{pid})
@@ -154,6 +151,22 @@ func nginxWorkers(t *testing.T, p *corev1.Pod) []int {
 		}
 	}
 	return out
+}
+
+// waitNginxWorkers waits until the pod has want Nginx workers: the pod can be Ready (the
+// dataplane's probes, a tcpSocket probe the master's listener answers) a moment before the
+// master has forked them, so one look right after Ready saw none now and then.
+func waitNginxWorkers(t *testing.T, p *corev1.Pod, want int, why string) []int {
+	t.Helper()
+	var workers []int
+	err := framework.Poll(fmt.Sprintf("%d nginx workers (%s)", want, why), time.Minute, time.Second, func() (bool, string, error) {
+		workers = nginxWorkers(t, p)
+		return len(workers) == want, fmt.Sprintf("%d nginx workers", len(workers)), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return workers
 }
 
 // cpusOf is the Cpus_allowed_list of the first process.

@@ -34,10 +34,7 @@ const exitAppBroken = 70
 func checkKilledWorkerRecovers(t *testing.T) {
 	mustApply(t, nginxSample(t))
 	p := waitNginxReady(t)
-	workers := nginxWorkers(t, p)
-	if len(workers) != 1 {
-		t.Fatalf("%d nginx workers, want 1", len(workers))
-	}
+	workers := waitNginxWorkers(t, p, 1, "one per F-Stack instance")
 	before := status(p, "nginx").RestartCount
 	if _, err := nodetest.Run("kill", "-9", strconv.Itoa(workers[0])); err != nil {
 		t.Fatal(err)
