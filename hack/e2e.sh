@@ -15,7 +15,7 @@ finish() {
   local rc=$?
   if [ "$started" = yes ] && [ "${KEEP:-0}" != 1 ]; then
     log "e2e: tearing down the cluster this run brought up (KEEP=1 keeps it)"
-    "$HERE/cluster/down.sh" >"$ROOT/_output/e2e/down.log" 2>&1 || log "down.sh failed: $ROOT/_output/e2e/down.log"
+    "$HERE/cluster/down.sh" >"$E2E_ARTIFACTS/down.log" 2>&1 || log "down.sh failed: $E2E_ARTIFACTS/down.log"
   fi
   [ $rc -eq 0 ] || log "e2e failed: diagnostics under ${E2E_ARTIFACTS}, component logs under $LOGS"
   exit $rc
