@@ -2,8 +2,10 @@
 # The main job (`make run`): a real single-node cluster on this machine with kube-fstack installed
 # from this tree, running the sample stack and an injected Nginx. Idempotent: run it again and
 # only what is missing or changed is redone. Tear down with `make cluster-down`.
-#   1. packages (hack/install-deps.sh --cluster) and the pinned tools (helm, from source)
-#   2. the cluster (hack/cluster/up.sh): cold ~10-15 min of builds, warm ~20 s
+#   1. packages (hack/install-deps.sh --cluster: waits for another apt), the pinned tools (helm,
+#      from source) and bin/kubectl-fstack, which the printed commands use
+#   2. the cluster (hack/cluster/up.sh): cold, Kubernetes built from source (11 min on 2 CPUs) and
+#      the images, with a progress line every 30 s; warm, seconds
 #   3. the chart (hack/cluster/install.sh): operator, webhooks, CNI installer
 #   4. config/samples/local-cluster: a StackInstance and an Nginx Deployment bound to it
 #   5. the data path, shown from the node (its address on br-fstack, hack/cluster/up.sh)
