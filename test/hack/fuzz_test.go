@@ -40,7 +40,7 @@ echo "fuzz: elapsed: 10s, execs: 5000 (500/sec)"; echo PASS
 
 // runFuzz runs a copy of hack/fuzz.sh in a tree with one package holding a fuzz target (the
 // script finds targets in its own tree) under the fake go.
-func runFuzz(t *testing.T, mode string) (string, string, error) {
+func runFuzz(t *testing.T, mode string) (string, error) {
 	t.Helper()
 	tree := t.TempDir()
 	script, err := os.ReadFile(filepath.Join(repoRoot(t), "hack", "fuzz.sh"))
@@ -56,12 +56,12 @@ func runFuzz(t *testing.T, mode string) (string, string, error) {
 	cmd := exec.Command(filepath.Join(tree, "hack", "fuzz.sh"))
 	cmd.Env = append(os.Environ(), "GO="+filepath.Join(tree, "bin", "go"), "FUZZTIME=10s", "FAKE_FUZZ="+mode)
 	out, err := cmd.CombinedOutput()
-	return string(out), tree, err
+	return string(out), err
 }
 
 // On main, fuzz.sh failed this run (and `make test` stopped there, skipping every later tier).
 func TestFuzzCoordinatorDeadlineIsAWarningNotAFailure(t *testing.T) {
-	out, _, err := runFuzz(t, "deadline")
+	out, err := runFuzz(t, "deadline")
 	if err != nil {
 		t.Fatalf("fuzz.sh failed on the coordinator's own deadline: %v\n%s", err, out)
 	}
@@ -73,7 +73,7 @@ func TestFuzzCoordinatorDeadlineIsAWarningNotAFailure(t *testing.T) {
 }
 
 func TestFuzzCrasherFailsAndIsPrinted(t *testing.T) {
-	out, _, err := runFuzz(t, "crasher")
+	out, err := runFuzz(t, "crasher")
 	if err == nil {
 		t.Fatalf("fuzz.sh passed with a crasher written:\n%s", out)
 	}
@@ -88,14 +88,14 @@ func TestFuzzCrasherFailsAndIsPrinted(t *testing.T) {
 }
 
 func TestFuzzOtherFailureStillFails(t *testing.T) {
-	out, _, err := runFuzz(t, "broken")
+	out, err := runFuzz(t, "broken")
 	if err == nil || !strings.Contains(out, "syntax error") {
 		t.Fatalf("fuzz.sh on a failure with no deadline and no input: err=%v, want a failure with its log\n%s", err, out)
 	}
 }
 
 func TestFuzzPassingRunPasses(t *testing.T) {
-	out, _, err := runFuzz(t, "ok")
+	out, err := runFuzz(t, "ok")
 	if err != nil || !strings.Contains(out, "ok   ./spec") {
 		t.Fatalf("fuzz.sh on a passing run: err=%v\n%s", err, out)
 	}
