@@ -166,3 +166,37 @@ echo "updated on try $n"
 		t.Errorf("want a second try after the lock error:\n%s", out)
 	}
 }
+
+// make run's first step failing as on a fresh VM whose apt-daily outlasts the wait: the step's
+// own output is shown (main sent it to /dev/null) and the run ends naming the step. run.sh runs
+// from a copy of the tree whose install-deps.sh is a stand-in that fails as apt does.
+func TestRunNamesTheFailedStepAndShowsItsOutput(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("hack/run.sh refuses to start unless root (make test runs as root)")
+	}
+	tree := t.TempDir()
+	for _, f := range []string{"run.sh", "cluster/lib.sh"} {
+		b, err := os.ReadFile(filepath.Join(repoRoot(t), "hack", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(tree, "hack", f), string(b), 0o755)
+	}
+	writeFile(t, filepath.Join(tree, "hack", "install-deps.sh"), `#!/bin/sh
+echo "install-deps: apt-get install containerd"
+echo "E: Could not get lock /var/lib/apt/lists/lock. It is held by process 4242 (apt-get)" >&2
+exit 100
+`, 0o755)
+	out, err := exec.Command(filepath.Join(tree, "hack", "run.sh")).CombinedOutput()
+	if err == nil {
+		t.Fatalf("run.sh succeeded with install-deps failing:\n%s", out)
+	}
+	for _, want := range []string{
+		"E: Could not get lock /var/lib/apt/lists/lock. It is held by process 4242",
+		"make run: FAILED (exit 100) at step: 1/6 packages and pinned tools (hack/install-deps.sh --cluster)",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("run.sh output lacks %q:\n%s", want, out)
+		}
+	}
+}
