@@ -49,15 +49,18 @@ apt_wait_locks() {
 # until APT_LOCK_WAIT runs out. DPkg::Lock::Timeout still covers dpkg's locks.
 apt_get() {
   local start=$SECONDS out rc
+  out="$(mktemp)"
   while :; do
-    apt_wait_locks || return 1
-    rc=0
-    out="$(apt-get -o DPkg::Lock::Timeout="$APT_LOCK_WAIT" "$@" 2>&1)" || rc=$?
-    printf '%s' "$out${out:+$'\n'}"
-    if [ "$rc" -ne 0 ] && grep -q 'Could not get lock' <<<"$out" && [ $((SECONDS - start)) -lt "$APT_LOCK_WAIT" ]; then
+    apt_wait_locks || { rm -f "$out" "$out.rc"; return 1; }
+    # Shown as it runs (an install takes minutes), kept to look for the lock error.
+    # apt-get's status through a file: a pipeline's status depends on the caller's pipefail.
+    { rc=0; apt-get -o DPkg::Lock::Timeout="$APT_LOCK_WAIT" "$@" || rc=$?; echo "$rc" >"$out.rc"; } 2>&1 | tee "$out"
+    rc="$(cat "$out.rc")"
+    if [ "$rc" -ne 0 ] && grep -q 'Could not get lock' "$out" && [ $((SECONDS - start)) -lt "$APT_LOCK_WAIT" ]; then
       echo "apt: another apt took the lock first; waiting again" >&2
       continue
     fi
+    rm -f "$out" "$out.rc"
     return "$rc"
   done
 }
