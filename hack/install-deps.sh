@@ -4,6 +4,8 @@
 #   hack/install-deps.sh            what `make test` needs
 #   hack/install-deps.sh --cluster  that, plus the local cluster's packages (make cluster-up)
 set -euo pipefail
+# shellcheck source=hack/lib/apt.sh
+source "$(dirname "$0")/lib/apt.sh"
 
 APT_PACKAGES=(
   git make gcc patch
@@ -41,8 +43,9 @@ for p in "${APT_PACKAGES[@]}"; do
 done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "install-deps: apt-get install ${missing[*]}"
-  apt-get -o DPkg::Lock::Timeout=600 update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}"
+  # Both wait for another apt (apt-daily on a fresh VM) instead of failing (hack/lib/apt.sh).
+  apt_get update -qq
+  DEBIAN_FRONTEND=noninteractive apt_get install -y -qq --no-install-recommends "${missing[@]}"
   # Where systemd runs, the package starts Prometheus on every interface (:9090); the e2e suite
   # starts its own on 127.0.0.1, so the one just installed is stopped.
   if [[ " ${missing[*]} " == *" prometheus "* ]] && [ -d /run/systemd/system ]; then

@@ -2,8 +2,10 @@
 # The main job (`make run`): a real single-node cluster on this machine with kube-fstack installed
 # from this tree, running the sample stack and an injected Nginx. Idempotent: run it again and
 # only what is missing or changed is redone. Tear down with `make cluster-down`.
-#   1. packages (hack/install-deps.sh --cluster) and the pinned tools (helm, from source)
-#   2. the cluster (hack/cluster/up.sh): cold ~10-15 min of builds, warm ~20 s
+#   1. packages (hack/install-deps.sh --cluster: waits for another apt), the pinned tools (helm,
+#      from source) and bin/kubectl-fstack, which the printed commands use
+#   2. the cluster (hack/cluster/up.sh): cold, Kubernetes built from source (11 min on 2 CPUs) and
+#      the images, with a progress line every 30 s; warm, seconds
 #   3. the chart (hack/cluster/install.sh): operator, webhooks, CNI installer
 #   4. config/samples/local-cluster: a StackInstance and an Nginx Deployment bound to it
 #   5. the data path, shown from the node (its address on br-fstack, hack/cluster/up.sh)
@@ -22,24 +24,41 @@ case "$DATAPLANE" in
   *) echo "DATAPLANE=$DATAPLANE: want standin (DPDK testpmd in F-Stack's place, the default) or real (built from dataplane-image/Dockerfile)" >&2; exit 2 ;;
 esac
 T0=$SECONDS
-hack/install-deps.sh --cluster >/dev/null
-make -s tools >/dev/null
 # shellcheck source=hack/cluster/lib.sh
 source "$HERE/cluster/lib.sh"
+# A failure names the step it ended, whose output is above it (no step hides its output): a bare
+# apt or go error at the end of a long run does not tell a newcomer what was being done.
+STEP=""
+step() { STEP="$*"; log "make run: $STEP"; }
+on_exit() {
+  local rc=$?
+  if [ "$rc" -ne 0 ] && [ -n "$STEP" ]; then
+    printf '\nmake run: FAILED (exit %d) at step: %s\nIts output is above; component logs: %s\n' "$rc" "$STEP" "$LOGS" >&2
+  fi
+}
+trap on_exit EXIT
+step "1/6 packages and pinned tools (hack/install-deps.sh --cluster)"
+hack/install-deps.sh --cluster
+step "1/6 the kubectl plugin (bin/kubectl-fstack)"
+go build -o bin/ ./cmd/kubectl-fstack
 REAL_IMAGE=localhost/kube-fstack/dataplane:dev
 install_args=()
 if [ "$DATAPLANE" = real ]; then
   # Before the cluster: it fails at once when F-Stack's source cannot be fetched.
+  step "1/6 the real dataplane image (hack/image-dataplane.sh)"
   hack/image-dataplane.sh
   install_args=(--set "dataplane.image.repository=${REAL_IMAGE%:*}" --set "dataplane.image.tag=${REAL_IMAGE##*:}")
 fi
+step "2/6 the cluster (hack/cluster/up.sh: Kubernetes built from source and images, cached)"
 hack/cluster/up.sh
 if [ "$DATAPLANE" = real ]; then
   ctr -a "$CONTAINERD_SOCK" -n k8s.io images import --base-name "${REAL_IMAGE%:*}" .cache/images/dataplane.oci.tar >/dev/null \
     || die "ctr import of .cache/images/dataplane.oci.tar failed"
 fi
+step "3/6 the chart (hack/cluster/install.sh)"
 hack/cluster/install.sh "${install_args[@]}"
 
+step "4/6 the samples (config/samples/local-cluster: StackInstance local-vhost, Deployment nginx-fstack)"
 SAMPLES=config/samples/local-cluster
 # helm's --wait returns once the operator is Ready, but kube-proxy may route its webhook Service a
 # moment later (the apply is refused with "connection refused"): apply until the webhook takes it
@@ -71,6 +90,7 @@ stack_ip="$(kc -n fstack-demo get stackinstance local-vhost -o 'jsonpath={.spec.
 stack_ip="${stack_ip%/*}"
 # Like F-Stack, the stand-in leaves Nginx no listener on the pod IP (only inside the pod, on
 # loopback): the rollout above was Ready through the probes the dataplane performs for it.
+step "5/6 the data path from the node"
 probe="http://$ip:9180/app-probe/nginx/readiness"
 wait_for "nginx's readiness probe through the dataplane" 30 curl -fsS --max-time 2 "$probe"
 # The node reaches the stack through its own address on br-fstack (fsk-node, up.sh); the first
@@ -91,9 +111,19 @@ case "$image" in
   *standin*) kind="the stand-in ($image: DPDK testpmd in F-Stack's place, answering ping only; make run DATAPLANE=real for F-Stack)" ;;
   *) kind="$image" ;;
 esac
+step "6/6 what runs"
+# Every command printed below runs as printed once these two are exported: kubectl is the one
+# built from source beside the cluster, and finds the plugin in bin/.
+export KUBECONFIG="$KUBECONFIG_ADMIN" PATH="$ROOT/bin:$K8S_BIN:$PATH"
 cat <<MSG
 
 kube-fstack is running on a local cluster ($((SECONDS - T0))s). Dataplane: $kind.
+In your shell (kubectl and the kubectl-fstack plugin this run built):
+  export KUBECONFIG=$KUBECONFIG_ADMIN PATH=$ROOT/bin:$K8S_BIN:\$PATH
+MSG
+show "kubectl fstack status -A"
+cat <<MSG
+
 From this node, through its address ${NODE_SENDER_ADDR%/*} on br-fstack ($NODE_SENDER, tx checksum offload off, so TCP reaches F-Stack):
 MSG
 show "ethtool -k $NODE_SENDER | grep '^tx-checksumming'"
@@ -105,8 +135,7 @@ else
 fi
 cat <<MSG
 
-More:
-  export KUBECONFIG=$KUBECONFIG_ADMIN
+More (after the export above):
   kubectl get stackinstances -A                       # local-vhost: Valid, Ready, 1 bound pod
   kubectl -n fstack-demo describe stackinstance local-vhost
   kubectl -n fstack-demo get pod $pod -o yaml        # the injected dataplane, volumes, env
@@ -115,7 +144,7 @@ More:
   curl $probe   # nginx's readiness probe, performed in the pod
   kubectl -n fstack-demo get pod $pod -o jsonpath='{.metadata.annotations.kubefstack\.io/app-probes}'
   kubectl -n kube-fstack-system logs deploy/kube-fstack-operator
-  make install-plugin; kubectl fstack doctor         # the node agent's checks (kernel-tcp-checksum among them)
+  kubectl fstack doctor                               # the node agent's checks (kernel-tcp-checksum among them)
   hack/cluster/status.sh; make cluster-down           # state; tear everything down
 MSG
 if [ "$image" != "$REAL_IMAGE" ]; then

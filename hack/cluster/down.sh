@@ -5,7 +5,7 @@
 # reserved, and the files it wrote under system paths. Safe to run twice, or after a failed up.sh.
 # Built binaries and images under .cache/cluster/cache stay, so the next up.sh takes seconds.
 set -euo pipefail
-HERE="$(cd "$(dirname "$0")" && pwd)"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=hack/cluster/lib.sh
 source "$HERE/lib.sh"
 
@@ -13,9 +13,14 @@ source "$HERE/lib.sh"
 
 # Pods first, while the kubelet and containerd still run: their CNI DEL removes the OVS port,
 # the vhost directory, the IPAM leases and the portmap/masquerade rules.
+# Controllers go first: a Deployment's or DaemonSet's pod deleted here would be recreated, get a
+# CNI ADD, and be killed without its DEL once the kubelet stops (its bridge chain and results
+# files left behind), after this waited the full timeout for it.
 drain_pods() {
   alive kube-apiserver && alive kubelet && alive containerd || return 0
-  log "deleting every pod (so the kubelet runs CNI DEL)"
+  log "deleting every workload controller, then every pod (so the kubelet runs CNI DEL for each)"
+  kc delete deployments,replicasets,statefulsets,daemonsets,jobs,cronjobs,replicationcontrollers \
+    --all --all-namespaces --wait=false >/dev/null 2>&1 || log "could not delete the workload controllers; their pods may come back"
   kc delete pods --all --all-namespaces --grace-period=5 --wait=true --timeout=90s >/dev/null 2>&1 \
     || log "pods did not all go within 90s; cleaning up by force"
 
@@ -71,13 +76,22 @@ iptables_down() {
       chains="$("$ipt" -t "$t" -S | awk '/^-N KUBE-/{print $2}')"
       for c in $chains; do "$ipt" -t "$t" -F "$c" 2>/dev/null || true; done
       for c in $chains; do "$ipt" -t "$t" -X "$c" 2>/dev/null || true; done
-      # Per-pod CNI chains are referenced only from the rules removed above.
-      for c in $("$ipt" -t "$t" -S | awk '/^-N CNI-[0-9a-f]{24}$/{print $2}'); do
-        if ! "$ipt" -t "$t" -S | grep -qE -- "-j $c( |$)"; then
-          "$ipt" -t "$t" -F "$c" 2>/dev/null || true; "$ipt" -t "$t" -X "$c" 2>/dev/null || true
-        fi
+      for c in $("$ipt" -t "$t" -S | cni_orphan_chains); do
+        "$ipt" -t "$t" -F "$c" 2>/dev/null || true; "$ipt" -t "$t" -X "$c" 2>/dev/null || true
       done
     done
+  done
+}
+
+# cni_orphan_chains: from `iptables -S` of one table on stdin, the bridge plugin's per-pod masquerade
+# chains (CNI-<24 hex digits>) that no rule jumps to any more: they were referenced only from the
+# rules iptables_down removed. grep -E, not awk: Debian's default awk (mawk) has no {n} interval,
+# so an awk pattern never matched and every run leaked its pods' chains.
+cni_orphan_chains() {
+  local rules c
+  rules="$(cat)"
+  grep -E '^-N CNI-[0-9a-f]{24}$' <<<"$rules" | cut -d' ' -f2 | while read -r c; do
+    grep -qE -- "-j $c( |\$)" <<<"$rules" || printf '%s\n' "$c"
   done
 }
 
@@ -134,6 +148,14 @@ files_down() {
   fi
   if marked cni-bin-dir; then rmdir "$CNI_BIN" /opt/cni 2>/dev/null || true; fi
   rm -rf "$CNI_DATA" /var/lib/cni/results/"$NET_NAME"-*
+  # containerd's own loopback network caches a result per sandbox; those not there before up.sh
+  # are this cluster's.
+  if marked cni-results-before; then
+    for f in /var/lib/cni/results/cni-loopback-*; do
+      [ -e "$f" ] || continue
+      grep -qxF "${f##*/}" "$MARKS/cni-results-before" || rm -f "$f"
+    done
+  fi
   if marked created-var-lib-cni; then rm -rf /var/lib/cni; fi
   rm -rf "${SOCKET_ROOT:?}"/* /var/run/kube-fstack/devinfo
   if marked created-var-run-kube-fstack; then rm -rf /var/run/kube-fstack; fi
@@ -168,4 +190,4 @@ main() {
   log "down: nothing of the cluster is left"
 }
 
-main "$@"
+[ "${BASH_SOURCE[0]}" != "$0" ] || main "$@"

@@ -10,6 +10,8 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 # shellcheck source=hack/lib/image.sh
 source "$ROOT/hack/lib/image.sh"
+# shellcheck source=hack/lib/progress.sh
+source "$ROOT/hack/lib/progress.sh"
 
 IMAGES="$CACHE/images"
 BASE="$IMAGE_BASE_ROOTFS"
@@ -101,7 +103,13 @@ import_all() {
 
 mkdir -p "$IMAGES" "$CACHE/rootfs"
 case "${1:-build}" in
-  build) build_pause; build_nginx; build_operator; build_cni; build_standin ;;
+  # Each is cached; a cold one takes minutes with no output of its own, hence the progress lines.
+  build)
+    with_progress "building image localhost/pause" build_pause
+    with_progress "building image localhost/nginx (debootstrap, apt)" build_nginx
+    with_progress "building image localhost/kube-fstack/operator" build_operator
+    with_progress "building image localhost/kube-fstack/cni" build_cni
+    with_progress "building image localhost/kube-fstack/dataplane-standin" build_standin ;;
   import) import_all ;;
   *) die "usage: $0 build|import" ;;
 esac

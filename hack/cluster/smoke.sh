@@ -4,7 +4,8 @@
 # network with fstack-cni chained, checks its cpuset, hugetlb limit, HTTP, a Service ClusterIP
 # from the host network (where the API server calls webhooks from) and from the pod, the OVS
 # vhost-user port and pod directory made by fstack-cni, deletes the pod and checks the port is
-# gone; then down.sh, checks nothing is left, and a second, warm up.sh (timed) and down.sh.
+# gone; then, with a Deployment left running, down.sh, checks nothing is left (iptables chains and
+# CNI results included), and a second, warm up.sh (timed) and down.sh.
 # Exits non-zero on the first failed check. KEEP=1 leaves the cluster up at the end.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -102,8 +103,30 @@ pod_checks() {
   pass "pod deleted: its OVS port and link are gone (fstack-cni DEL ran)"
 }
 
+# iptables_chains: "<family> <table> <chain>" for every chain, empty ones included (a saved rule
+# set shows an empty chain only in its header, which the rule checks below do not look at).
+iptables_chains() {
+  local ipt t
+  for ipt in iptables ip6tables; do
+    command -v "$ipt" >/dev/null || continue
+    for t in filter nat mangle raw; do
+      "$ipt" -t "$t" -S 2>/dev/null | awk -v p="$ipt $t" '$1 == "-N" {print p, $2}'
+    done
+  done | LC_ALL=C sort
+}
+
+cni_results() { find /var/lib/cni/results -mindepth 1 -maxdepth 1 -printf '%f\n' 2>/dev/null | LC_ALL=C sort || true; }
+
+# A Deployment left running for down.sh, as `make run` leaves its demo: deleting its pod alone
+# makes the ReplicaSet recreate it, and a pod the kubelet never deletes gets no CNI DEL.
+leave_a_deployment() {
+  kc create deployment smoke-left --image=localhost/nginx:1.22 >/dev/null
+  kc rollout status deployment/smoke-left --timeout=90s >/dev/null || fail "Deployment smoke-left Ready"
+  pass "Deployment smoke-left running, left for down.sh"
+}
+
 nothing_left() {
-  local p leftovers=()
+  local p new leftovers=()
   # Every daemon of the cluster has a path under $RUN on its command line.
   pgrep -f "$RUN" >/dev/null && leftovers+=("processes: $(pgrep -af "$RUN" | cut -c1-80 | xargs)")
   pgrep -f "containerd-shim-runc-v2 -namespace k8s.io .*-address $CONTAINERD_SOCK" >/dev/null && leftovers+=(containerd-shims)
@@ -124,8 +147,12 @@ nothing_left() {
   done
   [ "$HUGETLB_WAS_MOUNTED" = no ] && mountpoint -q "$HUGETLB_CGROUP" && leftovers+=("hugetlb cgroup mount")
   [ "$(cat "$NR_HUGEPAGES")" = "$HUGEPAGES_BEFORE" ] || leftovers+=("nr_hugepages $(cat "$NR_HUGEPAGES") != $HUGEPAGES_BEFORE")
+  new="$(LC_ALL=C comm -13 <(printf '%s\n' "$CHAINS_BEFORE") <(iptables_chains) | sed '/^$/d' | xargs)"
+  [ -z "$new" ] || leftovers+=("iptables chains: $new")
+  new="$(LC_ALL=C comm -13 <(printf '%s\n' "$RESULTS_BEFORE") <(cni_results) | sed '/^$/d' | xargs)"
+  [ -z "$new" ] || leftovers+=("/var/lib/cni/results: $new")
   [ ${#leftovers[@]} -eq 0 ] || fail "down.sh left: ${leftovers[*]}"
-  pass "down.sh left nothing (processes, mounts, netns, iptables, cni0/veths, OVS, cgroups, files, hugepages)"
+  pass "down.sh left nothing (processes, mounts, netns, iptables rules and chains, cni0/veths, OVS, cgroups, files and CNI results, hugepages)"
 }
 
 [ "$(id -u)" = 0 ] || die "run as root"
@@ -134,6 +161,8 @@ mkdir -p "$CLUSTER" && : >"$SMOKE_LOG"
 if [ -d "$RUN" ]; then "$HERE/down.sh" >>"$SMOKE_LOG" 2>&1; fi
 HUGETLB_WAS_MOUNTED=no; mountpoint -q "$HUGETLB_CGROUP" && HUGETLB_WAS_MOUNTED=yes
 HUGEPAGES_BEFORE="$(cat "$NR_HUGEPAGES")"
+CHAINS_BEFORE="$(iptables_chains)"
+RESULTS_BEFORE="$(cni_results)"
 PATHS_BEFORE="$(for p in /etc/cni /opt/cni /var/lib/cni /var/run/kube-fstack /run/containerd /var/lib/containerd; do
   [ -e "$p" ] && printf '%s ' "$p"; done || true)"
 
@@ -145,7 +174,9 @@ pass "up.sh again while up: $((SECONDS - t0))s, every component kept its PID"
 "$HERE/status.sh" >/dev/null || fail "status.sh reports every component running and the node Ready"
 pass "status.sh: $(kc get node "$NODE_NAME" -o 'jsonpath=cpu={.status.allocatable.cpu} hugepages-2Mi={.status.allocatable.hugepages-2Mi}')"
 pod_checks
-"$HERE/down.sh" >>"$SMOKE_LOG" 2>&1 || fail "down.sh"
+leave_a_deployment
+t0=$SECONDS; "$HERE/down.sh" >>"$SMOKE_LOG" 2>&1 || fail "down.sh"
+pass "down.sh with a Deployment running: $((SECONDS - t0))s"
 "$HERE/down.sh" >>"$SMOKE_LOG" 2>&1 || fail "down.sh a second time"
 pass "down.sh twice"
 nothing_left

@@ -164,6 +164,10 @@ containerd_up() {
   # /var/lib/cni: whichever of them does not exist yet is this cluster's to remove.
   [ -e /etc/cni ] || mark created-etc-cni
   [ -e /var/lib/cni ] || mark created-var-lib-cni
+  # The CNI results cached before this cluster (another runtime's): down.sh removes only the others.
+  if ! marked cni-results-before; then
+    mkdir -p "$MARKS" && { ls -A /var/lib/cni/results 2>/dev/null || true; } >"$MARKS/cni-results-before"
+  fi
   write_if_changed "$dir/config.toml" <<EOF
 version = 2
 root = "/var/lib/containerd"
