@@ -194,7 +194,7 @@ func TestEndToEnd(t *testing.T) {
 		checkPrometheus(t, pod)
 	})
 
-	step(t, "one operator replica deleted with no grace period while pods naming a stack are created: none refused, each injected", checkReplicaKilled)
+	step(t, "one operator replica deleted, as a drain does, while pods naming a stack are created: none refused, each injected", checkReplicaKilled)
 
 	step(t, "with the operator down, a pod naming a stack is refused with the webhook named, others start; back up, it injects again", checkOperatorDown)
 
