@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
@@ -53,38 +55,29 @@ func completeNames(c *clusterFlags, list func(context.Context, client.Client, st
 }
 
 func stackNames(ctx context.Context, c client.Client, ns string) []string {
-	l := &fsv1.StackInstanceList{}
-	if c.List(ctx, l, client.InNamespace(ns)) != nil {
-		return nil
-	}
-	var out []string
-	for _, s := range l.Items {
-		out = append(out, s.Name)
-	}
-	return out
+	return listNames(ctx, c, &fsv1.StackInstanceList{}, client.InNamespace(ns))
 }
 
 func nodeNames(ctx context.Context, c client.Client, _ string) []string {
-	l := &corev1.NodeList{}
-	if c.List(ctx, l) != nil {
-		return nil
-	}
-	var out []string
-	for _, n := range l.Items {
-		out = append(out, n.Name)
-	}
-	return out
+	return listNames(ctx, c, &corev1.NodeList{})
 }
 
 func namespaceNames(ctx context.Context, c client.Client, _ string) []string {
-	l := &corev1.NamespaceList{}
-	if c.List(ctx, l) != nil {
+	return listNames(ctx, c, &corev1.NamespaceList{})
+}
+
+// listNames lists l and returns its items' names; a failed list completes nothing.
+func listNames(ctx context.Context, c client.Client, l client.ObjectList, opts ...client.ListOption) []string {
+	if c.List(ctx, l, opts...) != nil {
 		return nil
 	}
 	var out []string
-	for _, n := range l.Items {
-		out = append(out, n.Name)
-	}
+	_ = meta.EachListItem(l, func(o runtime.Object) error {
+		if m, err := meta.Accessor(o); err == nil {
+			out = append(out, m.GetName())
+		}
+		return nil
+	})
 	return out
 }
 
