@@ -162,19 +162,7 @@ func TestImageValuesRefused(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// The Kubernetes version the chart requires, so only the schema can refuse.
-			args := []string{"template", release, chartDir, "--namespace", namespace, "--kube-version", kubeVersion}
-			for _, s := range tc.set {
-				args = append(args, "--set", s)
-			}
-			_, stderr, err := helm(t, args...)
-			if err == nil {
-				t.Fatalf("helm template --set %v rendered; the schema should refuse it", tc.set)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(stderr, w) {
-					t.Errorf("the error does not name %q:\n%s", w, stderr)
-				}
-			}
+			schemaRefuses(t, tc.set, tc.want, "--kube-version", kubeVersion)
 		})
 	}
 }

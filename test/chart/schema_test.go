@@ -22,20 +22,25 @@ func TestSchemaRejects(t *testing.T) {
 		{"image prefix with a space", []string{"dataplane.allowedImages[0]=a.example/x b.example/y"}, []string{"allowedImages"}},
 		{"image prefixes not a list", []string{"dataplane.allowedImages=a.example/x"}, []string{"allowedImages"}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			args := []string{"template", release, chartDir, "--namespace", namespace}
-			for _, s := range tc.set {
-				args = append(args, "--set", s)
-			}
-			_, stderr, err := helm(t, args...)
-			if err == nil {
-				t.Fatalf("helm template --set %v rendered; the schema should refuse it", tc.set)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(stderr, w) {
-					t.Errorf("the error does not name %q:\n%s", w, stderr)
-				}
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { schemaRefuses(t, tc.set, tc.want) })
+	}
+}
+
+// schemaRefuses renders the chart with set and fails unless helm refuses it with an error that
+// names every part of want; extra are further helm template arguments.
+func schemaRefuses(t *testing.T, set, want []string, extra ...string) {
+	t.Helper()
+	args := append([]string{"template", release, chartDir, "--namespace", namespace}, extra...)
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	_, stderr, err := helm(t, args...)
+	if err == nil {
+		t.Fatalf("helm template --set %v rendered; the schema should refuse it", set)
+	}
+	for _, w := range want {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("the error does not name %q:\n%s", w, stderr)
+		}
 	}
 }
