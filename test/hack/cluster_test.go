@@ -67,15 +67,7 @@ func TestProgressLinesWhileALongStepRuns(t *testing.T) {
 step() { while [ ! -e "$2" ]; do sleep 0.1; done; return 7; }
 with_progress "building kube-apiserver from source" step _ "$2"; echo "status $?"`, "_", repoRoot(t), done)
 	cmd.Env = append(os.Environ(), "PROGRESS_EVERY=1")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stdout strings.Builder
-	cmd.Stdout = &stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	stderr, stdout := startReadingStderr(t, cmd)
 	sc := bufio.NewScanner(stderr)
 	var lines []string
 	for len(lines) < 2 && sc.Scan() {

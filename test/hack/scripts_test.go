@@ -79,15 +79,7 @@ func TestAptWaitsForAHeldLockAndNamesItsHolder(t *testing.T) {
 	cmd := exec.Command("bash", "-c", `source "$1/hack/lib/apt.sh" && apt_get update -qq`, "_", repoRoot(t))
 	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"),
 		"APT_LOCK_FILES="+lock+" "+filepath.Join(dir, "absent"), "APT_LOCK_REPORT_EVERY=1", "APT_LOCK_WAIT=3600")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stdout strings.Builder
-	cmd.Stdout = &stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	stderr, stdout := startReadingStderr(t, cmd)
 	// Two messages while the lock is held, each naming the holder; then the lock goes.
 	sc := bufio.NewScanner(stderr)
 	want := "pid " + strconv.Itoa(holder.Process.Pid) + " (flock) holds " + lock
@@ -199,4 +191,20 @@ exit 100
 			t.Errorf("run.sh output lacks %q:\n%s", want, out)
 		}
 	}
+}
+
+// startReadingStderr starts cmd with its stderr as a pipe the test reads while it runs (lines a
+// script prints during a wait) and its stdout collected for after.
+func startReadingStderr(t *testing.T, cmd *exec.Cmd) (io.ReadCloser, *strings.Builder) {
+	t.Helper()
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout := &strings.Builder{}
+	cmd.Stdout = stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return stderr, stdout
 }
