@@ -252,7 +252,7 @@ func (ck *checker) rss(ids map[string]int) {
 		ck.eq("[rss_check] present", ck.c.RSS, [][4]string(nil))
 		return
 	}
-	ck.eq("rss enable", ck.c.RSSEnable, r.Enabled)
+	ck.eq("rss enable", ck.c.RSSEnable, *r.Enabled)
 	var want [][4]string
 	for _, e := range r.Entries {
 		want = append(want, [4]string{strconv.Itoa(ids[e.Port]), e.LocalAddress, e.RemoteAddress, strconv.Itoa(int(e.RemotePort))})

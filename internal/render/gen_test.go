@@ -224,7 +224,7 @@ func (g *gen) rss() {
 	if i := len(local) - 3; i > 0 {
 		local = local[:i]
 	}
-	r := &fsv1.RSSCheckSpec{Enabled: true}
+	r := &fsv1.RSSCheckSpec{Enabled: ptr(true)}
 	n := 1 + g.intn(16)
 	if g.wild {
 		n += g.intn(5)
