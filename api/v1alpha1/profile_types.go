@@ -2,7 +2,7 @@ package v1alpha1
 
 // Profile names a set of tuning defaults taken from F-Stack's own documents for one kind of
 // traffic. A profile only sets defaults: every value it sets yields to the explicit field.
-// docs/profiles.md lists each profile's values next to the F-Stack document they come from.
+// docs/profiles.md §1 lists each profile's values next to the F-Stack document they come from.
 // +kubebuilder:validation:Enum=LongConnections;ShortConnections;Proxy
 type Profile string
 
