@@ -15,19 +15,13 @@ import (
 // stays a config F-Stack reads. It is display only: the dataplane's file and the config hash come
 // from the renderer's bytes, never from these.
 func explainProfile(cfg []byte, vals []render.ProfileValue) []byte {
-	notes := map[string]string{}
+	byKey := map[string]render.ProfileValue{}
 	for _, v := range vals {
-		if v.Unused != "" {
-			continue
+		if v.Unused == "" {
+			byKey[v.Section+"\x00"+v.Key] = v
 		}
-		if v.OverriddenBy != "" {
-			notes[v.Section+"\x00"+v.Key] = fmt.Sprintf("# profile %s would set %s=%s (%s); %s overrides it",
-				v.Profile, v.Key, v.Value, v.Source, v.OverriddenBy)
-			continue
-		}
-		notes[v.Section+"\x00"+v.Key] = fmt.Sprintf("# profile %s (%s)", v.Profile, v.Source)
 	}
-	if len(notes) == 0 {
+	if len(byKey) == 0 {
 		return cfg
 	}
 	var out bytes.Buffer
@@ -38,14 +32,25 @@ func explainProfile(cfg []byte, vals []render.ProfileValue) []byte {
 		line := sc.Text()
 		if strings.HasPrefix(line, "[") && strings.HasSuffix(line, "]") {
 			section = line[1 : len(line)-1]
-		} else if key, _, ok := strings.Cut(line, "="); ok {
-			if n, found := notes[section+"\x00"+key]; found {
-				out.WriteString(n + "\n")
+		} else if key, value, ok := strings.Cut(line, "="); ok {
+			if v, found := byKey[section+"\x00"+key]; found {
+				out.WriteString(profileNote(v, value) + "\n")
 			}
 		}
 		out.WriteString(line + "\n")
 	}
 	return out.Bytes()
+}
+
+// profileNote says where the value next to it comes from.
+func profileNote(v render.ProfileValue, written string) string {
+	switch {
+	case v.OverriddenBy == "":
+		return fmt.Sprintf("# profile %s (%s)", v.Profile, v.Source)
+	case written == v.Value:
+		return fmt.Sprintf("# profile %s sets the same (%s); %s sets it explicitly", v.Profile, v.Source, v.OverriddenBy)
+	}
+	return fmt.Sprintf("# profile %s would set %s=%s (%s); %s overrides it", v.Profile, v.Key, v.Value, v.Source, v.OverriddenBy)
 }
 
 // unusedProfileNotes says which of the profile's values do not apply to the spec, and why.

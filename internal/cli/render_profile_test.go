@@ -68,6 +68,12 @@ func TestRenderNamesTheOverridingField(t *testing.T) {
 		!strings.HasSuffix(above, "; spec.dpdk.pktTxDelayMicroseconds overrides it") {
 		t.Errorf("above pkt_tx_delay=80: %q\n%s", above, out)
 	}
+	// A StackInstance stored before profiles existed carries the 100 the CRD used to default.
+	out, errOut, code = run(t, "render", "-f", write("long.yaml", "  profile: LongConnections\n  dpdk: {pktTxDelayMicroseconds: 100}\n"), "--cpus", "2")
+	if above := lineAbove(out, "pkt_tx_delay=100"); code != 0 || !strings.HasPrefix(above, "# profile LongConnections sets the same (") ||
+		!strings.HasSuffix(above, "; spec.dpdk.pktTxDelayMicroseconds sets it explicitly") {
+		t.Errorf("exit %d, above pkt_tx_delay=100: %q\n%s", code, above, errOut)
+	}
 	out, errOut, code = run(t, "render", "-f", write("proxy.yaml", "  profile: Proxy\n"), "--cpus", "2")
 	if code != 0 || !strings.Contains(errOut, "note: profile Proxy leaves [rss_check] enable unset: spec.rssCheck.entries lists no upstreams") {
 		t.Errorf("exit %d; want a note that the table needs upstreams, stderr:\n%s", code, errOut)
