@@ -123,11 +123,11 @@ func ProfileValues(spec *fsv1.StackInstanceSpec) []ProfileValue {
 	var out []ProfileValue
 	for _, ps := range profiles[spec.Profile] {
 		v := ProfileValue{Profile: spec.Profile, Section: ps.section, Key: ps.key, Value: ps.value, Source: ps.source}
-		if ps.unused != nil {
-			v.Unused = ps.unused(spec)
-		}
+		// A value the spec sets itself is the user's choice, whether or not the profile's applies.
 		if p := ps.explicit(spec); p != nil {
 			v.OverriddenBy = p.String()
+		} else if ps.unused != nil {
+			v.Unused = ps.unused(spec)
 		}
 		out = append(out, v)
 	}

@@ -24,13 +24,18 @@ func TestProfileWarnings(t *testing.T) {
 		{"proxy without upstreams", fsv1.ProfileProxy, nil, true},
 		{"proxy with upstreams", fsv1.ProfileProxy, upstreams, false},
 		{"short connections", fsv1.ProfileShortConnections, nil, false},
+		{"proxy with the table off explicitly", fsv1.ProfileProxy, []fsv1.RSSCheckEntry{}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			si := fixtures.Stack(t, "vhost-user")
 			si.Spec.Profile = tc.profile
-			if tc.entries != nil {
+			switch {
+			case len(tc.entries) > 0:
 				si.Spec.RSSCheck = &fsv1.RSSCheckSpec{Entries: tc.entries}
+			case tc.entries != nil:
+				off := false
+				si.Spec.RSSCheck = &fsv1.RSSCheckSpec{Enabled: &off}
 			}
 			created, err := v.ValidateCreate(ctx, si)
 			if err != nil {
