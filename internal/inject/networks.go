@@ -89,11 +89,20 @@ func (p *plan) mergeNetworks() (string, field.ErrorList) {
 			entries = append(entries, want.entry())
 			continue
 		}
-		if msg := p.conflict(entries[i], want); msg != "" {
-			errs = append(errs, field.Invalid(networksPath(), shorten(raw), msg))
+		conflicts := false
+		for _, e := range entries[i:] {
+			if msg := p.conflict(e, want); e.Interface == want.Interface && msg != "" {
+				errs = append(errs, field.Invalid(networksPath(), shorten(raw), msg))
+				conflicts = true
+			}
+		}
+		if conflicts {
 			continue
 		}
+		// The first keeps its place; a repeat of it (Multus would refuse two attachments of
+		// one interface) goes.
 		entries[i] = want.entry()
+		entries = append(entries[:i+1], slices.DeleteFunc(entries[i+1:], func(e userNetwork) bool { return e.Interface == want.Interface })...)
 	}
 	out := make([]json.RawMessage, len(entries))
 	for i := range entries {
@@ -151,12 +160,12 @@ func parseNetworks(raw string) ([]userNetwork, error) {
 	if strings.ContainsAny(raw, `[{"`) {
 		var list []json.RawMessage
 		if err := json.Unmarshal([]byte(raw), &list); err != nil {
-			return nil, fmt.Errorf("not a JSON list: %v", err)
+			return nil, fmt.Errorf("not a JSON list: %w", err)
 		}
 		for i, r := range list {
 			var e userNetwork
 			if err := json.Unmarshal(r, &e); err != nil {
-				return nil, fmt.Errorf("entry %d: %v", i, err)
+				return nil, fmt.Errorf("entry %d: %w", i, err)
 			}
 			e.raw = r
 			entries = append(entries, e)
@@ -165,7 +174,7 @@ func parseNetworks(raw string) ([]userNetwork, error) {
 		for i, item := range strings.Split(raw, ",") {
 			e, err := parseNetworkItem(strings.TrimSpace(item))
 			if err != nil {
-				return nil, fmt.Errorf("entry %d: %v", i, err)
+				return nil, fmt.Errorf("entry %d: %w", i, err)
 			}
 			entries = append(entries, e)
 		}

@@ -2,6 +2,7 @@ package inject
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -37,6 +38,8 @@ func TestNetworksAnnotationMerged(t *testing.T) {
 			"[" + ours + "]", &fsv1.NetworkRef{Name: "fstack-net"}},
 		{"an entry without interface is net1 by position, and the same network", "web/fstack-net",
 			"[" + ours + "]", &fsv1.NetworkRef{Name: "fstack-net"}},
+		{"a repeat of the same entry goes", "fstack-net@net1, mgmt@eth9, web/fstack-net@net1",
+			"[" + ours + `,{"name":"mgmt","interface":"eth9"}]`, &fsv1.NetworkRef{Name: "fstack-net"}},
 		{"the same network with the same MAC and ips", `[{"name":"fstack-net","interface":"net1","mac":"02:FE:00:00:00:01","ips":["10.99.0.10/24"]}]`,
 			"[" + ours + "]", &fsv1.NetworkRef{Name: "fstack-net"}},
 	}
@@ -127,4 +130,58 @@ func TestNetworksEntryOfAttachmentAddressHasNoIPs(t *testing.T) {
 	if got, want := out.Annotations[NetworksAnnotation], `[{"name":"fstack-net","interface":"net1"}]`; got != want {
 		t.Errorf("got %s, want %s", got, want)
 	}
+}
+
+// FuzzNetworksAnnotation: whatever a pod carries in its networks annotation, injection never
+// panics, refuses only at that annotation's path, and an accepted pod's annotation is a JSON list
+// that Multus reads with exactly one entry for the port's interface, the injector's, which
+// merging again leaves as it is.
+func FuzzNetworksAnnotation(f *testing.F) {
+	for _, seed := range []string{"", "mgmt", "web/mgmt@eth9, other", "fstack-net@net1", ours, "[" + ours + "]",
+		`[{"name":"mgmt","interface":"net2","default-route":["10.0.0.1"]}]`, `[{"name":"other","interface":"net1"}]`,
+		`[null]`, `[{"name":"x","interface":"net1","ips":["1.2.3.4/8"]}]`, "a/b/c,@,,", "fstack-net@net1,fstack-net@net1"} {
+		f.Add(seed)
+	}
+	stack := fixtures.Stack(f, "vhost-user", withNetwork(&fsv1.NetworkRef{Name: "fstack-net"}))
+	prep, err := Prepare(stack, testConfig())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, have string) {
+		pod := fixtures.LoadPod(t, "nginx-vhost", fixtures.WithAnnotation(NetworksAnnotation, have))
+		out, _, err := prep.Inject(pod)
+		if err != nil {
+			var re *RejectError
+			if !errors.As(err, &re) || len(re.Errs) == 0 {
+				t.Fatalf("refused without field errors: %v", err)
+			}
+			for _, e := range re.Errs {
+				if e.Field != networksPath().String() {
+					t.Fatalf("refused at %s: %v", e.Field, e)
+				}
+			}
+			return
+		}
+		got := out.Annotations[NetworksAnnotation]
+		entries, err := parseNetworks(got)
+		if err != nil || !strings.HasPrefix(got, "[") {
+			t.Fatalf("annotation %q is not a JSON list Multus reads: %v", got, err)
+		}
+		n := 0
+		for _, e := range entries {
+			if e.Interface == "net1" {
+				n++
+				if string(e.raw) != ours {
+					t.Fatalf("the entry for net1 is %s, want %s", e.raw, ours)
+				}
+			}
+		}
+		if n != 1 {
+			t.Fatalf("%d entries for net1 in %s", n, got)
+		}
+		again, _, err := prep.Inject(fixtures.LoadPod(t, "nginx-vhost", fixtures.WithAnnotation(NetworksAnnotation, got)))
+		if err != nil || again.Annotations[NetworksAnnotation] != got {
+			t.Fatalf("merging %s again: %v, %q", got, err, again.Annotations[NetworksAnnotation])
+		}
+	})
 }
