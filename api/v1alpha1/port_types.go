@@ -16,6 +16,15 @@ type PortSpec struct {
 	// +optional
 	Attachment string `json:"attachment,omitempty"`
 
+	// Network is the Multus NetworkAttachmentDefinition that gives the pod this port's
+	// attachment. The injector then adds it to the pod's k8s.v1.cni.cncf.io/networks annotation
+	// with interface: <attachment>, and with the port's static addresses (ips) and vhostUser.mac
+	// (mac), so the network's CNI plugin uses them instead of leasing an address or choosing a MAC.
+	// Without it the pod gets the attachment another way (a node's chained conflist, or an
+	// annotation the pod carries).
+	// +optional
+	Network *NetworkRef `json:"network,omitempty"`
+
 	// Device is what backs the port: exactly one of vhostUser, pci or bond.
 	Device PortDevice `json:"device"`
 
@@ -41,6 +50,21 @@ type PortSpec struct {
 	VIPInterface string `json:"vipInterface,omitempty"`
 
 	Addressing `json:",inline"`
+}
+
+// NetworkRef names a NetworkAttachmentDefinition (k8s.cni.cncf.io/v1). Both names are DNS-1123
+// labels, as Multus requires of the networks annotation's entries.
+type NetworkRef struct {
+	// Name of the NetworkAttachmentDefinition.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+
+	// Namespace of the NetworkAttachmentDefinition; default: the pod's.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // Addressing is the layer-3 configuration of a port or a VLAN sub-interface.

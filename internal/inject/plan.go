@@ -24,6 +24,8 @@ type Prepared struct {
 	specJSON string
 	shimEnv  []corev1.EnvVar
 	vhost    bool
+	// networks are the Multus networks entries of the ports that name a network.
+	networks []portNetwork
 }
 
 // plan is everything decided about one pod before it is changed, so a rejected pod is never
@@ -34,6 +36,8 @@ type plan struct {
 	shim []int // indices into pod.Spec.Containers that get the shim
 	// probes are the shim containers' probes the supervisor performs (probes.go).
 	probes appProbePlan
+	// networksValue is the pod's networks annotation with the stack's entries (networks.go).
+	networksValue string
 }
 
 // Prepare validates and renders stack for injection; an invalid stack gives a *RejectError.
@@ -68,6 +72,7 @@ func Prepare(stack *fsv1.StackInstance, cfg Config) (*Prepared, error) {
 		p.shimEnv = append(p.shimEnv, corev1.EnvVar{Name: e.Name, Value: e.Value})
 	}
 	p.vhost = hasVhostUser(p.spec)
+	p.networks = portNetworks(p.spec)
 	return p, nil
 }
 
@@ -87,6 +92,9 @@ func newPlan(pod *corev1.Pod, prep *Prepared) (*plan, error) {
 	errs = append(errs, p.chooseShimContainers()...)
 	errs = append(errs, p.planAppProbes()...)
 	errs = append(errs, checkGuaranteed(&pod.Spec)...)
+	var nerrs field.ErrorList
+	p.networksValue, nerrs = p.mergeNetworks()
+	errs = append(errs, nerrs...)
 	if len(errs) > 0 {
 		return nil, p.reject(errs...)
 	}
@@ -207,6 +215,7 @@ func (p *plan) apply() {
 	pod.Annotations[podcontract.SpecAnnotation] = p.specJSON
 	pod.Annotations[podcontract.ConfigHashAnnotation] = p.hash
 	pod.Annotations[fsv1.StatusAnnotation] = string(status)
+	setNetworks(pod, p.networksValue)
 }
 
 func ptr[T any](v T) *T { return &v }

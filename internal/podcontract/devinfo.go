@@ -14,7 +14,12 @@ import (
 //
 // fstack-cni writes the same document twice: into the pod's socket directory as DevInfoFile
 // (the dataplane reads it there, without Multus or the API server) and at the NPWG CNI
-// device-info path (Multus copies it into the pod's network-status annotation).
+// device-info path, for tools that follow the NPWG convention. Multus (4.2) does not read it:
+// it copies a device info into network-status only from the runtimeConfig.CNIDeviceInfoFile it
+// passes, and it passes one only to a network with a device-plugin resource (a device ID),
+// which a vhost-user network has not. network-status shows the CNI result instead: the
+// interface, its MAC and the IPs, which fstack-cni makes the dataplane's own (runtimeConfig mac
+// and ips from the pod's networks entry).
 const (
 	// DevInfoVersion is the NPWG device-info spec version written.
 	DevInfoVersion = "1.1.0"

@@ -61,6 +61,7 @@ var (
 	rePortRange    = regexp.MustCompile(`^[0-9]{1,5}(-[0-9]{1,5})?$`)
 	rePcapDir      = regexp.MustCompile(`^/[^\s;]*$`)
 	rePortName     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	reDNSLabel     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 	reIfName       = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 	reMAC          = regexp.MustCompile(`^([0-9A-Fa-f]{2}:){5}[0-9A-Fa-f]{2}$`)
 	rePCIAddress   = regexp.MustCompile(`^([0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$`)

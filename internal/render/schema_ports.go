@@ -34,6 +34,11 @@ func (c *bounds) port(ps *fsv1.PortSpec, p *field.Path, processes int32) {
 	c.str(p.Child("attachment"), ps.Attachment, 15, reIfName)
 	c.str(p.Child("ifName"), ps.IfName, 15, reIfName)
 	c.str(p.Child("vipInterface"), ps.VIPInterface, 15, reIfName)
+	if n := ps.Network; n != nil {
+		np := p.Child("network")
+		c.required(np.Child("name"), n.Name, maxDNSLabel, reDNSLabel)
+		c.str(np.Child("namespace"), n.Namespace, maxDNSLabel, reDNSLabel)
+	}
 	if ps.VIPInterface != "" && ps.VIPs == nil && ps.VIPs6 == nil {
 		c.add(field.Invalid(p.Child("vipInterface"), shorten(ps.VIPInterface), "vipInterface needs vips or vips6"))
 	}

@@ -51,6 +51,7 @@ ports:
   device: {pci: {resource: intel.com/vf}}
   ipv4: {from: Attachment}
 - name: p2
+  network: {name: fstack-net, namespace: demo}
   device: {vhostUser: {queues: 2, queueSize: 256, mac: "02:00:00:00:00:01", controlQueue: true}}
   ipv4: {address: 10.2.0.10/24, gateway: 10.2.0.1}
 - name: p3

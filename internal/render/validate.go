@@ -20,6 +20,7 @@ func checkSpec(s *fsv1.StackInstanceSpec) field.ErrorList {
 	errs = append(errs, checkMemory(s)...)
 	errs = append(errs, checkShim(s)...)
 	errs = append(errs, checkVhostUser(s)...)
+	errs = append(errs, checkNetworks(s)...)
 	errs = append(errs, checkBonds(s)...)
 	errs = append(errs, checkKNI(s)...)
 	errs = append(errs, checkPcap(s)...)
@@ -141,6 +142,28 @@ func checkVhostUser(s *fsv1.StackInstanceSpec) field.ErrorList {
 			s.Dataplane.HugePages.PageSize, "upstream F-Stack maps every 2Mi page as its own region and "+
 				"vhost-user carries at most 8: the port connects but never passes a packet; use 1Gi pages "+
 				"or the KubeFStack flavor (which adds --single-file-segments)"))
+	}
+	return errs
+}
+
+// checkNetworks refuses two ports that ask Multus for the same interface: the injector writes
+// one networks entry per port with interface: <attachment>, and Multus would make the second
+// attachment fail in the pod's sandbox, long after admission.
+func checkNetworks(s *fsv1.StackInstanceSpec) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[string]int{}
+	for i := range s.Ports {
+		ps := &s.Ports[i]
+		if ps.Network == nil {
+			continue
+		}
+		if j, dup := seen[ps.Attachment]; dup {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "ports").Index(i).Child("attachment"), ps.Attachment, fmt.Sprintf(
+				"ports %s and %s both name a network for interface %s, and Multus gives a pod one attachment per interface: "+
+					"give each port with a network its own attachment", s.Ports[j].Name, ps.Name, ps.Attachment)))
+			continue
+		}
+		seen[ps.Attachment] = i
 	}
 	return errs
 }

@@ -244,3 +244,27 @@ func TestValidateUsesPlaceholders(t *testing.T) {
 		t.Fatal("Validate accepted polling with kernelEvent")
 	}
 }
+
+// Two ports whose networks ask Multus for one interface would be admitted and then fail in
+// every pod's sandbox; admission names the second port's attachment.
+func TestTwoNetworksForOneInterfaceRefused(t *testing.T) {
+	s, f := base()
+	vhostPort(s)
+	s.Ports[0].Network = &fsv1.NetworkRef{Name: "fstack-net"}
+	second := s.Ports[0]
+	second.Name = "data2"
+	second.Network = &fsv1.NetworkRef{Name: "other-net"}
+	second.Addressing = fsv1.Addressing{IPv4: &fsv1.IPv4Address{Address: "10.1.0.10/24", Gateway: "10.1.0.1"}}
+	s.Ports = append(s.Ports, second)
+	_, err := render.Render(s, f)
+	var ve *render.ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("want a ValidationError, got %v", err)
+	}
+	for _, e := range ve.Errs {
+		if e.Field == "spec.ports[1].attachment" && strings.Contains(e.Error(), "interface net1") {
+			return
+		}
+	}
+	t.Fatalf("no error at spec.ports[1].attachment naming interface net1; got:\n%v", err)
+}

@@ -134,6 +134,17 @@ func (c *command) createPort(a *attachment) error {
 }
 
 func (p *Plugin) ipamAdd(c *command, a *attachment, stdin []byte, undo *[]func() error) (*current.Result, error) {
+	if len(c.conf.RuntimeConfig.IPs) > 0 {
+		// The runtime (Multus, from the pod's networks entry) gives the port's static
+		// addresses: the dataplane serves those, so a lease would be an address nobody
+		// answers on, and reporting it would tell network-status the wrong address.
+		ips, err := c.conf.staticIPs()
+		if err != nil {
+			return nil, cniErr(types.ErrInvalidNetworkConfig, "", err)
+		}
+		c.log.Info("static addresses from runtimeConfig.ips: no IPAM", "ips", c.conf.RuntimeConfig.IPs)
+		return &current.Result{CNIVersion: current.ImplementedSpecVersion, IPs: ips}, nil
+	}
 	if c.conf.IPAM.Type == "" {
 		return nil, nil
 	}

@@ -26,7 +26,8 @@ func (p *Plugin) Check(args *skel.CmdArgs) error {
 	if err := c.check(a); err != nil {
 		return c.logResult(err)
 	}
-	if c.conf.IPAM.Type != "" {
+	// With static addresses (runtimeConfig.ips) ADD took no lease for IPAM to check.
+	if c.conf.IPAM.Type != "" && len(c.conf.RuntimeConfig.IPs) == 0 {
 		if err := p.IPAM.Check(c.ctx, c.conf.IPAM.Type, args.StdinData); err != nil {
 			return c.logResult(cniErr(types.ErrInternal, "IPAM check failed", err))
 		}

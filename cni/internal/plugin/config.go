@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/cni/pkg/version"
 
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
@@ -56,12 +57,20 @@ type NetConf struct {
 	RuntimeConfig  runtimeConfig `json:"runtimeConfig,omitzero"`
 }
 
-// runtimeConfig carries the capabilities the plugin honours: "mac" and the NPWG
-// "CNIDeviceInfoFile" that Multus fills in.
+// runtimeConfig carries the capabilities the plugin honours: "mac", "ips" (static addresses,
+// which replace IPAM) and the NPWG "CNIDeviceInfoFile". Multus passes mac and ips from the
+// pod's networks entry when the network's config declares those capabilities; it passes
+// CNIDeviceInfoFile only to a network with a device-plugin resource (it sets the path when the
+// delegate has a device ID), which an fstack-cni network never has, so in practice the plugin
+// writes the device info at its own path under deviceInfoDir and Multus does not read it.
 type runtimeConfig struct {
-	MAC               string `json:"mac,omitempty"`
-	CNIDeviceInfoFile string `json:"CNIDeviceInfoFile,omitempty"`
+	MAC               string   `json:"mac,omitempty"`
+	IPs               []string `json:"ips,omitempty"`
+	CNIDeviceInfoFile string   `json:"CNIDeviceInfoFile,omitempty"`
 }
+
+// maxStaticIPs bounds runtimeConfig.ips: a port has one IPv4 and one IPv6 address.
+const maxStaticIPs = 16
 
 // parseConf decodes, defaults and validates the network config. The prevResult stays raw:
 // parsePrevResult decodes it for the commands that use it.
@@ -146,7 +155,26 @@ func (c *NetConf) validate() error {
 			return err
 		}
 	}
-	return nil
+	_, err := c.staticIPs()
+	return err
+}
+
+// staticIPs parses runtimeConfig.ips: each an address with its prefix length (10.99.0.10/24),
+// which is what the interface gets instead of an IPAM lease.
+func (c *NetConf) staticIPs() ([]*current.IPConfig, error) {
+	ips := c.RuntimeConfig.IPs
+	if len(ips) > maxStaticIPs {
+		return nil, fmt.Errorf("runtimeConfig.ips has %d addresses, at most %d are accepted", len(ips), maxStaticIPs)
+	}
+	out := make([]*current.IPConfig, 0, len(ips))
+	for _, s := range ips {
+		ip, n, err := net.ParseCIDR(s)
+		if err != nil {
+			return nil, fmt.Errorf("runtimeConfig.ips: %q is not an address with a prefix length (e.g. 10.99.0.10/24): set the port's address in CIDR form", s)
+		}
+		out = append(out, &current.IPConfig{Address: net.IPNet{IP: ip, Mask: n.Mask}})
+	}
+	return out, nil
 }
 
 func parseUnicastMAC(s string) (net.HardwareAddr, error) {

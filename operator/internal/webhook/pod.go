@@ -68,10 +68,18 @@ func (h *PodInjector) Handle(ctx context.Context, req admission.Request) admissi
 	if prep == nil {
 		return resp
 	}
+	// A pod created without a namespace (kubectl create -f in the current namespace) has it only
+	// in the request, and the injector compares Multus networks entries by namespace, an entry
+	// without one being the pod's; the patch leaves metadata.namespace as it came.
+	ns := pod.Namespace
+	if ns == "" {
+		pod.Namespace = req.Namespace
+	}
 	out, _, err := prep.Inject(pod)
 	if err != nil {
 		return refuse(pod, err, "pod-invalid")
 	}
+	out.Namespace = ns
 	if resp := h.podSecurity(ctx, req.Namespace, pod, out); resp != nil {
 		return *resp
 	}

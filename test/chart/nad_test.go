@@ -1,0 +1,71 @@
+package chart
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// TestNetworkAttachmentDefinitionMatchesLocalCluster renders the chart as hack/cluster/install.sh
+// installs it (its values file and its one --set of the node's OVSDB socket) with the
+// NetworkAttachmentDefinition turned on: its network config must name the local cluster's OVS
+// socket, bridge, socket root and fstack subnet (hack/cluster/lib.sh), so the Multus path works
+// there as the chained conflist does, and declare the ips and mac capabilities Multus needs to
+// pass a port's static addresses and MAC.
+func TestNetworkAttachmentDefinitionMatchesLocalCluster(t *testing.T) {
+	lib := shellVars(t, filepath.Join(root, "hack", "cluster", "lib.sh"))
+	const ovsdb = "/work/x/.cache/cluster/run/ovs/db.sock" // what install.sh passes: readlink -f $OVS_DIR/db.sock
+	out, stderr, err := helm(t, "template", release, chartDir, "--namespace", namespace, "--kube-version", kubeVersion,
+		"-f", filepath.Join(root, "hack", "cluster", "values.yaml"), "--set", "cni.nodeAgent.ovsdbSocket="+ovsdb,
+		"--set", "networkAttachmentDefinition.enabled=true", "--set", "networkAttachmentDefinition.namespaces={fstack-demo}")
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, stderr)
+	}
+	nads := find(objects(t, out), "NetworkAttachmentDefinition")
+	if len(nads) != 1 {
+		t.Fatalf("%d NetworkAttachmentDefinitions, want 1", len(nads))
+	}
+	raw, _, _ := unstructured.NestedString(nads[0].Object, "spec", "config")
+	var conf struct {
+		Type, Bridge, OVSDBSocket, SocketRoot string
+		Capabilities                          map[string]bool
+		IPAM                                  struct{ Type, Subnet, Gateway string }
+	}
+	if err := json.Unmarshal([]byte(raw), &conf); err != nil {
+		t.Fatalf("spec.config is not JSON: %v\n%s", err, raw)
+	}
+	gateway := regexp.MustCompile(`/.*$`).ReplaceAllString(lib["NODE_SENDER_ADDR"], "")
+	for _, c := range []struct{ what, got, want string }{
+		{"type", conf.Type, "fstack-cni"},
+		{"ovsdbSocket", conf.OVSDBSocket, ovsdb},
+		{"bridge", conf.Bridge, lib["OVS_BRIDGE"]},
+		{"socketRoot", conf.SocketRoot, lib["SOCKET_ROOT"]},
+		{"ipam.subnet", conf.IPAM.Subnet, lib["FSTACK_SUBNET"]},
+		{"ipam.gateway", conf.IPAM.Gateway, gateway},
+	} {
+		if c.got != c.want || c.want == "" {
+			t.Errorf("%s is %q, the local cluster's is %q", c.what, c.got, c.want)
+		}
+	}
+	if !conf.Capabilities["ips"] || !conf.Capabilities["mac"] {
+		t.Errorf("capabilities %v, want ips and mac", conf.Capabilities)
+	}
+}
+
+// shellVars reads the plain NAME=value assignments of a shell file.
+func shellVars(t *testing.T, path string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^([A-Z_]+)=([^$"'\s]+)$`).FindAllStringSubmatch(string(b), -1) {
+		vars[m[1]] = m[2]
+	}
+	return vars
+}
