@@ -110,8 +110,13 @@ ovs_down() {
   stop ovs-vswitchd
   stop ovsdb-server
   if ip netns list 2>/dev/null | grep -qw "$OVS_NETNS"; then ip netns del "$OVS_NETNS"; fi
-  # Its peer went with the namespace, unless something still held that open.
-  if ip link show "$NODE_SENDER" >/dev/null 2>&1; then ip link del "$NODE_SENDER"; fi
+  # Its peer goes with the namespace, but the kernel removes it after `ip netns del` returns: the
+  # link seen a moment ago may be gone by the del (measured, it ended a teardown under set -e).
+  # Only a link that is still there after a failed del is an error.
+  if ip link show "$NODE_SENDER" >/dev/null 2>&1; then
+    ip link del "$NODE_SENDER" 2>/dev/null || ! ip link show "$NODE_SENDER" >/dev/null 2>&1 \
+      || { echo "down: cannot delete $NODE_SENDER" >&2; return 1; }
+  fi
   if mountpoint -q "$HUGE_DIR"; then
     rm -rf "${HUGE_DIR:?}"/*
     umount "$HUGE_DIR"
