@@ -34,6 +34,8 @@ type plan struct {
 	shim []int // indices into pod.Spec.Containers that get the shim
 	// probes are the shim containers' probes the supervisor performs (probes.go).
 	probes appProbePlan
+	// program is the index of the container that becomes the dataplane (spec.program), or -1.
+	program int
 }
 
 // Prepare validates and renders stack for injection; an invalid stack gives a *RejectError.
@@ -82,11 +84,16 @@ func (p *Prepared) Bytes() int {
 func (p *Prepared) ConfigHash() string { return p.hash }
 
 func newPlan(pod *corev1.Pod, prep *Prepared) (*plan, error) {
-	p := &plan{Prepared: prep, pod: pod}
-	errs := p.checkConflicts()
-	errs = append(errs, p.chooseShimContainers()...)
-	errs = append(errs, p.planAppProbes()...)
-	errs = append(errs, checkGuaranteed(&pod.Spec)...)
+	p := &plan{Prepared: prep, pod: pod, program: -1}
+	var errs field.ErrorList
+	if prep.spec.Program != nil {
+		errs = p.planProgram()
+	} else {
+		errs = append(errs, p.chooseShimContainers()...)
+		errs = append(errs, p.planAppProbes()...)
+	}
+	errs = append(p.checkConflicts(), errs...)
+	errs = append(errs, checkGuaranteed(&pod.Spec, p.program)...)
 	if len(errs) > 0 {
 		return nil, p.reject(errs...)
 	}
@@ -110,7 +117,7 @@ func (p *plan) checkConflicts() field.ErrorList {
 		}
 	}
 	for i, c := range p.pod.Spec.Containers {
-		if c.Name == podcontract.DataplaneContainer {
+		if c.Name == podcontract.DataplaneContainer && i != p.program {
 			errs = append(errs, field.Duplicate(field.NewPath("spec", "containers").Index(i).Child("name"), c.Name))
 		}
 	}
@@ -195,18 +202,25 @@ func (p *plan) apply() {
 		p.addShim(&pod.Spec.Containers[i])
 		shimNames = append(shimNames, pod.Spec.Containers[i].Name)
 	}
-	status, _ := json.Marshal(Status{
+	status := Status{
 		Stack: p.stack, ConfigHash: p.hash, Dataplane: podcontract.DataplaneContainer,
 		ShimContainers: shimNames, Volumes: p.volumeNames(),
-	})
+	}
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
 	p.applyAppProbes(&dp)
-	pod.Spec.InitContainers = append(pod.Spec.InitContainers, dp)
+	if p.program >= 0 {
+		c := &pod.Spec.Containers[p.program]
+		status.Program = &ProgramStatus{Container: c.Name, Mode: p.spec.Program.Mode}
+		*c = p.programContainer(c, dp)
+	} else {
+		pod.Spec.InitContainers = append(pod.Spec.InitContainers, dp)
+	}
+	raw, _ := json.Marshal(status)
 	pod.Annotations[podcontract.SpecAnnotation] = p.specJSON
 	pod.Annotations[podcontract.ConfigHashAnnotation] = p.hash
-	pod.Annotations[fsv1.StatusAnnotation] = string(status)
+	pod.Annotations[fsv1.StatusAnnotation] = string(raw)
 }
 
 func ptr[T any](v T) *T { return &v }
