@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
@@ -78,6 +79,12 @@ type Launch struct {
 	LcoresPerProc int
 	// PCIStandin, in program mode, replaces PCI devices DPDK cannot probe here (standin_pci.go).
 	PCIStandin *PCIStandin
+	// Native runs a program linked with libfstack (the StackInstance's spec.program) instead of
+	// F-Stack's fstack: PerProcess starts NativeArgv once per F-Stack process with F-Stack's own
+	// arguments appended, as F-Stack's start.sh; Nginx starts NativeArgv, F-Stack's Nginx, once,
+	// and its master forks the processes (nginx.go).
+	Native     fsv1.ProgramMode
+	NativeArgv []string
 }
 
 // Timing bounds every wait.

@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -37,6 +38,9 @@ func fakeProcess(args []string) int {
 		return 2
 	}
 	mode := args[i+1]
+	if mode == "native" {
+		mode = fakeNative(args[i+2:])
+	}
 	rd := filepath.Join(os.Getenv("RUNTIME_DIRECTORY"), "dpdk", DefaultPrefix)
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
@@ -92,4 +96,25 @@ func fakeMapHugepages(dir string) {
 	if _, err := unix.Mmap(int(f.Fd()), 0, 4096, unix.PROT_READ, unix.MAP_SHARED); err != nil {
 		os.Exit(6)
 	}
+}
+
+// fakeNative plays a program linked with libfstack started as F-Stack's start.sh does: its
+// own arguments, then --conf <file> --proc-type=<t> --proc-id=<k>, which ff_init parses; it
+// checks the file is there and becomes the primary or a secondary by --proc-type.
+func fakeNative(args []string) string {
+	fmt.Printf("fake native argv: %v\n", args)
+	var conf, procType string
+	for j, a := range args {
+		switch {
+		case a == "--conf" && j+1 < len(args):
+			conf = args[j+1]
+		case strings.HasPrefix(a, "--proc-type="):
+			procType = strings.TrimPrefix(a, "--proc-type=")
+		}
+	}
+	if _, err := os.Stat(conf); err != nil {
+		fmt.Printf("fake native: no config.ini: %v\n", err)
+		os.Exit(8)
+	}
+	return procType
 }

@@ -74,6 +74,10 @@ func (s *Supervisor) Run(stop <-chan struct{}) error {
 		s.health.set(err.Error())
 		return err
 	}
+	if err := checkNative(&s.Cfg.Launch, res.Spec); err != nil {
+		s.health.set(err.Error())
+		return err
+	}
 	if err := s.resolveFStack(res); err != nil {
 		s.health.set(err.Error())
 		return err
@@ -84,19 +88,9 @@ func (s *Supervisor) Run(stop <-chan struct{}) error {
 	if err := s.resetContexts(res); err != nil {
 		return err
 	}
-	// The shim's files go first: the kubelet starts the app containers once the postStart hook
-	// (wait-placed) sees the launcher there, and the launcher holds them until ready names this
-	// generation.
-	t0 := time.Now()
-	warning, err := placeShim(s.Cfg.Paths.ImageShimDir, s.Cfg.Paths.ShimDir, &res.Spec.Shim, s.Cfg.RequireShim)
-	if err != nil {
+	if err := s.placeShimFirst(res); err != nil {
 		s.health.set(err.Error())
 		return err
-	}
-	// The copy is on every pod's start path: the log says what it costs.
-	s.logf("shim placed in %s in %s", s.Cfg.Paths.ShimDir, time.Since(t0).Round(time.Millisecond))
-	if warning != "" {
-		s.logf("WARNING: %s", warning)
 	}
 	s.health.started.Store(true)
 	gen, err := bumpGeneration(s.Cfg.Paths.ShimDir)
@@ -178,6 +172,28 @@ func (s *Supervisor) prepare() (*render.Result, error) {
 	return res, nil
 }
 
+// placeShimFirst places the shim's files before anything starts: the kubelet starts the app
+// containers once the postStart hook (wait-placed) sees the launcher there, and the launcher
+// holds them until ready names this generation. A program linked with libfstack has no app
+// container and no shim.
+func (s *Supervisor) placeShimFirst(res *render.Result) error {
+	if s.Cfg.Launch.Native != "" {
+		s.logf("native program (%s): %s; no shim to place", s.Cfg.Launch.Native, strings.Join(s.Cfg.Launch.NativeArgv, " "))
+		return nil
+	}
+	t0 := time.Now()
+	warning, err := placeShim(s.Cfg.Paths.ImageShimDir, s.Cfg.Paths.ShimDir, &res.Spec.Shim, s.Cfg.RequireShim)
+	if err != nil {
+		return err
+	}
+	// The copy is on every pod's start path: the log says what it costs.
+	s.logf("shim placed in %s in %s", s.Cfg.Paths.ShimDir, time.Since(t0).Round(time.Millisecond))
+	if warning != "" {
+		s.logf("WARNING: %s", warning)
+	}
+	return nil
+}
+
 // registerCollectors registers the scrape-time collectors once: Run runs again after a
 // restart an app asked for.
 func (s *Supervisor) registerCollectors(prefix string, procs int) {
@@ -193,7 +209,7 @@ func (s *Supervisor) registerCollectors(prefix string, procs int) {
 // the fstack server and libff_syscall.so share their build flags, so they come in pairs.
 func (s *Supervisor) resolveFStack(res *render.Result) error {
 	l := &s.Cfg.Launch
-	if l.ProgramMode || l.FStack != "" {
+	if l.ProgramMode || l.Native != "" || l.FStack != "" {
 		return nil
 	}
 	mode := ShimMode(&res.Spec.Shim)
