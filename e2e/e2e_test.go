@@ -223,6 +223,8 @@ func TestEndToEnd(t *testing.T) {
 		})
 	})
 
+	step(t, "a native program (spec.program PerProcess, the stand-in of F-Stack's helloworld) is the pod's dataplane: Ready, answering ping, metrics up", checkNativeProgram)
+
 	step(t, "the sample Nginx's httpGet readiness and tcpSocket liveness probes pass through the dataplane, though nothing answers on the pod IP; kubectl exec into it takes no shim context", func(t *testing.T) {
 		mustApply(t, nginxSample(t))
 		p := waitNginxReady(t)
