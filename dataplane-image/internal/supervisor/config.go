@@ -5,10 +5,12 @@
 package supervisor
 
 import (
+	"context"
 	"path/filepath"
 	"time"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/nginxconf"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
@@ -85,6 +87,9 @@ type Launch struct {
 	// and its master forks the processes (nginx.go).
 	Native     fsv1.ProgramMode
 	NativeArgv []string
+	// NginxBuild asks F-Stack's Nginx for its compiled-in paths (nginx -V) when its command
+	// line does not name the configuration file absolutely; nil runs it.
+	NginxBuild func(ctx context.Context, binary string) (nginxconf.Build, error)
 }
 
 // Timing bounds every wait.

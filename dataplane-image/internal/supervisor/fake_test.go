@@ -20,11 +20,15 @@ import (
 // file, its fcntl lock, the RTE magic written when "EAL init" is done) or a secondary (its
 // mp_socket file), and dies or hangs on demand. The dataplane tier runs the real ones.
 const (
-	fakeEnv     = "SUPERVISOR_FAKE_PROCESS"
-	fakeHugeEnv = "SUPERVISOR_FAKE_HUGEPAGES"
+	fakeNginxEnv = "SUPERVISOR_FAKE_NGINX"
+	fakeEnv      = "SUPERVISOR_FAKE_PROCESS"
+	fakeHugeEnv  = "SUPERVISOR_FAKE_HUGEPAGES"
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(fakeNginxEnv) == "1" {
+		os.Exit(fakeNginxMaster(os.Args[1:]))
+	}
 	if os.Getenv(fakeEnv) == "1" {
 		os.Exit(fakeProcess(os.Args))
 	}

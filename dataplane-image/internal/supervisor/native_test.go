@@ -1,9 +1,11 @@
 package supervisor
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
@@ -86,5 +88,63 @@ func TestNativeRefusesASpecThatSaysOtherwise(t *testing.T) {
 				t.Fatalf("a process was started:\n%s", h.log)
 			}
 		})
+	}
+}
+
+// nginxSupervisor runs the fake F-Stack's Nginx master with the configuration conf.
+func (h *harness) nginxSupervisor(conf string) *Supervisor {
+	path := filepath.Join(h.t.TempDir(), "nginx.conf")
+	mustDo(h.t, os.WriteFile(path, []byte(conf), 0o644))
+	s := h.supervisor("", "")
+	s.Cfg.Launch = Launch{Native: fsv1.ProgramNginx, NativeArgv: []string{os.Args[0], "-c", path}}
+	s.Env = append(s.Env, fakeNginxEnv+"=1")
+	return s
+}
+
+// Nginx: the supervisor adds what the stack decides to the master's command line (-g), starts
+// the master alone, and counts its workers as the F-Stack processes: ready once worker 0 is a
+// ready primary and worker 1 has joined it; a dead worker ends the dataplane, naming it.
+func TestNativeNginxCountsTheMastersWorkers(t *testing.T) {
+	h := newHarness(t, nativeSpec(2, fsv1.ProgramNginx))
+	h.writeDevinfo()
+	res := run(h.nginxSupervisor("events {}\n"), make(chan struct{}))
+	eventually(t, "the ready marker", func() bool { return h.shimFile(podcontract.ReadyFile) == "1" })
+	log := h.log.String()
+	want := `-g" "worker_processes 2; fstack_conf ` + h.paths.ConfigFile + `; daemon off;"`
+	if !strings.Contains(log, want) {
+		t.Errorf("the master's command line lacks %s:\n%s", want, log)
+	}
+	for _, w := range []string{"process 0 is up (nginx worker pid", "process 1 is up (nginx worker pid", "[proc 0] fake primary pid", "[proc 0] fake secondary pid"} {
+		if !strings.Contains(log, w) {
+			t.Errorf("the log lacks %q:\n%s", w, log)
+		}
+	}
+	var pid int
+	if _, err := fmt.Sscanf(log[strings.Index(log, "process 1 is up (nginx worker pid "):], "process 1 is up (nginx worker pid %d)", &pid); err != nil {
+		t.Fatal(err)
+	}
+	mustDo(t, syscall.Kill(pid, syscall.SIGKILL))
+	err := waitResult(t, res)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("F-Stack process 1 (secondary, nginx worker pid %d) exited", pid)) {
+		t.Fatalf("got %v, want the dead worker named", err)
+	}
+	var pid0 int
+	if _, err := fmt.Sscanf(log[strings.Index(log, "process 0 is up (nginx worker pid "):], "process 0 is up (nginx worker pid %d)", &pid0); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "worker 0 stopped with its master", func() bool { st, _ := procState(pid0); return st == 0 })
+}
+
+// A configuration that cannot serve the stack is refused before anything starts, naming the
+// file, the line and what to write.
+func TestNativeNginxRefusesAConfigThatCannotWork(t *testing.T) {
+	h := newHarness(t, nativeSpec(2, fsv1.ProgramNginx))
+	h.writeDevinfo()
+	err := waitResult(t, run(h.nginxSupervisor("worker_processes 4;\nevents {}\n"), make(chan struct{})))
+	if err == nil || !strings.Contains(err.Error(), `nginx.conf:1: "worker_processes 4"`) || !strings.Contains(err.Error(), `write "worker_processes 2;"`) {
+		t.Fatalf("got %v", err)
+	}
+	if strings.Contains(h.log.String(), "starting F-Stack's Nginx master") {
+		t.Fatalf("the master was started:\n%s", h.log)
 	}
 }

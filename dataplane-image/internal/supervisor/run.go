@@ -46,6 +46,8 @@ type Supervisor struct {
 	agentMetricsOnce sync.Once
 	// httpLimits bound the callers of Serve (http.go); tests shorten them.
 	httpLimits httpLimits
+	// nginx is this generation's F-Stack's Nginx (spec.program mode Nginx), else nil.
+	nginx *nginxMaster
 }
 
 // New makes a supervisor that logs (its own lines and its children's) to out.
@@ -111,7 +113,13 @@ func (s *Supervisor) Run(stop <-chan struct{}) error {
 		return err
 	}
 	exited := make(chan *child, len(res.EAL))
-	procs, err := s.startAll(res, prefix, exited, stop)
+	var procs []*child
+	s.nginx = nil
+	if isNginx(&s.Cfg.Launch) {
+		procs, s.nginx, err = s.startNginx(res, prefix, exited, stop)
+	} else {
+		procs, err = s.startAll(res, prefix, exited, stop)
+	}
 	var cw *contextWatch
 	if err == nil {
 		cw, err = s.watchContexts(gen, procs, stop)
@@ -316,7 +324,16 @@ func (s *Supervisor) publish(gen int) error {
 
 // watch waits for the first process exit (an error) or a stop (nil).
 func (s *Supervisor) watch(procs []*child, prefix string, exited <-chan *child, stop <-chan struct{}, restart <-chan struct{}) error {
+	done := make(chan struct{})
+	defer close(done)
 	select {
+	case msg := <-s.nginx.watchWorkers(5*s.Cfg.Timing.Poll, done):
+		s.health.ready.Store(false)
+		s.health.failed.Store(true)
+		s.health.set(msg)
+		s.logf("%s", msg)
+		s.shutdown(procs, prefix)
+		return errors.New(msg)
 	case <-restart:
 		s.shutdown(procs, prefix)
 		return ErrRestartRequested
@@ -324,7 +341,9 @@ func (s *Supervisor) watch(procs []*child, prefix string, exited <-chan *child, 
 		s.health.ready.Store(false)
 		s.health.failed.Store(true)
 		msg := fmt.Sprintf("F-Stack process %d (%s) exited: %s", c.id, procType(c.id), c.status())
-		if c.id == 0 {
+		if s.nginx != nil {
+			msg = fmt.Sprintf("F-Stack's Nginx master exited: %s; its workers, the F-Stack processes, are stopped with it", c.status())
+		} else if c.id == 0 {
 			msg += "; a dead primary strands every secondary, so the whole dataplane stops"
 		}
 		s.health.set(msg)
@@ -349,6 +368,7 @@ func (s *Supervisor) shutdown(procs []*child, prefix string) {
 	order := slices.Clone(procs)
 	slices.Reverse(order)
 	stopAll(order, s.Cfg.Timing.Grace)
+	s.nginx.killGroup() // workers a killed master left behind
 	s.metrics.up.Set(0)
 	files, _ := filepath.Glob(filepath.Join(s.Cfg.Paths.HugePagesDir, prefix+"map_*"))
 	for _, f := range files {
