@@ -56,6 +56,9 @@ build_overlay() {
   # PerProcess): testpmd with the EAL arguments F-Stack builds from config.ini for each process.
   CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$WORK/overlay/usr/local/bin/fstack-standin-program" \
     ./dataplane-image/standin/native/cmd/fstack-standin-program
+  # ... and of F-Stack's Nginx (mode Nginx): a master that forks one such testpmd per worker.
+  CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$WORK/overlay/usr/local/bin/fstack-standin-nginx" \
+    ./dataplane-image/standin/native/cmd/fstack-standin-nginx
   # The stand-in shim (dataplane-image/standin/shim): not F-Stack, but the behaviours of F-Stack's
   # shim that kube-fstack must handle, built for each mode directory as F-Stack's is (the
   # multi-sc builds' fork hook differs). It announces itself and its mode in the app's log, and

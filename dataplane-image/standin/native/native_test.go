@@ -69,3 +69,26 @@ func TestTestpmdMatchesProgramMode(t *testing.T) {
 		t.Error("proc-id 2 of a 2-process config must be refused")
 	}
 }
+
+// The stand-in of F-Stack's Nginx reads worker_processes and fstack_conf as nginx does: -g
+// first, then the file, a directive in both refused as duplicate, none at all "fstack_conf null".
+func TestReadNginx(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(conf, []byte("fstack_conf f-stack.ini;\nevents {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n, err := native.ReadNginx([]string{"nginx", "-c", conf, "-g", "worker_processes 2; daemon off;"})
+	if err != nil || n.Workers != 2 || n.Conf != filepath.Join(dir, "f-stack.ini") || n.Daemon {
+		t.Fatalf("got %+v, %v", n, err)
+	}
+	if _, err := native.ReadNginx([]string{"nginx", "-c", conf, "-g", "fstack_conf /x;"}); err == nil || !strings.Contains(err.Error(), "duplicate") {
+		t.Errorf("fstack_conf in -g and the file: got %v", err)
+	}
+	if err := os.WriteFile(conf, []byte("events {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := native.ReadNginx([]string{"nginx", "-c", conf}); err == nil || err.Error() != "fstack_conf null" {
+		t.Errorf("no fstack_conf: got %v", err)
+	}
+}

@@ -28,8 +28,10 @@ var env struct {
 	supervisor string
 	// standinProgram stands in for a program linked with libfstack (spec.program).
 	standinProgram string
-	huge           *nodetest.Hugepages
-	ovs            *nodetest.OVS
+	// standinNginx stands in for F-Stack's Nginx (spec.program mode Nginx).
+	standinNginx string
+	huge         *nodetest.Hugepages
+	ovs          *nodetest.OVS
 }
 
 func TestMain(m *testing.M) {
@@ -55,8 +57,10 @@ func run(m *testing.M) (int, error) {
 	env.tmp, env.huge, env.ovs = node.Tmp, node.Huge, node.OVS
 	env.supervisor = filepath.Join(env.tmp, "fstack-supervisor")
 	env.standinProgram = filepath.Join(env.tmp, "fstack-standin-program")
+	env.standinNginx = filepath.Join(env.tmp, "fstack-standin-nginx")
 	for bin, pkg := range map[string]string{env.supervisor: "dataplane-image/cmd/fstack-supervisor",
-		env.standinProgram: "dataplane-image/standin/native/cmd/fstack-standin-program"} {
+		env.standinProgram: "dataplane-image/standin/native/cmd/fstack-standin-program",
+		env.standinNginx:   "dataplane-image/standin/native/cmd/fstack-standin-nginx"} {
 		build := exec.Command("go", "build", "-o", bin, "github.com/kube-fstack/kube-fstack/"+pkg)
 		if out, err := build.CombinedOutput(); err != nil {
 			return 0, fmt.Errorf("build %s: %w: %s", pkg, err, out)

@@ -72,3 +72,56 @@ func TestNativeProgramPerProcess(t *testing.T) {
 		t.Errorf("the exit message does not name the secondary:\n%s", d.log())
 	}
 }
+
+// spec.program mode Nginx: the supervisor starts the stand-in of F-Stack's Nginx, which forks
+// one testpmd per worker with F-Stack's EAL argv (worker 0 the primary, the others after its
+// init); the supervisor counts the workers as the F-Stack processes, the port carries pings,
+// and a dead worker stops the dataplane naming it.
+func TestNativeNginx(t *testing.T) {
+	p := newPod(t, "fsdpx", "10.99.7.14", 2)
+	spec := fsv1.StackInstanceSpec{
+		Processes: 2,
+		Program:   &fsv1.ProgramSpec{Mode: fsv1.ProgramNginx},
+		Ports: []fsv1.PortSpec{{
+			Name: "data", Attachment: "net1",
+			Device:     fsv1.PortDevice{VhostUser: &fsv1.VhostUserDevice{Queues: 2}},
+			Addressing: fsv1.Addressing{IPv4: &fsv1.IPv4Address{From: fsv1.AddressAttachment}},
+		}},
+	}
+	data, err := json.Marshal(spec)
+	must(t, err)
+	must(t, os.WriteFile(p.specFile, data, 0o644))
+	conf := filepath.Join(p.dir, "nginx.conf")
+	must(t, os.WriteFile(conf, []byte("events {}\n"), 0o644))
+	d := p.startSupervisor(t, "0-1", []string{"--ready-telemetry=/mempool/list~mb_pool_0",
+		"--native=Nginx", "--", env.standinNginx, "-c", conf})
+	d.waitReady(t)
+	log := d.log()
+	for _, want := range []string{
+		"-g worker_processes 2; fstack_conf " + podConfig + "; daemon off;",
+		"worker 1: /usr/bin/dpdk-testpmd --lcores=0@1,1@1 -n4 --proc-type=secondary",
+		"process 1 is up (nginx worker pid",
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the log lacks %q:\n%s", want, log)
+		}
+	}
+	pingThrough(t, addVethPeer(t, "10.99.7.204/24"), p.ip)
+	if code, body := d.get(podcontract.MetricsPath); code != http.StatusOK || !strings.Contains(body, "fstack_processes_up 2") {
+		t.Errorf("/metrics: %d, want fstack_processes_up 2:\n%s", code, body)
+	}
+	pids := d.pidsOf("dpdk-testpmd")
+	if len(pids) != 2 {
+		t.Fatalf("want the two workers' testpmd, got %v", pids)
+	}
+	must(t, syscall.Kill(pids[1], syscall.SIGKILL))
+	if code := d.exitCode(t, 30*time.Second); code == 0 {
+		t.Fatal("the supervisor exited 0 after a worker was killed")
+	}
+	if !strings.Contains(d.log(), "F-Stack process 1 (secondary, nginx worker pid") {
+		t.Errorf("the exit message does not name the worker:\n%s", d.log())
+	}
+	if left := d.pidsOf("dpdk-testpmd"); len(left) > 0 {
+		t.Errorf("workers left after the supervisor exited: %v", left)
+	}
+}
