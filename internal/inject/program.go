@@ -161,9 +161,8 @@ func (p *plan) programContainer(c *corev1.Container, dp corev1.Container) corev1
 	out.WorkingDir = c.WorkingDir
 	out.Stdin, out.StdinOnce, out.TTY = c.Stdin, c.StdinOnce, c.TTY
 	out.ResizePolicy = c.ResizePolicy
-	if c.TerminationMessagePolicy != "" {
-		out.TerminationMessagePolicy = c.TerminationMessagePolicy
-	}
+	// The dataplane's termination message policy stays (the supervisor's last log lines say why
+	// it stopped); the API server defaults the pod's own before the webhook sees it.
 	out.TerminationMessagePath = c.TerminationMessagePath
 	limits := out.Resources.Limits
 	for name, q := range c.Resources.Limits {
