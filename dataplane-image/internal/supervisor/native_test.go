@@ -119,19 +119,13 @@ func TestNativeNginxCountsTheMastersWorkers(t *testing.T) {
 			t.Errorf("the log lacks %q:\n%s", w, log)
 		}
 	}
-	var pid int
-	if _, err := fmt.Sscanf(log[strings.Index(log, "process 1 is up (nginx worker pid "):], "process 1 is up (nginx worker pid %d)", &pid); err != nil {
-		t.Fatal(err)
-	}
+	pid := workerPID(t, log, 1)
 	mustDo(t, syscall.Kill(pid, syscall.SIGKILL))
 	err := waitResult(t, res)
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("F-Stack process 1 (secondary, nginx worker pid %d) exited", pid)) {
 		t.Fatalf("got %v, want the dead worker named", err)
 	}
-	var pid0 int
-	if _, err := fmt.Sscanf(log[strings.Index(log, "process 0 is up (nginx worker pid "):], "process 0 is up (nginx worker pid %d)", &pid0); err != nil {
-		t.Fatal(err)
-	}
+	pid0 := workerPID(t, log, 0)
 	eventually(t, "worker 0 stopped with its master", func() bool { st, _ := procState(pid0); return st == 0 })
 }
 
@@ -147,4 +141,19 @@ func TestNativeNginxRefusesAConfigThatCannotWork(t *testing.T) {
 	if strings.Contains(h.log.String(), "starting F-Stack's Nginx master") {
 		t.Fatalf("the master was started:\n%s", h.log)
 	}
+}
+
+// workerPID is the PID the supervisor logged for nginx worker k.
+func workerPID(t *testing.T, log string, k int) int {
+	t.Helper()
+	prefix := fmt.Sprintf("process %d is up (nginx worker pid ", k)
+	i := strings.Index(log, prefix)
+	var pid int
+	if i < 0 {
+		t.Fatalf("no %q in the log:\n%s", prefix, log)
+	}
+	if _, err := fmt.Sscanf(log[i+len(prefix):], "%d)", &pid); err != nil {
+		t.Fatal(err)
+	}
+	return pid
 }

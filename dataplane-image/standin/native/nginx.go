@@ -60,7 +60,7 @@ func ReadNginx(argv []string) (*Nginx, error) {
 				}
 			}
 		case "daemon":
-			n.Daemon = !(len(d.Args) == 1 && d.Args[0] == "off")
+			n.Daemon = len(d.Args) != 1 || d.Args[0] != "off"
 		}
 	}
 	if n.Conf == "" {
@@ -92,12 +92,19 @@ func primaryUp(runtimeDir string) error {
 		return err
 	}
 	defer c.Close()
-	if started, err := c.EthdevStarted(0); err != nil || !started {
-		return fmt.Errorf("port 0 not started (%v)", err)
+	started, err := c.EthdevStarted(0)
+	if err != nil {
+		return err
+	}
+	if !started {
+		return errors.New("port 0 not started yet")
 	}
 	pools, err := c.Command("/mempool/list")
-	if err != nil || !strings.Contains(string(pools), "mb_pool_0") {
-		return fmt.Errorf("no mb_pool_0 yet (%v)", err)
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(string(pools), "mb_pool_0") {
+		return errors.New("no mb_pool_0 yet")
 	}
 	return nil
 }
