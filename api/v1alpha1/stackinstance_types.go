@@ -14,7 +14,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.rssCheck) || !has(self.rssCheck.entries) || self.rssCheck.entries.all(e, self.ports.exists(p, p.name == e.port))",message="every rssCheck.entries[].port must name an entry of spec.ports"
 // +kubebuilder:validation:XValidation:rule="self.ports.all(p, !has(p.processes) || p.processes.all(i, i < self.processes))",message="ports[].processes may only name process indices below spec.processes"
 // +kubebuilder:validation:XValidation:rule="!has(self.program) || !has(self.shim) || ((!has(self.shim.enabled) || !self.shim.enabled) && !has(self.shim.kernelEvent) && !has(self.shim.multiSC) && (!has(self.shim.threadSocket) || !self.shim.threadSocket) && (!has(self.shim.polling) || !self.shim.polling) && (!has(self.shim.containers) || size(self.shim.containers) == 0))",fieldPath=".shim",message="a program linked with libfstack uses no shim: remove spec.shim (or leave only enabled: false)"
-// +kubebuilder:validation:XValidation:rule="!has(self.program) || !has(self.dataplane) || !has(self.dataplane.image)",fieldPath=".dataplane.image",message="with spec.program the dataplane runs in the program's container, with that container's image: remove spec.dataplane.image"
+// +kubebuilder:validation:XValidation:rule="!has(self.program) || !has(self.dataplane) || !has(self.dataplane.image)",fieldPath=".dataplane.image",message="with spec.program the dataplane is the program's container and runs its image; remove spec.dataplane.image"
 type StackInstanceSpec struct {
 	// FStackVersion is the F-Stack release the dataplane runs; key names differ between versions.
 	// +kubebuilder:default="v1.25"

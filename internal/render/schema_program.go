@@ -29,7 +29,7 @@ func (c *bounds) program(s *fsv1.StackInstanceSpec, root *field.Path) {
 	}
 	if s.Dataplane.Image != "" {
 		c.add(field.Invalid(root.Child("dataplane", "image"), shorten(s.Dataplane.Image),
-			"with spec.program the dataplane runs in the program's container, with that container's image: remove spec.dataplane.image"))
+			"with spec.program the dataplane is the program's container and runs its image; remove spec.dataplane.image"))
 	}
 }
 
