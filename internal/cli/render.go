@@ -224,7 +224,7 @@ func printProgram(w io.Writer, res *render.Result) error {
 	var err error
 	switch pr.Mode {
 	case fsv1.ProgramNginx:
-		_, err = fmt.Fprintf(w, "# program Nginx: F-Stack's Nginx master, <nginx> -c <nginx.conf>, with -g \"worker_processes %d; fstack_conf %s; daemon off;\" for what the file leaves out; worker k is F-Stack process k (0 the primary)\n", n, programConfigFile)
+		_, err = fmt.Fprintf(w, "# program Nginx: F-Stack's Nginx master, <nginx> -c <nginx.conf>, with -g \"worker_processes %d; fstack_conf %s; daemon off; user root;\" for what the file leaves out; worker k is F-Stack process k (0 the primary)\n", n, programConfigFile)
 	default:
 		for k := range n {
 			if _, err = fmt.Fprintf(w, "# program PerProcess: process %d is <command> <args> --conf %s --proc-type=%s --proc-id=%d\n", k, programConfigFile, procType(k), k); err != nil {

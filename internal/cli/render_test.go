@@ -112,7 +112,7 @@ func TestRenderShowsTheProgramMode(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	if want := `# program Nginx: F-Stack's Nginx master, <nginx> -c <nginx.conf>, with -g "worker_processes 2; fstack_conf /etc/f-stack/config.ini; daemon off;"`; !strings.Contains(out, want) {
+	if want := `# program Nginx: F-Stack's Nginx master, <nginx> -c <nginx.conf>, with -g "worker_processes 2; fstack_conf /etc/f-stack/config.ini; daemon off; user root;"`; !strings.Contains(out, want) {
 		t.Errorf("output lacks %q:\n%s", want, out)
 	}
 	if _, err := fstackini.Parse([]byte(out), fstackini.V125); err != nil {

@@ -45,6 +45,14 @@ func CheckFStack(main []*Directive, f FStack) *Plan {
 	case !isOff(d):
 		p.refuse(d, "a daemonised master leaves the supervisor at once and the container ends; write \"daemon off;\" or remove it")
 	}
+	switch d := top["user"]; {
+	case d == nil:
+		// A master running as root starts its workers as nobody unless told otherwise.
+		p.Globals = append(p.Globals, "user root;")
+		p.FixUps = append(p.FixUps, "user root (the file does not set it): the workers are DPDK processes, and DPDK keeps its runtime directory at /var/run/dpdk, where the supervisor and F-Stack's tools look, only for root")
+	case len(d.Args) == 0 || d.Args[0] != "root":
+		p.refuse(d, "the workers are DPDK processes, and DPDK keeps its runtime directory at /var/run/dpdk, where the supervisor and F-Stack's tools look, only for root (F-Stack's own nginx.conf: \"root account is necessary\"); write \"user root;\" or remove it")
+	}
 	if d := top["master_process"]; d != nil && isOff(d) {
 		p.refuse(d, "without a master nginx forks no workers, and F-Stack's Nginx makes its workers the F-Stack processes; remove it")
 	}

@@ -21,11 +21,11 @@ func TestCheckFStackAddsWhatTheStackDecides(t *testing.T) {
 	if len(p.Refusals) > 0 {
 		t.Fatalf("refused: %v", p.Refusals)
 	}
-	want := []string{"worker_processes 2;", "fstack_conf /etc/f-stack/config.ini;", "daemon off;"}
+	want := []string{"worker_processes 2;", "fstack_conf /etc/f-stack/config.ini;", "daemon off;", "user root;"}
 	if strings.Join(p.Globals, " ") != strings.Join(want, " ") {
 		t.Fatalf("globals %q, want %q", p.Globals, want)
 	}
-	p = checkFStack(t, "worker_processes 2;\nfstack_conf ../f-stack/config.ini;\ndaemon off;\nworker_cpu_affinity 1000 000100000;\n")
+	p = checkFStack(t, "user root;\nworker_processes 2;\nfstack_conf ../f-stack/config.ini;\ndaemon off;\nworker_cpu_affinity 1000 000100000;\n")
 	if len(p.Refusals) > 0 || len(p.Globals) > 0 {
 		t.Fatalf("a file that agrees needs nothing: refusals %v, globals %v", p.Refusals, p.Globals)
 	}

@@ -110,7 +110,7 @@ func TestNativeNginxCountsTheMastersWorkers(t *testing.T) {
 	res := run(h.nginxSupervisor("events {}\n"), make(chan struct{}))
 	eventually(t, "the ready marker", func() bool { return h.shimFile(podcontract.ReadyFile) == "1" })
 	log := h.log.String()
-	want := `-g" "worker_processes 2; fstack_conf ` + h.paths.ConfigFile + `; daemon off;"`
+	want := `-g" "worker_processes 2; fstack_conf ` + h.paths.ConfigFile + `; daemon off; user root;"`
 	if !strings.Contains(log, want) {
 		t.Errorf("the master's command line lacks %s:\n%s", want, log)
 	}
