@@ -139,6 +139,14 @@ image-cni: ## Build the CNI installer image from cni/Dockerfile with buildah (no
 image-dataplane: ## Build the real dataplane image from dataplane-image/Dockerfile with buildah, cached (root; F-Stack's source must be reachable; ~30 min first).
 	hack/image-dataplane.sh
 
+.PHONY: image-fstack-nginx
+image-fstack-nginx: ## Build F-Stack's Nginx image (the dataplane image + F-Stack's Nginx 1.28, HTTP/3 unless NGINX_HTTP3=off; root, cached).
+	IMAGE_TARGET=fstack-nginx hack/image-dataplane.sh
+
+.PHONY: image-fstack-examples
+image-fstack-examples: ## Build the image of F-Stack's example programs (helloworld) as native programs (root, cached).
+	IMAGE_TARGET=fstack-examples hack/image-dataplane.sh
+
 .PHONY: image-dataplane-standin
 image-dataplane-standin: ## Build the stand-in dataplane image (Debian DPDK + supervisor), packed with buildah as an OCI archive, no daemon (root).
 	hack/image-dataplane-standin.sh

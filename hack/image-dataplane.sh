@@ -11,14 +11,23 @@
 # probe agent, the Go sources); the first build takes about 30 min on 2 cores.
 #   output: .cache/images/dataplane.oci.tar, localhost/kube-fstack/dataplane:dev
 # IMAGE_REF and IMAGE_OUT name another image and archive (make release: the version's tag).
+# IMAGE_TARGET builds another of the Dockerfile's targets: fstack-nginx (F-Stack's Nginx, HTTP/3
+# unless NGINX_HTTP3=off) or fstack-examples (F-Stack's example programs), each the dataplane
+# image plus the application, with its own default ref and archive.
 #   hack/image-dataplane.sh --source-reachable   only checks that F-Stack's source can be fetched
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=hack/lib/image.sh
 source hack/lib/image.sh
 
-REF=${IMAGE_REF:-localhost/kube-fstack/dataplane:dev}
-OUT=${IMAGE_OUT:-$PWD/.cache/images/dataplane.oci.tar}
+TARGET=${IMAGE_TARGET:-dataplane}
+case $TARGET in
+  dataplane | fstack-nginx | fstack-examples) ;;
+  *) image_die "IMAGE_TARGET=$TARGET: want dataplane, fstack-nginx or fstack-examples (the targets of dataplane-image/Dockerfile)" ;;
+esac
+REF=${IMAGE_REF:-localhost/kube-fstack/$TARGET:dev}
+OUT=${IMAGE_OUT:-$PWD/.cache/images/$TARGET.oci.tar}
+NGINX_HTTP3=${NGINX_HTTP3:-on}
 DF=dataplane-image/Dockerfile
 # The repository the build fetches from: build-fstack.sh's default (the Dockerfile does not change it).
 # shellcheck disable=SC2016 # a sed pattern, not an expansion
@@ -55,7 +64,7 @@ main() {
   # Before anything costs time: a first build cannot succeed without the source.
   [ -f "$OUT" ] || fstack_reachable
   builder="$(go_builder_image)"
-  key="$(dataplane_inputs)-$(buildah images -q --noheading "$builder")"
+  key="$(dataplane_inputs)-$(buildah images -q --noheading "$builder")-$TARGET-http3=$NGINX_HTTP3"
   if [ -f "$OUT" ] && [ "$(cat "$OUT.key" 2>/dev/null)" = "$key" ]; then
     image_log "$REF: $OUT is up to date"; return 0
   fi
@@ -65,7 +74,9 @@ main() {
   image_log "$REF: buildah bud -f $DF (F-Stack from $FSTACK_REPO; about 30 min the first time, log $OUT.log)"
   old="$(buildah images -q --noheading "$REF" 2>/dev/null || true)"
   mkdir -p "$(dirname "$OUT")"
-  buildah bud --pull=never --isolation=chroot --layers -f "$DF" -t "$REF" --build-arg GO_IMAGE="$builder" \
+  # The last stage is fstack-examples: every build names its target.
+  buildah bud --pull=never --isolation=chroot --layers -f "$DF" --target "$TARGET" -t "$REF" --build-arg GO_IMAGE="$builder" \
+    --build-arg NGINX_HTTP3="$NGINX_HTTP3" \
     -v "$(go env GOMODCACHE):/go/pkg/mod" -v "$(go env GOCACHE):/root/.cache/go-build" . >"$OUT.log" 2>&1 \
     || image_die "buildah bud -f $DF failed; the step that failed is at the end of $OUT.log"
   drop_replaced "$old" "$REF"

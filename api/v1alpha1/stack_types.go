@@ -56,10 +56,10 @@ type DPDKSpec struct {
 	IdleSleepMicroseconds int32 `json:"idleSleepMicroseconds,omitempty"`
 
 	// PktTxDelayMicroseconds is the TX drain interval (pkt_tx_delay), 0-100; the shim's fstack
-	// process also spins this long per loop. 100 suits keep-alive traffic, 50 short connections.
+	// process also spins this long per loop. Default 100 (F-Stack's, for keep-alive traffic);
+	// 50 with profile ShortConnections.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
-	// +kubebuilder:default=100
 	// +optional
 	PktTxDelayMicroseconds *int32 `json:"pktTxDelayMicroseconds,omitempty"`
 
@@ -273,10 +273,12 @@ type FreeBSDSpec struct {
 
 // RSSCheckSpec is the static RSS table ([rss_check]): for each outgoing (local address, remote
 // address, remote port) F-Stack precomputes local ports that hash back to the same process.
-// +kubebuilder:validation:XValidation:rule="!self.enabled || (has(self.entries) && size(self.entries) > 0)",message="an enabled rssCheck needs entries"
+// +kubebuilder:validation:XValidation:rule="!has(self.enabled) || !self.enabled || (has(self.entries) && size(self.entries) > 0)",message="an enabled rssCheck needs entries"
 type RSSCheckSpec struct {
-	// Enabled builds the table at start-up (enable).
-	Enabled bool `json:"enabled"`
+	// Enabled builds the table at start-up (enable). Default off, as in F-Stack; with profile
+	// Proxy, on when entries are listed.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
 
 	// Entries of the table (rss_tbl): at most 64, at most 16 distinct remote address:port pairs,
 	// at most 4 local addresses per pair.

@@ -54,6 +54,13 @@ type StackInstanceSpec struct {
 	// +optional
 	KNI *KNISpec `json:"kni,omitempty"`
 
+	// Profile sets tuning defaults taken from F-Stack's documents: LongConnections (keep-alive),
+	// ShortConnections (a request per connection) or Proxy (connects out to upstreams). An
+	// explicit field always wins; without a profile F-Stack's defaults apply. Values and sources:
+	// docs/profiles.md §1; kubectl fstack render marks each value a profile set.
+	// +optional
+	Profile Profile `json:"profile,omitempty"`
+
 	// FreeBSD tunes the user-space FreeBSD stack ([freebsd.boot] and [freebsd.sysctl]). F-Stack's
 	// shipped defaults apply to every key not set here.
 	// +optional

@@ -10,7 +10,7 @@ import (
 )
 
 // The Dockerfile cannot be built here (F-Stack's source is out of reach); these tests hold it
-// to the script the other tests run: same steps, same pin, and the last stage copies what the
+// to the script the other tests run: same steps, same pin, and the dataplane stage copies what the
 // install step produces and checks its libraries.
 
 type instruction struct{ op, args string }
@@ -107,9 +107,20 @@ func TestDockerfileAndScriptPinTheSameCommit(t *testing.T) {
 	}
 }
 
-func TestLastStageCopiesWhatInstallProducesAndChecksItsLibraries(t *testing.T) {
-	stages := parseDockerfile(t)
-	last := stages[len(stages)-1]
+// stageNamed is the stage FROM ... AS name.
+func stageNamed(t *testing.T, stages []stage, name string) stage {
+	t.Helper()
+	for _, s := range stages {
+		if s.name == name {
+			return s
+		}
+	}
+	t.Fatalf("Dockerfile: no stage named %q", name)
+	return stage{}
+}
+
+func TestDataplaneStageCopiesWhatInstallProducesAndChecksItsLibraries(t *testing.T) {
+	last := stageNamed(t, parseDockerfile(t), "dataplane")
 	r := newRecipe(t)
 	r.mustRun("patch", "lib", "tools", "adapter", "install")
 
@@ -144,7 +155,7 @@ func TestLastStageCopiesWhatInstallProducesAndChecksItsLibraries(t *testing.T) {
 		}
 	}
 	for name := range produced {
-		t.Errorf("the install step produces /out/%s, which the last stage does not copy", name)
+		t.Errorf("the install step produces /out/%s, which the dataplane stage does not copy", name)
 	}
 
 	var checked []string
@@ -160,6 +171,6 @@ func TestLastStageCopiesWhatInstallProducesAndChecksItsLibraries(t *testing.T) {
 	}
 	// A shim that looked for a library outside its own lib/ would load in no stock app image.
 	if !strings.Contains(strings.Join(last.all("RUN"), "\n"), "package.sh check-shim /opt/kube-fstack/shim") {
-		t.Errorf("the last stage does not check that every shim carries its libraries (package.sh check-shim)")
+		t.Errorf("the dataplane stage does not check that every shim carries its libraries (package.sh check-shim)")
 	}
 }

@@ -18,7 +18,7 @@ import (
 type renderOptions struct {
 	file, name, cpus, appCPUs string
 	pci, vhost, addr          []string
-	eal                       bool
+	eal, explain              bool
 	procID                    int
 }
 
@@ -32,8 +32,10 @@ func newRenderCommand(stdout, stderr io.Writer) *cobra.Command {
 What only the pod knows is given with flags; anything not given is a placeholder (CPUs from 1,
 the CNI plugin's socket paths, documentation addresses), and a note on stderr says which.
 With --eal the EAL argv F-Stack builds for each process follows as '#' comment lines, so the
-output stays a valid config.ini. Invalid input prints every problem with its field path to
-stderr and exits 1.`,
+output stays a valid config.ini. When the spec names a tuning profile, a '#' line above each value
+the profile set names the profile and the F-Stack document behind the value, or the field that
+overrides it (--explain=false: the file exactly as the dataplane writes it). Invalid input prints
+every problem with its field path to stderr and exits 1.`,
 		Args: cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error { return o.run(stdout, stderr) },
 	}
@@ -47,6 +49,7 @@ stderr and exits 1.`,
 	f.StringArrayVar(&o.addr, "addr", nil, "PORT=IP/PREFIX,GW: the address IPAM gave a port's attachment")
 	f.BoolVar(&o.eal, "eal", false, "also print the EAL argv of each process")
 	f.IntVar(&o.procID, "proc-id", -1, "with --eal, only this process")
+	f.BoolVar(&o.explain, "explain", true, "mark the values the spec's profile set with '#' lines (false: exactly the dataplane's file)")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
 }
@@ -72,10 +75,14 @@ func (o *renderOptions) run(stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	for _, n := range notes {
+	for _, n := range append(notes, unusedProfileNotes(res.Profile)...) {
 		fmt.Fprintln(stderr, "note:", n)
 	}
-	if _, err := stdout.Write(res.Config); err != nil {
+	cfg := res.Config
+	if o.explain {
+		cfg = explainProfile(cfg, res.Profile)
+	}
+	if _, err := stdout.Write(cfg); err != nil {
 		return err
 	}
 	if err := printProgram(stdout, res); err != nil {

@@ -31,6 +31,7 @@ func assertConforms(t testing.TB, s *fsv1.StackInstanceSpec, f *render.Facts, in
 	ck.rss(ids)
 	ck.kni()
 	ck.freebsd()
+	ck.profile(res.Profile)
 	patched := s.Dataplane.Flavor == fsv1.FlavorKubeFStack
 	for k := range c.Lcores {
 		if want := c.EAL(k, patched); !reflect.DeepEqual(res.EAL[k], want) {
@@ -252,7 +253,7 @@ func (ck *checker) rss(ids map[string]int) {
 		ck.eq("[rss_check] present", ck.c.RSS, [][4]string(nil))
 		return
 	}
-	ck.eq("rss enable", ck.c.RSSEnable, r.Enabled)
+	ck.eq("rss enable", ck.c.RSSEnable, *r.Enabled)
 	var want [][4]string
 	for _, e := range r.Entries {
 		want = append(want, [4]string{strconv.Itoa(ids[e.Port]), e.LocalAddress, e.RemoteAddress, strconv.Itoa(int(e.RemotePort))})
@@ -272,6 +273,29 @@ func (ck *checker) kni() {
 	ck.eq("kni udp_port", ck.c.KNI["udp_port"], strings.Join(k.UDPPorts, ","))
 	action := map[fsv1.KNIAction]string{fsv1.KNIActionDefault: "default", fsv1.KNIActionAllToKernel: "alltokni", fsv1.KNIActionAllToFStack: "alltoff"}
 	ck.eq("kni_action", ck.c.KNI["kni_action"], action[k.Action])
+}
+
+// profile: each value the profile reports in force is what F-Stack reads.
+func (ck *checker) profile(vals []render.ProfileValue) {
+	boot, sysctl := kvMap(ck.c.Boot), kvMap(ck.c.Sysctl)
+	for _, v := range vals {
+		if v.OverriddenBy != "" || v.Unused != "" {
+			continue
+		}
+		what := "profile " + string(v.Profile) + " " + v.Section + " " + v.Key
+		switch v.Section {
+		case "dpdk":
+			ck.eq(what, ck.c.DPDK[v.Key], v.Value)
+		case "rss_check":
+			ck.eq(what, ck.c.RSSEnable, v.Value == "1")
+		case "freebsd.boot":
+			ck.eq(what, boot[v.Key], v.Value)
+		case "freebsd.sysctl":
+			ck.eq(what, sysctl[v.Key], v.Value)
+		default:
+			ck.t.Errorf("%s: a section the checker does not know", what)
+		}
+	}
 }
 
 func (ck *checker) freebsd() {

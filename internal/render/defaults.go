@@ -7,9 +7,11 @@ import (
 )
 
 // Defaults returns a copy of spec with every default applied: the same values the CRD's schema
-// defaults set, so an offline render of a manifest matches what the API server stores.
+// defaults set, so an offline render of a manifest matches what the API server stores, and the
+// profile's (which the schema cannot set: an explicit value must win over them) before F-Stack's.
 func Defaults(in *fsv1.StackInstanceSpec) *fsv1.StackInstanceSpec {
 	s := in.DeepCopy()
+	applyProfile(s)
 	if s.FStackVersion == "" {
 		s.FStackVersion = fsv1.DefaultFStackVersion
 	}
@@ -22,6 +24,9 @@ func Defaults(in *fsv1.StackInstanceSpec) *fsv1.StackInstanceSpec {
 	}
 	for i := range s.VLANs {
 		defaultAddressing(&s.VLANs[i].Addressing)
+	}
+	if s.RSSCheck != nil && s.RSSCheck.Enabled == nil {
+		s.RSSCheck.Enabled = ptr(false)
 	}
 	if s.KNI != nil && s.KNI.Action == "" {
 		s.KNI.Action = fsv1.KNIActionDefault

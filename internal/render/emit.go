@@ -249,7 +249,7 @@ func (p *plan) emitRSS(w *iniWriter) field.ErrorList {
 	}
 	path := field.NewPath("spec", "rssCheck")
 	w.Section("rss_check")
-	w.Bool("enable", r.Enabled, path.Child("enabled"))
+	w.Bool("enable", *r.Enabled, path.Child("enabled"))
 	if len(r.Entries) == 0 {
 		return nil
 	}

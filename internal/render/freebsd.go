@@ -100,8 +100,10 @@ func freebsdSections(s *fsv1.StackInstanceSpec) (boot, sysctl []kv, errs field.E
 	mb, e1 := mapKVs(fb.Boot, path.Child("boot"), owner, false)
 	ms, e2 := mapKVs(fb.Sysctl, path.Child("sysctl"), owner, true)
 	errs = append(append(errs, e1...), e2...)
-	boot = merge(shippedBoot, append(typedBoot, mb...))
-	sysctl = merge(shippedSysctl, append(typedSysctl, ms...))
+	// The profile sits between F-Stack's shipped values and the spec's own, which win.
+	profBoot, profSysctl := profileFreeBSD(s)
+	boot = merge(merge(shippedBoot, profBoot), append(typedBoot, mb...))
+	sysctl = merge(merge(shippedSysctl, profSysctl), append(typedSysctl, ms...))
 	errs = append(errs, checkTunables(s, boot)...)
 	return boot, sysctl, errs
 }

@@ -65,6 +65,23 @@ func (g *gen) build() {
 		// Past the CRD's bounds, as a pod's editor could write it into the annotation.
 		s.Processes = []int32{-5, 0, 65, 1<<31 - 1}[g.intn(4)]
 	}
+	g.profile()
+}
+
+// profile draws last, so the inputs saved before profiles existed decode as they did (no
+// profile once the bytes run out); it leaves some of its values to the profile.
+func (g *gen) profile() {
+	s := &g.spec
+	s.Profile = []fsv1.Profile{"", fsv1.ProfileLongConnections, fsv1.ProfileShortConnections, fsv1.ProfileProxy}[g.intn(4)]
+	if g.wild && g.intn(16) == 0 {
+		s.Profile = "Fast"
+	}
+	if g.flip() {
+		s.DPDK.PktTxDelayMicroseconds = nil
+	}
+	if s.RSSCheck != nil && g.flip() {
+		s.RSSCheck.Enabled = nil
+	}
 }
 
 func (g *gen) dpdk() {
@@ -224,7 +241,7 @@ func (g *gen) rss() {
 	if i := len(local) - 3; i > 0 {
 		local = local[:i]
 	}
-	r := &fsv1.RSSCheckSpec{Enabled: true}
+	r := &fsv1.RSSCheckSpec{Enabled: ptr(true)}
 	n := 1 + g.intn(16)
 	if g.wild {
 		n += g.intn(5)

@@ -34,6 +34,13 @@ func TestPropertyValidSpecsRoundTrip(t *testing.T) {
 			t.Fatalf("case %d: Render modified its input", i)
 		}
 		assertConforms(t, res.Spec, &g.facts, res.Config, res)
+		// The dataplane renders the injector's snapshot, the spec with every default (the
+		// profile's too) applied: it must get the very file, and so the hash, admission got.
+		if again, err := render.Render(res.Spec, &g.facts); err != nil {
+			t.Errorf("case %d: the defaulted spec is refused: %v", i, err)
+		} else if string(again.Config) != string(res.Config) {
+			t.Errorf("case %d: the defaulted spec renders differently:\n%s", i, again.Config)
+		}
 		if t.Failed() {
 			t.Fatalf("case %d failed; config:\n%s", i, res.Config)
 		}

@@ -36,6 +36,8 @@ type Result struct {
 	ShimEAL []string
 	// Spec is the spec with every default applied.
 	Spec *fsv1.StackInstanceSpec
+	// Profile is what the spec's tuning profile set, for display only: Config already holds it.
+	Profile []ProfileValue
 }
 
 // EnvVar is one environment variable.
@@ -65,7 +67,7 @@ func Render(spec *fsv1.StackInstanceSpec, facts *Facts) (*Result, error) {
 		return nil, &ValidationError{Errs: dedupe(errs)}
 	}
 	cfg, errs := p.emit(boot, sysctl)
-	res := &Result{Config: cfg, LcoreMask: p.lcoreMask(), PortIDs: map[string]int{}, Spec: s}
+	res := &Result{Config: cfg, LcoreMask: p.lcoreMask(), PortIDs: map[string]int{}, Spec: s, Profile: ProfileValues(spec)}
 	for k := range p.lcores {
 		res.EAL = append(res.EAL, p.ealArgs(k))
 	}

@@ -26,7 +26,7 @@ func checkRSS(s *fsv1.StackInstanceSpec) field.ErrorList {
 	}
 	path := field.NewPath("spec", "rssCheck", "entries")
 	var errs field.ErrorList
-	if r.Enabled && len(r.Entries) == 0 {
+	if *r.Enabled && len(r.Entries) == 0 {
 		errs = append(errs, field.Required(path, "an enabled rssCheck needs entries"))
 	}
 	if len(r.Entries) > maxRSSEntries {

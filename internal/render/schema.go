@@ -21,6 +21,7 @@ func CheckSchema(s *fsv1.StackInstanceSpec) field.ErrorList {
 	root := field.NewPath("spec")
 	c.enum(root.Child("fstackVersion"), string(s.FStackVersion), string(fsv1.FStackV125), string(fsv1.FStackV124))
 	c.nonZeroIn(root.Child("processes"), int64(s.Processes), 1, maxProcesses)
+	c.enum(root.Child("profile"), string(s.Profile), string(fsv1.ProfileLongConnections), string(fsv1.ProfileShortConnections), string(fsv1.ProfileProxy))
 	c.dpdk(&s.DPDK, root.Child("dpdk"))
 	c.ports(s, root.Child("ports"))
 	c.vlans(s.VLANs, root.Child("vlans"))
@@ -137,7 +138,7 @@ func (c *bounds) rssCheck(s *fsv1.StackInstanceSpec, p *field.Path) {
 	}
 	ep := p.Child("entries")
 	c.count(ep, len(r.Entries), false, 0, 64)
-	if r.Enabled && len(r.Entries) == 0 {
+	if r.Enabled != nil && *r.Enabled && len(r.Entries) == 0 {
 		c.add(field.Required(ep, "an enabled rssCheck needs entries"))
 	}
 	for i := range r.Entries {

@@ -78,7 +78,7 @@ var celCases = map[string][]celCase{
 	"spec.vlans[].ipv6 self.from != 'Static' || has(self.address)": {{func(s map[string]any) {
 		delete(obj(s["vlans"].([]any)[0].(map[string]any), "ipv6"), "address")
 	}, "spec.vlans[0].ipv6.address"}},
-	"spec.rssCheck !self.enabled || (has(self.entries)": {{func(s map[string]any) {
+	"spec.rssCheck !has(self.enabled) || !self.enabled || (has(self.entries)": {{func(s map[string]any) {
 		delete(obj(s, "rssCheck"), "entries")
 	}, "spec.rssCheck.entries"}, {func(s map[string]any) {
 		obj(s, "rssCheck")["entries"] = []any{}

@@ -101,23 +101,23 @@ func TestValidationNamesFieldAndRemedy(t *testing.T) {
 		}, "spec.ports[0].device.bond", "single process", "R22"},
 		{"rss_check on 1.24", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
 			s.FStackVersion = fsv1.FStackV124
-			s.RSSCheck = &fsv1.RSSCheckSpec{Enabled: true, Entries: []fsv1.RSSCheckEntry{{Port: "data", LocalAddress: "10.0.0.10", RemoteAddress: "10.9.0.1", RemotePort: 80}}}
+			s.RSSCheck = &fsv1.RSSCheckSpec{Enabled: ptr(true), Entries: []fsv1.RSSCheckEntry{{Port: "data", LocalAddress: "10.0.0.10", RemoteAddress: "10.9.0.1", RemotePort: 80}}}
 		}, "spec.rssCheck", "v1.25", "R26"},
 		{"rss_check over 16 remote pairs", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
-			s.RSSCheck = &fsv1.RSSCheckSpec{Enabled: true}
+			s.RSSCheck = &fsv1.RSSCheckSpec{Enabled: ptr(true)}
 			for i := 0; i < 17; i++ {
 				s.RSSCheck.Entries = append(s.RSSCheck.Entries, fsv1.RSSCheckEntry{Port: "data", LocalAddress: "10.0.0.10", RemoteAddress: fmt.Sprintf("10.9.0.%d", i+1), RemotePort: 80})
 			}
 		}, "spec.rssCheck.entries[16]", "16 distinct", "R12"},
 		{"rss_check over 4 local addresses", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
-			s.RSSCheck = &fsv1.RSSCheckSpec{Enabled: true}
+			s.RSSCheck = &fsv1.RSSCheckSpec{Enabled: ptr(true)}
 			for i := 0; i < 5; i++ {
 				s.Ports[0].VIPs = append(s.Ports[0].VIPs, fmt.Sprintf("172.16.0.%d", i+1))
 				s.RSSCheck.Entries = append(s.RSSCheck.Entries, fsv1.RSSCheckEntry{Port: "data", LocalAddress: fmt.Sprintf("172.16.0.%d", i+1), RemoteAddress: "10.9.0.1", RemotePort: 80})
 			}
 		}, "spec.rssCheck.entries[4].localAddress", "at most 4", "R12"},
 		{"rss_check local address not on the port", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
-			s.RSSCheck = &fsv1.RSSCheckSpec{Enabled: true, Entries: []fsv1.RSSCheckEntry{{Port: "data", LocalAddress: "10.7.7.7", RemoteAddress: "10.9.0.1", RemotePort: 80}}}
+			s.RSSCheck = &fsv1.RSSCheckSpec{Enabled: ptr(true), Entries: []fsv1.RSSCheckEntry{{Port: "data", LocalAddress: "10.7.7.7", RemoteAddress: "10.9.0.1", RemotePort: 80}}}
 		}, "spec.rssCheck.entries[0].localAddress", "not an address of port data", "R12"},
 		{"line over 2047 bytes", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
 			// 64 IPv6 VIPs written out in full: within the schema's bounds, 2560 bytes on one line.

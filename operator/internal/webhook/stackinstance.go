@@ -31,7 +31,10 @@ func (v *StackInstanceValidator) SetupWithManager(mgr ctrl.Manager) error {
 
 // ValidateCreate checks a new StackInstance.
 func (v *StackInstanceValidator) ValidateCreate(_ context.Context, si *fsv1.StackInstance) (admission.Warnings, error) {
-	return nil, v.validate(si)
+	if err := v.validate(si); err != nil {
+		return nil, err
+	}
+	return profileWarnings(&si.Spec), nil
 }
 
 // ValidateUpdate checks a changed StackInstance and says that running pods keep their config.
@@ -39,10 +42,11 @@ func (v *StackInstanceValidator) ValidateUpdate(_ context.Context, old, si *fsv1
 	if err := v.validate(si); err != nil {
 		return nil, err
 	}
+	warnings := profileWarnings(&si.Spec)
 	if !equality.Semantic.DeepEqual(old.Spec, si.Spec) && old.Status.BoundPods > 0 {
-		return admission.Warnings{"pods already running keep the config they started with; recreate them (e.g. kubectl rollout restart) to apply this change"}, nil
+		warnings = append(warnings, "pods already running keep the config they started with; recreate them (e.g. kubectl rollout restart) to apply this change")
 	}
-	return nil, nil
+	return warnings, nil
 }
 
 // ValidateDelete allows every delete.
