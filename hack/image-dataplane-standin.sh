@@ -52,6 +52,13 @@ build_overlay() {
     ./dataplane-image/cmd/fstack-supervisor
   CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$WORK/overlay/opt/kube-fstack/shim/fstack-launcher" \
     ./dataplane-image/cmd/fstack-launcher
+  # The stand-in of a program linked with libfstack (a StackInstance's spec.program, mode
+  # PerProcess): testpmd with the EAL arguments F-Stack builds from config.ini for each process.
+  CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$WORK/overlay/usr/local/bin/fstack-standin-program" \
+    ./dataplane-image/standin/native/cmd/fstack-standin-program
+  # ... and of F-Stack's Nginx (mode Nginx): a master that forks one such testpmd per worker.
+  CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$WORK/overlay/usr/local/bin/fstack-standin-nginx" \
+    ./dataplane-image/standin/native/cmd/fstack-standin-nginx
   # The stand-in shim (dataplane-image/standin/shim): not F-Stack, but the behaviours of F-Stack's
   # shim that kube-fstack must handle, built for each mode directory as F-Stack's is (the
   # multi-sc builds' fork hook differs). It announces itself and its mode in the app's log, and
@@ -82,8 +89,12 @@ build_overlay() {
 # In the other modes process k polls only its own queue, as an F-Stack process does.
 # A PCI device DPDK cannot probe here (the e2e suite's device plugin hands out addresses of no
 # device) becomes a net_null port, and the supervisor logs it; F-Stack's image never does this.
+# The readiness check is the entrypoint's, as the real image's is: a native program's pod
+# (spec.program) replaces CMD with --native and its own command, and testpmd, whichever way it
+# is started, creates mb_pool_0 before a secondary may attach.
+ENTRY_ARGS=(--ready-telemetry=/mempool/list~mb_pool_0)
 CMD=(--program-mode --program=/usr/bin/dpdk-testpmd --program-lcores-per-proc=2 --standin-pci-vdev=net_null
-  --ready-telemetry=/mempool/list~mb_pool_0 --shim-contexts=standin
+  --shim-contexts=standin
   --primary-args=--total-num-mbufs=8192 --primary-args=--forward-mode=icmpecho --secondary-args=--forward-mode=rxonly)
 for a in '--rxq={procs}' '--txq={procs}' '--num-procs={procs}' '--proc-id={proc}' --auto-start; do
   CMD+=("--primary-args=$a" "--secondary-args=$a")
@@ -91,7 +102,7 @@ done
 
 build_layout() {
   pack --label io.kubefstack.fstack-version=none --label io.kubefstack.flavor=KubeFStack \
-    --label io.kubefstack.shim-modes=none --label io.kubefstack.standin=dpdk-testpmd \
+    --label io.kubefstack.shim-modes=none --label io.kubefstack.standin=dpdk-testpmd --entry-arg "${ENTRY_ARGS[0]}" \
     "$OUT" "$IMAGE_NAME:$TAG" /usr/local/bin/fstack-supervisor "$ROOTFS" "$WORK/overlay" -- "${CMD[@]}"
 }
 
@@ -103,7 +114,7 @@ build_rootfs
 build_overlay
 # The same overlay (supervisor, launcher) and arguments as the tarball holds: keep it, so the
 # local cluster does not re-import an identical image.
-sum="$( (cd "$WORK/overlay" && find . -type f -print0 | sort -z | xargs -0 cat; printf '%s\n' "${CMD[@]}") | sha256sum | cut -c1-16)"
+sum="$( (cd "$WORK/overlay" && find . -type f -print0 | sort -z | xargs -0 cat; printf '%s\n' "${ENTRY_ARGS[@]}" "${CMD[@]}") | sha256sum | cut -c1-16)"
 if [ -f "$OUT" ] && [ "$(cat "${OUT%.tar}.sum" 2>/dev/null)" = "$sum" ]; then
   echo "image: $OUT is up to date"; exit 0
 fi

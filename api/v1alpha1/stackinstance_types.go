@@ -13,6 +13,8 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.vlans) || self.vlans.all(v, self.ports.exists(p, p.name == v.port))",message="every vlans[].port must name an entry of spec.ports"
 // +kubebuilder:validation:XValidation:rule="!has(self.rssCheck) || !has(self.rssCheck.entries) || self.rssCheck.entries.all(e, self.ports.exists(p, p.name == e.port))",message="every rssCheck.entries[].port must name an entry of spec.ports"
 // +kubebuilder:validation:XValidation:rule="self.ports.all(p, !has(p.processes) || p.processes.all(i, i < self.processes))",message="ports[].processes may only name process indices below spec.processes"
+// +kubebuilder:validation:XValidation:rule="!has(self.program) || !has(self.shim) || ((!has(self.shim.enabled) || !self.shim.enabled) && !has(self.shim.kernelEvent) && !has(self.shim.multiSC) && (!has(self.shim.threadSocket) || !self.shim.threadSocket) && (!has(self.shim.polling) || !self.shim.polling) && (!has(self.shim.containers) || size(self.shim.containers) == 0))",fieldPath=".shim",message="a program linked with libfstack uses no shim: remove spec.shim (or leave only enabled: false)"
+// +kubebuilder:validation:XValidation:rule="!has(self.program) || !has(self.dataplane) || !has(self.dataplane.image)",fieldPath=".dataplane.image",message="with spec.program the dataplane is the program's container and runs its image; remove spec.dataplane.image"
 type StackInstanceSpec struct {
 	// FStackVersion is the F-Stack release the dataplane runs; key names differ between versions.
 	// +kubebuilder:default="v1.25"
@@ -80,6 +82,12 @@ type StackInstanceSpec struct {
 	// Dataplane is the injected container that runs the F-Stack processes.
 	// +optional
 	Dataplane DataplaneSpec `json:"dataplane,omitempty"`
+
+	// Program runs a program linked with libfstack as the F-Stack processes, in a container of
+	// the pod, instead of F-Stack's fstack adapter and the shim. Absent: the adapter, with the
+	// shim in the app containers.
+	// +optional
+	Program *ProgramSpec `json:"program,omitempty"`
 }
 
 // StackInstanceStatus is what the operator observed of the spec and the pods bound to it.

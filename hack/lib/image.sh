@@ -64,14 +64,16 @@ drop_replaced() {
   if [ -n "$1" ] && [ "$1" != "$new" ]; then buildah rmi "$1" >/dev/null 2>&1 || true; fi
 }
 
-# pack [--label K=V|--env K=V|--user U]... OUT REF ENTRYPOINT SRC[:DEST]... [-- CMD...]
+# pack [--label K=V|--env K=V|--user U|--entry-arg A]... OUT REF ENTRYPOINT SRC[:DEST]... [-- CMD...]
 # One image layer from directories copied in order (SRC's contents into DEST, default /), with
-# ENTRYPOINT and CMD; tagged REF in buildah's store and, unless OUT is -, exported to OUT.
+# ENTRYPOINT (and its --entry-arg arguments, which a pod's args do not replace) and CMD; tagged
+# REF in buildah's store and, unless OUT is -, exported to OUT.
 pack() {
-  local cfg=()
+  local cfg=() entry_args=()
   while [ $# -gt 0 ]; do
     case "$1" in
       --label|--env|--user) cfg+=("$1" "$2"); shift 2 ;;
+      --entry-arg) entry_args+=("$2"); shift 2 ;;
       *) break ;;
     esac
   done
@@ -85,7 +87,7 @@ pack() {
   local ctr old
   old="$(buildah images -q --noheading "$ref" 2>/dev/null || true)"
   ctr="$(buildah from --pull=never scratch)" || image_die "buildah from scratch failed"
-  if ! pack_into "$ctr" "${srcs[@]}" || ! buildah config "${cfg[@]}" --entrypoint "$(json_array "$entry")" "$ctr" \
+  if ! pack_into "$ctr" "${srcs[@]}" || ! buildah config "${cfg[@]}" --entrypoint "$(json_array "$entry" "${entry_args[@]}")" "$ctr" \
       || ! buildah commit -q --rm "$ctr" "$ref" >/dev/null; then
     buildah rm "$ctr" >/dev/null 2>&1 || true
     image_die "packing $ref failed"

@@ -85,6 +85,9 @@ func (o *renderOptions) run(stdout, stderr io.Writer) error {
 	if _, err := stdout.Write(cfg); err != nil {
 		return err
 	}
+	if err := printProgram(stdout, res); err != nil {
+		return err
+	}
 	if o.eal {
 		return o.printEAL(stdout, res)
 	}
@@ -215,4 +218,36 @@ func (o *renderOptions) printEAL(w io.Writer, res *render.Result) error {
 		}
 	}
 	return nil
+}
+
+// printProgram says, as comment lines, how the processes of a stack with spec.program are
+// started: the program is the pod's, so only its shape is known here.
+func printProgram(w io.Writer, res *render.Result) error {
+	pr := res.Spec.Program
+	if pr == nil {
+		return nil
+	}
+	n := len(res.EAL)
+	var err error
+	switch pr.Mode {
+	case fsv1.ProgramNginx:
+		_, err = fmt.Fprintf(w, "# program Nginx: F-Stack's Nginx master, <nginx> -c <nginx.conf>, with -g \"worker_processes %d; fstack_conf %s; daemon off; user root;\" for what the file leaves out; worker k is F-Stack process k (0 the primary)\n", n, programConfigFile)
+	default:
+		for k := range n {
+			if _, err = fmt.Fprintf(w, "# program PerProcess: process %d is <command> <args> --conf %s --proc-type=%s --proc-id=%d\n", k, programConfigFile, procType(k), k); err != nil {
+				break
+			}
+		}
+	}
+	return err
+}
+
+// programConfigFile is where the supervisor writes config.ini in the dataplane container.
+const programConfigFile = "/etc/f-stack/config.ini"
+
+func procType(k int) string {
+	if k == 0 {
+		return "primary"
+	}
+	return "secondary"
 }

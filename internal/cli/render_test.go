@@ -105,3 +105,26 @@ func TestRenderRejectsUnknownFields(t *testing.T) {
 		t.Errorf("a typo must be an error naming the field, got %d %q", code, errOut)
 	}
 }
+
+// A stack whose processes are a program linked with libfstack says how they are started.
+func TestRenderShowsTheProgramMode(t *testing.T) {
+	out, errOut, code := run(t, "render", "-f", sample(t, "fstack-nginx.yaml"), "--cpus", "2-3")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if want := `# program Nginx: F-Stack's Nginx master, <nginx> -c <nginx.conf>, with -g "worker_processes 2; fstack_conf /etc/f-stack/config.ini; daemon off; user root;"`; !strings.Contains(out, want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+	if _, err := fstackini.Parse([]byte(out), fstackini.V125); err != nil {
+		t.Errorf("the program lines must keep the output a config F-Stack reads: %v", err)
+	}
+	stack := filepath.Join(t.TempDir(), "pp.yaml")
+	raw, _ := os.ReadFile(sample(t, "fstack-nginx.yaml"))
+	if err := os.WriteFile(stack, []byte(strings.Replace(string(raw), "mode: Nginx", "mode: PerProcess", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, _ = run(t, "render", "-f", stack, "--cpus", "2-3")
+	if want := "# program PerProcess: process 1 is <command> <args> --conf /etc/f-stack/config.ini --proc-type=secondary --proc-id=1"; !strings.Contains(out, want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+}

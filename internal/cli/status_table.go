@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/inject"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
@@ -48,6 +49,10 @@ type PodStatus struct {
 	Config      string          `json:"config"`
 	Terminating bool            `json:"terminating,omitempty"`
 	Dataplane   DataplaneStatus `json:"dataplane"`
+	// Program is set when the pod's dataplane is a program linked with libfstack (the
+	// StackInstance's spec.program): its mode and the name its container had before it became
+	// the dataplane, from the pod's kubefstack.io/status annotation.
+	Program *inject.ProgramStatus `json:"program,omitempty"`
 }
 
 // DataplaneStatus is the pod's dataplane container.
@@ -85,6 +90,9 @@ func (l *StackStatusList) addStack(si *fsv1.StackInstance, pods []corev1.Pod) {
 			ps.Config = "old"
 		}
 		ps.Dataplane = dataplaneStatus(p)
+		if st, err := inject.ReadStatus(p); err == nil && st != nil {
+			ps.Program = st.Program
+		}
 		s.Pods = append(s.Pods, ps)
 	}
 	l.Items = append(l.Items, s)
@@ -148,6 +156,9 @@ func dataplaneColumns(p PodStatus) (state, restarts string) {
 		state += d.Reason
 	default:
 		state += "unknown"
+	}
+	if p.Program != nil {
+		state += fmt.Sprintf(" (program %s, was container %s)", p.Program.Mode, p.Program.Container)
 	}
 	return state, fmt.Sprint(d.Restarts)
 }

@@ -58,6 +58,10 @@ func TestStatusColumns(t *testing.T) {
 	}
 	terminating := dp(corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}, false)
 	terminating.DeletionTimestamp = &now
+	program := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
+		fsv1.StatusAnnotation: `{"stack":"s","dataplane":"fstack-dataplane","program":{"container":"web","mode":"Nginx"}}`}},
+		Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: podcontract.DataplaneContainer, Ready: true, RestartCount: 1,
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}}
 	for _, c := range []struct {
 		pod             *corev1.Pod
 		state, restarts string
@@ -67,6 +71,8 @@ func TestStatusColumns(t *testing.T) {
 		{dp(corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1}}, false), "Terminated: Error (exit 1)", "3"},
 		{terminating, "Terminating, Running, not ready", "3"},
 		{&corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending}}, "no status (pod Pending)", "0"},
+		// A program linked with libfstack (spec.program) is the dataplane: a regular container.
+		{program, "Running, ready (program Nginx, was container web)", "1"},
 	} {
 		l := newStackStatusList()
 		l.addStack(&fsv1.StackInstance{}, []corev1.Pod{*c.pod})

@@ -128,6 +128,8 @@ type Status struct {
 	Dataplane      string   `json:"dataplane"`
 	ShimContainers []string `json:"shimContainers,omitempty"`
 	Volumes        []string `json:"volumes"`
+	// Program is set when a program container became the dataplane (spec.program).
+	Program *ProgramStatus `json:"program,omitempty"`
 }
 
 // ReadStatus parses the status annotation of an injected pod.

@@ -38,6 +38,8 @@ type plan struct {
 	probes appProbePlan
 	// networksValue is the pod's networks annotation with the stack's entries (networks.go).
 	networksValue string
+	// program is the index of the container that becomes the dataplane (spec.program), or -1.
+	program int
 }
 
 // Prepare validates and renders stack for injection; an invalid stack gives a *RejectError.
@@ -87,11 +89,16 @@ func (p *Prepared) Bytes() int {
 func (p *Prepared) ConfigHash() string { return p.hash }
 
 func newPlan(pod *corev1.Pod, prep *Prepared) (*plan, error) {
-	p := &plan{Prepared: prep, pod: pod}
-	errs := p.checkConflicts()
-	errs = append(errs, p.chooseShimContainers()...)
-	errs = append(errs, p.planAppProbes()...)
-	errs = append(errs, checkGuaranteed(&pod.Spec)...)
+	p := &plan{Prepared: prep, pod: pod, program: -1}
+	var errs field.ErrorList
+	if prep.spec.Program != nil {
+		errs = p.planProgram()
+	} else {
+		errs = append(errs, p.chooseShimContainers()...)
+		errs = append(errs, p.planAppProbes()...)
+	}
+	errs = append(p.checkConflicts(), errs...)
+	errs = append(errs, checkGuaranteed(&pod.Spec, p.program)...)
 	var nerrs field.ErrorList
 	p.networksValue, nerrs = p.mergeNetworks()
 	errs = append(errs, nerrs...)
@@ -118,7 +125,7 @@ func (p *plan) checkConflicts() field.ErrorList {
 		}
 	}
 	for i, c := range p.pod.Spec.Containers {
-		if c.Name == podcontract.DataplaneContainer {
+		if c.Name == podcontract.DataplaneContainer && i != p.program {
 			errs = append(errs, field.Duplicate(field.NewPath("spec", "containers").Index(i).Child("name"), c.Name))
 		}
 	}
@@ -203,18 +210,25 @@ func (p *plan) apply() {
 		p.addShim(&pod.Spec.Containers[i])
 		shimNames = append(shimNames, pod.Spec.Containers[i].Name)
 	}
-	status, _ := json.Marshal(Status{
+	status := Status{
 		Stack: p.stack, ConfigHash: p.hash, Dataplane: podcontract.DataplaneContainer,
 		ShimContainers: shimNames, Volumes: p.volumeNames(),
-	})
+	}
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
 	p.applyAppProbes(&dp)
-	pod.Spec.InitContainers = append(pod.Spec.InitContainers, dp)
+	if p.program >= 0 {
+		c := &pod.Spec.Containers[p.program]
+		status.Program = &ProgramStatus{Container: c.Name, Mode: p.spec.Program.Mode}
+		*c = p.programContainer(c, dp)
+	} else {
+		pod.Spec.InitContainers = append(pod.Spec.InitContainers, dp)
+	}
+	raw, _ := json.Marshal(status)
 	pod.Annotations[podcontract.SpecAnnotation] = p.specJSON
 	pod.Annotations[podcontract.ConfigHashAnnotation] = p.hash
-	pod.Annotations[fsv1.StatusAnnotation] = string(status)
+	pod.Annotations[fsv1.StatusAnnotation] = string(raw)
 	setNetworks(pod, p.networksValue)
 }
 

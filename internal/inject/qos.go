@@ -10,12 +10,17 @@ import (
 // checkGuaranteed refuses pods that cannot be Guaranteed QoS. Only a Guaranteed pod gets
 // exclusive CPUs from kubelet's static CPU manager, and F-Stack's busy-polling lcores need them.
 // The app's resources are the user's to choose, so they are checked, never invented.
-func checkGuaranteed(spec *corev1.PodSpec) field.ErrorList {
+// The program container (index program, -1 for none) gets its CPUs and memory from the
+// injection, so only its values that conflict are refused (program.go).
+func checkGuaranteed(spec *corev1.PodSpec, program int) field.ErrorList {
 	var errs field.ErrorList
 	for i := range spec.InitContainers {
 		errs = append(errs, checkContainerQoS(&spec.InitContainers[i], field.NewPath("spec", "initContainers").Index(i))...)
 	}
 	for i := range spec.Containers {
+		if i == program {
+			continue
+		}
 		errs = append(errs, checkContainerQoS(&spec.Containers[i], field.NewPath("spec", "containers").Index(i))...)
 	}
 	return errs

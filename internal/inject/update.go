@@ -27,12 +27,19 @@ func CheckPodUpdate(old, pod *corev1.Pod, cfg Config) field.ErrorList {
 		errs = append(errs, field.Forbidden(field.NewPath("metadata", "labels").Key(fsv1.StackLabel), fmt.Sprintf(
 			"an injected pod keeps its StackInstance label (%q); delete the pod to change it", was)))
 	}
-	for i, c := range pod.Spec.InitContainers {
-		if c.Name != podcontract.DataplaneContainer || i >= len(old.Spec.InitContainers) || old.Spec.InitContainers[i].Image == c.Image {
-			continue
-		}
-		if ferr := cfg.CheckImage(field.NewPath("spec", "initContainers").Index(i).Child("image"), c.Image); ferr != nil {
-			errs = append(errs, ferr)
+	// A program's dataplane (spec.program) is a regular container of the same name.
+	for _, list := range []struct {
+		path     *field.Path
+		old, now []corev1.Container
+	}{{field.NewPath("spec", "initContainers"), old.Spec.InitContainers, pod.Spec.InitContainers},
+		{field.NewPath("spec", "containers"), old.Spec.Containers, pod.Spec.Containers}} {
+		for i, c := range list.now {
+			if c.Name != podcontract.DataplaneContainer || i >= len(list.old) || list.old[i].Image == c.Image {
+				continue
+			}
+			if ferr := cfg.CheckImage(list.path.Index(i).Child("image"), c.Image); ferr != nil {
+				errs = append(errs, ferr)
+			}
 		}
 	}
 	return errs

@@ -31,7 +31,14 @@ func Defaults(in *fsv1.StackInstanceSpec) *fsv1.StackInstanceSpec {
 	if s.KNI != nil && s.KNI.Action == "" {
 		s.KNI.Action = fsv1.KNIActionDefault
 	}
-	defaultShim(&s.Shim)
+	if s.Program != nil {
+		// A program linked with libfstack replaces the adapter the shim talks to; the shim's
+		// build flags stay unset, so the snapshot keeps to the CRD's rule that a program has
+		// no shim settings.
+		s.Shim.Enabled = ptr(false)
+	} else {
+		defaultShim(&s.Shim)
+	}
 	defaultDataplane(s)
 	return s
 }

@@ -31,6 +31,7 @@ func CheckSchema(s *fsv1.StackInstanceSpec) field.ErrorList {
 	c.pcap(s.Pcap, root.Child("pcap"))
 	c.shim(&s.Shim, root.Child("shim"))
 	c.dataplane(&s.Dataplane, root.Child("dataplane"))
+	c.program(s, root)
 	return c.errs
 }
 

@@ -130,6 +130,18 @@ var celCases = map[string][]celCase{
 		}
 		obj(obj(s, "dataplane"), "resources")["claims"] = claims
 	}, "spec.dataplane.resources.claims"}},
+	"spec !has(self.program) || !has(self.shim)": {{func(s map[string]any) {
+		s["program"] = map[string]any{"mode": "PerProcess"}
+		delete(obj(s, "dataplane"), "image")
+	}, "spec.shim"}, {func(s map[string]any) {
+		s["program"] = map[string]any{"mode": "Nginx"}
+		s["shim"] = map[string]any{"enabled": false, "threadSocket": true}
+		delete(obj(s, "dataplane"), "image")
+	}, "spec.shim"}},
+	"spec !has(self.program) || !has(self.dataplane)": {{func(s map[string]any) {
+		s["program"] = map[string]any{"mode": "PerProcess"}
+		s["shim"] = map[string]any{"enabled": false}
+	}, "spec.dataplane.image"}},
 	"spec.shim !(has(self.polling) && self.polling": {{func(s map[string]any) {
 		obj(s, "shim")["polling"] = true
 		delete(obj(s, "shim"), "kernelEvent") // unset means on

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/fftraffic"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
@@ -37,6 +38,7 @@ type options struct {
 	listen      string
 	ffTraffic   string
 	readyCmd    string
+	native      string
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -54,6 +56,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&p.ConfigFile, "config-file", p.ConfigFile, "where config.ini is written")
 	fs.StringVar(&p.CpusetFile, "cpuset-file", p.CpusetFile, "the container's cpuset, to cross-check the CPU affinity (default: found in the process's own cgroup, v1 or v2; \"none\": no check)")
 	fs.StringVar(&l.FStack, "fstack", "", "F-Stack's binary, run as <fstack> --conf <config> --proc-type=... --proc-id=k (default: <image-shim-dir>/<shim mode>/fstack)")
+	fs.StringVar(&o.native, "native", "", "run a program linked with libfstack, given after --, as the F-Stack processes: PerProcess (once per process with F-Stack's --conf, --proc-type and --proc-id appended, as F-Stack's start.sh) or Nginx (F-Stack's Nginx master, which forks one worker per process); the injection passes it for a StackInstance's spec.program")
 	fs.BoolVar(&l.ProgramMode, "program-mode", false, "run --program with the rendered EAL argv instead of F-Stack (tests, the stand-in image)")
 	fs.StringVar(&l.Program, "program", "", "program mode: the DPDK program run as every process")
 	fs.StringVar(&l.SecondaryProgram, "secondary-program", "", "program mode: another program for processes 1..n-1")
@@ -77,15 +80,20 @@ func parseFlags(args []string) (*options, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	if fs.NArg() > 0 {
+	if o.native != "" {
+		l.Native, l.NativeArgv = fsv1.ProgramMode(o.native), fs.Args()
+	} else if fs.NArg() > 0 {
 		// A hook naming a subcommand this binary lacks must fail, not start a second dataplane.
-		return nil, fmt.Errorf("unknown argument %q (the only subcommand is wait-placed)", fs.Arg(0))
+		return nil, fmt.Errorf("unknown argument %q (the only subcommand is wait-placed; a native program comes after --native=<mode> --)", fs.Arg(0))
 	}
 	p.SpecFile = filepath.Join(p.PodInfoDir, podcontract.PodInfoSpec)
 	if o.podInfoSpec != "" {
 		p.SpecFile = o.podInfoSpec
 	}
-	o.cfg.AppProbes = os.Getenv(podcontract.EnvAppProbes)
+	if o.native == "" {
+		// A program linked with libfstack has no adapter for the probe agent to reach it through.
+		o.cfg.AppProbes = os.Getenv(podcontract.EnvAppProbes)
+	}
 	o.cfg.NodeIPs = os.Getenv(podcontract.EnvNodeIPs)
 	if o.readyCmd != "" {
 		o.cfg.ReadyCommand = strings.Fields(o.readyCmd)
@@ -98,6 +106,9 @@ func parseFlags(args []string) (*options, error) {
 
 func (o *options) validate() error {
 	l, rd := &o.cfg.Launch, o.cfg.Paths.RuntimeDir
+	if err := validateNative(l); err != nil {
+		return err
+	}
 	if l.ProgramMode && l.Program == "" {
 		return fmt.Errorf("--program-mode needs --program")
 	}
@@ -107,6 +118,20 @@ func (o *options) validate() error {
 	}
 	if rd != podcontract.DPDKRuntimeDir && filepath.Base(rd) != "dpdk" {
 		return fmt.Errorf("--dpdk-runtime-dir %s must end in /dpdk: DPDK only relocates it as $RUNTIME_DIRECTORY/dpdk", rd)
+	}
+	return nil
+}
+
+func validateNative(l *supervisor.Launch) error {
+	switch {
+	case l.Native == "":
+		return nil
+	case l.Native != fsv1.ProgramPerProcess && l.Native != fsv1.ProgramNginx:
+		return fmt.Errorf("--native=%s: want %s or %s", l.Native, fsv1.ProgramPerProcess, fsv1.ProgramNginx)
+	case len(l.NativeArgv) == 0:
+		return fmt.Errorf("--native=%s needs the program after --, e.g. --native=%s -- /usr/local/bin/helloworld", l.Native, l.Native)
+	case l.ProgramMode:
+		return fmt.Errorf("--native and --program-mode are two ways to start the processes: give one")
 	}
 	return nil
 }

@@ -26,3 +26,27 @@ func TestStandinPCIOnlyInProgramMode(t *testing.T) {
 		t.Fatalf("program mode: %v %+v", err, o)
 	}
 }
+
+// A native program (spec.program) comes after --native=<mode> --, its own arguments kept.
+func TestParseFlagsNative(t *testing.T) {
+	o, err := parseFlags([]string{"--ready-telemetry=/mempool/list~ff_msg_pool", "--native=PerProcess", "--", "/opt/hello", "--verbose", "-c", "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := o.cfg.Launch; l.Native != "PerProcess" || strings.Join(l.NativeArgv, " ") != "/opt/hello --verbose -c x" {
+		t.Fatalf("got %q %q", l.Native, l.NativeArgv)
+	}
+	t.Setenv("FSTACK_APP_PROBES", `{"c":{}}`)
+	if o, _ := parseFlags([]string{"--native=Nginx", "--", "nginx"}); o.cfg.AppProbes != "" {
+		t.Fatalf("a native program has no app probes to perform, got %q", o.cfg.AppProbes)
+	}
+	for _, args := range [][]string{
+		{"--native=Forking", "--", "x"},
+		{"--native=PerProcess"},
+		{"--native=PerProcess", "--program-mode", "--program=x", "--", "y"},
+	} {
+		if _, err := parseFlags(args); err == nil || !strings.Contains(err.Error(), "--native") {
+			t.Errorf("%q: got %v, want a refusal naming --native", args, err)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -17,8 +18,13 @@ func (l *Launch) Argv(res *render.Result, configFile string, k int) ([]string, e
 	if k < 0 || k >= len(res.EAL) {
 		return nil, fmt.Errorf("process %d: the rendered config has %d processes", k, len(res.EAL))
 	}
+	fstackArgs := []string{"--conf", configFile, "--proc-type=" + procType(k), "--proc-id=" + strconv.Itoa(k)}
+	if l.Native != "" {
+		// start.sh's order: the program's own arguments, then F-Stack's, which ff_init parses.
+		return append(slices.Clone(l.NativeArgv), fstackArgs...), nil
+	}
 	if !l.ProgramMode {
-		return []string{l.FStack, "--conf", configFile, "--proc-type=" + procType(k), "--proc-id=" + strconv.Itoa(k)}, nil
+		return append([]string{l.FStack}, fstackArgs...), nil
 	}
 	prog, trailing := l.Program, l.PrimaryArgs
 	if k > 0 {

@@ -5,9 +5,12 @@
 package supervisor
 
 import (
+	"context"
 	"path/filepath"
 	"time"
 
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/nginxconf"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
@@ -78,6 +81,15 @@ type Launch struct {
 	LcoresPerProc int
 	// PCIStandin, in program mode, replaces PCI devices DPDK cannot probe here (standin_pci.go).
 	PCIStandin *PCIStandin
+	// Native runs a program linked with libfstack (the StackInstance's spec.program) instead of
+	// F-Stack's fstack: PerProcess starts NativeArgv once per F-Stack process with F-Stack's own
+	// arguments appended, as F-Stack's start.sh; Nginx starts NativeArgv, F-Stack's Nginx, once,
+	// and its master forks the processes (nginx.go).
+	Native     fsv1.ProgramMode
+	NativeArgv []string
+	// NginxBuild asks F-Stack's Nginx for its compiled-in paths (nginx -V) when its command
+	// line does not name the configuration file absolutely; nil runs it.
+	NginxBuild func(ctx context.Context, binary string) (nginxconf.Build, error)
 }
 
 // Timing bounds every wait.

@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -19,11 +20,15 @@ import (
 // file, its fcntl lock, the RTE magic written when "EAL init" is done) or a secondary (its
 // mp_socket file), and dies or hangs on demand. The dataplane tier runs the real ones.
 const (
-	fakeEnv     = "SUPERVISOR_FAKE_PROCESS"
-	fakeHugeEnv = "SUPERVISOR_FAKE_HUGEPAGES"
+	fakeNginxEnv = "SUPERVISOR_FAKE_NGINX"
+	fakeEnv      = "SUPERVISOR_FAKE_PROCESS"
+	fakeHugeEnv  = "SUPERVISOR_FAKE_HUGEPAGES"
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(fakeNginxEnv) == "1" {
+		os.Exit(fakeNginxMaster(os.Args[1:]))
+	}
 	if os.Getenv(fakeEnv) == "1" {
 		os.Exit(fakeProcess(os.Args))
 	}
@@ -37,6 +42,9 @@ func fakeProcess(args []string) int {
 		return 2
 	}
 	mode := args[i+1]
+	if mode == "native" {
+		mode = fakeNative(args[i+2:])
+	}
 	rd := filepath.Join(os.Getenv("RUNTIME_DIRECTORY"), "dpdk", DefaultPrefix)
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
@@ -92,4 +100,25 @@ func fakeMapHugepages(dir string) {
 	if _, err := unix.Mmap(int(f.Fd()), 0, 4096, unix.PROT_READ, unix.MAP_SHARED); err != nil {
 		os.Exit(6)
 	}
+}
+
+// fakeNative plays a program linked with libfstack started as F-Stack's start.sh does: its
+// own arguments, then --conf <file> --proc-type=<t> --proc-id=<k>, which ff_init parses; it
+// checks the file is there and becomes the primary or a secondary by --proc-type.
+func fakeNative(args []string) string {
+	fmt.Printf("fake native argv: %v\n", args)
+	var conf, procType string
+	for j, a := range args {
+		switch {
+		case a == "--conf" && j+1 < len(args):
+			conf = args[j+1]
+		case strings.HasPrefix(a, "--proc-type="):
+			procType = strings.TrimPrefix(a, "--proc-type=")
+		}
+	}
+	if _, err := os.Stat(conf); err != nil {
+		fmt.Printf("fake native: no config.ini: %v\n", err)
+		os.Exit(8)
+	}
+	return procType
 }

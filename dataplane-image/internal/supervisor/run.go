@@ -46,6 +46,8 @@ type Supervisor struct {
 	agentMetricsOnce sync.Once
 	// httpLimits bound the callers of Serve (http.go); tests shorten them.
 	httpLimits httpLimits
+	// nginx is this generation's F-Stack's Nginx (spec.program mode Nginx), else nil.
+	nginx *nginxMaster
 }
 
 // New makes a supervisor that logs (its own lines and its children's) to out.
@@ -74,6 +76,10 @@ func (s *Supervisor) Run(stop <-chan struct{}) error {
 		s.health.set(err.Error())
 		return err
 	}
+	if err := checkNative(&s.Cfg.Launch, res.Spec); err != nil {
+		s.health.set(err.Error())
+		return err
+	}
 	if err := s.resolveFStack(res); err != nil {
 		s.health.set(err.Error())
 		return err
@@ -84,19 +90,9 @@ func (s *Supervisor) Run(stop <-chan struct{}) error {
 	if err := s.resetContexts(res); err != nil {
 		return err
 	}
-	// The shim's files go first: the kubelet starts the app containers once the postStart hook
-	// (wait-placed) sees the launcher there, and the launcher holds them until ready names this
-	// generation.
-	t0 := time.Now()
-	warning, err := placeShim(s.Cfg.Paths.ImageShimDir, s.Cfg.Paths.ShimDir, &res.Spec.Shim, s.Cfg.RequireShim)
-	if err != nil {
+	if err := s.placeShimFirst(res); err != nil {
 		s.health.set(err.Error())
 		return err
-	}
-	// The copy is on every pod's start path: the log says what it costs.
-	s.logf("shim placed in %s in %s", s.Cfg.Paths.ShimDir, time.Since(t0).Round(time.Millisecond))
-	if warning != "" {
-		s.logf("WARNING: %s", warning)
 	}
 	s.health.started.Store(true)
 	gen, err := bumpGeneration(s.Cfg.Paths.ShimDir)
@@ -117,7 +113,13 @@ func (s *Supervisor) Run(stop <-chan struct{}) error {
 		return err
 	}
 	exited := make(chan *child, len(res.EAL))
-	procs, err := s.startAll(res, prefix, exited, stop)
+	var procs []*child
+	s.nginx = nil
+	if isNginx(&s.Cfg.Launch) {
+		procs, s.nginx, err = s.startNginx(res, prefix, exited, stop)
+	} else {
+		procs, err = s.startAll(res, prefix, exited, stop)
+	}
 	var cw *contextWatch
 	if err == nil {
 		cw, err = s.watchContexts(gen, procs, stop)
@@ -178,6 +180,28 @@ func (s *Supervisor) prepare() (*render.Result, error) {
 	return res, nil
 }
 
+// placeShimFirst places the shim's files before anything starts: the kubelet starts the app
+// containers once the postStart hook (wait-placed) sees the launcher there, and the launcher
+// holds them until ready names this generation. A program linked with libfstack has no app
+// container and no shim.
+func (s *Supervisor) placeShimFirst(res *render.Result) error {
+	if s.Cfg.Launch.Native != "" {
+		s.logf("native program (%s): %s; no shim to place", s.Cfg.Launch.Native, strings.Join(s.Cfg.Launch.NativeArgv, " "))
+		return nil
+	}
+	t0 := time.Now()
+	warning, err := placeShim(s.Cfg.Paths.ImageShimDir, s.Cfg.Paths.ShimDir, &res.Spec.Shim, s.Cfg.RequireShim)
+	if err != nil {
+		return err
+	}
+	// The copy is on every pod's start path: the log says what it costs.
+	s.logf("shim placed in %s in %s", s.Cfg.Paths.ShimDir, time.Since(t0).Round(time.Millisecond))
+	if warning != "" {
+		s.logf("WARNING: %s", warning)
+	}
+	return nil
+}
+
 // registerCollectors registers the scrape-time collectors once: Run runs again after a
 // restart an app asked for.
 func (s *Supervisor) registerCollectors(prefix string, procs int) {
@@ -193,7 +217,7 @@ func (s *Supervisor) registerCollectors(prefix string, procs int) {
 // the fstack server and libff_syscall.so share their build flags, so they come in pairs.
 func (s *Supervisor) resolveFStack(res *render.Result) error {
 	l := &s.Cfg.Launch
-	if l.ProgramMode || l.FStack != "" {
+	if l.ProgramMode || l.Native != "" || l.FStack != "" {
 		return nil
 	}
 	mode := ShimMode(&res.Spec.Shim)
@@ -300,7 +324,16 @@ func (s *Supervisor) publish(gen int) error {
 
 // watch waits for the first process exit (an error) or a stop (nil).
 func (s *Supervisor) watch(procs []*child, prefix string, exited <-chan *child, stop <-chan struct{}, restart <-chan struct{}) error {
+	done := make(chan struct{})
+	defer close(done)
 	select {
+	case msg := <-s.nginx.watchWorkers(5*s.Cfg.Timing.Poll, done):
+		s.health.ready.Store(false)
+		s.health.failed.Store(true)
+		s.health.set(msg)
+		s.logf("%s", msg)
+		s.shutdown(procs, prefix)
+		return errors.New(msg)
 	case <-restart:
 		s.shutdown(procs, prefix)
 		return ErrRestartRequested
@@ -308,7 +341,9 @@ func (s *Supervisor) watch(procs []*child, prefix string, exited <-chan *child, 
 		s.health.ready.Store(false)
 		s.health.failed.Store(true)
 		msg := fmt.Sprintf("F-Stack process %d (%s) exited: %s", c.id, procType(c.id), c.status())
-		if c.id == 0 {
+		if s.nginx != nil {
+			msg = fmt.Sprintf("F-Stack's Nginx master exited: %s; its workers, the F-Stack processes, are stopped with it", c.status())
+		} else if c.id == 0 {
 			msg += "; a dead primary strands every secondary, so the whole dataplane stops"
 		}
 		s.health.set(msg)
@@ -333,6 +368,7 @@ func (s *Supervisor) shutdown(procs []*child, prefix string) {
 	order := slices.Clone(procs)
 	slices.Reverse(order)
 	stopAll(order, s.Cfg.Timing.Grace)
+	s.nginx.killGroup() // workers a killed master left behind
 	s.metrics.up.Set(0)
 	files, _ := filepath.Glob(filepath.Join(s.Cfg.Paths.HugePagesDir, prefix+"map_*"))
 	for _, f := range files {

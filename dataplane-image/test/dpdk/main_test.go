@@ -26,8 +26,12 @@ const dataplanePages = 120
 var env struct {
 	tmp        string
 	supervisor string
-	huge       *nodetest.Hugepages
-	ovs        *nodetest.OVS
+	// standinProgram stands in for a program linked with libfstack (spec.program).
+	standinProgram string
+	// standinNginx stands in for F-Stack's Nginx (spec.program mode Nginx).
+	standinNginx string
+	huge         *nodetest.Hugepages
+	ovs          *nodetest.OVS
 }
 
 func TestMain(m *testing.M) {
@@ -52,9 +56,15 @@ func run(m *testing.M) (int, error) {
 	defer node.Close()
 	env.tmp, env.huge, env.ovs = node.Tmp, node.Huge, node.OVS
 	env.supervisor = filepath.Join(env.tmp, "fstack-supervisor")
-	build := exec.Command("go", "build", "-o", env.supervisor, "github.com/kube-fstack/kube-fstack/dataplane-image/cmd/fstack-supervisor")
-	if out, err := build.CombinedOutput(); err != nil {
-		return 0, fmt.Errorf("build the supervisor: %w: %s", err, out)
+	env.standinProgram = filepath.Join(env.tmp, "fstack-standin-program")
+	env.standinNginx = filepath.Join(env.tmp, "fstack-standin-nginx")
+	for bin, pkg := range map[string]string{env.supervisor: "dataplane-image/cmd/fstack-supervisor",
+		env.standinProgram: "dataplane-image/standin/native/cmd/fstack-standin-program",
+		env.standinNginx:   "dataplane-image/standin/native/cmd/fstack-standin-nginx"} {
+		build := exec.Command("go", "build", "-o", bin, "github.com/kube-fstack/kube-fstack/"+pkg)
+		if out, err := build.CombinedOutput(); err != nil {
+			return 0, fmt.Errorf("build %s: %w: %s", pkg, err, out)
+		}
 	}
 	return m.Run(), nil
 }

@@ -231,16 +231,22 @@ func cpusetCgroup(t testing.TB, name, cpus string) string {
 // cpus, with dpdk-testpmd as every F-Stack process.
 func (p *pod) startDataplane(t testing.TB, cpus string, extra ...string) *dataplane {
 	t.Helper()
+	return p.startSupervisor(t, cpus, append([]string{"--program-mode", "--program=dpdk-testpmd", "--program-lcores-per-proc=2", "--ready-telemetry=/mempool/list~mb_pool_0",
+		"--primary-args=--total-num-mbufs=8192", "--primary-args=--forward-mode=icmpecho", "--primary-args=--auto-start"}, extra...))
+}
+
+// startSupervisor runs the supervisor as the dataplane container would, in a cpuset cgroup of
+// cpus, with launch saying what it starts as the F-Stack processes.
+func (p *pod) startSupervisor(t testing.TB, cpus string, launch []string) *dataplane {
+	t.Helper()
 	cg := cpusetCgroup(t, fmt.Sprintf("fsk-dp-%s-%d", p.name, time.Now().UnixNano()), cpus)
 	d := &dataplane{addr: freeAddr(t), done: make(chan struct{}),
 		logPath: filepath.Join(p.dir, fmt.Sprintf("supervisor-%d.log", time.Now().UnixNano()))}
 	args := append([]string{"-c", `echo $$ > "$0/cgroup.procs" && exec "$@"`, cg}, p.namespaces()...)
 	args = append(append(args, p.dataplaneArgs("")...),
 		env.supervisor, "--spec-file="+p.specFile, "--shim-contexts=standin", "--cpuset-file="+filepath.Join(cg, "cpuset.cpus"), "--hugepages-dir="+podHugeDir, "--config-file="+podConfig,
-		"--image-shim-dir="+p.imgShim, "--listen="+d.addr, "--start-timeout=90s", "--grace=5s",
-		"--program-mode", "--program=dpdk-testpmd", "--program-lcores-per-proc=2", "--ready-telemetry=/mempool/list~mb_pool_0",
-		"--primary-args=--total-num-mbufs=8192", "--primary-args=--forward-mode=icmpecho", "--primary-args=--auto-start")
-	d.cmd = exec.Command("sh", append(args, extra...)...)
+		"--image-shim-dir="+p.imgShim, "--listen="+d.addr, "--start-timeout=90s", "--grace=5s")
+	d.cmd = exec.Command("sh", append(args, launch...)...)
 	logFile, err := os.Create(d.logPath)
 	must(t, err)
 	d.cmd.Stdout, d.cmd.Stderr = logFile, logFile

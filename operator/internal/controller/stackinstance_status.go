@@ -3,6 +3,7 @@ package controller
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/api/meta"
@@ -44,7 +45,9 @@ func countPods(pods []corev1.Pod, hash string) podCounts {
 }
 
 func dataplaneReady(p *corev1.Pod) bool {
-	for _, s := range p.Status.InitContainerStatuses {
+	// The injected sidecar is an init container; a program's dataplane (spec.program) a
+	// regular one.
+	for _, s := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
 		if s.Name == podcontract.DataplaneContainer {
 			return s.Ready
 		}

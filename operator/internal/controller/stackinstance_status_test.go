@@ -75,6 +75,12 @@ func TestCountPods(t *testing.T) {
 	if want := (podCounts{Bound: 3, Ready: 1, Older: 1}); got != want {
 		t.Fatalf("got %+v, want %+v", got, want)
 	}
+	// A program's dataplane (spec.program) is a regular container of the same name.
+	program := pod(corev1.PodRunning, true, "h1", false)
+	program.Status.ContainerStatuses, program.Status.InitContainerStatuses = program.Status.InitContainerStatuses, nil
+	if got := countPods([]corev1.Pod{program}, "h1"); got != (podCounts{Bound: 1, Ready: 1}) {
+		t.Fatalf("a ready program pod: got %+v, want 1 bound, 1 ready", got)
+	}
 }
 
 func TestTransitions(t *testing.T) {

@@ -58,7 +58,7 @@ func comparable(p *corev1.Pod) any {
 // creating an already injected pod changes nothing.
 func TestPodsInjectedLikeTheGoldens(t *testing.T) {
 	ctx := context.Background()
-	for _, name := range []string{"nginx-pci", "nginx-vhost", "nginx-sriov", "nginx-kni", "two-apps", "opt-out", "no-stack"} {
+	for _, name := range []string{"nginx-pci", "nginx-vhost", "nginx-sriov", "nginx-kni", "two-apps", "opt-out", "no-stack", "native-helloworld", "native-nginx"} {
 		t.Run(name, func(t *testing.T) {
 			in := fixtures.LoadPod(t, name)
 			if s := inject.StackName(in); s != "" {
@@ -114,6 +114,16 @@ func TestPodsRefusedWithReason(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantErr(t, k8s.Create(ctx, noCommand), "spec.containers[0].command", strings.TrimSpace(string(msg)))
+
+	// A program linked with libfstack (spec.program) in a pod of two containers that does not
+	// say which one runs it.
+	ensureStack(t, stack(t, "native", "native"))
+	wantErr(t, k8s.Create(ctx, fixtures.LoadPod(t, "native-two-containers")), "set spec.program.container to the one that runs it")
+	// Its probe: the kubelet cannot reach F-Stack's sockets, and no probe agent serves a program.
+	probed := fixtures.LoadPod(t, "native-helloworld")
+	probed.Name = "native-probed"
+	probed.Spec.Containers[0].LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
+	wantErr(t, k8s.Create(ctx, probed), "spec.containers[0].livenessProbe", "the program container's readiness and liveness are the supervisor's")
 }
 
 // The controller counts bound and ready pods and says when pods run an older config. No

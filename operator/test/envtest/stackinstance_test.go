@@ -34,6 +34,10 @@ func TestSchemaAndCELRefuseBadSpecs(t *testing.T) {
 			s.Shim.Polling, s.Shim.KernelEvent = true, ptr(true)
 		}, []string{"polling and kernelEvent cannot be combined"}},
 		{"page-size", func(s *fsv1.StackInstanceSpec) { s.Dataplane.HugePages.PageSize = "4Mi" }, []string{"spec.dataplane.hugePages.pageSize", "Unsupported value"}},
+		{"program-with-shim", func(s *fsv1.StackInstanceSpec) {
+			s.Program, s.Shim.KernelEvent = &fsv1.ProgramSpec{Mode: fsv1.ProgramPerProcess}, ptr(true)
+		}, []string{"spec.shim", "a program linked with libfstack uses no shim"}},
+		{"program-mode", func(s *fsv1.StackInstanceSpec) { s.Program = &fsv1.ProgramSpec{Mode: "Forking"} }, []string{"spec.program.mode", "Unsupported value"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

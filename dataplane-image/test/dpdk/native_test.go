@@ -1,0 +1,134 @@
+package dpdk
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+)
+
+// A StackInstance's spec.program, mode PerProcess: the supervisor starts the program (the
+// stand-in of a program linked with libfstack, which reads config.ini as ff_init does and
+// becomes testpmd with F-Stack's EAL argv) once per process with start.sh's arguments, the
+// primary first; the port carries pings through OVS, the metrics count both processes, no shim
+// is placed, and a dead secondary stops the dataplane naming it.
+func TestNativeProgramPerProcess(t *testing.T) {
+	p := newPod(t, "fsdpn", "10.99.7.13", 2)
+	spec := fsv1.StackInstanceSpec{
+		Processes: 2,
+		Program:   &fsv1.ProgramSpec{Mode: fsv1.ProgramPerProcess},
+		Ports: []fsv1.PortSpec{{
+			Name: "data", Attachment: "net1",
+			Device:     fsv1.PortDevice{VhostUser: &fsv1.VhostUserDevice{Queues: 2}},
+			Addressing: fsv1.Addressing{IPv4: &fsv1.IPv4Address{From: fsv1.AddressAttachment}},
+		}},
+	}
+	data, err := json.Marshal(spec)
+	must(t, err)
+	must(t, os.WriteFile(p.specFile, data, 0o644))
+	d := p.startSupervisor(t, "0-1", []string{"--ready-telemetry=/mempool/list~mb_pool_0",
+		"--native=PerProcess", "--", env.standinProgram, "--own-argument"})
+	d.waitReady(t)
+
+	log := d.log()
+	for _, want := range []string{
+		"starting process 0: " + env.standinProgram + " --own-argument --conf " + podConfig + " --proc-type=primary --proc-id=0",
+		"starting process 1: " + env.standinProgram + " --own-argument --conf " + podConfig + " --proc-type=secondary --proc-id=1",
+		"stand-in F-Stack program (not F-Stack): process 1 as /usr/bin/dpdk-testpmd --lcores=0@1,1@1 -n4 --proc-type=secondary --vdev=virtio_user0,path=/var/run/kube-fstack/vhost/net1.sock,server=1,queues=2",
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the log lacks %q:\n%s", want, log)
+		}
+	}
+	if strings.Index(log, "process 0 is up") > strings.Index(log, "starting process 1") {
+		t.Errorf("the secondary started before the primary was ready:\n%s", log)
+	}
+	if _, err := os.Stat(filepath.Join(p.shimDir, podcontract.Launcher)); err == nil {
+		t.Error("a native program's pod has no app container: no launcher may be placed")
+	}
+	peer := addVethPeer(t, "10.99.7.203/24")
+	pingThrough(t, peer, p.ip)
+	code, body := d.get(podcontract.MetricsPath)
+	if code != http.StatusOK || !strings.Contains(body, "fstack_processes_up 2") || !strings.Contains(body, "fstack_nic_telemetry_up 1") {
+		t.Errorf("/metrics: %d, want fstack_processes_up 2 and telemetry up:\n%s", code, body)
+	}
+
+	pids := d.pidsOf("dpdk-testpmd")
+	if len(pids) != 2 {
+		t.Fatalf("want the two processes (the stand-in program execs testpmd), got %v", pids)
+	}
+	must(t, syscall.Kill(pids[1], syscall.SIGKILL))
+	if code := d.exitCode(t, 30*time.Second); code == 0 {
+		t.Fatal("the supervisor exited 0 after a secondary was killed")
+	}
+	if !strings.Contains(d.log(), "F-Stack process 1 (secondary) exited: killed by signal killed") {
+		t.Errorf("the exit message does not name the secondary:\n%s", d.log())
+	}
+}
+
+// spec.program mode Nginx: the supervisor starts the stand-in of F-Stack's Nginx, which forks
+// one testpmd per worker with F-Stack's EAL argv (worker 0 the primary, the others after its
+// init); the supervisor counts the workers as the F-Stack processes, the port carries pings,
+// and a dead worker stops the dataplane naming it.
+func TestNativeNginx(t *testing.T) {
+	p := newPod(t, "fsdpx", "10.99.7.14", 2)
+	spec := fsv1.StackInstanceSpec{
+		Processes: 2,
+		Program:   &fsv1.ProgramSpec{Mode: fsv1.ProgramNginx},
+		Ports: []fsv1.PortSpec{{
+			Name: "data", Attachment: "net1",
+			Device:     fsv1.PortDevice{VhostUser: &fsv1.VhostUserDevice{Queues: 2}},
+			Addressing: fsv1.Addressing{IPv4: &fsv1.IPv4Address{From: fsv1.AddressAttachment}},
+		}},
+	}
+	data, err := json.Marshal(spec)
+	must(t, err)
+	must(t, os.WriteFile(p.specFile, data, 0o644))
+	conf := filepath.Join(p.dir, "nginx.conf")
+	must(t, os.WriteFile(conf, []byte("events {}\n"), 0o644))
+	d := p.startSupervisor(t, "0-1", []string{"--ready-telemetry=/mempool/list~mb_pool_0",
+		"--native=Nginx", "--", env.standinNginx, "-c", conf})
+	d.waitReady(t)
+	log := d.log()
+	for _, want := range []string{
+		"-g worker_processes 2; fstack_conf " + podConfig + "; daemon off;",
+		"worker 1: /usr/bin/dpdk-testpmd --lcores=0@1,1@1 -n4 --proc-type=secondary",
+		"process 1 is up (nginx worker pid",
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the log lacks %q:\n%s", want, log)
+		}
+	}
+	pingThrough(t, addVethPeer(t, "10.99.7.204/24"), p.ip)
+	if code, body := d.get(podcontract.MetricsPath); code != http.StatusOK || !strings.Contains(body, "fstack_processes_up 2") {
+		t.Errorf("/metrics: %d, want fstack_processes_up 2:\n%s", code, body)
+	}
+	pids := d.pidsOf("dpdk-testpmd")
+	if len(pids) != 2 {
+		t.Fatalf("want the two workers' testpmd, got %v", pids)
+	}
+	must(t, syscall.Kill(pids[1], syscall.SIGKILL))
+	if code := d.exitCode(t, 30*time.Second); code == 0 {
+		t.Fatal("the supervisor exited 0 after a worker was killed")
+	}
+	if !strings.Contains(d.log(), "F-Stack process 1 (secondary, nginx worker pid") {
+		t.Errorf("the exit message does not name the worker:\n%s", d.log())
+	}
+	// The primary worker goes with its master (the supervisor kills the master's group).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pids[0])); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("worker 0 (pid %d) outlived the supervisor", pids[0])
+		}
+	}
+}

@@ -1,0 +1,49 @@
+package nginxconf
+
+import (
+	"strings"
+	"testing"
+)
+
+func checkFStack(t *testing.T, src string) *Plan {
+	t.Helper()
+	main, err := ParseString("/etc/nginx/nginx.conf", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return CheckFStack(main, FStack{Processes: 2, Config: "/etc/f-stack/config.ini", ConfDir: "/etc/nginx", CPUs: []int{3, 5}})
+}
+
+// What the stack decides is added when the file is silent, with -g (nginx refuses a directive
+// both in -g and in the file, so only the missing ones are added).
+func TestCheckFStackAddsWhatTheStackDecides(t *testing.T) {
+	p := checkFStack(t, "events {}\nhttp { server { listen 80; } }\n")
+	if len(p.Refusals) > 0 {
+		t.Fatalf("refused: %v", p.Refusals)
+	}
+	want := []string{"worker_processes 2;", "fstack_conf /etc/f-stack/config.ini;", "daemon off;", "user root;"}
+	if strings.Join(p.Globals, " ") != strings.Join(want, " ") {
+		t.Fatalf("globals %q, want %q", p.Globals, want)
+	}
+	p = checkFStack(t, "user root;\nworker_processes 2;\nfstack_conf ../f-stack/config.ini;\ndaemon off;\nworker_cpu_affinity 1000 000100000;\n")
+	if len(p.Refusals) > 0 || len(p.Globals) > 0 {
+		t.Fatalf("a file that agrees needs nothing: refusals %v, globals %v", p.Refusals, p.Globals)
+	}
+}
+
+func TestCheckFStackRefusesWhatCannotWork(t *testing.T) {
+	for src, want := range map[string]string{
+		"worker_processes 4;":            `nginx.conf:1: "worker_processes 4": F-Stack's Nginx runs worker i as F-Stack process i, and the StackInstance has 2`,
+		"worker_processes auto;":         `"worker_processes auto"`,
+		"fstack_conf /etc/f-stack.conf;": `"fstack_conf /etc/f-stack.conf": the supervisor renders config.ini at /etc/f-stack/config.ini`,
+		"worker_cpu_affinity auto;":      `ff_init pins worker i to the i-th CPU of the container's cpuset (3,5)`,
+		"worker_cpu_affinity 01 10;":     `write "worker_cpu_affinity 1000 100000;"`,
+		"daemon on;":                     `"daemon on": a daemonised master`,
+		"master_process off;":            `"master_process off": without a master`,
+	} {
+		p := checkFStack(t, src)
+		if len(p.Refusals) != 1 || !strings.Contains(p.Refusals[0], want) {
+			t.Errorf("%s: refusals %q, want one containing %q", src, p.Refusals, want)
+		}
+	}
+}
