@@ -26,6 +26,21 @@ func TestInjectWorkloadMatchesGolden(t *testing.T) {
 	}
 }
 
+// The F-Stack Nginx sample injects as it is: its one container becomes the dataplane under the
+// supervisor in Nginx mode, keeping the nginx.conf and TLS mounts HTTP/3 needs.
+func TestInjectFStackNginxSampleMatchesGolden(t *testing.T) {
+	out, errOut, code := run(t, "inject", "-f", sample(t, "workloads/fstack-nginx.yaml"), "--stack", sample(t, "fstack-nginx.yaml"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	golden.Compare(t, filepath.Join("testdata", "inject-fstack-nginx.yaml"), []byte(out))
+	for _, want := range []string{"- --native=Nginx", "name: fstack-dataplane", "mountPath: /etc/nginx/tls", "secretName: fstack-nginx-tls"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the injected sample lacks %q", want)
+		}
+	}
+}
+
 // The offline CLI gives exactly what the webhook's pure function gives.
 func TestInjectPodEqualsThePackage(t *testing.T) {
 	in := fixtures.Path(t, "pods/nginx-vhost.yaml")

@@ -1,6 +1,7 @@
 package nginxconf
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/kube-fstack/kube-fstack/internal/fixtures"
@@ -29,4 +30,31 @@ func sampleConf(t *testing.T, name string) string {
 		t.Fatalf("%s has no ConfigMap with an nginx.conf", name)
 	}
 	return conf
+}
+
+// The F-Stack Nginx sample's nginx.conf passes the supervisor's check for the stack it binds to
+// (config/samples/fstack-nginx.yaml: processes 2) with nothing refused: only what the stack
+// decides is added.
+func TestFStackNginxSamplePassesTheCheck(t *testing.T) {
+	conf := sampleConf(t, "samples/workloads/fstack-nginx.yaml")
+	main, err := ParseString("/etc/nginx/fstack/nginx.conf", conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := CheckFStack(main, FStack{Processes: 2, Config: "/etc/f-stack/config.ini", ConfDir: "/etc/nginx/fstack", CPUs: []int{2, 3}})
+	if len(p.Refusals) != 0 || len(p.Warnings) != 0 {
+		t.Errorf("refusals %q, warnings %q", p.Refusals, p.Warnings)
+	}
+	if want := []string{"worker_processes 2;", "fstack_conf /etc/f-stack/config.ini;"}; !containsAll(p.Globals, want) {
+		t.Errorf("added %q, want %q among them", p.Globals, want)
+	}
+}
+
+func containsAll(got, want []string) bool {
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			return false
+		}
+	}
+	return true
 }
