@@ -131,4 +131,3 @@ func TestHostileReport(t *testing.T) {
 		t.Error("the first of two checks named x must count")
 	}
 }
-
