@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -137,38 +138,41 @@ func judge(node string, r *nodecheck.Report, needed map[string]bool) []Result {
 }
 
 // needsByNode is, for every node running a pod bound to a StackInstance, the node labels those
-// stacks need (the injector's node affinity). A stack that cannot be prepared (invalid) adds
-// nothing: its pods are refused, none runs.
+// stacks need (the injector's node affinity). Only stacks with such a pod are prepared, each
+// once; a stack that cannot be prepared (invalid) adds nothing: its pods are refused, none runs.
 func (c *Collector) needsByNode(ctx context.Context) (map[string]map[string]bool, error) {
-	stacks := &fsv1.StackInstanceList{}
-	if err := c.Reader.List(ctx, stacks); err != nil {
-		return nil, err
-	}
-	labelsOf := map[client.ObjectKey][]string{}
-	for i := range stacks.Items {
-		s := &stacks.Items[i]
-		p, err := inject.Prepare(s, c.Inject)
-		if err != nil {
-			continue
-		}
-		for _, req := range p.NodeRequirements() {
-			labelsOf[client.ObjectKeyFromObject(s)] = append(labelsOf[client.ObjectKeyFromObject(s)], req.Key)
-		}
-	}
 	pods := &corev1.PodList{}
 	if err := c.Reader.List(ctx, pods, client.HasLabels{fsv1.StackLabel}); err != nil {
 		return nil, err
 	}
-	out := map[string]map[string]bool{}
+	nodesOf := map[client.ObjectKey][]string{}
 	for _, p := range pods.Items {
 		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		for _, l := range labelsOf[client.ObjectKey{Namespace: p.Namespace, Name: p.Labels[fsv1.StackLabel]}] {
-			if out[p.Spec.NodeName] == nil {
-				out[p.Spec.NodeName] = map[string]bool{}
+		key := client.ObjectKey{Namespace: p.Namespace, Name: p.Labels[fsv1.StackLabel]}
+		nodesOf[key] = append(nodesOf[key], p.Spec.NodeName)
+	}
+	out := map[string]map[string]bool{}
+	for key, nodes := range nodesOf {
+		stack := &fsv1.StackInstance{}
+		if err := c.Reader.Get(ctx, key, stack); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
 			}
-			out[p.Spec.NodeName][l] = true
+			return nil, err
+		}
+		prep, err := inject.Prepare(stack, c.Inject)
+		if err != nil {
+			continue
+		}
+		for _, req := range prep.NodeRequirements() {
+			for _, n := range nodes {
+				if out[n] == nil {
+					out[n] = map[string]bool{}
+				}
+				out[n][req.Key] = true
+			}
 		}
 	}
 	return out, nil
