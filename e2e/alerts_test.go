@@ -168,10 +168,10 @@ func checkDashboardQueries(t *testing.T, prom *prometheus, pod *corev1.Pod) {
 	var d struct {
 		Templating struct {
 			List []struct {
-				Name  string `json:"name"`
-				Query struct {
-					Query string `json:"query"`
-				} `json:"query"`
+				Name string `json:"name"`
+				Type string `json:"type"`
+				// A query variable's query is an object; the data source picker's a string.
+				Query json.RawMessage `json:"query"`
 			} `json:"list"`
 		} `json:"templating"`
 		Panels []struct {
@@ -190,18 +190,24 @@ func checkDashboardQueries(t *testing.T, prom *prometheus, pod *corev1.Pod) {
 		"$__rate_interval", "1m", "${namespace}", injectedNS, "${stack}", stackName, "${pod}", pod.Name)
 	labelValues := regexp.MustCompile(`^label_values\((.*),\s*([a-z_]+)\)$`)
 	for _, v := range d.Templating.List {
-		m := labelValues.FindStringSubmatch(v.Query.Query)
-		if v.Query.Query == "" {
+		if v.Type != "query" {
 			continue // the data source picker
 		}
+		var q struct {
+			Query string `json:"query"`
+		}
+		if err := json.Unmarshal(v.Query, &q); err != nil {
+			t.Fatalf("variable %s: %v", v.Name, err)
+		}
+		m := labelValues.FindStringSubmatch(q.Query)
 		if m == nil || m[2] != v.Name {
-			t.Errorf("variable %s: query %q is not label_values(<series>, %s)", v.Name, v.Query.Query, v.Name)
+			t.Errorf("variable %s: query %q is not label_values(<series>, %s)", v.Name, q.Query, v.Name)
 			continue
 		}
-		q := fmt.Sprintf("count by (%s) (%s)", m[2], subst.Replace(m[1]))
+		count := fmt.Sprintf("count by (%s) (%s)", m[2], subst.Replace(m[1]))
 		prom.wait(t, fmt.Sprintf("variable %s offers %s", v.Name, vars[v.Name]), func(got map[string]float64) bool {
 			return got[vars[v.Name]] >= 1
-		}, q, m[2])
+		}, count, m[2])
 	}
 	n := 0
 	for _, p := range d.Panels {
