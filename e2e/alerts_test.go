@@ -218,7 +218,9 @@ func checkDashboardQueries(t *testing.T, prom *prometheus, pod *corev1.Pod) {
 				continue
 			}
 			n++
-			prom.wait(t, fmt.Sprintf("panel %q answers %s", p.Title, q), func(got map[string]float64) bool { return len(got) > 0 }, q, "__name__")
+			// Keyed by every label a panel splits by, so the log shows each series.
+			prom.wait(t, fmt.Sprintf("panel %q answers %s", p.Title, q), func(got map[string]float64) bool { return len(got) > 0 },
+				q, "__name__", "process", "port", "result", "reason", "node", "check", "needed")
 		}
 	}
 	if n == 0 {
