@@ -218,7 +218,9 @@ func (p *prometheus) writeConfig(t *testing.T, token string) string {
 	opFile, dpFile := filepath.Join(p.dir, "operator.json"), filepath.Join(p.dir, "dataplane.json")
 	mustWriteJSON(t, opFile, operator)
 	mustWriteJSON(t, dpFile, dataplanes)
-	cfg := fmt.Sprintf(`global: {scrape_interval: 2s, scrape_timeout: 2s}
+	// The chart's alerts, as the chart ships them, evaluated as often as targets are scraped.
+	cfg := fmt.Sprintf(`global: {scrape_interval: 2s, scrape_timeout: 2s, evaluation_interval: 2s}
+rule_files: [%s]
 scrape_configs:
 - job_name: kube-fstack-operator
   scheme: https
@@ -227,7 +229,7 @@ scrape_configs:
   file_sd_configs: [{files: [%s]}]
 - job_name: kube-fstack-dataplane
   file_sd_configs: [{files: [%s]}]
-`, caFile, env.Release, env.Namespace, tokenFile, opFile, dpFile)
+`, chartAlerts(t), caFile, env.Release, env.Namespace, tokenFile, opFile, dpFile)
 	path := filepath.Join(p.dir, "prometheus.yml")
 	mustWrite(t, path, []byte(cfg))
 	return path
@@ -243,7 +245,7 @@ type target struct {
 // the port https-metrics, of the release's operator Services in its namespace. PodMonitor: pods
 // with the stack label in the namespaces it lists (the opted-in ones), on the container port
 // (init containers included: the dataplane is a native sidecar) podcontract.MetricsPortName,
-// labelled with their stack.
+// labelled with their stack and node.
 func discoverTargets(t *testing.T) (operator, dataplanes []target) {
 	t.Helper()
 	ctx := context.Background()
@@ -281,7 +283,7 @@ func discoverTargets(t *testing.T) (operator, dataplanes []target) {
 			for _, port := range c.Ports {
 				if port.Name == podcontract.MetricsPortName && pod.Status.PodIP != "" {
 					dataplanes = append(dataplanes, target{Targets: []string{net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(port.ContainerPort)))},
-						Labels: map[string]string{"namespace": pod.Namespace, "pod": pod.Name, "stack": pod.Labels[fstackv1.StackLabel]}})
+						Labels: map[string]string{"namespace": pod.Namespace, "pod": pod.Name, "stack": pod.Labels[fstackv1.StackLabel], "node": pod.Spec.NodeName}})
 				}
 			}
 		}

@@ -17,7 +17,8 @@ import (
 // checkPrometheus: Prometheus scrapes the operator (HTTPS, a token of a ServiceAccount bound to
 // the chart's metrics-reader) and the injected pod's dataplane, and serves the series a user
 // graphs: injections by result, the stack's processes up and restarts, NIC packets growing
-// while the test pings.
+// while the test pings; then the chart's alerts, loaded and evaluated, and every query of its
+// dashboard answered.
 func checkPrometheus(t *testing.T, pod *corev1.Pod) {
 	prom := startPrometheus(t, prometheusToken(t))
 	stack := fmt.Sprintf(`stack=%q`, stackName)
@@ -56,6 +57,8 @@ func checkPrometheus(t *testing.T, pod *corev1.Pod) {
 		` or label_replace(fstack_dataplane_restarts_total{`+stack+`}, "m", "restarts", "", "")`, "m")
 
 	checkNICGrowsWhilePinging(t, prom, stack)
+	checkAlertRules(t, prom, pod)
+	checkDashboardQueries(t, prom, pod)
 }
 
 // checkNICGrowsWhilePinging pings the stack from a peer on the bridge until Prometheus's NIC

@@ -25,13 +25,16 @@ APT_PACKAGES=(
   # The stand-in shim links libnuma and libatomic as F-Stack's does, and carries them as the real
   # image does (dataplane-image/build/package.sh: patchelf sets its run path).
   libnuma-dev patchelf
+  # make test-chart: promtool checks the chart's alerts and runs their unit tests.
+  prometheus
 )
 
 # The local single-node cluster (hack/cluster/up.sh): container runtime, kube-proxy's and
-# the bridge plugin's netfilter tools, PKI and the pause image's static build; the Prometheus
-# the e2e suite runs against the cluster (its own instance on 127.0.0.1). Only with --cluster.
+# the bridge plugin's netfilter tools, PKI and the pause image's static build. Only with
+# --cluster. (The Prometheus the e2e suite runs against the cluster, its own instance on
+# 127.0.0.1, is the prometheus package above.)
 CLUSTER_PACKAGES=(
-  containerd runc iptables conntrack socat openssl curl libc6-dev prometheus
+  containerd runc iptables conntrack socat openssl curl libc6-dev
 )
 if [ "${1:-}" = "--cluster" ]; then
   APT_PACKAGES+=("${CLUSTER_PACKAGES[@]}")

@@ -15,9 +15,13 @@ import (
 
 // metrics are the supervisor's own gauges and counters.
 type metrics struct {
-	reg         *prometheus.Registry
-	up          prometheus.Gauge
-	expected    prometheus.Gauge
+	reg      *prometheus.Registry
+	up       prometheus.Gauge
+	expected prometheus.Gauge
+	// procUp is up per process: a dashboard shows a row a process, and a process that never
+	// came up is a 0 there, not a missing row.
+	procUp      *prometheus.GaugeVec
+	procs       atomic.Int64
 	starts      *prometheus.CounterVec
 	timeToReady prometheus.Gauge
 	generation  prometheus.Gauge
@@ -32,6 +36,8 @@ func newMetrics() *metrics {
 			Help: "F-Stack processes running."}),
 		expected: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fstack_processes_expected",
 			Help: "F-Stack processes the StackInstance asks for."}),
+		procUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "fstack_process_up",
+			Help: "1 while the F-Stack process (by proc_id) is up, 0 from the render until it is ready and after it stopped."}, []string{"process"}),
 		starts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fstack_process_starts_total",
 			Help: "Starts of each F-Stack process (by proc_id) by this supervisor."}, []string{"process"}),
 		timeToReady: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fstack_time_to_ready_seconds",
@@ -42,8 +48,32 @@ func newMetrics() *metrics {
 	restarts := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fstack_dataplane_restarts_total",
 		Help: "Restarts of the dataplane in this pod (generation-1): the count survives the container's restarts."},
 		func() float64 { return float64(max(m.gen.Load()-1, 0)) })
-	m.reg.MustRegister(m.up, m.expected, m.starts, m.timeToReady, m.generation, restarts)
+	m.reg.MustRegister(m.up, m.expected, m.procUp, m.starts, m.timeToReady, m.generation, restarts)
 	return m
+}
+
+// expect publishes how many processes the stack runs, each down until it is ready.
+func (m *metrics) expect(procs int) {
+	m.expected.Set(float64(procs))
+	m.procUp.Reset()
+	m.procs.Store(int64(procs))
+	for k := 0; k < procs; k++ {
+		m.procUp.WithLabelValues(strconv.Itoa(k)).Set(0)
+	}
+}
+
+// processUp records that process k is ready.
+func (m *metrics) processUp(k int) {
+	m.up.Inc()
+	m.procUp.WithLabelValues(strconv.Itoa(k)).Set(1)
+}
+
+// allDown records that every process stopped.
+func (m *metrics) allDown() {
+	m.up.Set(0)
+	for k := int64(0); k < m.procs.Load(); k++ {
+		m.procUp.WithLabelValues(strconv.FormatInt(k, 10)).Set(0)
+	}
 }
 
 // setGeneration records the generation that started.

@@ -137,7 +137,7 @@ func (s *Supervisor) startNginx(res *render.Result, prefix string, exited chan<-
 
 func (s *Supervisor) workerUp(k, pid int) {
 	s.metrics.starts.WithLabelValues(fmt.Sprint(k)).Inc()
-	s.metrics.up.Inc()
+	s.metrics.processUp(k)
 	s.logf("process %d is up (nginx worker pid %d)", k, pid)
 }
 

@@ -168,7 +168,7 @@ func (s *Supervisor) prepare() (*render.Result, error) {
 			}
 		}
 	}
-	s.metrics.expected.Set(float64(len(res.EAL)))
+	s.metrics.expect(len(res.EAL))
 	s.noHuge = res.Spec.DPDK.NoHuge
 	if err := fsutil.WriteAtomic(s.Cfg.Paths.ConfigFile, res.Config, 0o644); err != nil {
 		return nil, fmt.Errorf("write config.ini: %w", err)
@@ -260,7 +260,7 @@ func (s *Supervisor) startAll(res *render.Result, prefix string, exited chan<- *
 		if err := waitUntil(s.readyWhat(k), c, s.Cfg.Timing, stop, s.readyCheck(prefix, portIDs(res), c)); err != nil {
 			return procs, err
 		}
-		s.metrics.up.Inc()
+		s.metrics.processUp(k)
 		s.logf("process %d is up", k)
 	}
 	return procs, nil
@@ -369,7 +369,7 @@ func (s *Supervisor) shutdown(procs []*child, prefix string) {
 	slices.Reverse(order)
 	stopAll(order, s.Cfg.Timing.Grace)
 	s.nginx.killGroup() // workers a killed master left behind
-	s.metrics.up.Set(0)
+	s.metrics.allDown()
 	files, _ := filepath.Glob(filepath.Join(s.Cfg.Paths.HugePagesDir, prefix+"map_*"))
 	for _, f := range files {
 		_ = os.Remove(f)

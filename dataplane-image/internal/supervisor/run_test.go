@@ -199,3 +199,31 @@ func TestFStackModeIsResolvedFromTheSpec(t *testing.T) {
 		t.Fatalf("want F-Stack's own command line for the mode's fstack, got %v\n%s", err, h.log)
 	}
 }
+
+// TestProcessUpPerProcess: /metrics has a row a process, 1 while it runs and 0 once the
+// dataplane stopped, so a dashboard shows each F-Stack process's state (a process missing from
+// the scrape would read as "no data", not as "down").
+func TestProcessUpPerProcess(t *testing.T) {
+	h := newHarness(t, vhostSpec(2))
+	h.writeDevinfo()
+	s := h.supervisor("primary", "secondary")
+	stop := make(chan struct{})
+	res := run(s, stop)
+	eventually(t, "the ready marker", func() bool { return h.shimFile(podcontract.ReadyFile) == "1" })
+	_, body := get(t, s.handler(), podcontract.MetricsPath)
+	for _, want := range []string{`fstack_process_up{process="0"} 1`, `fstack_process_up{process="1"} 1`, "fstack_processes_expected 2"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics while running lacks %q:\n%s", want, body)
+		}
+	}
+	close(stop)
+	if err := waitResult(t, res); err != nil {
+		t.Fatal(err)
+	}
+	_, body = get(t, s.handler(), podcontract.MetricsPath)
+	for _, want := range []string{`fstack_process_up{process="0"} 0`, `fstack_process_up{process="1"} 0`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics after the stop lacks %q:\n%s", want, body)
+		}
+	}
+}

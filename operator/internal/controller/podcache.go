@@ -6,7 +6,8 @@ import (
 
 // TrimPod is the transform of the manager's pod cache: it keeps what the controller reads from a
 // pod (its metadata without managed fields, its phase, and the name and readiness of its init
-// containers' statuses) and drops the rest. Every pod create with the stack label reaches the
+// containers' statuses, and the node it runs on, which the node check metrics read) and drops
+// the rest. Every pod create with the stack label reaches the
 // cache, and each reconcile lists the pods of its StackInstance: trimmed, they cost a fraction
 // of the memory, the garbage collector's scanning, and the CPU the operator shares with the
 // webhook. Anything that reads pods from the manager's cache sees only these fields.
@@ -17,6 +18,7 @@ func TrimPod(obj any) (any, error) {
 	}
 	t := &corev1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: p.ObjectMeta}
 	t.ManagedFields = nil
+	t.Spec.NodeName = p.Spec.NodeName
 	t.Status.Phase = p.Status.Phase
 	if n := len(p.Status.InitContainerStatuses); n > 0 {
 		t.Status.InitContainerStatuses = make([]corev1.ContainerStatus, n)

@@ -18,7 +18,7 @@ func TestTrimPodKeepsWhatCountPodsReads(t *testing.T) {
 				Labels:        map[string]string{"kubefstack.io/stack": "web"},
 				Annotations:   map[string]string{podcontract.ConfigHashAnnotation: hash},
 				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx"}}},
+			Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "app", Image: "nginx"}}},
 			Status: corev1.PodStatus{Phase: phase,
 				InitContainerStatuses: []corev1.ContainerStatus{{Name: podcontract.DataplaneContainer, Ready: ready, Image: "dp"}},
 				ContainerStatuses:     []corev1.ContainerStatus{{Name: "app", Ready: true}}},
@@ -41,8 +41,8 @@ func TestTrimPodKeepsWhatCountPodsReads(t *testing.T) {
 	if len(p.Spec.Containers) != 0 || p.ManagedFields != nil || p.Status.ContainerStatuses != nil || p.Status.InitContainerStatuses[0].Image != "" {
 		t.Fatalf("trimmed pod kept more than the controller reads: %+v", p)
 	}
-	if p.Labels["kubefstack.io/stack"] != "web" || full[0].ManagedFields == nil {
-		t.Fatal("trimming lost the labels or changed the original")
+	if p.Labels["kubefstack.io/stack"] != "web" || p.Spec.NodeName != "n1" || full[0].ManagedFields == nil {
+		t.Fatal("trimming lost the labels or the node, or changed the original")
 	}
 	if out, _ := TrimPod("not a pod"); out != "not a pod" {
 		t.Fatal("a non-pod (a tombstone) must pass through")

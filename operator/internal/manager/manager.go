@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -31,6 +32,7 @@ import (
 	"github.com/kube-fstack/kube-fstack/internal/inject"
 	"github.com/kube-fstack/kube-fstack/operator/internal/certs"
 	"github.com/kube-fstack/kube-fstack/operator/internal/controller"
+	"github.com/kube-fstack/kube-fstack/operator/internal/nodemetrics"
 	fswebhook "github.com/kube-fstack/kube-fstack/operator/internal/webhook"
 )
 
@@ -123,6 +125,9 @@ func New(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
 	rec := &controller.StackInstanceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorder("kube-fstack"), Workers: o.Workers, OnPodEvent: o.OnPodEvent}
 	if err := rec.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	if err := nodemetrics.Register(context.Background(), mgr.GetCache(), o.Inject, metrics.Registry); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
