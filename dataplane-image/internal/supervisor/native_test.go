@@ -107,7 +107,8 @@ func (h *harness) nginxSupervisor(conf string) *Supervisor {
 func TestNativeNginxCountsTheMastersWorkers(t *testing.T) {
 	h := newHarness(t, nativeSpec(2, fsv1.ProgramNginx))
 	h.writeDevinfo()
-	res := run(h.nginxSupervisor("events {}\n"), make(chan struct{}))
+	sup := h.nginxSupervisor("events {}\n")
+	res := run(sup, make(chan struct{}))
 	eventually(t, "the ready marker", func() bool { return h.shimFile(podcontract.ReadyFile) == "1" })
 	log := h.log.String()
 	want := `-g" "worker_processes 2; fstack_conf ` + h.paths.ConfigFile + `; daemon off; user root;"`
@@ -117,6 +118,13 @@ func TestNativeNginxCountsTheMastersWorkers(t *testing.T) {
 	for _, w := range []string{"process 0 is up (nginx worker pid", "process 1 is up (nginx worker pid", "[proc 0] fake primary pid", "[proc 0] fake secondary pid"} {
 		if !strings.Contains(log, w) {
 			t.Errorf("the log lacks %q:\n%s", w, log)
+		}
+	}
+	// Each worker is an F-Stack process on the dashboard's rows too.
+	_, body := get(t, sup.handler(), podcontract.MetricsPath)
+	for _, want := range []string{`fstack_process_up{process="0"} 1`, `fstack_process_up{process="1"} 1`, "fstack_processes_up 2"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics with both workers up lacks %q:\n%s", want, body)
 		}
 	}
 	pid := workerPID(t, log, 1)
