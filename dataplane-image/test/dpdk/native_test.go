@@ -22,18 +22,7 @@ import (
 // is placed, and a dead secondary stops the dataplane naming it.
 func TestNativeProgramPerProcess(t *testing.T) {
 	p := newPod(t, "fsdpn", "10.99.7.13", 2)
-	spec := fsv1.StackInstanceSpec{
-		Processes: 2,
-		Program:   &fsv1.ProgramSpec{Mode: fsv1.ProgramPerProcess},
-		Ports: []fsv1.PortSpec{{
-			Name: "data", Attachment: "net1",
-			Device:     fsv1.PortDevice{VhostUser: &fsv1.VhostUserDevice{Queues: 2}},
-			Addressing: fsv1.Addressing{IPv4: &fsv1.IPv4Address{From: fsv1.AddressAttachment}},
-		}},
-	}
-	data, err := json.Marshal(spec)
-	must(t, err)
-	must(t, os.WriteFile(p.specFile, data, 0o644))
+	writeProgramSpec(t, p, fsv1.ProgramPerProcess)
 	d := p.startSupervisor(t, "0-1", []string{"--ready-telemetry=/mempool/list~mb_pool_0",
 		"--native=PerProcess", "--", env.standinProgram, "--own-argument"})
 	d.waitReady(t)
@@ -74,15 +63,13 @@ func TestNativeProgramPerProcess(t *testing.T) {
 	}
 }
 
-// spec.program mode Nginx: the supervisor starts the stand-in of F-Stack's Nginx, which forks
-// one testpmd per worker with F-Stack's EAL argv (worker 0 the primary, the others after its
-// init); the supervisor counts the workers as the F-Stack processes, the port carries pings,
-// and a dead worker stops the dataplane naming it.
-func TestNativeNginx(t *testing.T) {
-	p := newPod(t, "fsdpx", "10.99.7.14", 2)
+// writeProgramSpec gives the pod the spec annotation of a two-process stack whose program runs
+// in the given mode, its vhost-user port on net1 addressed by the attachment.
+func writeProgramSpec(t *testing.T, p *pod, mode fsv1.ProgramMode) {
+	t.Helper()
 	spec := fsv1.StackInstanceSpec{
 		Processes: 2,
-		Program:   &fsv1.ProgramSpec{Mode: fsv1.ProgramNginx},
+		Program:   &fsv1.ProgramSpec{Mode: mode},
 		Ports: []fsv1.PortSpec{{
 			Name: "data", Attachment: "net1",
 			Device:     fsv1.PortDevice{VhostUser: &fsv1.VhostUserDevice{Queues: 2}},
@@ -92,6 +79,15 @@ func TestNativeNginx(t *testing.T) {
 	data, err := json.Marshal(spec)
 	must(t, err)
 	must(t, os.WriteFile(p.specFile, data, 0o644))
+}
+
+// spec.program mode Nginx: the supervisor starts the stand-in of F-Stack's Nginx, which forks
+// one testpmd per worker with F-Stack's EAL argv (worker 0 the primary, the others after its
+// init); the supervisor counts the workers as the F-Stack processes, the port carries pings,
+// and a dead worker stops the dataplane naming it.
+func TestNativeNginx(t *testing.T) {
+	p := newPod(t, "fsdpx", "10.99.7.14", 2)
+	writeProgramSpec(t, p, fsv1.ProgramNginx)
 	conf := filepath.Join(p.dir, "nginx.conf")
 	must(t, os.WriteFile(conf, []byte("events {}\n"), 0o644))
 	d := p.startSupervisor(t, "0-1", []string{"--ready-telemetry=/mempool/list~mb_pool_0",
