@@ -50,17 +50,25 @@ func TestNativeProgramPerProcess(t *testing.T) {
 		t.Errorf("/metrics: %d, want fstack_processes_up 2 and telemetry up:\n%s", code, body)
 	}
 
+	killSecondary(t, d, "F-Stack process 1 (secondary) exited: killed by signal killed")
+}
+
+// killSecondary kills the second of the two testpmd processes (process 1), expects the
+// supervisor to stop with a failure whose message has named, and returns both pids.
+func killSecondary(t *testing.T, d *dataplane, named string) []int {
+	t.Helper()
 	pids := d.pidsOf("dpdk-testpmd")
 	if len(pids) != 2 {
-		t.Fatalf("want the two processes (the stand-in program execs testpmd), got %v", pids)
+		t.Fatalf("want the two F-Stack processes' testpmd, got %v", pids)
 	}
 	must(t, syscall.Kill(pids[1], syscall.SIGKILL))
 	if code := d.exitCode(t, 30*time.Second); code == 0 {
-		t.Fatal("the supervisor exited 0 after a secondary was killed")
+		t.Fatal("the supervisor exited 0 after process 1 was killed")
 	}
-	if !strings.Contains(d.log(), "F-Stack process 1 (secondary) exited: killed by signal killed") {
-		t.Errorf("the exit message does not name the secondary:\n%s", d.log())
+	if !strings.Contains(d.log(), named) {
+		t.Errorf("the exit message does not name process 1 (%q):\n%s", named, d.log())
 	}
+	return pids
 }
 
 // writeProgramSpec gives the pod the spec annotation of a two-process stack whose program runs
@@ -107,17 +115,7 @@ func TestNativeNginx(t *testing.T) {
 	if code, body := d.get(podcontract.MetricsPath); code != http.StatusOK || !strings.Contains(body, "fstack_processes_up 2") {
 		t.Errorf("/metrics: %d, want fstack_processes_up 2:\n%s", code, body)
 	}
-	pids := d.pidsOf("dpdk-testpmd")
-	if len(pids) != 2 {
-		t.Fatalf("want the two workers' testpmd, got %v", pids)
-	}
-	must(t, syscall.Kill(pids[1], syscall.SIGKILL))
-	if code := d.exitCode(t, 30*time.Second); code == 0 {
-		t.Fatal("the supervisor exited 0 after a worker was killed")
-	}
-	if !strings.Contains(d.log(), "F-Stack process 1 (secondary, nginx worker pid") {
-		t.Errorf("the exit message does not name the worker:\n%s", d.log())
-	}
+	pids := killSecondary(t, d, "F-Stack process 1 (secondary, nginx worker pid")
 	// The primary worker goes with its master (the supervisor kills the master's group).
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pids[0])); os.IsNotExist(err) {
