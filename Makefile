@@ -186,9 +186,10 @@ bench-cluster: $(HELM) ## Pod create -> Ready on the local cluster, injected, no
 
 ##@ Lint
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## gofmt, go vet, golangci-lint, shellcheck of every shell script, and every docs/ citation resolving.
+lint: $(GOLANGCI_LINT) ## gofmt, go vet (the kubectl plugin for macOS too), golangci-lint, shellcheck of every shell script, and every docs/ citation resolving.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
+	GOOS=darwin GOARCH=arm64 $(GO) vet ./cmd/kubectl-fstack/
 	$(GOLANGCI_LINT) run ./...
 	hack/shellcheck.sh
 	hack/check-doc-refs.sh

@@ -15,15 +15,18 @@ mkdir -p "$out"
 manifest=$(grep -v "^#" "$root/plugins/krew/fstack.yaml")
 manifest=${manifest//RELEASE_URL/$url}
 manifest=${manifest//VERSION/$version}
-for arch in amd64 arm64; do
-	dir=$(mktemp -d)
-	(cd "$root" && CGO_ENABLED=0 GOOS=linux GOARCH=$arch "$go" build -trimpath -ldflags="-s -w -X github.com/kube-fstack/kube-fstack/internal/cli.Version=$version" -o "$dir/kubectl-fstack" ./cmd/kubectl-fstack)
-	archive="$out/kubectl-fstack_${version}_linux_${arch}.tar.gz"
-	tar -C "$dir" --owner=0 --group=0 --numeric-owner -czf "$archive" kubectl-fstack
-	rm -rf "$dir"
-	sum=$(sha256sum "$archive" | cut -d' ' -f1)
-	placeholder="SHA256_LINUX_${arch^^}"
-	manifest=${manifest//$placeholder/$sum}
+# Every platform of the manifest; most kubectl users run macOS.
+for goos in linux darwin; do
+	for arch in amd64 arm64; do
+		dir=$(mktemp -d)
+		(cd "$root" && CGO_ENABLED=0 GOOS=$goos GOARCH=$arch "$go" build -trimpath -ldflags="-s -w -X github.com/kube-fstack/kube-fstack/internal/cli.Version=$version" -o "$dir/kubectl-fstack" ./cmd/kubectl-fstack)
+		archive="$out/kubectl-fstack_${version}_${goos}_${arch}.tar.gz"
+		tar -C "$dir" --owner=0 --group=0 --numeric-owner -czf "$archive" kubectl-fstack
+		rm -rf "$dir"
+		sum=$(sha256sum "$archive" | cut -d' ' -f1)
+		placeholder="SHA256_${goos^^}_${arch^^}"
+		manifest=${manifest//$placeholder/$sum}
+	done
 done
 printf '%s\n' "$manifest" >"$out/fstack.yaml"
 echo "wrote $out/fstack.yaml and the archives beside it" >&2

@@ -37,7 +37,7 @@ type krewPlugin struct {
 	} `json:"spec"`
 }
 
-var sha256Placeholder = regexp.MustCompile(`^(SHA256_LINUX_(AMD64|ARM64)|[0-9a-f]{64})$`)
+var sha256Placeholder = regexp.MustCompile(`^(SHA256_(LINUX|DARWIN)_(AMD64|ARM64)|[0-9a-f]{64})$`)
 
 // The krew manifest parses (strictly: a misspelt key fails), names the plugin kubectl finds as
 // `kubectl fstack`, and for each platform installs the binary `make build` produces: go build
@@ -82,7 +82,7 @@ func TestKrewManifest(t *testing.T) {
 			t.Errorf("platforms[%d]: uri %q sha256 %q", i, pl.URI, pl.SHA256)
 		}
 	}
-	if len(seen) != 2 || !seen["linux/amd64"] || !seen["linux/arm64"] {
-		t.Errorf("platforms %v; want linux/amd64 and linux/arm64", seen)
+	if len(seen) != 4 || !seen["linux/amd64"] || !seen["linux/arm64"] || !seen["darwin/amd64"] || !seen["darwin/arm64"] {
+		t.Errorf("platforms %v; want linux and darwin (macOS), each amd64 and arm64", seen)
 	}
 }

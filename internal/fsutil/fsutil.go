@@ -62,7 +62,7 @@ func (d *Dir) WriteAtomic(name string, data []byte, mode os.FileMode) error {
 
 // writeTemp writes data to a new file in d and returns its name.
 func (d *Dir) writeTemp(name string, data []byte, mode os.FileMode) (string, error) {
-	fd, err := unix.Openat(d.fd, ".", unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, uint32(mode.Perm()))
+	fd, err := d.openTmpfile(mode)
 	if err == nil && noTmpfile {
 		unix.Close(fd)
 		err = unix.EOPNOTSUPP
