@@ -168,10 +168,23 @@ func registerWebhooks(mgr ctrl.Manager, o Options) error {
 		return err
 	}
 	injector := fswebhook.NewPodInjector(mgr.GetCache(), mgr.GetAPIReader(), admission.NewDecoder(mgr.GetScheme()), o.Inject, o.Namespace)
-	mgr.GetWebhookServer().Register(fswebhook.InjectPath, &webhook.Admission{Handler: injector})
+	mgr.GetWebhookServer().Register(fswebhook.InjectPath, closeAfterResponse(&webhook.Admission{Handler: injector}))
 	updates := &fswebhook.PodUpdateValidator{Config: o.Inject, OwnNamespace: o.Namespace, Decoder: admission.NewDecoder(mgr.GetScheme())}
-	mgr.GetWebhookServer().Register(fswebhook.PodUpdatePath, &webhook.Admission{Handler: updates})
+	mgr.GetWebhookServer().Register(fswebhook.PodUpdatePath, closeAfterResponse(&webhook.Admission{Handler: updates}))
 	return nil
+}
+
+// closeAfterResponse ends each connection after its response. The API server reuses a
+// keep-alive connection to a replica after that replica left the Service's endpoints, and a pod
+// created just as the replica shuts down (a drain) was refused with EOF: the request met the
+// idle connection the server was closing (1 of 248 creates in CI), and the API server does not
+// retry a webhook POST. A connection per call (HTTP/1.1 only, see webhookTLS) always reaches a
+// live endpoint, for one TLS handshake per admitted pod.
+func closeAfterResponse(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		h.ServeHTTP(w, r)
+	})
 }
 
 func ctrlOptions(o Options, webhookTLS []func(*tls.Config)) ctrl.Options {
