@@ -19,7 +19,7 @@ FUZZTIME ?= 60s
 DATAPLANE ?= standin
 FUZZTIME_SHORT ?= 10s
 # The CNI plugin's own packages need no root either; test-node runs them again with the node tier.
-PKGS_UNIT := ./api/... ./internal/... ./cmd/... ./operator/internal/... ./dataplane-image/internal/... ./dataplane-image/cmd/... ./dataplane-image/build/... ./dataplane-image/probe-agent/... ./dataplane-image/standin/... ./cni/internal/... ./cni/pkg/... ./e2e/deviceplugin/... ./test/hack/...
+PKGS_UNIT := ./api/... ./internal/... ./kubectl-fstack/cli/... ./kubectl-fstack/cmd/... ./operator/internal/... ./dataplane-image/internal/... ./dataplane-image/cmd/... ./dataplane-image/build/... ./dataplane-image/probe-agent/... ./dataplane-image/standin/... ./cni/internal/... ./e2e/deviceplugin/... ./test/hack/...
 
 ##@ General
 .PHONY: help
@@ -38,12 +38,12 @@ render-samples: build ## Render every sample StackInstance to config.ini and EAL
 ##@ Build
 .PHONY: install-plugin
 install-plugin: ## Install kubectl-fstack into GOBIN, so `kubectl fstack` finds it on PATH (and kubectl_complete-fstack, its shell completion).
-	$(GO) install ./cmd/kubectl-fstack
+	$(GO) install ./kubectl-fstack/cmd/kubectl-fstack
 	@bin="$$($(GO) env GOBIN)"; bin="$${bin:-$$($(GO) env GOPATH)/bin}"; ln -sfn kubectl-fstack "$$bin/kubectl_complete-fstack"
 
 .PHONY: build
 build: ## Build every binary into ./bin.
-	$(GO) build -o $(LOCALBIN)/ ./cmd/kubectl-fstack ./operator/cmd/... ./dataplane-image/cmd/fstack-supervisor
+	$(GO) build -o $(LOCALBIN)/ ./kubectl-fstack/cmd/kubectl-fstack ./operator/cmd/... ./dataplane-image/cmd/fstack-supervisor
 	CGO_ENABLED=0 $(GO) build -o $(LOCALBIN)/ ./dataplane-image/cmd/fstack-launcher ./cni/cmd/...
 
 ##@ Generate and verify
@@ -52,7 +52,7 @@ generate: $(CONTROLLER_GEN) $(HELM) ## Regenerate deepcopy, CRDs, RBAC, the char
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd:maxDescLen=400 paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=kube-fstack-operator paths=./operator/... output:rbac:artifacts:config=config/rbac
-	UPDATE_GOLDEN=1 $(GO) test ./internal/render/... ./internal/inject/... ./internal/cli/... -run 'Golden' $(GOTEST_FLAGS) >/dev/null
+	UPDATE_GOLDEN=1 $(GO) test ./internal/render/... ./internal/inject/... ./kubectl-fstack/cli/... -run 'Golden' $(GOTEST_FLAGS) >/dev/null
 	hack/chart-generated.sh
 	UPDATE_GOLDEN=1 HELM=$(HELM) $(GO) test ./test/chart -run 'Golden' $(GOTEST_FLAGS) >/dev/null
 
@@ -77,7 +77,7 @@ envtest-assets: ## Build kube-apiserver from source and find etcd for envtest (c
 
 .PHONY: test-envtest
 test-envtest: ## The operator against a real kube-apiserver and etcd: CRD schema/CEL, webhooks, controller.
-	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test $(GOTEST_FLAGS) -timeout 10m ./operator/test/envtest/... ./test/cli/...
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test $(GOTEST_FLAGS) -timeout 10m ./operator/test/envtest/... ./kubectl-fstack/test/...
 
 .PHONY: test-chart
 test-chart: $(HELM) ## The Helm chart: helm lint --strict, goldens, values schema, RBAC/webhooks vs config/, every object accepted by a real kube-apiserver.
@@ -189,7 +189,7 @@ bench-cluster: $(HELM) ## Pod create -> Ready on the local cluster, injected, no
 lint: $(GOLANGCI_LINT) ## gofmt, go vet (the kubectl plugin for macOS too), golangci-lint, shellcheck of every shell script, and every docs/ citation resolving.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
-	GOOS=darwin GOARCH=arm64 $(GO) vet ./cmd/kubectl-fstack/
+	GOOS=darwin GOARCH=arm64 $(GO) vet ./kubectl-fstack/cmd/kubectl-fstack/
 	$(GOLANGCI_LINT) run ./...
 	hack/shellcheck.sh
 	hack/check-doc-refs.sh

@@ -1,6 +1,6 @@
 // Package config embeds the manifests of this folder that tests read, so that no test reaches
 // them by a relative path: the samples a user applies and the CRD `make generate` writes.
-// internal/fixtures decodes them; no binary imports this package.
+// internal/test/fixtures decodes them; no binary imports this package.
 package config
 
 import "embed"

@@ -32,9 +32,9 @@ import (
 
 	fstackv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/e2e/framework"
-	"github.com/kube-fstack/kube-fstack/internal/fixtures"
-	"github.com/kube-fstack/kube-fstack/internal/nodetest"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/test/nodetest"
 )
 
 const (

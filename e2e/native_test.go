@@ -12,8 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kube-fstack/kube-fstack/e2e/framework"
-	"github.com/kube-fstack/kube-fstack/internal/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
 
 const nativeStack, nativeApp = "e2e-native", "e2e-native"

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-fstack/kube-fstack/e2e/framework"
-	"github.com/kube-fstack/kube-fstack/internal/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
 
 // nginxWorkload is Debian's Nginx (localhost/nginx:1.22) injected with the shim, its

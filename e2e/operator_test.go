@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-fstack/kube-fstack/e2e/framework"
-	"github.com/kube-fstack/kube-fstack/internal/nodetest"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/test/nodetest"
 )
 
 // injectWebhook is the injection webhook's name (config/webhook), the one thing of ours the API

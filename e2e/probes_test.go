@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-fstack/kube-fstack/e2e/framework"
-	"github.com/kube-fstack/kube-fstack/internal/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
 
 // nginxSample is config/samples/local-cluster/nginx.yaml (Nginx with an httpGet readiness and a

@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	fstackv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/internal/nodetest"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/test/nodetest"
 )
 
 // checkPrometheus: Prometheus scrapes the operator (HTTPS, a token of a ServiceAccount bound to

@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kube-fstack/kube-fstack/e2e/framework"
-	"github.com/kube-fstack/kube-fstack/internal/nodetest"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/test/nodetest"
 )
 
 // exitAppBroken is the launcher's exit code when it stopped an app that could not serve

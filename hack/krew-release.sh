@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build kubectl-fstack for every platform of plugins/krew/fstack.yaml, pack each as the archive
+# Build kubectl-fstack for every platform of kubectl-fstack/krew/fstack.yaml, pack each as the archive
 # the manifest names, and write the manifest with the version, the release URL and each
 # archive's sha256 filled in. Upload the archives to RELEASE_URL, then submit the manifest.
 #   hack/krew-release.sh VERSION RELEASE_URL [OUT_DIR]     (OUT_DIR defaults to _output/krew)
@@ -12,14 +12,14 @@ version=$1 url=$2 out=${3:-_output/krew}
 root=$(cd "$(dirname "$0")/.." && pwd)
 go=${GO:-go}
 mkdir -p "$out"
-manifest=$(grep -v "^#" "$root/plugins/krew/fstack.yaml")
+manifest=$(grep -v "^#" "$root/kubectl-fstack/krew/fstack.yaml")
 manifest=${manifest//RELEASE_URL/$url}
 manifest=${manifest//VERSION/$version}
 # Every platform of the manifest; most kubectl users run macOS.
 for goos in linux darwin; do
 	for arch in amd64 arm64; do
 		dir=$(mktemp -d)
-		(cd "$root" && CGO_ENABLED=0 GOOS=$goos GOARCH=$arch "$go" build -trimpath -ldflags="-s -w -X github.com/kube-fstack/kube-fstack/internal/cli.Version=$version" -o "$dir/kubectl-fstack" ./cmd/kubectl-fstack)
+		(cd "$root" && CGO_ENABLED=0 GOOS=$goos GOARCH=$arch "$go" build -trimpath -ldflags="-s -w -X github.com/kube-fstack/kube-fstack/kubectl-fstack/cli.Version=$version" -o "$dir/kubectl-fstack" ./kubectl-fstack/cmd/kubectl-fstack)
 		archive="$out/kubectl-fstack_${version}_${goos}_${arch}.tar.gz"
 		tar -C "$dir" --owner=0 --group=0 --numeric-owner -czf "$archive" kubectl-fstack
 		rm -rf "$dir"

@@ -40,7 +40,7 @@ trap on_exit EXIT
 step "1/6 packages and pinned tools (hack/install-deps.sh --cluster)"
 hack/install-deps.sh --cluster
 step "1/6 the kubectl plugin (bin/kubectl-fstack)"
-go build -o bin/ ./cmd/kubectl-fstack
+go build -o bin/ ./kubectl-fstack/cmd/kubectl-fstack
 REAL_IMAGE=localhost/kube-fstack/dataplane:dev
 install_args=()
 if [ "$DATAPLANE" = real ]; then

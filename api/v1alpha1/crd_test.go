@@ -7,13 +7,13 @@ import (
 	"sigs.k8s.io/yaml"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/internal/fixtures"
-	"github.com/kube-fstack/kube-fstack/internal/fixtures/crdschema"
+	"github.com/kube-fstack/kube-fstack/internal/crdschema"
 	"github.com/kube-fstack/kube-fstack/internal/render"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
 
 // The generated CRD's OpenAPI schema, defaults and CEL rules, evaluated with the API server's own
-// libraries (internal/fixtures/crdschema; the envtest tier runs the same through a real
+// libraries (internal/crdschema; the envtest tier runs the same through a real
 // kube-apiserver).
 
 func TestSamplesPassTheCRD(t *testing.T) {

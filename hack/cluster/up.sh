@@ -89,7 +89,7 @@ hugepages() {
   fi
 }
 
-# A private OVS-DPDK as internal/nodetest starts one: its own run dir and database, ovs-vswitchd
+# A private OVS-DPDK as internal/test/nodetest starts one: its own run dir and database, ovs-vswitchd
 # in its own network namespace, one netdev bridge. PMD threads go to CPU 0, the shared pool,
 # so they never run on a CPU the static CPU manager hands to a pod exclusively.
 ovs() {

@@ -2,7 +2,7 @@
 # A kernel-stack sender on an OVS bridge: a veth pair whose one end becomes a port of the bridge
 # and whose other end, the sender, gets an address and has tx checksum offload turned off.
 # The one place kube-fstack makes such a sender: the local cluster's node address (hack/cluster),
-# and every test peer (internal/nodetest.AttachPeer, so the node, dataplane and e2e tiers).
+# and every test peer (internal/test/nodetest.AttachPeer, so the node, dataplane and e2e tiers).
 #
 # Why tx off: the kernel hands TCP and UDP to a veth with the checksum left to the device
 # (CHECKSUM_PARTIAL). OVS's netdev datapath reads the frame as it is, and its dpdkvhostuserclient

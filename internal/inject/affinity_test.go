@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/internal/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
 
 // Adding the requirements again changes nothing, and with NodeAffinity off the pod keeps exactly

@@ -11,12 +11,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kube-fstack/kube-fstack/internal/fixtures"
-	"github.com/kube-fstack/kube-fstack/internal/golden"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/test/golden"
 )
 
 // TestGolden checks golden pairs, as Istio's injector has them: the fixture pod x
-// (internal/fixtures/pods/x.yaml) and testdata/x.yaml.injected, what injection makes of it, or
+// (internal/test/fixtures/pods/x.yaml) and testdata/x.yaml.injected, what injection makes of it, or
 // testdata/x.yaml.err, why it is refused.
 func TestGolden(t *testing.T) {
 	stacks := fixtures.Stacks(t)
@@ -66,7 +66,7 @@ func TestNoStaleGoldens(t *testing.T) {
 		for _, f := range files {
 			name := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(filepath.Base(f), ".injected"), ".err"), ".yaml")
 			if !slices.Contains(fixtures.PodNames(), name) {
-				t.Errorf("%s has no input internal/fixtures/pods/%s.yaml: delete it", f, name)
+				t.Errorf("%s has no input internal/test/fixtures/pods/%s.yaml: delete it", f, name)
 			}
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kube-fstack/kube-fstack/internal/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
 
 func TestImageAllowed(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/internal/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
 
 // withNetwork gives the vhost-user sample's port (attachment net1, 10.99.0.10/24, MAC

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kube-fstack/kube-fstack/internal/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
 
 // The kubelet makes a directory on the node only for a hostPath volume (and, for a mount with

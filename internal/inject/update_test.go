@@ -6,8 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/internal/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
 
 func TestCheckPodUpdate(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/kube-fstack/kube-fstack/internal/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
 
 // The nginx.conf the samples ship passes the launcher's check for the stack each sample binds

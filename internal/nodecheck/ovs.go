@@ -8,7 +8,7 @@ import (
 	"time"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/cni/pkg/ovsdb"
+	"github.com/kube-fstack/kube-fstack/internal/ovsdb"
 )
 
 // ovsTimeout bounds one OVSDB question, so a hung ovsdb-server fails the check, not the agent.

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/internal/fstackini"
 	"github.com/kube-fstack/kube-fstack/internal/render"
+	"github.com/kube-fstack/kube-fstack/internal/test/fstackini"
 )
 
 // assertConforms reads ini with F-Stack's rules (package fstackini, which shares no code with the

@@ -10,10 +10,10 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/kube-fstack/kube-fstack/internal/fixtures"
-	"github.com/kube-fstack/kube-fstack/internal/golden"
 	"github.com/kube-fstack/kube-fstack/internal/manifest"
 	"github.com/kube-fstack/kube-fstack/internal/render"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/test/golden"
 )
 
 // Golden files: testdata/golden/<name>.facts.yaml names a sample StackInstance under

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kube-fstack/kube-fstack/internal/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/render"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
 
 // One MAC on both sides of a vhost-user port: fstack-cni's anti-spoofing rules pass only the

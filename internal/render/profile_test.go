@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/internal/fstackini"
 	"github.com/kube-fstack/kube-fstack/internal/render"
+	"github.com/kube-fstack/kube-fstack/internal/test/fstackini"
 )
 
 // proxyBase is base() with the upstreams of a proxy listed and rssCheck.enabled left unset.

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/internal/fixtures/crdschema"
+	"github.com/kube-fstack/kube-fstack/internal/crdschema"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 )
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kube-fstack/kube-fstack/internal/golden"
+	"github.com/kube-fstack/kube-fstack/internal/test/golden"
 )
 
 // TestGolden renders every value set and compares it with testdata/golden/<set>.yaml

@@ -91,7 +91,7 @@ func TestForbidden(t *testing.T) {
 		}
 	}
 	for _, p := range []string{"encoding/json", "log/slog", "crypto/sha256", "net", "github.com/containernetworking/cni/pkg/skel",
-		"golang.org/x/sys/unix", self + "cni/pkg/ovsdb", "vendor/golang.org/x/net/dns/dnsmessage"} {
+		"golang.org/x/sys/unix", self + "internal/ovsdb", "vendor/golang.org/x/net/dns/dnsmessage"} {
 		if why := forbidden(p); why != "" {
 			t.Errorf("%s is refused: %s", p, why)
 		}

@@ -14,7 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kube-fstack/kube-fstack/cni/pkg/ovsdb"
+	"github.com/kube-fstack/kube-fstack/internal/ovsdb"
 )
 
 // Flows programs br-fstack's OpenFlow table. Without per-port rules the bridge's default NORMAL

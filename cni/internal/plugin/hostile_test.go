@@ -8,7 +8,7 @@ import (
 
 	"github.com/containernetworking/cni/pkg/skel"
 
-	"github.com/kube-fstack/kube-fstack/internal/nodetest"
+	"github.com/kube-fstack/kube-fstack/internal/test/nodetest"
 )
 
 // The pod directory is the pod's to write (the dataplane container, root, mounts it). These

@@ -3,7 +3,7 @@ package plugin
 import (
 	"errors"
 
-	"github.com/kube-fstack/kube-fstack/cni/pkg/ovsdb"
+	"github.com/kube-fstack/kube-fstack/internal/ovsdb"
 )
 
 // A node that lost its tmpfs (a reboot: /var/run is gone, OVSDB's file is not) keeps every port

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/kube-fstack/kube-fstack/cni/pkg/ovsdb"
+	"github.com/kube-fstack/kube-fstack/internal/ovsdb"
 )
 
 const (

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kube-fstack/kube-fstack/cni/pkg/ovsdb"
+	"github.com/kube-fstack/kube-fstack/internal/ovsdb"
 )
 
 // Tx steering decides which of a vhost-user port's queues OVS puts a guest-bound packet on.

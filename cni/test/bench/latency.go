@@ -14,7 +14,7 @@ import (
 
 	"github.com/containernetworking/cni/libcni"
 
-	"github.com/kube-fstack/kube-fstack/internal/nodetest"
+	"github.com/kube-fstack/kube-fstack/internal/test/nodetest"
 )
 
 type bench struct {

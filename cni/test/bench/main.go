@@ -12,7 +12,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/kube-fstack/kube-fstack/internal/nodetest"
+	"github.com/kube-fstack/kube-fstack/internal/test/nodetest"
 )
 
 func main() {

@@ -13,7 +13,7 @@ import (
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types"
 
-	"github.com/kube-fstack/kube-fstack/internal/nodetest"
+	"github.com/kube-fstack/kube-fstack/internal/test/nodetest"
 )
 
 // Anti-spoofing on br-fstack: testpmd stands in for the pod's F-Stack, which sends with the MAC

@@ -10,8 +10,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/kube-fstack/kube-fstack/internal/nodetest"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/test/nodetest"
 )
 
 // testpmdPages is what one small testpmd takes (-m 128, 2 MiB pages), with room to spare.

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kube-fstack/kube-fstack/internal/nodecheck"
-	"github.com/kube-fstack/kube-fstack/internal/nodetest"
+	"github.com/kube-fstack/kube-fstack/internal/test/nodetest"
 )
 
 // The node agent's kernel-TCP check against the real OVSDB and the real kernel: a sender made

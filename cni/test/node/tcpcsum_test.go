@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-fstack/kube-fstack/internal/nodetest"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/test/nodetest"
 )
 
 // TCP from a kernel sender on the bridge must reach the pod's vhost-user port with a valid TCP

@@ -10,7 +10,7 @@ import (
 
 	"github.com/kube-fstack/kube-fstack/internal/nginxconf"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
-	"github.com/kube-fstack/kube-fstack/internal/syncbuf"
+	"github.com/kube-fstack/kube-fstack/internal/test/syncbuf"
 )
 
 // fakeNginx writes an executable named nginx (a shell script standing in for the binary: what

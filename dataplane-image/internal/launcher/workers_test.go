@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
-	"github.com/kube-fstack/kube-fstack/internal/syncbuf"
+	"github.com/kube-fstack/kube-fstack/internal/test/syncbuf"
 )
 
 // tree is a fake process tree: the master's children at each look, in order.

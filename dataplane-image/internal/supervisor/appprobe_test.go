@@ -16,7 +16,7 @@ import (
 
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/render"
-	"github.com/kube-fstack/kube-fstack/internal/syncbuf"
+	"github.com/kube-fstack/kube-fstack/internal/test/syncbuf"
 )
 
 // fakeAgent stands in for fstack-probe-agent (tested on its own in dataplane-image/probe-agent):

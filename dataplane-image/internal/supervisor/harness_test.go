@@ -12,7 +12,7 @@ import (
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
-	"github.com/kube-fstack/kube-fstack/internal/syncbuf"
+	"github.com/kube-fstack/kube-fstack/internal/test/syncbuf"
 )
 
 // harness is a fake pod tree: spec, device info, volumes, and fake fact sources.

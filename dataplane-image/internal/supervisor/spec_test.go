@@ -11,8 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/internal/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/render"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
 
 // Each spec is one a pod's editor could write into kubefstack.io/spec after admission; each is

@@ -2,7 +2,7 @@
 // what F-Stack's ff_init does with a process's command line, played with DPDK's testpmd. It
 // reads the F-Stack options ff_init parses (--conf/-c, --proc-type/-t, --proc-id/-p, anywhere
 // on the line, as getopt_long finds them), loads config.ini with the project's independent
-// reader of F-Stack's parser (internal/fstackini), builds the EAL argv F-Stack's
+// reader of F-Stack's parser (internal/test/fstackini), builds the EAL argv F-Stack's
 // dpdk_args_setup would build for that process (kube-fstack's patched flavor, as the stand-in
 // image's label says), and runs testpmd with it: one queue pair per process, as F-Stack's
 // processes poll their own queue; the primary answers pings (icmpecho), the secondaries only
@@ -17,7 +17,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kube-fstack/kube-fstack/internal/fstackini"
+	"github.com/kube-fstack/kube-fstack/internal/test/fstackini"
 )
 
 // Args are a process's F-Stack options and the program's own arguments.

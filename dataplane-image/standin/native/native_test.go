@@ -9,8 +9,8 @@ import (
 
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/standin/native"
-	"github.com/kube-fstack/kube-fstack/internal/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/render"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
 
 func TestParseArgsAsGetoptLong(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/telemetry"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
-	"github.com/kube-fstack/kube-fstack/internal/syncbuf"
+	"github.com/kube-fstack/kube-fstack/internal/test/syncbuf"
 )
 
 // App restarts against a long-lived dataplane, with the stand-in shim's context slots standing

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
-	"github.com/kube-fstack/kube-fstack/internal/syncbuf"
+	"github.com/kube-fstack/kube-fstack/internal/test/syncbuf"
 )
 
 // A crashed primary costs seconds, not a BackOff (and, on the way, an app started at ready finds

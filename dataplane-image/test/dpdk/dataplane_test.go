@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/telemetry"
-	"github.com/kube-fstack/kube-fstack/internal/nodetest"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/test/nodetest"
 )
 
 // The whole contract on one pod: the supervisor renders config.ini from a spec and a CNI

@@ -15,10 +15,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/kube-fstack/kube-fstack/internal/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/inject"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/shimctx"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
 
 // injectedAppEnv is the app container's environment as the injection writes it for the pod's

@@ -16,9 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/internal/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/inject"
 	"github.com/kube-fstack/kube-fstack/internal/nodecheck"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
 
 func node(name string, checks ...nodecheck.Check) *corev1.Node {

@@ -6,8 +6,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kube-fstack/kube-fstack/internal/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/inject"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
 
 // preparedOf renders the vhost-user sample with n FreeBSD tunables of about 380 bytes each, so

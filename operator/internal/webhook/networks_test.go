@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/internal/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/inject"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
 
 // A pod created without metadata.namespace (kubectl create -f in the current namespace) names

@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/internal/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/inject"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
 
 // The adapter's own decisions; the API-server path is covered by operator/test/envtest. The

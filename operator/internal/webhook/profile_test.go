@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/internal/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
 
 // A Proxy profile whose spec lists no upstreams is admitted with a warning saying the [rss_check]

@@ -33,7 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/internal/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 	"github.com/kube-fstack/kube-fstack/operator/internal/manager"
 	"github.com/kube-fstack/kube-fstack/operator/internal/testenv"
 )

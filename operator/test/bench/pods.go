@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/kube-fstack/kube-fstack/internal/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/manifest"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
 
 // warmupRounds are created first and not counted: they warm caches and connections.

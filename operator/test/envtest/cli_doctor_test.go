@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/internal/cli"
 	"github.com/kube-fstack/kube-fstack/internal/nodecheck"
+	"github.com/kube-fstack/kube-fstack/kubectl-fstack/cli"
 )
 
 // `kubectl fstack doctor` with StackInstances in the API server: on a node like the demo's (2Mi

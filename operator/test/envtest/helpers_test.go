@@ -9,7 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/internal/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
 
 // eventually retries check until it passes or timeout, then fails with its last error.
@@ -28,7 +28,7 @@ func eventually(t *testing.T, timeout time.Duration, check func() error) {
 	}
 }
 
-// stack is the sample or test StackInstance name (internal/fixtures), as a StackInstance named as
+// stack is the sample or test StackInstance name (internal/test/fixtures), as a StackInstance named as
 // in the opted-in namespace.
 func stack(t *testing.T, name, as string) *fsv1.StackInstance {
 	t.Helper()

@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kube-fstack/kube-fstack/internal/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
 
 // Pods whose containers mount a volume the injector owns are refused with the mount's field

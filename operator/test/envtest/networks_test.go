@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/internal/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/inject"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
 
 // A StackInstance port that names a NetworkAttachmentDefinition puts it in the pod's Multus

@@ -16,9 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/internal/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/render"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
 
 // Issue 23, hostile sizes: what the audit did with a real kube-apiserver, refused.

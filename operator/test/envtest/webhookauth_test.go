@@ -24,8 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/internal/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/inject"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 	fswebhook "github.com/kube-fstack/kube-fstack/operator/internal/webhook"
 )
 

@@ -13,7 +13,7 @@ import (
 // nothing panics, nothing grows past the input, and reading is deterministic. The renderer's
 // goldens and the parser facts are the seeds.
 func FuzzParse(f *testing.F) {
-	goldens, _ := filepath.Glob(filepath.Join("..", "render", "testdata", "golden", "*.ini"))
+	goldens, _ := filepath.Glob(filepath.Join("..", "..", "render", "testdata", "golden", "*.ini"))
 	if len(goldens) == 0 {
 		f.Fatal("no golden config.ini under internal/render/testdata/golden: the seeds are missing")
 	}

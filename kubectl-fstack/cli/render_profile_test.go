@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kube-fstack/kube-fstack/internal/fstackini"
+	"github.com/kube-fstack/kube-fstack/internal/test/fstackini"
 )
 
 // TestRenderMarksProfileValues: the values profile Proxy set carry a '#' line above them naming
@@ -33,7 +33,7 @@ func TestRenderMarksProfileValues(t *testing.T) {
 	if _, err := fstackini.Parse([]byte(out), fstackini.V125); err != nil {
 		t.Errorf("with the profile's comments the output must stay a config F-Stack reads: %v", err)
 	}
-	golden, err := os.ReadFile(filepath.Join("..", "render", "testdata", "golden", "proxy-profile.ini"))
+	golden, err := os.ReadFile(filepath.Join("..", "..", "internal", "render", "testdata", "golden", "proxy-profile.ini"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,14 +43,14 @@ var sha256Placeholder = regexp.MustCompile(`^(SHA256_(LINUX|DARWIN)_(AMD64|ARM64
 // `kubectl fstack`, and for each platform installs the binary `make build` produces: go build
 // names it after this package's directory, and the Makefile's build target builds this package.
 func TestKrewManifest(t *testing.T) {
-	root := filepath.Join("..", "..")
-	data, err := os.ReadFile(filepath.Join(root, "plugins", "krew", "fstack.yaml"))
+	root := filepath.Join("..", "..", "..")
+	data, err := os.ReadFile(filepath.Join(root, "kubectl-fstack", "krew", "fstack.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var p krewPlugin
 	if err := yaml.UnmarshalStrict(data, &p); err != nil {
-		t.Fatalf("plugins/krew/fstack.yaml: %v", err)
+		t.Fatalf("kubectl-fstack/krew/fstack.yaml: %v", err)
 	}
 	if p.APIVersion != "krew.googlecontainertools.github.com/v1alpha2" || p.Kind != "Plugin" || p.Metadata.Name != "fstack" ||
 		p.Spec.ShortDescription == "" || len(p.Spec.ShortDescription) > 80 || p.Spec.Version == "" || p.Spec.Homepage == "" {
@@ -68,8 +68,8 @@ func TestKrewManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !regexp.MustCompile(`(?m)^build:.*\n(\t.*\n)*?\t.* build -o \$\(LOCALBIN\)/ .*\./cmd/` + bin + `\b`).Match(makefile) {
-		t.Fatalf("the Makefile's build target does not build ./cmd/%s into $(LOCALBIN)/", bin)
+	if !regexp.MustCompile(`(?m)^build:.*\n(\t.*\n)*?\t.* build -o \$\(LOCALBIN\)/ .*\./kubectl-fstack/cmd/` + bin + `\b`).Match(makefile) {
+		t.Fatalf("the Makefile's build target does not build ./kubectl-fstack/cmd/%s into $(LOCALBIN)/", bin)
 	}
 	seen := map[string]bool{}
 	for i, pl := range p.Spec.Platforms {

@@ -18,7 +18,7 @@ import (
 )
 
 // Version is the plugin's version, set when it is built for a release:
-// go build -ldflags "-X github.com/kube-fstack/kube-fstack/internal/cli.Version=v0.1.0".
+// go build -ldflags "-X github.com/kube-fstack/kube-fstack/kubectl-fstack/cli.Version=v0.1.0".
 var Version = "dev"
 
 // PinnedFStackCommit is the F-Stack commit the dataplane image of this source tree is built from

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kube-fstack/kube-fstack/internal/fixtures"
-	"github.com/kube-fstack/kube-fstack/internal/fstackini"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/test/fstackini"
 )
 
 func run(t *testing.T, args ...string) (stdout, stderr string, code int) {
@@ -26,7 +26,7 @@ func TestRenderMatchesGolden(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	want, err := os.ReadFile(filepath.Join("..", "render", "testdata", "golden", "nginx-shim.ini"))
+	want, err := os.ReadFile(filepath.Join("..", "..", "internal", "render", "testdata", "golden", "nginx-shim.ini"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/internal/cli"
 	"github.com/kube-fstack/kube-fstack/internal/nodecheck"
+	"github.com/kube-fstack/kube-fstack/kubectl-fstack/cli"
 )
 
 func TestDoctor(t *testing.T) {

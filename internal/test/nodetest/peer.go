@@ -48,8 +48,8 @@ func AttachPeer(vsctl func(args ...string) (string, error), ovsNetns, bridge, ns
 // KernelSenderScript is hack/lib/kernel-sender.sh of this source tree: the tests make their
 // senders exactly as the local cluster makes the node's.
 func KernelSenderScript() string {
-	_, file, _, _ := runtime.Caller(0) // internal/nodetest/peer.go
-	return filepath.Join(filepath.Dir(file), "..", "..", "hack", "lib", "kernel-sender.sh")
+	_, file, _, _ := runtime.Caller(0) // internal/test/nodetest/peer.go
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "hack", "lib", "kernel-sender.sh")
 }
 
 func (p *Peer) ovsIP(args ...string) []string {

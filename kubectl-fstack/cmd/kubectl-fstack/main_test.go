@@ -13,7 +13,7 @@ import (
 // link named kubectl_complete-fstack (what kubectl runs to complete `kubectl fstack`) answers
 // completion requests: both through the built binary, as kubectl and a user run it.
 func TestBuiltBinaryVersionAndKubectlCompletion(t *testing.T) {
-	script, err := os.ReadFile("../../hack/krew-release.sh")
+	script, err := os.ReadFile("../../../hack/krew-release.sh")
 	if err != nil {
 		t.Fatal(err)
 	}
