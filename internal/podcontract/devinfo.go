@@ -10,7 +10,9 @@ import (
 
 // Device info is the file format fstack-cni writes for each vhost-user attachment and the
 // dataplane reads at start: the NPWG device-info spec (v1.1.0, type "vhost-user") plus the facts
-// F-Stack's [portN] needs (MAC, addresses, gateway, MTU) and the virtio queue layout.
+// F-Stack's [portN] needs (MAC, addresses, gateway, MTU). It carries no virtio queue layout: the
+// StackInstance owns it (spec.ports[].device.vhostUser), the pod's DPDK opens the queues, and
+// OVS takes the count the guest negotiates, so a value here would be a second owner nobody reads.
 //
 // fstack-cni writes the same document twice: into the pod's socket directory as DevInfoFile
 // (the dataplane reads it there, without Multus or the API server) and at the NPWG CNI
@@ -45,12 +47,10 @@ type DevInfo struct {
 	Version   string            `json:"version"`
 	VhostUser *DevInfoVhostUser `json:"vhost-user,omitempty"`
 
-	MAC       string   `json:"mac,omitempty"`
-	IPs       []string `json:"ips,omitempty"` // CIDR strings, e.g. "10.1.0.5/24"
-	Gateway   string   `json:"gateway,omitempty"`
-	MTU       int      `json:"mtu,omitempty"`
-	Queues    int      `json:"queues,omitempty"`
-	QueueSize int      `json:"queueSize,omitempty"`
+	MAC     string   `json:"mac,omitempty"`
+	IPs     []string `json:"ips,omitempty"` // CIDR strings, e.g. "10.1.0.5/24"
+	Gateway string   `json:"gateway,omitempty"`
+	MTU     int      `json:"mtu,omitempty"`
 
 	// Attachment names the CNI attachment that owns this file, so garbage collection can tell
 	// live files from leftovers without asking anyone.

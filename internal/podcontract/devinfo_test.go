@@ -13,7 +13,7 @@ func sampleDevInfo() *DevInfo {
 		Type: DevInfoTypeVhostUser, Version: DevInfoVersion,
 		VhostUser: &DevInfoVhostUser{Mode: VhostUserModeServer, Path: "/var/run/kube-fstack/vhost/net1.sock"},
 		MAC:       "0a:58:00:00:00:01", IPs: []string{"10.1.0.5/24"}, Gateway: "10.1.0.1",
-		MTU: 1500, Queues: 1, QueueSize: 256,
+		MTU: 1500,
 		Attachment: &DevInfoAttachment{Network: "fstack", ContainerID: "c1", IfName: "net1", PodUID: "u1"},
 	}
 }
@@ -42,7 +42,7 @@ func TestWireNamesFollowNPWGSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"type":"vhost-user"`, `"version":"1.1.0"`, `"vhost-user":{"mode":"server","path":"/var/run/kube-fstack/vhost/net1.sock"}`, `"queueSize":256`} {
+	for _, want := range []string{`"type":"vhost-user"`, `"version":"1.1.0"`, `"vhost-user":{"mode":"server","path":"/var/run/kube-fstack/vhost/net1.sock"}`} {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("%s lacks %s", data, want)
 		}
@@ -108,5 +108,16 @@ func TestWriteDevInfoNeverFollowsSymlinks(t *testing.T) {
 	}
 	if _, err := ReadDevInfo(filepath.Join(dir, ".devinfo-net1.json.tmp")); err == nil {
 		t.Fatal("Read followed a symlink")
+	}
+}
+
+// fstack-cni before the StackInstance owned the queue layout wrote queues and queueSize into every
+// device info; the files of pods attached then still have them and still read.
+func TestDevInfoOfAnOlderPluginStillReads(t *testing.T) {
+	old := `{"type":"vhost-user","version":"1.1.0","vhost-user":{"mode":"server","path":"/var/run/kube-fstack/vhost/net1.sock"},` +
+		`"mac":"0a:58:00:00:00:01","ips":["10.1.0.5/24"],"mtu":1500,"queues":1,"queueSize":256}`
+	info, err := ParseDevInfo([]byte(old))
+	if err != nil || info.MAC != "0a:58:00:00:00:01" || info.MTU != 1500 {
+		t.Fatalf("ParseDevInfo(older plugin's document) = %+v, %v", info, err)
 	}
 }

@@ -29,8 +29,6 @@ const (
 	DefaultKubeletRootDir = "/var/lib/kubelet"
 	DefaultLogFile        = "/var/log/kube-fstack/fstack-cni.log"
 	DefaultMTU            = 1500
-	DefaultQueues         = 1
-	DefaultQueueSize      = 256
 
 	// maxSocketPath is what fits in sockaddr_un.sun_path (108 bytes with the NUL).
 	maxSocketPath = 107
@@ -49,12 +47,41 @@ type NetConf struct {
 	// SkipUnprepared, in a chained conflist (which runs for every pod of the node), passes the
 	// previous result through for a pod without the emptyDir instead of failing its ADD.
 	SkipUnprepared bool          `json:"skipUnprepared,omitempty"`
-	Queues         int           `json:"queues,omitempty"`
-	QueueSize      int           `json:"queueSize,omitempty"`
 	MTU            int           `json:"mtu,omitempty"`
 	MAC            string        `json:"mac,omitempty"`
 	LogFile        string        `json:"logFile,omitempty"`
 	RuntimeConfig  runtimeConfig `json:"runtimeConfig,omitzero"`
+
+	// RetiredQueues and RetiredQueueSize are keys fstack-cni no longer takes (retiredKeys): kept
+	// only to refuse an ADD that sets them. Decoding matches them as it matched the old fields,
+	// in any letter case.
+	RetiredQueues    json.RawMessage `json:"queues,omitempty"`
+	RetiredQueueSize json.RawMessage `json:"queueSize,omitempty"`
+}
+
+// retiredKeys refuses an ADD whose config still sets a key the plugin once took, naming the key
+// and where its job is done now. queues and queueSize were only copied into the device info,
+// which nothing read: the pod's DPDK opens the port's virtio queues from the StackInstance (the
+// supervisor renders queues= and queue_size= into the vdev) and OVS's dpdkvhostuserclient port
+// takes the count the guest negotiates, so a NetworkAttachmentDefinition's queues: 4 did
+// nothing. Refusing it, instead of ignoring it, tells whoever wrote it that it never worked.
+// DEL, CHECK, GC and STATUS still accept such a config: pods attached before the upgrade must
+// still be checked and torn down.
+func (c *NetConf) retiredKeys() error {
+	for _, k := range []struct {
+		name, def string
+		raw       json.RawMessage
+	}{{"queues", "one queue pair per process serving the port", c.RetiredQueues},
+		{"queueSize", "DPDK's 256", c.RetiredQueueSize}} {
+		if len(k.raw) == 0 {
+			continue
+		}
+		return fmt.Errorf("%s is set in the network config, which fstack-cni no longer takes: the pod's DPDK opens the "+
+			"vhost-user port's queues and OVS follows what it negotiates, so set spec.ports[].device.vhostUser.%s in the "+
+			"StackInstance (default: %s) and remove %s from the network config "+
+			"(the NetworkAttachmentDefinition's spec.config, or the node's conflist)", k.name, k.name, k.def, k.name)
+	}
+	return nil
 }
 
 // runtimeConfig carries the capabilities the plugin honours: "mac", "ips" (static addresses,
@@ -115,12 +142,6 @@ func (c *NetConf) applyDefaults() {
 	if c.MTU == 0 {
 		c.MTU = DefaultMTU
 	}
-	if c.Queues == 0 {
-		c.Queues = DefaultQueues
-	}
-	if c.QueueSize == 0 {
-		c.QueueSize = DefaultQueueSize
-	}
 }
 
 func setDefault(s *string, def string) {
@@ -141,10 +162,6 @@ func (c *NetConf) validate() error {
 		return fmt.Errorf("kubeletRootDir %q must be an absolute path (the kubelet's --root-dir)", c.KubeletRootDir)
 	case c.RuntimeConfig.CNIDeviceInfoFile != "" && !filepath.IsAbs(c.RuntimeConfig.CNIDeviceInfoFile):
 		return fmt.Errorf("runtimeConfig.CNIDeviceInfoFile %q must be an absolute path", c.RuntimeConfig.CNIDeviceInfoFile)
-	case c.Queues < 1 || c.Queues > 16:
-		return fmt.Errorf("queues is %d, want 1..16", c.Queues)
-	case c.QueueSize < 64 || c.QueueSize > 32768 || c.QueueSize&(c.QueueSize-1) != 0:
-		return fmt.Errorf("queueSize is %d, want a power of two in 64..32768", c.QueueSize)
 	case c.MTU < 68 || c.MTU > 9702:
 		return fmt.Errorf("mtu is %d, want 68..9702", c.MTU)
 	case strings.ContainsAny(c.Bridge, " \t\n\"") || c.Bridge == "":

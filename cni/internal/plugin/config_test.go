@@ -43,8 +43,8 @@ func TestParseConfAppliesTheDocumentedDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := []any{conf.Bridge, conf.OVSDBSocket, conf.SocketRoot, conf.PodSocketDir, conf.DeviceInfoDir, conf.LogFile, conf.MTU, conf.Queues, conf.QueueSize}
-	want := []any{DefaultBridge, DefaultOVSDBSocket, DefaultSocketRoot, DefaultPodSocketDir, DefaultDeviceInfoDir, DefaultLogFile, DefaultMTU, DefaultQueues, DefaultQueueSize}
+	got := []any{conf.Bridge, conf.OVSDBSocket, conf.SocketRoot, conf.PodSocketDir, conf.DeviceInfoDir, conf.LogFile, conf.MTU}
+	want := []any{DefaultBridge, DefaultOVSDBSocket, DefaultSocketRoot, DefaultPodSocketDir, DefaultDeviceInfoDir, DefaultLogFile, DefaultMTU}
 	for i := range want {
 		if got[i] != want[i] {
 			t.Errorf("default #%d is %v, want %v", i, got[i], want[i])
@@ -53,12 +53,12 @@ func TestParseConfAppliesTheDocumentedDefaults(t *testing.T) {
 }
 
 func TestParseConfKeepsWhatIsSet(t *testing.T) {
-	conf, err := parseConf(confJSON(t, map[string]any{"bridge": "br-x", "mtu": 9000, "queues": 4, "queueSize": 1024,
+	conf, err := parseConf(confJSON(t, map[string]any{"bridge": "br-x", "mtu": 9000,
 		"mac": "02:00:00:00:00:01", "runtimeConfig": map[string]any{"mac": "02:00:00:00:00:02", "CNIDeviceInfoFile": "/d/f.json"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if conf.Bridge != "br-x" || conf.MTU != 9000 || conf.Queues != 4 || conf.QueueSize != 1024 ||
+	if conf.Bridge != "br-x" || conf.MTU != 9000 ||
 		conf.MAC != "02:00:00:00:00:01" || conf.RuntimeConfig.MAC != "02:00:00:00:00:02" || conf.RuntimeConfig.CNIDeviceInfoFile != "/d/f.json" {
 		t.Fatalf("parsed %+v", conf)
 	}
@@ -76,9 +76,6 @@ func TestParseConfRejectsWithTheSpecCode(t *testing.T) {
 		{"another plugin's type", confJSON(t, map[string]any{"type": "bridge"}), types.ErrInvalidNetworkConfig, `this plugin is "fstack-cni"`},
 		{"relative socketRoot", confJSON(t, map[string]any{"socketRoot": "run/vhost"}), types.ErrInvalidNetworkConfig, "must be absolute"},
 		{"relative podSocketDir", confJSON(t, map[string]any{"podSocketDir": "vhost"}), types.ErrInvalidNetworkConfig, "must be absolute"},
-		{"too many queues", confJSON(t, map[string]any{"queues": 17}), types.ErrInvalidNetworkConfig, "queues is 17"},
-		{"queue size not a power of two", confJSON(t, map[string]any{"queueSize": 1000}), types.ErrInvalidNetworkConfig, "queueSize is 1000"},
-		{"queue size too small", confJSON(t, map[string]any{"queueSize": 32}), types.ErrInvalidNetworkConfig, "queueSize is 32"},
 		{"mtu too small", confJSON(t, map[string]any{"mtu": 67}), types.ErrInvalidNetworkConfig, "mtu is 67"},
 		{"mtu too large", confJSON(t, map[string]any{"mtu": 9703}), types.ErrInvalidNetworkConfig, "mtu is 9703"},
 		{"bridge with a quote", confJSON(t, map[string]any{"bridge": `br"x`}), types.ErrInvalidNetworkConfig, "not a valid OVS bridge name"},

@@ -14,17 +14,17 @@ import (
 
 // confFields are the members parseConf's refusals may name.
 var confFields = []string{"type", "socketRoot", "podSocketDir", "deviceInfoDir", "runtimeConfig.CNIDeviceInfoFile",
-	"queues", "queueSize", "mtu", "bridge", "mac"}
+	"mtu", "bridge", "mac"}
 
 // The network config comes from the runtime's stdin: parseConf never panics, and what it
 // refuses for its content names the member.
 func FuzzParseConf(f *testing.F) {
 	f.Add([]byte(`{"cniVersion":"1.1.0","name":"fstack-net","type":"fstack-cni","bridge":"br-fstack","ovsdbSocket":"/var/run/openvswitch/db.sock",
-		"socketRoot":"/var/run/kube-fstack/vhost","podSocketDir":"/var/run/kube-fstack/vhost","queues":1,"queueSize":256,"mtu":1500,
+		"socketRoot":"/var/run/kube-fstack/vhost","podSocketDir":"/var/run/kube-fstack/vhost","mtu":1500,
 		"logFile":"/var/log/kube-fstack/fstack-cni.log","ipam":{"type":"host-local","subnet":"10.56.0.0/24","gateway":"10.56.0.1"}}`))
 	f.Add([]byte(`{"cniVersion":"1.1.0","name":"n","type":"fstack-cni","runtimeConfig":{"mac":"02:00:00:00:00:01","CNIDeviceInfoFile":"/var/run/k8s.cni.cncf.io/devinfo/cni/x.json"},
 		"prevResult":{"cniVersion":"1.1.0","interfaces":[{"name":"net1","sandbox":"/proc/1/ns/net"}]},"cni.dev/valid-attachments":[{"containerID":"c","ifname":"net1"}]}`))
-	for _, s := range []string{`{"queues":17}`, `{"queueSize":100}`, `{"mtu":1}`, `{"bridge":"a b"}`, `{"socketRoot":"rel"}`,
+	for _, s := range []string{`{"queues":17}`, `{"mtu":1}`, `{"bridge":"a b"}`, `{"socketRoot":"rel"}`,
 		`{"deviceInfoDir":"x"}`, `{"runtimeConfig":{"CNIDeviceInfoFile":"../x"}}`, `{"mac":"01:00:00:00:00:00"}`,
 		`{"type":"bridge"}`, `{"MTU":9000,"mtu":1500}`, `{"ipam":null}`, `[]`, `{"name":"n"} x`} {
 		f.Add([]byte(s))

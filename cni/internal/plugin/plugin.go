@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/types"
 )
 
 // Plugin runs the CNI commands. Its fields are the dependencies tests replace.
@@ -53,6 +54,12 @@ func (p *Plugin) start(stdin []byte, verb string) (*command, error) {
 	conf, err := parseConf(stdin)
 	if err != nil {
 		return nil, err
+	}
+	if verb == "ADD" {
+		// Before anything is taken or logged: a refused ADD leaves nothing behind.
+		if err := conf.retiredKeys(); err != nil {
+			return nil, types.NewError(types.ErrInvalidNetworkConfig, err.Error(), "")
+		}
 	}
 	if verb == "ADD" || verb == "CHECK" {
 		if err := conf.parsePrevResult(); err != nil {

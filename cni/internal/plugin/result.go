@@ -43,7 +43,7 @@ func deviceInfo(conf *NetConf, a *attachment, ipam *current.Result) *podcontract
 	info := &podcontract.DevInfo{
 		Type: podcontract.DevInfoTypeVhostUser, Version: podcontract.DevInfoVersion,
 		VhostUser: &podcontract.DevInfoVhostUser{Mode: podcontract.VhostUserModeServer, Path: a.PodSocket},
-		MAC:       a.MAC, MTU: conf.MTU, Queues: conf.Queues, QueueSize: conf.QueueSize,
+		MAC:       a.MAC, MTU: conf.MTU,
 		Attachment: &podcontract.DevInfoAttachment{Network: a.Network, ContainerID: a.ContainerID, IfName: a.IfName, PodUID: a.Pod.UID},
 	}
 	if ipam == nil {

@@ -26,23 +26,21 @@ func withOVSVersion(v string) func(int, []map[string]any) fakeReply {
 	}
 }
 
-// Every port asks for hash tx steering in the transaction that creates it, whatever the
-// network's queue count: OVS applies it only to ports with more than one queue.
+// Every port asks for hash tx steering in the transaction that creates it: the queue count is
+// the pod's to negotiate later, and OVS applies it only to ports with more than one queue.
 func TestAddAsksForHashTxSteeringInTheInsert(t *testing.T) {
-	for _, queues := range []int{1, 2} {
-		f := newFakeOVSDB(t, withOVSVersion("3.1.0"))
-		n := newNode(t, f.path, map[string]any{"queues": queues})
-		if _, _, err := n.add(); err != nil {
-			t.Fatal(err)
-		}
-		assertTxns(t, f, insertTxn)
-		iface := f.txn(1)[slices.Index(insertTxn, "insert Interface")]["row"].(map[string]any)
-		if got := fmt.Sprint(iface["other_config"]); got != "[map [[tx-steering hash]]]" {
-			t.Errorf("queues %d: Interface other_config is %s, want tx-steering=hash", queues, got)
-		}
-		if sel := f.txn(1)[len(insertTxn)-1]; fmt.Sprint(sel["columns"]) != "[ovs_version]" {
-			t.Errorf("the insert transaction does not read ovs_version: %v", sel)
-		}
+	f := newFakeOVSDB(t, withOVSVersion("3.1.0"))
+	n := newNode(t, f.path, nil)
+	if _, _, err := n.add(); err != nil {
+		t.Fatal(err)
+	}
+	assertTxns(t, f, insertTxn)
+	iface := f.txn(1)[slices.Index(insertTxn, "insert Interface")]["row"].(map[string]any)
+	if got := fmt.Sprint(iface["other_config"]); got != "[map [[tx-steering hash]]]" {
+		t.Errorf("Interface other_config is %s, want tx-steering=hash", got)
+	}
+	if sel := f.txn(1)[len(insertTxn)-1]; fmt.Sprint(sel["columns"]) != "[ovs_version]" {
+		t.Errorf("the insert transaction does not read ovs_version: %v", sel)
 	}
 }
 

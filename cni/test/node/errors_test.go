@@ -34,10 +34,10 @@ func TestBadInputGetsCodeAndMessage(t *testing.T) {
 			n.ovsdb = filepath.Join(n.dir, "no-ovs", "db.sock")
 			return n.stdin(), newPod(1).cniArgs()
 		}, types.ErrTryAgainLater, "is ovsdb-server running?"},
-		{"bad queue size", func(n *netw) ([]byte, string) {
-			n.extra = map[string]any{"queueSize": 1000}
+		{"queues in the network config", func(n *netw) ([]byte, string) {
+			n.extra = map[string]any{"queues": 4}
 			return n.stdin(), newPod(1).cniArgs()
-		}, types.ErrInvalidNetworkConfig, "queueSize is 1000"},
+		}, types.ErrInvalidNetworkConfig, "set spec.ports[].device.vhostUser.queues in the StackInstance"},
 		{"pod without the emptyDir", func(n *netw) ([]byte, string) {
 			n.kubeletRemoves(newPod(1)) // a pod the injector did not prepare
 			return n.stdin(), newPod(1).cniArgs()
