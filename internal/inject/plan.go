@@ -227,6 +227,7 @@ func (p *plan) apply() {
 	}
 	raw, _ := json.Marshal(status)
 	pod.Annotations[podcontract.SpecAnnotation] = p.specJSON
+	pod.Annotations[podcontract.SpecVersionAnnotation] = fsv1.GroupVersion.String()
 	pod.Annotations[podcontract.ConfigHashAnnotation] = p.hash
 	pod.Annotations[fsv1.StatusAnnotation] = string(raw)
 	setNetworks(pod, p.networksValue)

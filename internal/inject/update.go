@@ -16,7 +16,9 @@ import (
 //   - a new image for the dataplane container outside the allowed images: the injection checked
 //     spec.dataplane.image, `kubectl set image` would bypass it;
 //   - removing or changing the stack label: every webhook of kube-fstack selects pods by it, so
-//     without it an ephemeral container could mount the injected volumes unchecked.
+//     without it an ephemeral container could mount the injected volumes unchecked;
+//   - adding, changing or removing the spec snapshot or its API version (SpecAnnotations): the
+//     dataplane runs what admission checked, and reads the version before the spec.
 //
 // A pod counts as injected by any mark of it (claimsInjection): the status annotation, which
 // anyone creating a pod may write, an injected volume or a dataplane container. The image check
@@ -26,6 +28,12 @@ func CheckPodUpdate(old, pod *corev1.Pod, cfg Config) field.ErrorList {
 	if was, now := old.Labels[fsv1.StackLabel], pod.Labels[fsv1.StackLabel]; was != now && claimsInjection(old) {
 		errs = append(errs, field.Forbidden(field.NewPath("metadata", "labels").Key(fsv1.StackLabel), fmt.Sprintf(
 			"an injected pod keeps its StackInstance label (%q); delete the pod to change it", was)))
+	}
+	for _, k := range SpecAnnotations() {
+		if old.Annotations[k] != pod.Annotations[k] && claimsInjection(old) {
+			errs = append(errs, field.Forbidden(field.NewPath("metadata", "annotations").Key(k),
+				"an injected pod keeps the StackInstance spec it was admitted with; re-create the pod to run another"))
+		}
 	}
 	// A program's dataplane (spec.program) is a regular container of the same name.
 	for _, list := range []struct {
@@ -53,4 +61,10 @@ func claimsInjection(pod *corev1.Pod) bool {
 			return slices.Contains(podcontract.InjectedVolumes(), v.Name)
 		}) ||
 		slices.ContainsFunc(pod.Spec.InitContainers, isDataplane) || slices.ContainsFunc(pod.Spec.Containers, isDataplane)
+}
+
+// SpecAnnotations are the annotations an injected pod keeps as admission wrote them: the spec
+// snapshot and the API version that wrote it.
+func SpecAnnotations() []string {
+	return []string{podcontract.SpecAnnotation, podcontract.SpecVersionAnnotation}
 }

@@ -61,6 +61,46 @@ func TestCheckPodUpdate(t *testing.T) {
 	}
 }
 
+// The spec snapshot and its API version stay as admission wrote them: an editor of the pod who
+// changed either would have the dataplane run a spec admission never saw, or refuse to start.
+func TestCheckPodUpdateKeepsTheSpecAndItsVersion(t *testing.T) {
+	cfg := testConfig()
+	old, _, err := Inject(fixtures.LoadPod(t, "nginx-vhost"), fixtures.Stacks(t)["vhost-user"], cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old.Annotations[podcontract.SpecVersionAnnotation] != "kubefstack.io/v1alpha1" {
+		t.Fatalf("the injection wrote %s %q, want kubefstack.io/v1alpha1", podcontract.SpecVersionAnnotation, old.Annotations[podcontract.SpecVersionAnnotation])
+	}
+	for _, tc := range []struct {
+		name, key string
+		value     *string // nil removes it
+	}{
+		{"spec changed", podcontract.SpecAnnotation, ptr(`{"processes":8}`)},
+		{"spec removed", podcontract.SpecAnnotation, nil},
+		{"version changed", podcontract.SpecVersionAnnotation, ptr("kubefstack.io/v1")},
+		{"version removed", podcontract.SpecVersionAnnotation, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := old.DeepCopy()
+			delete(pod.Annotations, tc.key)
+			if tc.value != nil {
+				pod.Annotations[tc.key] = *tc.value
+			}
+			errs := CheckPodUpdate(old, pod, cfg)
+			if want := "metadata.annotations[" + tc.key + "]"; len(errs) != 1 || errs[0].Field != want {
+				t.Fatalf("got %v, want one error at %s", errs, want)
+			}
+		})
+	}
+	plain := fixtures.LoadPod(t, "nginx-vhost")
+	changed := plain.DeepCopy()
+	changed.Annotations = map[string]string{podcontract.SpecVersionAnnotation: "x"}
+	if errs := CheckPodUpdate(plain, changed, cfg); len(errs) != 0 {
+		t.Fatalf("a pod that was never injected may change freely: %v", errs)
+	}
+}
+
 // Issue 23: a forged status annotation claims an injection that never happened. The claim
 // neither skips the dataplane image allow-list nor lets the pod drop its stack label later.
 func TestForgedStatusKeepsTheRules(t *testing.T) {

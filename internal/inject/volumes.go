@@ -40,6 +40,7 @@ func podInfoItems() []corev1.DownwardAPIVolumeFile {
 	}
 	return []corev1.DownwardAPIVolumeFile{
 		item(podcontract.PodInfoSpec, "metadata.annotations['"+podcontract.SpecAnnotation+"']"),
+		item(podcontract.PodInfoSpecVersion, "metadata.annotations['"+podcontract.SpecVersionAnnotation+"']"),
 		item(podcontract.PodInfoConfigHash, "metadata.annotations['"+podcontract.ConfigHashAnnotation+"']"),
 		item(podcontract.PodInfoStack, "metadata.labels['"+fsv1.StackLabel+"']"),
 		item(podcontract.PodInfoName, "metadata.name"),

@@ -110,6 +110,9 @@ const (
 const (
 	// PodInfoSpec is the StackInstance spec (JSON) from SpecAnnotation.
 	PodInfoSpec = "spec"
+	// PodInfoSpecVersion is SpecVersionAnnotation, beside PodInfoSpec; empty in a pod whose
+	// injection wrote no version, missing in one whose injection did not project it.
+	PodInfoSpecVersion = "spec-version"
 	// PodInfoConfigHash is the placeholder-rendered config hash from ConfigHashAnnotation.
 	PodInfoConfigHash = "config-hash"
 	// PodInfoStack is the StackInstance name.
@@ -125,6 +128,13 @@ const (
 	// SpecAnnotation snapshots the StackInstance spec (defaults applied, JSON) at admission, so a
 	// running pod keeps the config it was created with when the StackInstance changes.
 	SpecAnnotation = "kubefstack.io/spec"
+	// SpecVersionAnnotation is the API version (group/version, e.g. kubefstack.io/v1alpha1) of the
+	// StackInstance whose spec SpecAnnotation holds, so that a reader checks it before decoding
+	// and a later version can convert. A sibling rather than a wrapper around the spec: the
+	// snapshot stays the bare spec that dataplane images before it read (a StackInstance may pin
+	// an older image), and the version is one plain string a reader compares without parsing
+	// anything. A pod without it was injected before versions were written: v1alpha1.
+	SpecVersionAnnotation = "kubefstack.io/spec-version"
 	// ConfigHashAnnotation is render.ConfigHash of the spec rendered with placeholder facts; the
 	// controller compares it with the StackInstance's current hash.
 	ConfigHashAnnotation = "kubefstack.io/config-hash"

@@ -133,3 +133,56 @@ func TestSamplesDecode(t *testing.T) {
 		}
 	}
 }
+
+// The spec's API version (kubefstack.io/spec-version, the file spec-version beside the spec) is
+// read before the spec: v1alpha1 and a pod from before versions were written (no file, an empty
+// one) load; a version this image does not know and an oversized one are refused, naming the
+// annotation, the version and what to do, before the spec is decoded.
+func TestLoadSpecChecksTheVersionFirst(t *testing.T) {
+	spec, err := json.Marshal(render.Defaults(fixtures.Stacks(t)["vhost-user"].Spec.DeepCopy()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := func(t *testing.T, version *string, specData []byte) error {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "spec"), specData, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if version != nil {
+			if err := os.WriteFile(filepath.Join(dir, "spec-version"), []byte(*version), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := LoadSpec(filepath.Join(dir, "spec"))
+		return err
+	}
+	str := func(s string) *string { return &s }
+	for name, v := range map[string]*string{"no file": nil, "empty": str(""), "v1alpha1": str("kubefstack.io/v1alpha1"),
+		"v1alpha1 with a newline": str("kubefstack.io/v1alpha1\n")} {
+		if err := load(t, v, spec); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	for _, tc := range []struct {
+		name, version string
+		want          []string
+	}{
+		{"unknown version", "kubefstack.io/v1beta1", []string{"kubefstack.io/spec-version annotation", `"kubefstack.io/v1beta1"`,
+			"reads kubefstack.io/v1alpha1", "spec.dataplane.image", "re-create the pod"}},
+		{"another group", "example.com/v1alpha1", []string{`"example.com/v1alpha1"`, "re-create the pod"}},
+		{"oversized", strings.Repeat("v", 300), []string{"kubefstack.io/spec-version annotation", "more than 256 bytes", "re-create the pod"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// The spec is not even JSON: a refusal that names the version shows it came first.
+			err := load(t, &tc.version, []byte("not json"))
+			if err == nil {
+				t.Fatal("loaded")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%v does not say %q", err, w)
+				}
+			}
+		})
+	}
+}

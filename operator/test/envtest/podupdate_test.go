@@ -9,12 +9,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
 
 // Updates of an injected pod cannot undo admission: a dataplane image outside the allowed ones
 // (kubectl set image) and removing the stack label (which every kube-fstack webhook selects by)
-// are refused with the field path; an allowed image and unrelated changes pass.
+// and changing the spec snapshot or its version are refused with the field path; an allowed
+// image and unrelated changes pass.
 func TestInjectedPodUpdatesRefused(t *testing.T) {
 	ctx := context.Background()
 	ensureStack(t, stack(t, "vhost-user", "vhost-user"))
@@ -27,6 +29,17 @@ func TestInjectedPodUpdatesRefused(t *testing.T) {
 		"spec.initContainers[0].image: Invalid value", "--allowed-dataplane-images")
 	wantErr(t, updatePod(ctx, pod.Name, func(p *corev1.Pod) { delete(p.Labels, fsv1.StackLabel) }),
 		"metadata.labels[kubefstack.io/stack]: Forbidden")
+	// The spec snapshot and its version reach the webhook (the matchConditions select them) and
+	// stay as admission wrote them.
+	wantErr(t, updatePod(ctx, pod.Name, func(p *corev1.Pod) { p.Annotations[podcontract.SpecAnnotation] = `{"processes":8}` }),
+		"metadata.annotations[kubefstack.io/spec]: Forbidden")
+	wantErr(t, updatePod(ctx, pod.Name, func(p *corev1.Pod) { p.Annotations[podcontract.SpecVersionAnnotation] = "kubefstack.io/v9" }),
+		"metadata.annotations[kubefstack.io/spec-version]: Forbidden")
+	wantErr(t, updatePod(ctx, pod.Name, func(p *corev1.Pod) { delete(p.Annotations, podcontract.SpecVersionAnnotation) }),
+		"metadata.annotations[kubefstack.io/spec-version]: Forbidden")
+	if err := updatePod(ctx, pod.Name, func(p *corev1.Pod) { p.Annotations["team"] = "web" }); err != nil {
+		t.Fatalf("an unrelated annotation was refused: %v", err)
+	}
 	if err := updatePod(ctx, pod.Name, func(p *corev1.Pod) { p.Spec.InitContainers[0].Image = allowedImages + "dataplane:v1.25" }); err != nil {
 		t.Fatalf("an allowed dataplane image was refused: %v", err)
 	}
