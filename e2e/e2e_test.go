@@ -70,7 +70,7 @@ func manifests() string {
 func workload() string {
 	return fixtures.YAML(injectedDeployment(appName, 3, corev1.Container{
 		Name: appCont, Image: env.StandinImg,
-		Command: []string{"sh", "-c", `echo "$FF_INITIAL_LCORE_ID" >/tmp/lcore
+		Command: []string{"sh", "-c", `echo "$` + podcontract.EnvShimInitialLcore + `" >/tmp/lcore
 sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status >/tmp/cpus
 dpdk-proc-info --file-prefix=rte --single-file-segments --log-level=5 -- --stats >/tmp/attach.txt 2>&1; echo $? >/tmp/attach.rc
 exec sleep infinity
@@ -469,7 +469,7 @@ func checkCPUsAndHugepages(t *testing.T, p *corev1.Pod) {
 	first := strings.FieldsFunc(cpus, func(r rune) bool { return r == ',' || r == '-' })
 	cpu, err := strconv.Atoi(first[0])
 	if err != nil || lcore != fmt.Sprintf("0x%x", uint64(1)<<cpu) {
-		t.Fatalf("FF_INITIAL_LCORE_ID=%q, but the app's first CPU is %q (of %q)", lcore, first[0], cpus)
+		t.Fatalf("%s=%q, but the app's first CPU is %q (of %q)", podcontract.EnvShimInitialLcore, lcore, first[0], cpus)
 	}
 	if strings.Contains(","+cpus+",", ","+dpCPUs+",") {
 		t.Fatalf("the app container may run on the dataplane's exclusive CPU %s (app CPUs %s)", dpCPUs, cpus)

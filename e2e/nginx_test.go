@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-fstack/kube-fstack/e2e/framework"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
 
@@ -54,7 +55,7 @@ func checkNginxWorkersOnOwnCPUs(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the launcher's Cpus_allowed_list %q: %v", appCPUs, err)
 	}
-	workers := waitNginxWorkers(t, p, 1, "worker_processes = FF_NB_FSTACK_INSTANCE, set by the launcher")
+	workers := waitNginxWorkers(t, p, 1, "worker_processes = "+podcontract.EnvShimInstances+", set by the launcher")
 	var seen []string
 	for _, pid := range workers {
 		c := cpusOf(t, []int{pid})

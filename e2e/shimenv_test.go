@@ -23,12 +23,12 @@ func checkExecTakesNoShimContext(t *testing.T, p *corev1.Pod) {
 	t.Helper()
 	before := freeContexts(t, p, shimctx.Now())
 	out, _ := env.Kubectl("exec", "-n", p.Namespace, p.Name, "-c", "nginx", "--", "sh", "-c",
-		`echo "preload=[$LD_PRELOAD]"; bash -c 'exec 3<>/dev/tcp/127.0.0.1/80; kill -9 $$'; echo "bash ended with $?"`)
+		`echo "preload=[$`+podcontract.EnvPreload+`]"; bash -c 'exec 3<>/dev/tcp/127.0.0.1/80; kill -9 $$'; echo "bash ended with $?"`)
 	if !strings.Contains(out, "bash ended with 137") {
 		t.Fatalf("the exec'd bash was not SIGKILLed after opening its socket:\n%s", out)
 	}
 	if !strings.Contains(out, "preload=[]") {
-		t.Errorf("a kubectl exec shell in the app container has the shim's LD_PRELOAD:\n%s", out)
+		t.Errorf("a kubectl exec shell in the app container has the shim's %s:\n%s", podcontract.EnvPreload, out)
 	}
 	if after := freeContexts(t, p, shimctx.Now()); after != before {
 		t.Fatalf("%d shim contexts free after a SIGKILLed kubectl exec process opened an inet socket, %d before: it loaded the shim:\n%s", after, before, out)

@@ -38,7 +38,7 @@ func TestAppContainerEnvCarriesNoShimVariable(t *testing.T) {
 			t.Errorf("%s: %s=%q, want 2 (the stack's processes)", name, podcontract.EnvInstances, got)
 		}
 		if name == "own-preload" && env[podcontract.EnvPreload] != "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2" {
-			t.Errorf("own-preload: the app's LD_PRELOAD became %q", env[podcontract.EnvPreload])
+			t.Errorf("own-preload: the app's %s became %q", podcontract.EnvPreload, env[podcontract.EnvPreload])
 		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // Shim is what the launcher knows of the pod: the F-Stack instances serving it
@@ -70,7 +72,7 @@ func (p *Plan) checkWorkers(d *Directive, shim Shim) {
 	if d == nil {
 		p.Workers = n
 		p.Globals = append(p.Globals, fmt.Sprintf("worker_processes %d;", n))
-		p.FixUps = append(p.FixUps, fmt.Sprintf("worker_processes %d (the file does not set it; one worker per F-Stack instance, FF_NB_FSTACK_INSTANCE=%d)", n, n))
+		p.FixUps = append(p.FixUps, fmt.Sprintf("worker_processes %d (the file does not set it; one worker per F-Stack instance, %s=%d)", n, podcontract.EnvShimInstances, n))
 		return
 	}
 	if len(d.Args) != 1 {
@@ -78,7 +80,7 @@ func (p *Plan) checkWorkers(d *Directive, shim Shim) {
 		return
 	}
 	if d.Args[0] == "auto" {
-		p.refuse(d, "auto starts one worker per online CPU of the node (nginx counts the node's CPUs, not the container's cpuset), not one per F-Stack instance, and -g cannot override a directive the file sets; write \"worker_processes %d;\" (FF_NB_FSTACK_INSTANCE)", n)
+		p.refuse(d, "auto starts one worker per online CPU of the node (nginx counts the node's CPUs, not the container's cpuset), not one per F-Stack instance, and -g cannot override a directive the file sets; write \"worker_processes %d;\" (%s)", n, podcontract.EnvShimInstances)
 		return
 	}
 	w, err := strconv.Atoi(d.Args[0])

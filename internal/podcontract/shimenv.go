@@ -19,6 +19,11 @@ const (
 	EnvShimInitialLcore = "FF_INITIAL_LCORE_ID"
 )
 
+// MaxShimLcore is the highest CPU EnvShimInitialLcore can name: the shim replaces a larger mask
+// with CPU 2's (its INITIAL_LCORE_ID_MAX is 0x4000000000000) without a word, and a CPU outside
+// the process's cpuset then makes it fall back to kernel sockets.
+const MaxShimLcore = 50
+
 // ShimProcID is EnvShimProcID's value: the app starts on process 0.
 const ShimProcID = 0
 

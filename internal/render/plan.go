@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // plan is the spec resolved against the facts: DPDK port ids, lcores, devices and addresses, all
@@ -109,20 +110,16 @@ func (p *plan) resolveLcores(f *Facts) field.ErrorList {
 // maxLcore is RTE_MAX_LCORE of DPDK's default x86 build.
 const maxLcore = 128
 
-// maxShimLcore is the largest CPU FF_INITIAL_LCORE_ID can name (0x4000000000000); the shim
-// silently replaces larger masks with 0x4.
-const maxShimLcore = 50
-
 func (p *plan) checkAppCPU() field.ErrorList {
 	if !*p.spec.Shim.Enabled {
 		return nil
 	}
 	path := field.NewPath("spec", "shim")
 	switch {
-	case p.appCPU > maxShimLcore:
+	case p.appCPU > podcontract.MaxShimLcore:
 		return field.ErrorList{field.Invalid(path, p.appCPU, fmt.Sprintf(
-			"the app container's first CPU is %d, but the shim's FF_INITIAL_LCORE_ID only names CPUs "+
-				"0-%d (larger values silently become CPU 2)", p.appCPU, maxShimLcore))}
+			"the app container's first CPU is %d, but the shim's %s only names CPUs "+
+				"0-%d (larger values silently become CPU 2)", p.appCPU, podcontract.EnvShimInitialLcore, podcontract.MaxShimLcore))}
 	case slices.Contains(p.lcores, p.appCPU):
 		return field.ErrorList{field.Invalid(path, p.appCPU, fmt.Sprintf(
 			"the app container's CPU %d is also an F-Stack lcore: DPDK processes must use distinct "+

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"k8s.io/utils/cpuset"
+
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // Own reads the same set the kernel reports in /proc/self/status, in ascending order.
@@ -41,11 +43,10 @@ func TestOwnIsTheKernelsCpusAllowedList(t *testing.T) {
 }
 
 func TestInitialLcoreEnvIsAMask(t *testing.T) {
-	for cpu, want := range map[int]string{
-		0: "FF_INITIAL_LCORE_ID=0x1", 5: "FF_INITIAL_LCORE_ID=0x20", 63: "FF_INITIAL_LCORE_ID=0x8000000000000000",
-		64: "FF_INITIAL_LCORE_ID=0x10000000000000000",
+	for cpu, mask := range map[int]string{
+		0: "0x1", 5: "0x20", 63: "0x8000000000000000", 64: "0x10000000000000000",
 	} {
-		if got := InitialLcoreEnv(cpu); got != want {
+		if got, want := InitialLcoreEnv(cpu), podcontract.EnvShimInitialLcore+"="+mask; got != want {
 			t.Errorf("InitialLcoreEnv(%d) = %q, want %q", cpu, got, want)
 		}
 	}

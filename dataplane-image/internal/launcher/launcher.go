@@ -198,6 +198,13 @@ func (l *Launcher) environ(ctx context.Context, argv0 string) ([]string, error) 
 		return nil, err
 	}
 	lib := l.shimLibrary()
+	if lib != "" && cpus[0] > podcontract.MaxShimLcore {
+		// Only here is the app's CPU known: admission and kubectl fstack render guess it.
+		return nil, &setupError{fmt.Sprintf("this container's first CPU is %d, but the shim's %s names only CPUs 0-%d: "+
+			"the shim would put the app on CPU 2, outside this container's cpuset, and fall back to kernel sockets without a word; "+
+			"run the pod where the kubelet gives the app container a CPU numbered %d or lower",
+			cpus[0], podcontract.EnvShimInitialLcore, podcontract.MaxShimLcore, podcontract.MaxShimLcore)}
+	}
 	env := l.childEnv(os.Environ(), lib, n, cpus[0])
 	l.logf("%s (CPU %d, the first of this container's cpuset)", cpuaffinity.InitialLcoreEnv(cpus[0]), cpus[0])
 	if lib != "" {

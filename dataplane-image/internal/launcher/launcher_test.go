@@ -43,13 +43,13 @@ func TestRunsCommandWithLcoreOfOwnCPU(t *testing.T) {
 	write(t, dir, podcontract.GenerationFile, "3\n")
 	write(t, dir, podcontract.ReadyFile, "3\n")
 	out := filepath.Join(dir, "env")
-	code := l.Run(context.Background(), []string{"sh", "-c", `echo "$FF_INITIAL_LCORE_ID" > ` + out + `; exit 4`})
+	code := l.Run(context.Background(), []string{"sh", "-c", `echo "$` + podcontract.EnvShimInitialLcore + `" > ` + out + `; exit 4`})
 	if code != 4 {
 		t.Fatalf("exit code %d, want the command's 4", code)
 	}
 	got, _ := os.ReadFile(out)
 	if strings.TrimSpace(string(got)) != "0x20" {
-		t.Fatalf("FF_INITIAL_LCORE_ID = %q, want 0x20 (CPU 5)", got)
+		t.Fatalf("%s = %q, want 0x20 (CPU 5)", podcontract.EnvShimInitialLcore, got)
 	}
 	rec, _ := os.ReadFile(filepath.Join(l.StateDir, podcontract.AppStartedFile))
 	if strings.TrimSpace(string(rec)) != "3" {

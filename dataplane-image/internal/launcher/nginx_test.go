@@ -109,7 +109,7 @@ func TestStopsNginxGracefullyFirst(t *testing.T) {
 			bin := fakeNginx(t, l, dir, c.script, goodConf)
 			ctx, cancel := context.WithCancel(context.Background())
 			go func() {
-				for !strings.Contains(log.String(), "FF_INITIAL_LCORE_ID=") {
+				for !strings.Contains(log.String(), podcontract.EnvShimInitialLcore+"=") {
 					time.Sleep(10 * time.Millisecond)
 				}
 				time.Sleep(200 * time.Millisecond) // the script sets its traps

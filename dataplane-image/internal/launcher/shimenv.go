@@ -94,7 +94,7 @@ func (l *Launcher) withShim(preload, lib string) string {
 	for _, p := range preloadList(preload) {
 		if filepath.Base(p) == podcontract.ShimLibrary {
 			if p != lib {
-				l.logf("WARNING: LD_PRELOAD already names %s: kept, and %s not added", p, lib)
+				l.logf("WARNING: %s already names %s: kept, and %s not added", podcontract.EnvPreload, p, lib)
 			}
 			return preload
 		}

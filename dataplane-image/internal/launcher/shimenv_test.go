@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -102,7 +103,7 @@ func TestWithoutAShimLibraryTheAppPreloadsNothing(t *testing.T) {
 	write(t, dir, podcontract.ReadyFile, "1\n")
 	env := childEnvOf(t, l, map[string]string{podcontract.EnvInstances: "1"})
 	if got := entries(env, podcontract.EnvPreload); len(got) != 0 {
-		t.Fatalf("LD_PRELOAD=%q without a shim library", got)
+		t.Fatalf("%s=%q without a shim library", podcontract.EnvPreload, got)
 	}
 }
 
@@ -115,4 +116,25 @@ func TestABadProcessCountIsRefused(t *testing.T) {
 			t.Errorf("%s=%s: exit %d; log:\n%s", podcontract.EnvInstances, v, code, log)
 		}
 	}
+}
+
+// The launcher is the one place the app's CPU is known, so it is where the shim's lcore bound is
+// held: a container whose first CPU is above podcontract.MaxShimLcore is refused (the shim would
+// move the app to CPU 2 and, outside its cpuset, fall back to kernel sockets), CPU 50 is named.
+func TestACPUTheShimCannotNameIsRefused(t *testing.T) {
+	b := build(t)
+	for _, cpus := range [][]int{{51}, {60, 61}} {
+		l, _, log := newTest(t, cpus...)
+		placeShim(t, l, b, b.dep)
+		l.Getenv = func(k string) string { return map[string]string{podcontract.EnvInstances: "1"}[k] }
+		code := l.Run(context.Background(), []string{"true"})
+		want := fmt.Sprintf("first CPU is %d, but the shim's %s names only CPUs 0-50", cpus[0], podcontract.EnvShimInitialLcore)
+		if code != ExitConfig || !strings.Contains(log.String(), want) {
+			t.Errorf("CPUs %v: exit %d, want %d and %q; log:\n%s", cpus, code, ExitConfig, want, log)
+		}
+	}
+	l, _, _ := newTest(t, 50, 51)
+	placeShim(t, l, b, b.dep)
+	env := childEnvOf(t, l, map[string]string{podcontract.EnvInstances: "1"})
+	wantEnv(t, env, map[string]string{podcontract.EnvShimInitialLcore: "0x4000000000000"})
 }

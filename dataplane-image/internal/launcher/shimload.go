@@ -104,7 +104,7 @@ func loadedProgram(path string, depth int) (prog, why string, err error) {
 	}
 	if fi, err := f.Stat(); err == nil && fi.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
 		// The loader runs it in secure mode, which may ignore the listing request and run it.
-		return "", "it is set-user-ID or set-group-ID (the loader's secure mode also ignores LD_PRELOAD paths outside its trusted directories)", nil
+		return "", "it is set-user-ID or set-group-ID (the loader's secure mode also ignores " + podcontract.EnvPreload + " paths outside its trusted directories)", nil
 	}
 	ef, err := elf.NewFile(f)
 	if err != nil {
@@ -117,7 +117,7 @@ func loadedProgram(path string, depth int) (prog, why string, err error) {
 	}
 	switch base := filepath.Base(interp); {
 	case interp == "":
-		return "", "", &setupError{fmt.Sprintf("%s is statically linked (it has no ELF interpreter): the dynamic loader never runs for it, so LD_PRELOAD cannot load F-Stack's shim and it would use kernel sockets; run a dynamically linked, glibc-based build of it", path)}
+		return "", "", &setupError{fmt.Sprintf("%s is statically linked (it has no ELF interpreter): the dynamic loader never runs for it, so %s cannot load F-Stack's shim and it would use kernel sockets; run a dynamically linked, glibc-based build of it", path, podcontract.EnvPreload)}
 	case strings.Contains(base, "musl"):
 		return "", "", &setupError{fmt.Sprintf("%s is built for the musl C library (ELF interpreter %s): an Alpine/musl image can never load the glibc shim; use a glibc-based image (Debian, Ubuntu, RHEL...)", path, interp)}
 	case !isGlibcLoader(base):

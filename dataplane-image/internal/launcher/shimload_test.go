@@ -193,7 +193,7 @@ func TestRefusals(t *testing.T) {
 		{"the shim's library lacks a symbol version the shim needs", b.depV1, b.app,
 			[]string{"the dynamic loader says: ", "version `V2' not found (required by "}},
 		{"a static program", b.dep, b.static,
-			[]string{b.static + " is statically linked", "LD_PRELOAD cannot load F-Stack's shim"}},
+			[]string{b.static + " is statically linked", podcontract.EnvPreload + " cannot load F-Stack's shim"}},
 		{"a musl program", b.dep, b.musl,
 			[]string{"an Alpine/musl image can never load the glibc shim; use a glibc-based image (Debian, Ubuntu, RHEL...)"}},
 	} {

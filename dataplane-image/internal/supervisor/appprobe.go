@@ -133,18 +133,15 @@ func (s *Supervisor) agentEnv(res *render.Result) ([]string, int, string) {
 	}
 	cpu, ok := agentCPU(res)
 	if !ok {
-		note += fmt.Sprintf("; WARNING: every F-Stack CPU is above %d, which the shim ignores: the agent falls back to kernel sockets", maxShimLcore)
+		note += fmt.Sprintf("; WARNING: every F-Stack CPU is above %d, which the shim ignores: the agent falls back to kernel sockets", podcontract.MaxShimLcore)
 	}
 	env = append(env, podcontract.EnvShimInstances+"="+strconv.Itoa(len(res.EAL)),
 		podcontract.EnvShimProcID+"="+strconv.Itoa(podcontract.ShimProcID), cpuaffinity.InitialLcoreEnv(cpu))
 	return env, cpu, note
 }
 
-// maxShimLcore is the highest lcore the shim accepts in FF_INITIAL_LCORE_ID.
-const maxShimLcore = 50
-
 // agentCPU picks the agent's CPU among the F-Stack processes' (their EAL -c masks): the last
-// process's first, process 0's last, none above maxShimLcore if it can (ok false otherwise).
+// process's first, process 0's last, none above podcontract.MaxShimLcore if it can (ok false otherwise).
 func agentCPU(res *render.Result) (int, bool) {
 	var cpus []int
 	for k := len(res.EAL) - 1; k >= 0; k-- {
@@ -155,7 +152,7 @@ func agentCPU(res *render.Result) (int, bool) {
 		}
 	}
 	for _, c := range cpus {
-		if c <= maxShimLcore {
+		if c <= podcontract.MaxShimLcore {
 			return c, true
 		}
 	}

@@ -105,8 +105,8 @@ func TestAppProbesThroughTheAgent(t *testing.T) {
 	expect("/app-probe/c/liveness", http.StatusServiceUnavailable, "health status NOT_SERVING")
 
 	env, _ := os.ReadFile(agentBin + ".env")
-	for _, want := range []string{"LD_PRELOAD=" + lib, "FF_NB_FSTACK_INSTANCE=2", "FF_PROC_ID=0",
-		"FF_INITIAL_LCORE_ID=0x8"} { // CPU 3: the last process's, of the container's CPUs 2,3
+	for _, want := range []string{podcontract.EnvPreload + "=" + lib, podcontract.EnvShimInstances + "=2", podcontract.EnvShimProcID + "=0",
+		podcontract.EnvShimInitialLcore + "=0x8"} { // CPU 3: the last process's, of the container's CPUs 2,3
 		if !strings.Contains(string(env), want+"\n") {
 			t.Errorf("agent environment lacks %s:\n%s", want, env)
 		}

@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // agentSources are the agent's C files.
@@ -199,7 +201,7 @@ func TestStandinShimLeavesOnlyTheAgentAPath(t *testing.T) {
 		t.Fatalf("stand-in shim: %v\n%s", err, b)
 	}
 	server := exec.Command(build(t, dir, "server", "testdata/server.c"), "200")
-	server.Env = append(os.Environ(), "LD_PRELOAD="+shim)
+	server.Env = append(os.Environ(), podcontract.EnvPreload+"="+shim)
 	out, err := server.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -231,7 +233,7 @@ func TestStandinShimLeavesOnlyTheAgentAPath(t *testing.T) {
 			t.Fatalf("the app answered on %s:%d: the stand-in must leave it no listener off loopback", ip, port)
 		}
 	}
-	a := startAgent(t, build(t, dir, "agent", agentSources...), "LD_PRELOAD="+shim)
+	a := startAgent(t, build(t, dir, "agent", agentSources...), podcontract.EnvPreload+"="+shim)
 	if got := a.ask(t, httpReq("127.0.0.1", port, 2000, "/")); got != "ok 200" {
 		t.Fatalf("the agent under the stand-in shim: %q, want \"ok 200\"", got)
 	}

@@ -82,7 +82,7 @@ wait`
 func (p *pod) startAttachedApp(t *testing.T, launcher string) (*exec.Cmd, *syncbuf.Buffer) {
 	t.Helper()
 	args := append(append(p.namespaces(), p.appArgs("app", "")...),
-		"env", "FF_NB_FSTACK_INSTANCE=1", podcontract.EnvContainerName+"=app", launcher, "--",
+		"env", podcontract.EnvShimInstances+"=1", podcontract.EnvContainerName+"=app", launcher, "--",
 		"sh", "-c", appIgnoringTERM)
 	cmd := exec.Command(args[0], args[1:]...)
 	out := &syncbuf.Buffer{}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // lib builds the stand-in library for mode.
@@ -54,7 +56,8 @@ func slots(t *testing.T) string {
 func run(t *testing.T, bin, so, rt, sockets, forks string) ([]string, string) {
 	t.Helper()
 	cmd := exec.Command(bin, sockets, forks)
-	cmd.Env = append(os.Environ(), "LD_PRELOAD="+so, "RUNTIME_DIRECTORY="+rt, "FF_NB_FSTACK_INSTANCE=1", "FF_PROC_ID=0")
+	cmd.Env = append(os.Environ(), podcontract.EnvPreload+"="+so, "RUNTIME_DIRECTORY="+rt, podcontract.EnvShimInstances+"=1",
+		podcontract.EnvShimProcID+"=0")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
