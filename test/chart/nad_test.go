@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -68,4 +69,25 @@ func shellVars(t *testing.T, path string) map[string]string {
 		vars[m[1]] = m[2]
 	}
 	return vars
+}
+
+// A vhost-user port's queues are the StackInstance's: an fstack-cni config of the chart that sets
+// queues or queueSize (which fstack-cni refuses at every ADD) is refused at install, naming the
+// value and the StackInstance field.
+func TestCNIConfigWithQueuesRefused(t *testing.T) {
+	for _, set := range [][]string{
+		{"networkAttachmentDefinition.enabled=true", "networkAttachmentDefinition.namespaces={web}", "networkAttachmentDefinition.config.queues=4"},
+		{"cni.conflist.enabled=true", "cni.conflist.plugin.queueSize=1024"},
+	} {
+		args := []string{"template", release, chartDir, "--namespace", namespace, "--kube-version", kubeVersion}
+		for _, s := range set {
+			args = append(args, "--set", s)
+		}
+		_, stderr, err := helm(t, args...)
+		key := set[len(set)-1][:strings.Index(set[len(set)-1], "=")]
+		field := key[strings.LastIndex(key, ".")+1:]
+		if err == nil || !strings.Contains(stderr, key+": fstack-cni no longer takes it") || !strings.Contains(stderr, "spec.ports[].device.vhostUser."+field) {
+			t.Errorf("--set %v: want refused naming %s, got %v\n%s", set, key, err, stderr)
+		}
+	}
 }

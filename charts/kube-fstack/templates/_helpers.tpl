@@ -123,3 +123,16 @@ test/chart (TestRBACIsGenerated):
 {{- end }}
 {{- toYaml $out }}
 {{- end }}
+
+{{- /*
+kube-fstack.noCNIQueues refuses an fstack-cni config (dict "config" "path") that sets queues or
+queueSize: fstack-cni refuses every ADD with them. The StackInstance owns a vhost-user port's
+queues (spec.ports[].device.vhostUser), which the pod's DPDK opens and OVS follows.
+*/ -}}
+{{- define "kube-fstack.noCNIQueues" -}}
+{{- range $key := list "queues" "queueSize" }}
+{{- if hasKey $.config $key }}
+{{- fail (printf "%s.%s: fstack-cni no longer takes it (it refuses every ADD whose config sets it); set spec.ports[].device.vhostUser.%s in the StackInstance instead, where the pod's DPDK reads it" $.path $key $key) }}
+{{- end }}
+{{- end }}
+{{- end }}
