@@ -13,7 +13,7 @@ func sampleDevInfo() *DevInfo {
 		Type: DevInfoTypeVhostUser, Version: DevInfoVersion,
 		VhostUser: &DevInfoVhostUser{Mode: VhostUserModeServer, Path: "/var/run/kube-fstack/vhost/net1.sock"},
 		MAC:       "0a:58:00:00:00:01", IPs: []string{"10.1.0.5/24"}, Gateway: "10.1.0.1",
-		MTU: 1500,
+		MTU:        1500,
 		Attachment: &DevInfoAttachment{Network: "fstack", ContainerID: "c1", IfName: "net1", PodUID: "u1"},
 	}
 }
