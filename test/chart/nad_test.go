@@ -84,7 +84,7 @@ func TestCNIConfigWithQueuesRefused(t *testing.T) {
 			args = append(args, "--set", s)
 		}
 		_, stderr, err := helm(t, args...)
-		key := set[len(set)-1][:strings.Index(set[len(set)-1], "=")]
+		key, _, _ := strings.Cut(set[len(set)-1], "=")
 		field := key[strings.LastIndex(key, ".")+1:]
 		if err == nil || !strings.Contains(stderr, key+": fstack-cni no longer takes it") || !strings.Contains(stderr, "spec.ports[].device.vhostUser."+field) {
 			t.Errorf("--set %v: want refused naming %s, got %v\n%s", set, key, err, stderr)
