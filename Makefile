@@ -177,7 +177,7 @@ e2e: $(HELM) ## End-to-end suite on the local cluster through the installed char
 	hack/e2e.sh
 
 .PHONY: e2e-kind
-e2e-kind: ## The same suite on a kind cluster with Multus (needs internet, Docker, host OVS-DPDK: see README).
+e2e-kind: ## The same suite on a kind cluster with Multus (needs internet, Docker, host OVS-DPDK: see docs/developer/README.md).
 	hack/e2e-kind.sh
 
 .PHONY: bench-cluster
