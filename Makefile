@@ -24,7 +24,7 @@ PKGS_UNIT := ./api/... ./internal/... ./kubectl-fstack/cli/... ./kubectl-fstack/
 ##@ General
 .PHONY: help
 help: ## Show every entry point.
-	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} /^[a-zA-Z0-9_.-]+:.*?##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\nNew here? The developer guide, docs/developer/README.md: the map of the tree, the test tiers, recipes for changing a contract.\n"} /^[a-zA-Z0-9_.-]+:.*?##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
 
 ##@ Run
 .PHONY: run
