@@ -17,7 +17,7 @@ import (
 //     spec.dataplane.image, `kubectl set image` would bypass it;
 //   - removing or changing the stack label: every webhook of kube-fstack selects pods by it, so
 //     without it an ephemeral container could mount the injected volumes unchecked;
-//   - adding, changing or removing the spec snapshot or its API version (SpecAnnotations): the
+//   - adding, changing or removing the spec snapshot or its API version (specAnnotations): the
 //     dataplane runs what admission checked, and reads the version before the spec.
 //
 // A pod counts as injected by any mark of it (claimsInjection): the status annotation, which
@@ -29,7 +29,7 @@ func CheckPodUpdate(old, pod *corev1.Pod, cfg Config) field.ErrorList {
 		errs = append(errs, field.Forbidden(field.NewPath("metadata", "labels").Key(fsv1.StackLabel), fmt.Sprintf(
 			"an injected pod keeps its StackInstance label (%q); delete the pod to change it", was)))
 	}
-	for _, k := range SpecAnnotations() {
+	for _, k := range specAnnotations() {
 		if old.Annotations[k] != pod.Annotations[k] && claimsInjection(old) {
 			errs = append(errs, field.Forbidden(field.NewPath("metadata", "annotations").Key(k),
 				"an injected pod keeps the StackInstance spec it was admitted with; re-create the pod to run another"))
@@ -63,8 +63,8 @@ func claimsInjection(pod *corev1.Pod) bool {
 		slices.ContainsFunc(pod.Spec.InitContainers, isDataplane) || slices.ContainsFunc(pod.Spec.Containers, isDataplane)
 }
 
-// SpecAnnotations are the annotations an injected pod keeps as admission wrote them: the spec
+// specAnnotations are the annotations an injected pod keeps as admission wrote them: the spec
 // snapshot and the API version that wrote it.
-func SpecAnnotations() []string {
+func specAnnotations() []string {
 	return []string{podcontract.SpecAnnotation, podcontract.SpecVersionAnnotation}
 }

@@ -21,7 +21,7 @@ const PodUpdatePath = "/validate-v1-pod-update"
 // (kubectl debug) and may not mount a volume the injector owns (fstack-vhost is every pod's
 // vhost-user sockets on the node), and pod updates that would undo admission (a dataplane image
 // outside --allowed-dataplane-images, a removed stack label that every kube-fstack webhook
-// selects by). The webhook configuration scopes it like the injector and, through
+// selects by, a changed spec snapshot or spec version annotation). The webhook configuration scopes it like the injector and, through
 // matchConditions, calls it only for those changes, so other pod updates never depend on the
 // operator being up.
 //
