@@ -141,7 +141,8 @@ func (s *Supervisor) agentEnv(res *render.Result) ([]string, int, string) {
 }
 
 // agentCPU picks the agent's CPU among the F-Stack processes' (their EAL -c masks): the last
-// process's first, process 0's last, none above podcontract.MaxShimLcore if it can (ok false otherwise).
+// process's first, process 0's last, none above podcontract.MaxShimLcore if it can (ok false
+// otherwise).
 func agentCPU(res *render.Result) (int, bool) {
 	var cpus []int
 	for k := len(res.EAL) - 1; k >= 0; k-- {
