@@ -7,7 +7,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/internal/crdschema"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
@@ -17,7 +16,7 @@ import (
 // kube-apiserver).
 
 func TestSamplesPassTheCRD(t *testing.T) {
-	c := crdschema.Load(t)
+	c := fixtures.CRD(t)
 	samples := fixtures.SampleObjects(t)
 	if len(samples) < 6 {
 		t.Fatalf("want the 6 samples, got %d", len(samples))
@@ -32,7 +31,7 @@ func TestSamplesPassTheCRD(t *testing.T) {
 // TestSchemaDefaultsMatchRenderer: the spec the API server stores (schema defaults applied) and
 // the manifest as written render to the same config: offline renders and the operator agree.
 func TestSchemaDefaultsMatchRenderer(t *testing.T) {
-	c := crdschema.Load(t)
+	c := fixtures.CRD(t)
 	for name, obj := range fixtures.SampleObjects(t) {
 		written := decode(t, obj)
 		c.Admit(obj)
@@ -62,7 +61,7 @@ func decode(t *testing.T, obj map[string]any) *fsv1.StackInstance {
 }
 
 func TestCRDRejects(t *testing.T) {
-	c := crdschema.Load(t)
+	c := fixtures.CRD(t)
 	cases := map[string]struct {
 		spec, want string
 	}{

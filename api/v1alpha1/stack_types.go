@@ -28,10 +28,12 @@ type DPDKSpec struct {
 	NoHuge bool `json:"noHuge,omitempty"`
 
 	// Promiscuous puts every port in promiscuous mode (promiscuous). F-Stack's default is on.
+	// +kubebuilder:default=true
 	// +optional
 	Promiscuous *bool `json:"promiscuous,omitempty"`
 
 	// NUMA allocates per-NUMA-node mbuf pools (numa_on). F-Stack's default is on.
+	// +kubebuilder:default=true
 	// +optional
 	NUMA *bool `json:"numa,omitempty"`
 
@@ -45,6 +47,7 @@ type DPDKSpec struct {
 
 	// VLANStrip strips VLAN tags in hardware where supported (vlan_strip). Default on, as in
 	// F-Stack's shipped config.
+	// +kubebuilder:default=true
 	// +optional
 	VLANStrip *bool `json:"vlanStrip,omitempty"`
 
@@ -391,12 +394,15 @@ const (
 
 // HugePagesSpec is the hugepage memory of the dataplane, shared with the app containers.
 type HugePagesSpec struct {
-	// PageSize of the hugepages.
-	// +kubebuilder:default="2Mi"
+	// PageSize of the hugepages. Default 2Mi, except 1Gi on the Upstream flavor with a vhost-user
+	// port: unpatched F-Stack cannot use vhost-user with 2 MiB pages (at most 8 memory regions).
+	// The default depends on other fields, so the schema does not set it: the renderer does, and
+	// the operator, the dataplane and `kubectl fstack render` all render through it.
 	// +optional
 	PageSize HugePageSize `json:"pageSize,omitempty"`
 
 	// Amount of hugepage memory the pod requests.
+	// +kubebuilder:default="1Gi"
 	// +kubebuilder:validation:XValidation:rule="type(self) != string || size(self) <= 64",message="a quantity of at most 64 characters"
 	// +optional
 	Amount *resource.Quantity `json:"amount,omitempty"`
