@@ -4,13 +4,7 @@
 // in the kubectl plugin, package crdwalk in the renderer and the dataplane).
 package config
 
-import (
-	"embed"
-	"fmt"
-
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"sigs.k8s.io/yaml"
-)
+import "embed"
 
 // Samples is config/samples (paths "samples/..."): the StackInstances and workloads the README
 // tells a user to apply.
@@ -25,20 +19,3 @@ var CRDs embed.FS
 
 // StackInstanceCRDFile is the StackInstance CRD in CRDs.
 const StackInstanceCRDFile = "crd/bases/kubefstack.io_stackinstances.yaml"
-
-// StackInstanceCRD decodes the generated StackInstance CRD. It fails only on a tree whose CRD
-// `make generate` did not write.
-func StackInstanceCRD() (*apiextensionsv1.CustomResourceDefinition, error) {
-	raw, err := CRDs.ReadFile(StackInstanceCRDFile)
-	if err != nil {
-		return nil, err
-	}
-	var crd apiextensionsv1.CustomResourceDefinition
-	if err := yaml.UnmarshalStrict(raw, &crd); err != nil {
-		return nil, fmt.Errorf("%s: %v", StackInstanceCRDFile, err)
-	}
-	if len(crd.Spec.Versions) != 1 || crd.Spec.Versions[0].Schema == nil || crd.Spec.Versions[0].Schema.OpenAPIV3Schema == nil {
-		return nil, fmt.Errorf("%s: want one version with an OpenAPI schema (run make generate)", StackInstanceCRDFile)
-	}
-	return &crd, nil
-}

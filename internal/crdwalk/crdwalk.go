@@ -19,15 +19,15 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kube-fstack/kube-fstack/config"
 )
 
 // Schema is the StackInstance CRD's schema of spec, with its patterns compiled.
 type Schema struct {
-	spec     *apiextensionsv1.JSONSchemaProps
+	spec     *props
 	patterns map[string]*regexp.Regexp
 }
 
@@ -35,23 +35,68 @@ type Schema struct {
 // is broken: a build that skipped `make generate`.
 var Load = sync.OnceValues(load)
 
+// props is the part of an OpenAPI schema node the API server's defaulting and validation
+// read, as the generated CRD spells it. Decoding into this rather than apiextensions' own type
+// keeps that package (and its protobuf code) out of the supervisor's binary.
+type props struct {
+	Type                 string            `json:"type"`
+	Properties           map[string]props  `json:"properties"`
+	Items                *props            `json:"items"`
+	AdditionalProperties *props            `json:"additionalProperties"`
+	Required             []string          `json:"required"`
+	Enum                 []json.RawMessage `json:"enum"`
+	Default              json.RawMessage   `json:"default"`
+	Minimum              *float64          `json:"minimum"`
+	Maximum              *float64          `json:"maximum"`
+	ExclusiveMinimum     bool              `json:"exclusiveMinimum"`
+	ExclusiveMaximum     bool              `json:"exclusiveMaximum"`
+	MinLength            *int64            `json:"minLength"`
+	MaxLength            *int64            `json:"maxLength"`
+	Pattern              string            `json:"pattern"`
+	MinItems             *int64            `json:"minItems"`
+	MaxItems             *int64            `json:"maxItems"`
+	MinProperties        *int64            `json:"minProperties"`
+	MaxProperties        *int64            `json:"maxProperties"`
+	ListType             string            `json:"x-kubernetes-list-type"`
+	ListMapKeys          []string          `json:"x-kubernetes-list-map-keys"`
+}
+
+// crd is the path in the generated CRD to the schema of spec.
+type crd struct {
+	Spec struct {
+		Versions []struct {
+			Schema struct {
+				OpenAPIV3Schema struct {
+					Properties struct {
+						Spec *props `json:"spec"`
+					} `json:"properties"`
+				} `json:"openAPIV3Schema"`
+			} `json:"schema"`
+		} `json:"versions"`
+	} `json:"spec"`
+}
+
 func load() (*Schema, error) {
-	crd, err := config.StackInstanceCRD()
+	raw, err := config.CRDs.ReadFile(config.StackInstanceCRDFile)
 	if err != nil {
 		return nil, err
 	}
-	spec, ok := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
-	if !ok {
-		return nil, fmt.Errorf("%s: no spec in the schema (run make generate)", config.StackInstanceCRDFile)
+	var c crd
+	if err := yaml.Unmarshal(raw, &c); err != nil {
+		return nil, fmt.Errorf("%s: %w", config.StackInstanceCRDFile, err)
 	}
-	s := &Schema{spec: &spec, patterns: map[string]*regexp.Regexp{}}
-	if err := s.compile(&spec); err != nil {
+	if len(c.Spec.Versions) != 1 || c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties.Spec == nil {
+		return nil, fmt.Errorf("%s: want one version with a schema of spec (run make generate)", config.StackInstanceCRDFile)
+	}
+	spec := c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties.Spec
+	s := &Schema{spec: spec, patterns: map[string]*regexp.Regexp{}}
+	if err := s.compile(spec); err != nil {
 		return nil, fmt.Errorf("%s: %w", config.StackInstanceCRDFile, err)
 	}
 	return s, nil
 }
 
-func (s *Schema) compile(p *apiextensionsv1.JSONSchemaProps) error {
+func (s *Schema) compile(p *props) error {
 	if p.Pattern != "" && s.patterns[p.Pattern] == nil {
 		re, err := regexp.Compile(p.Pattern)
 		if err != nil {
@@ -67,17 +112,17 @@ func (s *Schema) compile(p *apiextensionsv1.JSONSchemaProps) error {
 	return nil
 }
 
-func children(p *apiextensionsv1.JSONSchemaProps) []*apiextensionsv1.JSONSchemaProps {
-	var out []*apiextensionsv1.JSONSchemaProps
+func children(p *props) []*props {
+	var out []*props
 	for _, k := range slices.Sorted(maps.Keys(p.Properties)) {
 		c := p.Properties[k]
 		out = append(out, &c)
 	}
-	if p.Items != nil && p.Items.Schema != nil {
-		out = append(out, p.Items.Schema)
+	if p.Items != nil {
+		out = append(out, p.Items)
 	}
-	if p.AdditionalProperties != nil && p.AdditionalProperties.Schema != nil {
-		out = append(out, p.AdditionalProperties.Schema)
+	if p.AdditionalProperties != nil {
+		out = append(out, p.AdditionalProperties)
 	}
 	return out
 }
@@ -87,14 +132,14 @@ func children(p *apiextensionsv1.JSONSchemaProps) []*apiextensionsv1.JSONSchemaP
 // the property is absent.
 func (s *Schema) Default(spec map[string]any) { defaultNode(s.spec, spec) }
 
-func defaultNode(p *apiextensionsv1.JSONSchemaProps, v any) {
+func defaultNode(p *props, v any) {
 	switch v := v.(type) {
 	case map[string]any:
 		for _, k := range slices.Sorted(maps.Keys(p.Properties)) {
 			c := p.Properties[k]
-			if _, set := v[k]; !set && c.Default != nil {
+			if _, set := v[k]; !set && len(c.Default) > 0 {
 				var d any
-				if json.Unmarshal(c.Default.Raw, &d) == nil {
+				if json.Unmarshal(c.Default, &d) == nil {
 					v[k] = d
 				}
 			}
@@ -102,17 +147,17 @@ func defaultNode(p *apiextensionsv1.JSONSchemaProps, v any) {
 				defaultNode(&c, cv)
 			}
 		}
-		if p.AdditionalProperties != nil && p.AdditionalProperties.Schema != nil {
+		if p.AdditionalProperties != nil {
 			for k, cv := range v {
 				if _, known := p.Properties[k]; !known {
-					defaultNode(p.AdditionalProperties.Schema, cv)
+					defaultNode(p.AdditionalProperties, cv)
 				}
 			}
 		}
 	case []any:
-		if p.Items != nil && p.Items.Schema != nil {
+		if p.Items != nil {
 			for _, item := range v {
-				defaultNode(p.Items.Schema, item)
+				defaultNode(p.Items, item)
 			}
 		}
 	}
@@ -134,7 +179,7 @@ type walk struct {
 
 func (w *walk) add(e *field.Error) { w.errs = append(w.errs, e) }
 
-func (w *walk) node(p *apiextensionsv1.JSONSchemaProps, v any, path *field.Path) {
+func (w *walk) node(p *props, v any, path *field.Path) {
 	if v == nil {
 		return // null: the typed decoder has already dropped it
 	}
@@ -154,7 +199,7 @@ func (w *walk) node(p *apiextensionsv1.JSONSchemaProps, v any, path *field.Path)
 	}
 }
 
-func (w *walk) typeOK(p *apiextensionsv1.JSONSchemaProps, v any, path *field.Path) bool {
+func (w *walk) typeOK(p *props, v any, path *field.Path) bool {
 	var ok bool
 	switch p.Type {
 	case "":
@@ -179,22 +224,22 @@ func (w *walk) typeOK(p *apiextensionsv1.JSONSchemaProps, v any, path *field.Pat
 	return ok
 }
 
-func (w *walk) enum(p *apiextensionsv1.JSONSchemaProps, v any, path *field.Path) {
+func (w *walk) enum(p *props, v any, path *field.Path) {
 	if len(p.Enum) == 0 {
 		return
 	}
 	allowed := make([]string, 0, len(p.Enum))
 	for _, e := range p.Enum {
 		var ev any
-		if json.Unmarshal(e.Raw, &ev) == nil && ev == v {
+		if json.Unmarshal(e, &ev) == nil && ev == v {
 			return
 		}
-		allowed = append(allowed, strings.Trim(string(e.Raw), `"`))
+		allowed = append(allowed, strings.Trim(string(e), `"`))
 	}
 	w.add(field.NotSupported(path, shortenAny(v), allowed))
 }
 
-func (w *walk) object(p *apiextensionsv1.JSONSchemaProps, v map[string]any, path *field.Path) {
+func (w *walk) object(p *props, v map[string]any, path *field.Path) {
 	for _, r := range p.Required {
 		if _, set := v[r]; !set {
 			w.add(field.Required(path.Child(r), ""))
@@ -209,13 +254,13 @@ func (w *walk) object(p *apiextensionsv1.JSONSchemaProps, v map[string]any, path
 	for _, k := range slices.Sorted(maps.Keys(v)) {
 		if c, known := p.Properties[k]; known {
 			w.node(&c, v[k], path.Child(k))
-		} else if p.AdditionalProperties != nil && p.AdditionalProperties.Schema != nil {
-			w.node(p.AdditionalProperties.Schema, v[k], path.Key(shorten(k)))
+		} else if p.AdditionalProperties != nil {
+			w.node(p.AdditionalProperties, v[k], path.Key(shorten(k)))
 		}
 	}
 }
 
-func (w *walk) list(p *apiextensionsv1.JSONSchemaProps, v []any, path *field.Path) {
+func (w *walk) list(p *props, v []any, path *field.Path) {
 	if p.MaxItems != nil && int64(len(v)) > *p.MaxItems {
 		// Past the bound nothing else is looked at: the items are not worth walking.
 		w.add(field.TooMany(path, len(v), int(*p.MaxItems)))
@@ -224,22 +269,22 @@ func (w *walk) list(p *apiextensionsv1.JSONSchemaProps, v []any, path *field.Pat
 	if p.MinItems != nil && int64(len(v)) < *p.MinItems {
 		w.add(field.Invalid(path, len(v), fmt.Sprintf("must have at least %d item(s)", *p.MinItems)))
 	}
-	if p.Items != nil && p.Items.Schema != nil {
+	if p.Items != nil {
 		for i, item := range v {
-			w.node(p.Items.Schema, item, path.Index(i))
+			w.node(p.Items, item, path.Index(i))
 		}
 	}
 	switch {
-	case p.XListType != nil && *p.XListType == "set":
+	case p.ListType == "set":
 		w.unique(v, path, func(item any) (string, bool) { return canonical(item) })
-	case p.XListType != nil && *p.XListType == "map":
+	case p.ListType == "map":
 		w.unique(v, path, func(item any) (string, bool) {
 			m, ok := item.(map[string]any)
 			if !ok {
 				return "", false
 			}
-			key := make([]any, len(p.XListMapKeys))
-			for i, k := range p.XListMapKeys {
+			key := make([]any, len(p.ListMapKeys))
+			for i, k := range p.ListMapKeys {
 				key[i] = m[k]
 			}
 			return canonical(key)
@@ -267,7 +312,7 @@ func canonical(v any) (string, bool) {
 	return string(b), err == nil
 }
 
-func (w *walk) str(p *apiextensionsv1.JSONSchemaProps, v string, path *field.Path) {
+func (w *walk) str(p *props, v string, path *field.Path) {
 	n := int64(utf8.RuneCountInString(v))
 	if p.MaxLength != nil && n > *p.MaxLength {
 		w.add(field.TooLong(path, "", int(*p.MaxLength)))
@@ -281,7 +326,7 @@ func (w *walk) str(p *apiextensionsv1.JSONSchemaProps, v string, path *field.Pat
 	}
 }
 
-func (w *walk) number(p *apiextensionsv1.JSONSchemaProps, v float64, path *field.Path) {
+func (w *walk) number(p *props, v float64, path *field.Path) {
 	if m := p.Minimum; m != nil && (v < *m || (p.ExclusiveMinimum && v == *m)) {
 		w.add(field.Invalid(path, shortenAny(v), fmt.Sprintf("must be greater than %s%v", orEqual(!p.ExclusiveMinimum), *m)))
 	}
