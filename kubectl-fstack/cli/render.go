@@ -55,7 +55,7 @@ every problem with its field path to stderr and exits 1.`,
 }
 
 func (o *renderOptions) run(stdout, stderr io.Writer) error {
-	si, err := o.load()
+	si, err := o.load(stderr)
 	if err != nil {
 		return err
 	}
@@ -94,7 +94,8 @@ func (o *renderOptions) run(stdout, stderr io.Writer) error {
 	return nil
 }
 
-func (o *renderOptions) load() (*fsv1.StackInstance, error) {
+// load reads the chosen StackInstance of the file as the API server would store it (admit).
+func (o *renderOptions) load(stderr io.Writer) (*fsv1.StackInstance, error) {
 	var data []byte
 	var err error
 	if o.file == "-" {
@@ -113,11 +114,11 @@ func (o *renderOptions) load() (*fsv1.StackInstance, error) {
 		if len(sis) > 1 {
 			return nil, fmt.Errorf("%s holds %d StackInstances: choose one with --name", o.file, len(sis))
 		}
-		return &sis[0], nil
+		return admit(stderr, data, 0)
 	}
 	for i := range sis {
 		if sis[i].Name == o.name {
-			return &sis[i], nil
+			return admit(stderr, data, i)
 		}
 	}
 	return nil, fmt.Errorf("%s has no StackInstance named %q", o.file, o.name)
