@@ -274,10 +274,10 @@ func (w *walk) list(p *props, v []any, path *field.Path) {
 			w.node(p.Items, item, path.Index(i))
 		}
 	}
-	switch {
-	case p.ListType == "set":
-		w.unique(v, path, func(item any) (string, bool) { return canonical(item) })
-	case p.ListType == "map":
+	switch p.ListType {
+	case "set":
+		w.unique(v, path, canonical)
+	case "map":
 		w.unique(v, path, func(item any) (string, bool) {
 			m, ok := item.(map[string]any)
 			if !ok {
