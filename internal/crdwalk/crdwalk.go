@@ -4,8 +4,8 @@
 // and the dataplane's supervisor link it, and those libraries would cost the supervisor's binary
 // a third to a half again (hack/bench-supervisor-size.sh). The bounds come from the CRD alone: no
 // Go table repeats a marker. The CRD's CEL rules are not evaluated here: they relate fields to
-// each other, and the renderer's own checks hold the same rules (render_test holds them to the
-// CRD). Paths are the API server's; messages say what to change, close to the API server's words
+// each other, and the renderer holds their twins (internal/render/rules.go;
+// TestRendererEnforcesEveryCELRule holds them to the CRD). Paths are the API server's; messages say what to change, close to the API server's words
 // (package crdschema, which the kubectl plugin runs, gives its exact words).
 package crdwalk
 
