@@ -338,16 +338,19 @@ type PcapSpec struct {
 // ShimSpec says whether and how the app containers use F-Stack through libff_syscall.so.
 // +kubebuilder:validation:XValidation:rule="!(has(self.polling) && self.polling && (!has(self.kernelEvent) || self.kernelEvent))",message="polling and kernelEvent cannot be combined: polling is silently disabled with kernelEvent"
 type ShimSpec struct {
-	// Enabled preloads libff_syscall.so into the app containers. Default on.
+	// Enabled preloads libff_syscall.so into the app containers. Default on, and off with
+	// spec.program (a program linked with libfstack uses no shim): the default depends on another
+	// field, so the renderer sets it, not the schema; so do the two below.
 	// +optional
 	Enabled *bool `json:"enabled,omitempty"`
 
 	// KernelEvent (FF_KERNEL_EVENT) lets epoll serve F-Stack and kernel descriptors together, as
-	// Nginx needs. Default on. Needs kern.maxfiles <= 65536.
+	// Nginx needs. Default on without spec.program. Needs kern.maxfiles <= 65536.
 	// +optional
 	KernelEvent *bool `json:"kernelEvent,omitempty"`
 
-	// MultiSC (FF_MULTI_SC) gives each Nginx reuseport worker its own context. Default on.
+	// MultiSC (FF_MULTI_SC) gives each Nginx reuseport worker its own context. Default on
+	// without spec.program.
 	// +optional
 	MultiSC *bool `json:"multiSC,omitempty"`
 
