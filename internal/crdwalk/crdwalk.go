@@ -137,13 +137,15 @@ func defaultNode(p *props, v any) {
 	case map[string]any:
 		for _, k := range slices.Sorted(maps.Keys(p.Properties)) {
 			c := p.Properties[k]
-			if _, set := v[k]; !set && len(c.Default) > 0 {
+			// null is absent: the API server prunes it from a field that is not nullable
+			// (none of the CRD's is) before it defaults.
+			if v[k] == nil && len(c.Default) > 0 {
 				var d any
 				if json.Unmarshal(c.Default, &d) == nil {
 					v[k] = d
 				}
 			}
-			if cv, set := v[k]; set {
+			if cv := v[k]; cv != nil {
 				defaultNode(&c, cv)
 			}
 		}
@@ -241,7 +243,7 @@ func (w *walk) enum(p *props, v any, path *field.Path) {
 
 func (w *walk) object(p *props, v map[string]any, path *field.Path) {
 	for _, r := range p.Required {
-		if _, set := v[r]; !set {
+		if v[r] == nil { // absent or null, which Go writes for a required list left empty
 			w.add(field.Required(path.Child(r), ""))
 		}
 	}
