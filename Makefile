@@ -19,12 +19,12 @@ FUZZTIME ?= 60s
 DATAPLANE ?= standin
 FUZZTIME_SHORT ?= 10s
 # The CNI plugin's own packages need no root either; test-node runs them again with the node tier.
-PKGS_UNIT := ./api/... ./internal/... ./kubectl-fstack/cli/... ./kubectl-fstack/cmd/... ./operator/internal/... ./dataplane-image/internal/... ./dataplane-image/cmd/... ./dataplane-image/build/... ./dataplane-image/probe-agent/... ./dataplane-image/standin/... ./cni/internal/... ./e2e/deviceplugin/... ./test/hack/...
+PKGS_UNIT := ./api/... ./internal/... ./kubectl-fstack/cli/... ./kubectl-fstack/cmd/... ./operator/internal/... ./dataplane-image/internal/... ./dataplane-image/cmd/... ./dataplane-image/build/... ./dataplane-image/probe-agent/... ./dataplane-image/standin/... ./cni/internal/... ./e2e/deviceplugin/... ./test/hack/... ./hack/tools/...
 
 ##@ General
 .PHONY: help
 help: ## Show every entry point.
-	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} /^[a-zA-Z0-9_.-]+:.*?##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\nNew here? The developer guide, docs/developer/README.md: the map of the tree, the test tiers, recipes for changing a contract.\n"} /^[a-zA-Z0-9_.-]+:.*?##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
 
 ##@ Run
 .PHONY: run
@@ -48,10 +48,12 @@ build: ## Build every binary into ./bin.
 
 ##@ Generate and verify
 .PHONY: generate
-generate: $(CONTROLLER_GEN) $(HELM) ## Regenerate deepcopy, CRDs, RBAC, the chart's copies of them and goldens.
+generate: $(CONTROLLER_GEN) $(HELM) ## Regenerate deepcopy, CRDs, RBAC, the chart's copies of them, the generated references and goldens.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	$(CONTROLLER_GEN) crd:maxDescLen=400 paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=kube-fstack-operator paths=./operator/... output:rbac:artifacts:config=config/rbac
+	$(GO) run ./hack/tools/docgen crd-ref config/crd/bases/kubefstack.io_stackinstances.yaml docs/reference/stackinstance.md
+	$(GO) run ./hack/tools/docgen chart-values charts/kube-fstack/values.schema.json charts/kube-fstack/values.yaml charts/kube-fstack/README.md
 	UPDATE_GOLDEN=1 $(GO) test ./internal/render/... ./internal/inject/... ./kubectl-fstack/cli/... -run 'Golden' $(GOTEST_FLAGS) >/dev/null
 	hack/chart-generated.sh
 	UPDATE_GOLDEN=1 HELM=$(HELM) $(GO) test ./test/chart -run 'Golden' $(GOTEST_FLAGS) >/dev/null
@@ -177,7 +179,7 @@ e2e: $(HELM) ## End-to-end suite on the local cluster through the installed char
 	hack/e2e.sh
 
 .PHONY: e2e-kind
-e2e-kind: ## The same suite on a kind cluster with Multus (needs internet, Docker, host OVS-DPDK: see README).
+e2e-kind: ## The same suite on a kind cluster with Multus (needs internet, Docker, host OVS-DPDK: see docs/developer/README.md).
 	hack/e2e-kind.sh
 
 .PHONY: bench-cluster

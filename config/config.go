@@ -7,7 +7,7 @@ package config
 import "embed"
 
 // Samples is config/samples (paths "samples/..."): the StackInstances and workloads the README
-// tells a user to apply.
+// and the user guide (docs/) tell a user to apply.
 //
 //go:embed samples
 var Samples embed.FS

@@ -32,7 +32,7 @@ const createsBeforeKill, createsAfterKill = 5, 20
 // preStop delay keeps it answering while the Service stops sending it calls. A replica killed
 // outright (grace 0, SIGKILL) fails the one call it was answering with EOF, which the API server
 // does not retry: measured in this step with grace 0, 1 of 214 creates was refused that way
-// (README, the operator's high availability). The creates are server-side dry runs: they pass
+// (docs/install.md, "The operator's replicas"). The creates are server-side dry runs: they pass
 // through every admission webhook like a real create and store nothing (the node's one
 // exclusive CPU is the running app's).
 func checkReplicaKilled(t *testing.T) {

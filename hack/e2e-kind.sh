@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The e2e suite on a kind cluster with Multus, for machines with internet and Docker. It cannot
 # run on the project's CI machines (no Docker engine, no internet there); hack/e2e.sh is the tier
-# that runs in CI. What the host needs first (README, "kind"):
+# that runs in CI. What the host needs first (docs/developer/README.md, "kind"):
 #   - Docker, and 2 MiB hugepages mounted at /dev/hugepages (at least 600 free);
 #   - OVS-DPDK on the host with its database socket at /var/run/openvswitch/db.sock and a netdev
 #     bridge br-fstack (ovs-vsctl add-br br-fstack -- set bridge br-fstack datapath_type=netdev);
@@ -22,7 +22,7 @@ die() { echo "e2e-kind: $*" >&2; exit 1; }
 
 command -v docker >/dev/null || die "Docker is required (kind runs the node as a container)"
 KUBECTL="$(command -v kubectl)" || die "kubectl is required on PATH"
-[ -S "$OVS_DB_SOCK" ] || die "no OVS database at $OVS_DB_SOCK: start OVS-DPDK on the host (see README, kind)"
+[ -S "$OVS_DB_SOCK" ] || die "no OVS database at $OVS_DB_SOCK: start OVS-DPDK on the host (see docs/developer/README.md, kind)"
 [ "$(ovs-vsctl --db="unix:$OVS_DB_SOCK" get bridge br-fstack datapath_type 2>/dev/null)" = netdev ] \
   || die "the host's OVS needs a netdev bridge br-fstack"
 mkdir -p /var/run/kube-fstack /var/run/kube-fstack-kind/device-plugins

@@ -7,7 +7,7 @@
 # A script of its own, like package.sh: changing it keeps the 25-minute F-Stack build before it
 # cached. NGINX_HTTP3=on (the default) adds TLS, HTTP/2 and HTTP/3; with Debian's OpenSSL 3.0,
 # Nginx's configure takes its OpenSSL compatibility layer for QUIC (no early data), as
-# dataplane-image/README.md ("F-Stack's Nginx") records from the real build.
+# dataplane-image/build/NOTES-apps.md records from the real build.
 set -euo pipefail
 
 export FF_PATH=${FF_PATH:-/src/f-stack}

@@ -173,6 +173,12 @@ t0=$SECONDS; "$HERE/up.sh" >>"$SMOKE_LOG" 2>&1 || fail "second up.sh in a row"
 pass "up.sh again while up: $((SECONDS - t0))s, every component kept its PID"
 "$HERE/status.sh" >/dev/null || fail "status.sh reports every component running and the node Ready"
 pass "status.sh: $(kc get node "$NODE_NAME" -o 'jsonpath=cpu={.status.allocatable.cpu} hugepages-2Mi={.status.allocatable.hugepages-2Mi}')"
+# The kubelet's own view of its eviction thresholds: absolute, so a large disk with GiBs free is
+# never under pressure because a percentage of it is used.
+evict="$(kc get --raw "/api/v1/nodes/$NODE_NAME/proxy/configz" | grep -o '"evictionHard":{[^}]*}')" \
+  || fail "the kubelet's configz has evictionHard"
+case "$evict" in *'"imagefs.available":"2Gi"'*'"nodefs.available":"2Gi"'*) ;; *) fail "kubelet evictionHard is absolute (2Gi), got $evict" ;; esac
+pass "kubelet eviction thresholds absolute: $evict"
 pod_checks
 leave_a_deployment
 t0=$SECONDS; "$HERE/down.sh" >>"$SMOKE_LOG" 2>&1 || fail "down.sh"

@@ -226,6 +226,9 @@ kubeReserved: {cpu: 100m}
 # Images cannot be pulled back here: never collect them.
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
+# Absolute eviction thresholds: the defaults are percentages of the disk (imagefs.available 15%),
+# which on a large shared disk evicted the operator with tens of GiB still free.
+evictionHard: {memory.available: 100Mi, nodefs.available: 2Gi, imagefs.available: 2Gi, nodefs.inodesFree: 5%}
 clusterDomain: cluster.local
 EOF
   start kubelet "$K8S_BIN/kubelet" --config="$dir/config.yaml" --kubeconfig="$PKI/kubelet.kubeconfig" \

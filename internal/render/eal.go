@@ -134,7 +134,7 @@ func checkEAL(args []string) field.ErrorList {
 // shimEAL is the argv libff_syscall.so passes to rte_eal_init as a DPDK secondary: hard-coded in
 // F-Stack, so nothing but the lcore comes from the config. No flavor changes it: a secondary
 // takes --single-file-segments from the primary's shared config when it attaches (measured with
-// Debian's DPDK, dataplane-image/README.md), so the shim needs no patch.
+// Debian's DPDK, dataplane-image/test/dpdk/NOTES-single-file-segments.md), so the shim needs no patch.
 func (p *plan) shimEAL() []string {
 	if p.appCPU < 0 {
 		return nil

@@ -18,7 +18,7 @@ import (
 
 // OutputGroupVersion is the apiVersion of what `-o json|yaml` prints. It is no API resource (the
 // API server serves nothing of this group); it versions the structure so scripts can tell when it
-// changes incompatibly. The fields are documented on the Go types below and in the README.
+// changes incompatibly. The fields are documented on the Go types below and in docs/kubectl-plugin.md.
 var OutputGroupVersion = schema.GroupVersion{Group: "cli.kubefstack.io", Version: "v1alpha1"}
 
 // outputFlags is kubectl's -o: the table by default, "wide" for the table with more columns, and

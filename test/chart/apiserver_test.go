@@ -65,7 +65,7 @@ func TestAPIServer(t *testing.T) {
 	t.Run("packaged", func(t *testing.T) { testPackagedInstall(t, c, kcPath) })
 }
 
-// testInstall: the README's command with the defaults, and what NOTES.txt tells the user.
+// testInstall: the install command of README.md and docs/install.md with the chart's defaults, and what NOTES.txt tells the user.
 func testInstall(t *testing.T, c client.Client, kubeconfig string) {
 	out, stderr, err := helm(t, "install", release, chartDir, "-n", namespace, "--create-namespace",
 		"--kubeconfig", kubeconfig)
