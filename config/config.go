@@ -1,6 +1,7 @@
-// Package config embeds the manifests of this folder that tests read, so that no test reaches
-// them by a relative path: the samples a user applies and the CRD `make generate` writes.
-// internal/test/fixtures decodes them; no binary imports this package.
+// Package config embeds the manifests of this folder that code reads, so that nothing reaches
+// them by a relative path: the samples a user applies (tests only) and the CRD `make generate`
+// writes, which is the one source of the StackInstance's defaults and bounds (package crdschema
+// in the kubectl plugin, package crdwalk in the renderer and the dataplane).
 package config
 
 import "embed"
@@ -15,3 +16,6 @@ var Samples embed.FS
 //
 //go:embed crd/bases/*.yaml
 var CRDs embed.FS
+
+// StackInstanceCRDFile is the StackInstance CRD in CRDs.
+const StackInstanceCRDFile = "crd/bases/kubefstack.io_stackinstances.yaml"

@@ -1,13 +1,16 @@
 package v1alpha1_test
 
 import (
+	"bytes"
+	"fmt"
+	"maps"
+	"reflect"
 	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/internal/crdschema"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
@@ -17,7 +20,7 @@ import (
 // kube-apiserver).
 
 func TestSamplesPassTheCRD(t *testing.T) {
-	c := crdschema.Load(t)
+	c := fixtures.CRD(t)
 	samples := fixtures.SampleObjects(t)
 	if len(samples) < 6 {
 		t.Fatalf("want the 6 samples, got %d", len(samples))
@@ -29,21 +32,65 @@ func TestSamplesPassTheCRD(t *testing.T) {
 	}
 }
 
-// TestSchemaDefaultsMatchRenderer: the spec the API server stores (schema defaults applied) and
-// the manifest as written render to the same config: offline renders and the operator agree.
+// TestSchemaDefaultsMatchRenderer: for every sample and every test StackInstance, the spec the
+// API server stores (the CRD's defaults applied by kube-apiserver's own code) renders byte for
+// byte as the manifest as written renders alone (the renderer applies the same CRD's defaults
+// through crdwalk): what `kubectl fstack render` printed before it admitted manifests, what the
+// operator renders and what the dataplane renders agree. A spec the renderer refuses is refused
+// in the same words both ways.
 func TestSchemaDefaultsMatchRenderer(t *testing.T) {
-	c := crdschema.Load(t)
-	for name, obj := range fixtures.SampleObjects(t) {
+	c := fixtures.CRD(t)
+	objs := fixtures.SampleObjects(t)
+	maps.Copy(objs, fixtures.StackObjects(t))
+	if len(objs) < 10 {
+		t.Fatalf("want the samples and the test stacks, got %d", len(objs))
+	}
+	for name, obj := range objs {
 		written := decode(t, obj)
-		c.Admit(obj)
+		if errs := c.Admit(obj); len(errs) > 0 {
+			t.Fatalf("%s: the API server refuses it: %v", name, errs.ToAggregate())
+		}
 		stored := decode(t, obj)
 		a, errA := render.Render(&written.Spec, render.PlaceholderFacts(&written.Spec))
 		b, errB := render.Render(&stored.Spec, render.PlaceholderFacts(&stored.Spec))
-		if errA != nil || errB != nil {
-			t.Fatalf("%s: %v / %v", name, errA, errB)
+		if fmt.Sprint(errA) != fmt.Sprint(errB) {
+			t.Errorf("%s: the renderer alone says %v, after the API server's defaults %v", name, errA, errB)
+			continue
 		}
-		if string(a.Config) != string(b.Config) {
-			t.Errorf("%s: schema defaults change the rendered config:\n%s\n---\n%s", name, a.Config, b.Config)
+		if errA != nil {
+			continue
+		}
+		if !bytes.Equal(a.Config, b.Config) || !reflect.DeepEqual(a.EAL, b.EAL) || !reflect.DeepEqual(a.ShimEnv, b.ShimEnv) {
+			t.Errorf("%s: schema defaults change the render:\n%s\n%v\n---\n%s\n%v", name, a.Config, a.EAL, b.Config, b.EAL)
+		}
+	}
+}
+
+// TestUpstreamVhostUserGetsGigPagesEverywhere: an Upstream image with a vhost-user port and only
+// an amount of hugepages (issue 20, the fixture stacks/upstream-vhost.yaml) is admitted by the CRD and by the webhook's check
+// (render.Validate on the stored object), and every path renders it with 1Gi pages: unpatched
+// F-Stack cannot serve vhost-user from 2Mi pages. Before, the CRD's static 2Mi default made the
+// cluster refuse what `kubectl fstack render` accepted.
+func TestUpstreamVhostUserGetsGigPagesEverywhere(t *testing.T) {
+	obj := fixtures.StackObjects(t)["upstream-vhost"]
+	written := decode(t, obj)
+	if errs := fixtures.CRD(t).Admit(obj); len(errs) > 0 {
+		t.Fatalf("the API server refuses it: %v", errs.ToAggregate())
+	}
+	stored := decode(t, obj)
+	if errs := render.Validate(&stored.Spec); len(errs) > 0 {
+		t.Fatalf("the webhook refuses what the API server stored: %v", errs.ToAggregate())
+	}
+	for what, spec := range map[string]*fsv1.StackInstanceSpec{"as written": &written.Spec, "as stored": &stored.Spec} {
+		res, err := render.Render(spec, render.PlaceholderFacts(spec))
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if got := res.Spec.Dataplane.HugePages.PageSize; got != fsv1.HugePages1Gi {
+			t.Errorf("%s: renders with %s pages, want 1Gi", what, got)
+		}
+		if got := res.Spec.Dataplane.HugePages.Amount.String(); got != "2Gi" {
+			t.Errorf("%s: renders %s of hugepages, want the 2Gi asked for", what, got)
 		}
 	}
 }
@@ -62,7 +109,7 @@ func decode(t *testing.T, obj map[string]any) *fsv1.StackInstance {
 }
 
 func TestCRDRejects(t *testing.T) {
-	c := crdschema.Load(t)
+	c := fixtures.CRD(t)
 	cases := map[string]struct {
 		spec, want string
 	}{

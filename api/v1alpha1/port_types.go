@@ -10,7 +10,8 @@ type PortSpec struct {
 	Name string `json:"name"`
 
 	// Attachment is the pod's network attachment (the CNI interface name, such as net1) whose
-	// device information and addresses this port uses. Defaults to the port name.
+	// device information and addresses this port uses. Defaults to the port name (the renderer
+	// sets it: a schema default cannot name another field).
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.-]+$`
 	// +kubebuilder:validation:MaxLength=15
 	// +optional

@@ -28,10 +28,12 @@ type DPDKSpec struct {
 	NoHuge bool `json:"noHuge,omitempty"`
 
 	// Promiscuous puts every port in promiscuous mode (promiscuous). F-Stack's default is on.
+	// +kubebuilder:default=true
 	// +optional
 	Promiscuous *bool `json:"promiscuous,omitempty"`
 
 	// NUMA allocates per-NUMA-node mbuf pools (numa_on). F-Stack's default is on.
+	// +kubebuilder:default=true
 	// +optional
 	NUMA *bool `json:"numa,omitempty"`
 
@@ -45,6 +47,7 @@ type DPDKSpec struct {
 
 	// VLANStrip strips VLAN tags in hardware where supported (vlan_strip). Default on, as in
 	// F-Stack's shipped config.
+	// +kubebuilder:default=true
 	// +optional
 	VLANStrip *bool `json:"vlanStrip,omitempty"`
 
@@ -335,16 +338,19 @@ type PcapSpec struct {
 // ShimSpec says whether and how the app containers use F-Stack through libff_syscall.so.
 // +kubebuilder:validation:XValidation:rule="!(has(self.polling) && self.polling && (!has(self.kernelEvent) || self.kernelEvent))",message="polling and kernelEvent cannot be combined: polling is silently disabled with kernelEvent"
 type ShimSpec struct {
-	// Enabled preloads libff_syscall.so into the app containers. Default on.
+	// Enabled preloads libff_syscall.so into the app containers. Default on, and off with
+	// spec.program (a program linked with libfstack uses no shim): the default depends on another
+	// field, so the renderer sets it, not the schema; so do the two below.
 	// +optional
 	Enabled *bool `json:"enabled,omitempty"`
 
 	// KernelEvent (FF_KERNEL_EVENT) lets epoll serve F-Stack and kernel descriptors together, as
-	// Nginx needs. Default on. Needs kern.maxfiles <= 65536.
+	// Nginx needs. Default on without spec.program. Needs kern.maxfiles <= 65536.
 	// +optional
 	KernelEvent *bool `json:"kernelEvent,omitempty"`
 
-	// MultiSC (FF_MULTI_SC) gives each Nginx reuseport worker its own context. Default on.
+	// MultiSC (FF_MULTI_SC) gives each Nginx reuseport worker its own context. Default on
+	// without spec.program.
 	// +optional
 	MultiSC *bool `json:"multiSC,omitempty"`
 
@@ -391,12 +397,15 @@ const (
 
 // HugePagesSpec is the hugepage memory of the dataplane, shared with the app containers.
 type HugePagesSpec struct {
-	// PageSize of the hugepages.
-	// +kubebuilder:default="2Mi"
+	// PageSize of the hugepages. Default 2Mi, except 1Gi on the Upstream flavor with a vhost-user
+	// port: unpatched F-Stack cannot use vhost-user with 2 MiB pages (at most 8 memory regions).
+	// The default depends on other fields, so the schema does not set it: the renderer does, and
+	// the operator, the dataplane and `kubectl fstack render` all render through it.
 	// +optional
 	PageSize HugePageSize `json:"pageSize,omitempty"`
 
 	// Amount of hugepage memory the pod requests.
+	// +kubebuilder:default="1Gi"
 	// +kubebuilder:validation:XValidation:rule="type(self) != string || size(self) <= 64",message="a quantity of at most 64 characters"
 	// +optional
 	Amount *resource.Quantity `json:"amount,omitempty"`

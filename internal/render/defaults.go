@@ -1,35 +1,90 @@
 package render
 
 import (
-	"k8s.io/apimachinery/pkg/api/resource"
+	"encoding/json"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/crdwalk"
 )
 
-// Defaults returns a copy of spec with every default applied: the same values the CRD's schema
-// defaults set, so an offline render of a manifest matches what the API server stores, and the
-// profile's (which the schema cannot set: an explicit value must win over them) before F-Stack's.
+// Defaults returns a copy of spec with every default applied: first the CRD's (its markers are
+// their only source; package crdwalk applies them as the API server does, so an offline render
+// of a manifest matches what the API server stores), then the ones the schema cannot express.
+// Those are the tuning profile's (an explicit value must win over them, and they must win over
+// F-Stack's, so they come before the defaults of the fields they set) and the ones that depend on
+// other fields: see layerDefaults. A spec the CRD refuses gets what defaults apply; Render
+// refuses it.
 func Defaults(in *fsv1.StackInstanceSpec) *fsv1.StackInstanceSpec {
-	s := in.DeepCopy()
+	s, _ := schemaDefaults(in)
+	return layerDefaults(s)
+}
+
+// schemaDefaults returns a copy of in with the CRD's defaults applied and what the CRD refuses
+// in it: its OpenAPI bounds (crdwalk) and its CEL rules (celRules).
+func schemaDefaults(in *fsv1.StackInstanceSpec) (*fsv1.StackInstanceSpec, field.ErrorList) {
+	sch, err := crdwalk.Load()
+	if err != nil {
+		return in.DeepCopy(), field.ErrorList{field.InternalError(field.NewPath("spec"), err)}
+	}
+	obj, err := toJSON(in)
+	if err != nil {
+		return in.DeepCopy(), field.ErrorList{field.InternalError(field.NewPath("spec"), err)}
+	}
+	sch.Default(obj)
+	errs := sch.Validate(obj)
+	s := &fsv1.StackInstanceSpec{}
+	if err := fromJSON(obj, s); err != nil {
+		// Only a value the schema refused can fail to decode (a default cannot): keep the input.
+		return in.DeepCopy(), append(errs, field.InternalError(field.NewPath("spec"), err))
+	}
+	if len(errs) > 0 {
+		return s, errs
+	}
+	return s, celRules(s)
+}
+
+func toJSON(s *fsv1.StackInstanceSpec) (map[string]any, error) {
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+func fromJSON(obj map[string]any, s *fsv1.StackInstanceSpec) error {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(raw, s); err != nil {
+		return fmt.Errorf("spec with the CRD's defaults: %w", err)
+	}
+	return nil
+}
+
+// layerDefaults applies to s (a copy the CRD's defaults are in) the defaults the CRD's schema
+// cannot state, each a function of something else: the profile's layer, the shim's (a program
+// has none), a port's attachment (its name) and the hugepage size (the flavor and the devices).
+func layerDefaults(s *fsv1.StackInstanceSpec) *fsv1.StackInstanceSpec {
 	applyProfile(s)
-	if s.FStackVersion == "" {
-		s.FStackVersion = fsv1.DefaultFStackVersion
-	}
-	if s.Processes == 0 {
-		s.Processes = 1
-	}
-	defaultDPDK(&s.DPDK)
-	for i := range s.Ports {
-		defaultPort(&s.Ports[i])
-	}
-	for i := range s.VLANs {
-		defaultAddressing(&s.VLANs[i].Addressing)
+	// Profiles set these two, so F-Stack's values come after the profile's.
+	if s.DPDK.PktTxDelayMicroseconds == nil {
+		s.DPDK.PktTxDelayMicroseconds = ptr[int32](100)
 	}
 	if s.RSSCheck != nil && s.RSSCheck.Enabled == nil {
 		s.RSSCheck.Enabled = ptr(false)
 	}
-	if s.KNI != nil && s.KNI.Action == "" {
-		s.KNI.Action = fsv1.KNIActionDefault
+	for i := range s.Ports {
+		if s.Ports[i].Attachment == "" {
+			s.Ports[i].Attachment = s.Ports[i].Name
+		}
 	}
 	if s.Program != nil {
 		// A program linked with libfstack replaces the adapter the shim talks to; the shim's
@@ -37,66 +92,20 @@ func Defaults(in *fsv1.StackInstanceSpec) *fsv1.StackInstanceSpec {
 		// no shim settings.
 		s.Shim.Enabled = ptr(false)
 	} else {
-		defaultShim(&s.Shim)
-	}
-	defaultDataplane(s)
-	return s
-}
-
-func defaultDPDK(d *fsv1.DPDKSpec) {
-	if d.Channels == 0 {
-		d.Channels = 4
-	}
-	if d.PktTxDelayMicroseconds == nil {
-		d.PktTxDelayMicroseconds = ptr[int32](100)
-	}
-	for _, b := range []**bool{&d.Promiscuous, &d.NUMA, &d.VLANStrip} {
-		if *b == nil {
-			*b = ptr(true)
+		for _, b := range []**bool{&s.Shim.Enabled, &s.Shim.KernelEvent, &s.Shim.MultiSC} {
+			if *b == nil {
+				*b = ptr(true)
+			}
 		}
 	}
-}
-
-func defaultPort(p *fsv1.PortSpec) {
-	if p.Attachment == "" {
-		p.Attachment = p.Name
-	}
-	defaultAddressing(&p.Addressing)
-}
-
-func defaultAddressing(a *fsv1.Addressing) {
-	if a.IPv4 != nil && a.IPv4.From == "" {
-		a.IPv4.From = fsv1.AddressStatic
-	}
-	if a.IPv6 != nil && a.IPv6.From == "" {
-		a.IPv6.From = fsv1.AddressStatic
-	}
-}
-
-func defaultShim(sh *fsv1.ShimSpec) {
-	for _, b := range []**bool{&sh.Enabled, &sh.KernelEvent, &sh.MultiSC} {
-		if *b == nil {
-			*b = ptr(true)
-		}
-	}
-}
-
-func defaultDataplane(s *fsv1.StackInstanceSpec) {
-	dp := &s.Dataplane
-	if dp.Flavor == "" {
-		dp.Flavor = fsv1.FlavorKubeFStack
-	}
-	if dp.HugePages.PageSize == "" {
-		dp.HugePages.PageSize = fsv1.HugePages2Mi
+	if hp := &s.Dataplane.HugePages; hp.PageSize == "" {
+		hp.PageSize = fsv1.HugePages2Mi
 		// Unpatched F-Stack cannot use vhost-user with 2 MiB pages (at most 8 memory regions).
-		if dp.Flavor == fsv1.FlavorUpstream && hasVhostUser(s) {
-			dp.HugePages.PageSize = fsv1.HugePages1Gi
+		if s.Dataplane.Flavor == fsv1.FlavorUpstream && hasVhostUser(s) {
+			hp.PageSize = fsv1.HugePages1Gi
 		}
 	}
-	if dp.HugePages.Amount == nil {
-		q := resource.MustParse("1Gi")
-		dp.HugePages.Amount = &q
-	}
+	return s
 }
 
 func hasVhostUser(s *fsv1.StackInstanceSpec) bool {

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -99,4 +100,74 @@ func PCIResourceEnvNames(resource string) []string {
 		names = append(names, plugin)
 	}
 	return names
+}
+
+// The pod's facts are parsed and checked by the functions below wherever they come from: the
+// dataplane's supervisor reads them from the pod (affinity, cgroup, environment, the CNI
+// plugin's device info), `kubectl fstack render` from its flags (--cpus, --pci, --vhost, --addr).
+// One function per fact keeps what the CLI refuses what the dataplane refuses, in its words.
+
+// CheckDataplaneCPUs says whether the dataplane container's CPUs can run processes F-Stack
+// processes, one exclusive CPU each.
+func CheckDataplaneCPUs(cpus []int, processes int) error {
+	if len(cpus) >= processes {
+		return nil
+	}
+	return fmt.Errorf("the dataplane container has CPUs %s but the StackInstance asks for %d processes; "+
+		"kubelet's static CPU manager must give it %d exclusive CPUs (Guaranteed pod, integer cpu), or lower spec.processes",
+		FormatCPUList(cpus), processes, processes)
+}
+
+// ParsePCIDevices parses the PCI addresses of a device-plugin resource as the SR-IOV device
+// plugin lists them in PCIDEVICE_<RESOURCE>: comma-separated, blanks ignored, each
+// [domain:]bus:device.function. The result is in the list's order, each address as DPDK names it.
+func ParsePCIDevices(list string) ([]string, error) {
+	var out []string
+	for _, bdf := range strings.Split(list, ",") {
+		if bdf = strings.TrimSpace(bdf); bdf == "" {
+			continue
+		}
+		norm, ok := normalizeBDF(bdf)
+		if !ok {
+			return nil, fmt.Errorf("%q is not a PCI address: want domain:bus:device.function, e.g. 0000:3b:02.0", shorten(bdf))
+		}
+		out = append(out, norm)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no PCI address in %q", shorten(list))
+	}
+	return out, nil
+}
+
+// AttachmentOf is what the renderer uses of an attachment's device info (written by fstack-cni),
+// checked: the device info's own rules (podcontract) and the addresses IPAM gave it.
+func AttachmentOf(info *podcontract.DevInfo) (Attachment, error) {
+	if err := info.Validate(); err != nil {
+		return Attachment{}, err
+	}
+	var gws []string
+	if info.Gateway != "" {
+		gws = []string{info.Gateway}
+	}
+	if err := CheckAttachmentAddrs(info.IPs, gws); err != nil {
+		return Attachment{}, err
+	}
+	return Attachment{SocketPath: info.VhostUser.Path, Server: info.VhostUser.Mode == podcontract.VhostUserModeServer,
+		MAC: info.MAC, IPs: info.IPs, Gateways: gws}, nil
+}
+
+// CheckAttachmentAddrs checks the addresses IPAM gave an attachment: each an address with its
+// prefix length, each gateway an address.
+func CheckAttachmentAddrs(ips, gateways []string) error {
+	for _, ip := range ips {
+		if _, err := netip.ParsePrefix(ip); err != nil {
+			return fmt.Errorf("attachment address %q is not an IP address with its prefix length, e.g. 10.1.0.5/24", shorten(ip))
+		}
+	}
+	for _, gw := range gateways {
+		if _, err := netip.ParseAddr(gw); err != nil {
+			return fmt.Errorf("attachment gateway %q is not an IP address", shorten(gw))
+		}
+	}
+	return nil
 }

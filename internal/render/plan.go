@@ -86,11 +86,8 @@ func (p *plan) resolveLcores(f *Facts) field.ErrorList {
 	n := int(p.spec.Processes)
 	path := field.NewPath("spec", "processes")
 	cpus := f.DataplaneCPUs
-	if len(cpus) < n {
-		return field.ErrorList{field.Invalid(path, n, fmt.Sprintf(
-			"the dataplane container has %d CPU(s) [%s] but %d processes need one exclusive CPU each: "+
-				"run the pod with Guaranteed QoS on a node whose kubelet uses the static CPU manager, "+
-				"or lower spec.processes", len(cpus), FormatCPUList(cpus), n))}
+	if err := CheckDataplaneCPUs(cpus, n); err != nil {
+		return field.ErrorList{field.Invalid(path, n, err.Error())}
 	}
 	p.lcores = cpus[:n]
 	var errs field.ErrorList

@@ -53,12 +53,13 @@ func (e *ValidationError) Error() string {
 // Render validates spec against facts and renders it. On any problem it returns a
 // *ValidationError listing all of them.
 func Render(spec *fsv1.StackInstanceSpec, facts *Facts) (*Result, error) {
-	// The schema's bounds first and alone: every later step sizes or indexes by them.
-	if errs := CheckSchema(spec); len(errs) > 0 {
+	// The CRD's bounds and rules first and alone: every later step sizes or indexes by them.
+	d, errs := schemaDefaults(spec)
+	if len(errs) > 0 {
 		return nil, &ValidationError{Errs: errs}
 	}
-	s := Defaults(spec)
-	errs := checkSpec(s)
+	s := layerDefaults(d)
+	errs = checkSpec(s)
 	p, e := resolve(s, facts)
 	errs = append(errs, e...)
 	boot, sysctl, e := freebsdSections(s)
@@ -83,9 +84,18 @@ func Render(spec *fsv1.StackInstanceSpec, facts *Facts) (*Result, error) {
 	return res, nil
 }
 
+// Check holds spec to the CRD (its OpenAPI bounds through crdwalk, its CEL rules through their
+// twins in this package) with the CRD's defaults applied, as the API server would. Render runs
+// it first; the dataplane runs it on the pod's spec snapshot, which never passed the API server
+// once anyone who may edit the pod has changed it.
+func Check(spec *fsv1.StackInstanceSpec) field.ErrorList {
+	_, errs := schemaDefaults(spec)
+	return errs
+}
+
 // Validate runs every check possible before a pod exists, rendering with PlaceholderFacts.
 func Validate(spec *fsv1.StackInstanceSpec) field.ErrorList {
-	if errs := CheckSchema(spec); len(errs) > 0 {
+	if errs := Check(spec); len(errs) > 0 {
 		return errs
 	}
 	_, err := Render(spec, PlaceholderFacts(spec))

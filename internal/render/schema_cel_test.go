@@ -264,7 +264,7 @@ func TestSchemaErrorsDoNotEchoHugeValues(t *testing.T) {
 	huge := strings.Repeat("x", 200000)
 	s.DPDK.BaseVirtAddr = huge
 	s.Shim.Containers = []string{huge, huge}
-	errs := render.CheckSchema(s)
+	errs := render.Check(s)
 	if len(errs) != 4 { // the prefix, each name too long, the second a duplicate
 		t.Fatalf("want 4 errors, got %v", errs)
 	}

@@ -17,7 +17,7 @@ func programBase(t *testing.T) map[string]any {
 	return normalize(s)
 }
 
-// TestProgramSchema: spec.program's bounds hold in the CRD and in CheckSchema alike (the
+// TestProgramSchema: spec.program's bounds hold in the CRD and in render.Check alike (the
 // pod's spec snapshot never passed the API server), and a program spec passes both.
 func TestProgramSchema(t *testing.T) {
 	adm := loadAdmission(t)
@@ -25,8 +25,8 @@ func TestProgramSchema(t *testing.T) {
 	if errs := adm.admit(base); len(errs) > 0 {
 		t.Fatalf("the API server refuses the program base: %v", errs.ToAggregate())
 	}
-	if errs := render.CheckSchema(decodeSpec(t, base)); len(errs) > 0 {
-		t.Fatalf("CheckSchema refuses the program base: %v", errs.ToAggregate())
+	if errs := render.Check(decodeSpec(t, base)); len(errs) > 0 {
+		t.Fatalf("render.Check refuses the program base: %v", errs.ToAggregate())
 	}
 	cases := map[string]struct {
 		mutate func(s map[string]any)
@@ -46,8 +46,8 @@ func TestProgramSchema(t *testing.T) {
 		if errs := adm.admit(spec); len(errs) == 0 {
 			t.Errorf("%s: the API server accepts it", name)
 		}
-		if errs := render.CheckSchema(decodeSpec(t, spec)); !errorAt(errs, c.path) {
-			t.Errorf("%s: CheckSchema does not refuse it at %s: %v", name, c.path, errs.ToAggregate())
+		if errs := render.Check(decodeSpec(t, spec)); !errorAt(errs, c.path) {
+			t.Errorf("%s: render.Check does not refuse it at %s: %v", name, c.path, errs.ToAggregate())
 		}
 	}
 }

@@ -13,12 +13,13 @@ import (
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/crdschema"
 	"github.com/kube-fstack/kube-fstack/internal/render"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
 
 // The API server's side: the generated CRD evaluated with kube-apiserver's own libraries.
 type admission struct{ *crdschema.Admission }
 
-func loadAdmission(t *testing.T) *admission { return &admission{crdschema.Load(t)} }
+func loadAdmission(t *testing.T) *admission { return &admission{fixtures.CRD(t)} }
 
 // admit defaults and validates a copy of spec as the API server does on create.
 func (a *admission) admit(spec map[string]any) field.ErrorList {
@@ -93,15 +94,15 @@ func loadBase(t *testing.T) map[string]any {
 // maxLength, maxItems, minItems, maxProperties, pattern, enum, required property and list type,
 // a value just past the bound must be refused by the renderer at the path the API server names,
 // and a value the API server accepts must pass the renderer's schema check. A bound added to
-// the API without a check in CheckSchema fails here.
+// the API without crdwalk checking it fails here.
 func TestRendererEnforcesEveryCRDBound(t *testing.T) {
 	adm := loadAdmission(t)
 	base := loadBase(t)
 	if errs := adm.admit(base); len(errs) > 0 {
 		t.Fatalf("the base spec must pass the CRD: %v", errs.ToAggregate())
 	}
-	if errs := render.CheckSchema(decodeSpec(t, base)); len(errs) > 0 {
-		t.Fatalf("the base spec must pass CheckSchema: %v", errs.ToAggregate())
+	if errs := render.Check(decodeSpec(t, base)); len(errs) > 0 {
+		t.Fatalf("the base spec must pass render.Check: %v", errs.ToAggregate())
 	}
 	w := newWalker()
 	w.walk(adm.Spec, base, nil, "spec")
@@ -143,14 +144,14 @@ func runCase(t *testing.T, adm *admission, base map[string]any, c *schemaCase) s
 		}
 		return map[bool]string{true: "refused"}[want]
 	}
-	got := errorAt(render.CheckSchema(&s), c.fieldPath())
+	got := errorAt(render.Check(&s), c.fieldPath())
 	if want && !got && !representable(&s, spec, c) {
 		return c.fieldPath() + " " + c.rule + " " + describe(c)
 	}
 	// A CEL rule reports at the object that holds it, the renderer at the field to change.
 	if want != got && (!got || !errorAbove(admErrs, c.fieldPath())) {
 		t.Errorf("%s (%s) = %s: API server refuses it there: %v, renderer: %v\n%v",
-			c.fieldPath(), c.rule, describe(c), want, got, render.CheckSchema(&s).ToAggregate())
+			c.fieldPath(), c.rule, describe(c), want, got, render.Check(&s).ToAggregate())
 	}
 	if want && !errorAt(render.Validate(&s), c.fieldPath()) {
 		t.Errorf("%s (%s): render.Validate does not refuse it there", c.fieldPath(), c.rule)

@@ -52,7 +52,7 @@ A workload that cannot run the stack is reported with its field paths on stderr 
 }
 
 func (o *injectOptions) run(stdout, stderr io.Writer) error {
-	si, err := o.loadStack()
+	si, err := o.loadStack(stderr)
 	if err != nil {
 		return err
 	}
@@ -89,7 +89,8 @@ func (o *injectOptions) run(stdout, stderr io.Writer) error {
 	return err
 }
 
-func (o *injectOptions) loadStack() (*fsv1.StackInstance, error) {
+// loadStack reads the chosen StackInstance of --stack as the API server would store it (admit).
+func (o *injectOptions) loadStack(stderr io.Writer) (*fsv1.StackInstance, error) {
 	data, err := readInput(o.stackFile)
 	if err != nil {
 		return nil, err
@@ -100,7 +101,7 @@ func (o *injectOptions) loadStack() (*fsv1.StackInstance, error) {
 	}
 	for i := range sis {
 		if o.stackName == "" && len(sis) == 1 || sis[i].Name == o.stackName {
-			return &sis[i], nil
+			return admit(stderr, data, i)
 		}
 	}
 	if o.stackName == "" {

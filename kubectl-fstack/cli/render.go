@@ -12,6 +12,7 @@ import (
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/manifest"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 )
 
@@ -44,7 +45,7 @@ every problem with its field path to stderr and exits 1.`,
 	f.StringVar(&o.name, "name", "", "which StackInstance of a multi-document file")
 	f.StringVar(&o.cpus, "cpus", "", "the dataplane container's CPUs, e.g. 8-11")
 	f.StringVar(&o.appCPUs, "app-cpus", "", "the app container's CPUs, e.g. 12-15 (checks the first, which the launcher gives the shim)")
-	f.StringSliceVar(&o.pci, "pci", nil, "RESOURCE=BDF for an SR-IOV resource (repeat for more devices)")
+	f.StringArrayVar(&o.pci, "pci", nil, "RESOURCE=BDF[,BDF...]: the devices of an SR-IOV resource, as PCIDEVICE_<RESOURCE> lists them (repeat for more)")
 	f.StringArrayVar(&o.vhost, "vhost", nil, "PORT=PATH: the vhost-user socket of a port, as the dataplane sees it")
 	f.StringArrayVar(&o.addr, "addr", nil, "PORT=IP/PREFIX,GW: the address IPAM gave a port's attachment")
 	f.BoolVar(&o.eal, "eal", false, "also print the EAL argv of each process")
@@ -55,7 +56,7 @@ every problem with its field path to stderr and exits 1.`,
 }
 
 func (o *renderOptions) run(stdout, stderr io.Writer) error {
-	si, err := o.load()
+	si, err := o.load(stderr)
 	if err != nil {
 		return err
 	}
@@ -94,7 +95,8 @@ func (o *renderOptions) run(stdout, stderr io.Writer) error {
 	return nil
 }
 
-func (o *renderOptions) load() (*fsv1.StackInstance, error) {
+// load reads the chosen StackInstance of the file as the API server would store it (admit).
+func (o *renderOptions) load(stderr io.Writer) (*fsv1.StackInstance, error) {
 	var data []byte
 	var err error
 	if o.file == "-" {
@@ -113,17 +115,19 @@ func (o *renderOptions) load() (*fsv1.StackInstance, error) {
 		if len(sis) > 1 {
 			return nil, fmt.Errorf("%s holds %d StackInstances: choose one with --name", o.file, len(sis))
 		}
-		return &sis[0], nil
+		return admit(stderr, data, 0)
 	}
 	for i := range sis {
 		if sis[i].Name == o.name {
-			return &sis[i], nil
+			return admit(stderr, data, i)
 		}
 	}
 	return nil, fmt.Errorf("%s has no StackInstance named %q", o.file, o.name)
 }
 
-// facts starts from placeholders and replaces each with what the flags say.
+// facts starts from placeholders and replaces each with what the flags say. Each flag's value is
+// parsed and checked by the function the dataplane uses for the same fact (package render), so a
+// value the dataplane would refuse is refused here in its words.
 func (o *renderOptions) facts(spec *fsv1.StackInstanceSpec) (*render.Facts, []string, error) {
 	f := render.PlaceholderFacts(spec)
 	var notes []string
@@ -141,11 +145,15 @@ func (o *renderOptions) facts(spec *fsv1.StackInstanceSpec) (*render.Facts, []st
 	if len(o.pci) > 0 {
 		f.PCIResources = map[string][]string{}
 		for _, kv := range o.pci {
-			res, bdf, ok := strings.Cut(kv, "=")
+			res, list, ok := strings.Cut(kv, "=")
 			if !ok {
-				return nil, nil, fmt.Errorf("--pci %q: want RESOURCE=BDF", kv)
+				return nil, nil, fmt.Errorf("--pci %q: want RESOURCE=BDF[,BDF...]", kv)
 			}
-			f.PCIResources[res] = append(f.PCIResources[res], bdf)
+			devs, err := render.ParsePCIDevices(list)
+			if err != nil {
+				return nil, nil, fmt.Errorf("--pci %q: %w", kv, err)
+			}
+			f.PCIResources[res] = append(f.PCIResources[res], devs...)
 		}
 	}
 	attOf := attachmentsByPort(spec)
@@ -155,10 +163,15 @@ func (o *renderOptions) facts(spec *fsv1.StackInstanceSpec) (*render.Facts, []st
 		if !ok || !known {
 			return nil, nil, fmt.Errorf("--vhost %q: want PORT=PATH with PORT one of the spec's ports", kv)
 		}
-		a := f.Attachments[att]
 		// fstack-cni's OVS port is the client, so the pod's DPDK is the socket's server.
-		a.SocketPath, a.Placeholder, a.Server = path, false, true
-		f.Attachments[att] = a
+		a, err := render.AttachmentOf(&podcontract.DevInfo{Type: podcontract.DevInfoTypeVhostUser,
+			VhostUser: &podcontract.DevInfoVhostUser{Mode: podcontract.VhostUserModeServer, Path: path}})
+		if err != nil {
+			return nil, nil, fmt.Errorf("--vhost %q: %w", kv, err)
+		}
+		old := f.Attachments[att]
+		old.SocketPath, old.Server, old.Placeholder = a.SocketPath, a.Server, false
+		f.Attachments[att] = old
 	}
 	for _, kv := range o.addr {
 		if err := setAddr(f, attOf, kv); err != nil {
@@ -174,6 +187,9 @@ func setAddr(f *render.Facts, attOf map[string]string, kv string) error {
 	cidr, gw, hasGW := strings.Cut(val, ",")
 	if !ok || !known || !hasGW {
 		return fmt.Errorf("--addr %q: want PORT=IP/PREFIX,GW with PORT one of the spec's ports", kv)
+	}
+	if err := render.CheckAttachmentAddrs([]string{cidr}, []string{gw}); err != nil {
+		return fmt.Errorf("--addr %q: %w", kv, err)
 	}
 	a := f.Attachments[att]
 	a.IPs, a.Gateways, a.Placeholder = []string{cidr}, []string{gw}, false

@@ -89,10 +89,8 @@ func (f *FactSource) cpus(processes int) ([]int, error) {
 	if err := f.crossCheckCpuset(cpus); err != nil {
 		return nil, err
 	}
-	if len(cpus) < processes {
-		return nil, fmt.Errorf("dataplane CPUs: the dataplane container has CPUs %s but the StackInstance asks for %d processes; "+
-			"kubelet's static CPU manager must give it %d exclusive CPUs (Guaranteed pod, integer cpu)",
-			render.FormatCPUList(cpus), processes, processes)
+	if err := render.CheckDataplaneCPUs(cpus, processes); err != nil {
+		return nil, fmt.Errorf("dataplane CPUs: %w", err)
 	}
 	return cpus, nil
 }
@@ -112,11 +110,12 @@ func (f *FactSource) crossCheckCpuset(cpus []int) error {
 		return nil
 	}
 	text := strings.TrimSpace(string(data))
-	set, err := cpuset.Parse(text)
-	if err != nil || set.IsEmpty() {
+	list, err := render.ParseCPUList(text)
+	if err != nil || len(list) == 0 {
 		f.logf("cpuset cross-check skipped: %s: %s holds no CPU list (%q)", layout, file, text)
 		return nil
 	}
+	set := cpuset.New(list...)
 	f.logf("cpuset cross-check: %s, %s = %s", layout, file, set)
 	if outside := cpuset.New(cpus...).Difference(set); !outside.IsEmpty() {
 		return fmt.Errorf("dataplane CPUs: CPU %d of the supervisor's affinity (%s) is outside the container's cpuset %s (%s); do not start it under taskset",
@@ -159,9 +158,10 @@ func (f *FactSource) attachments(s *fsv1.StackInstanceSpec, facts *render.Facts)
 			}
 			continue
 		}
-		a := render.Attachment{SocketPath: info.VhostUser.Path, Server: info.VhostUser.Mode == podcontract.VhostUserModeServer, MAC: info.MAC, IPs: info.IPs}
-		if info.Gateway != "" {
-			a.Gateways = []string{info.Gateway}
+		a, err := render.AttachmentOf(info)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("port %s: attachment %q: %w (in %s, which the CNI plugin fstack-cni writes)", p.Name, p.Attachment, err, path))
+			continue
 		}
 		facts.Attachments[p.Attachment] = a
 	}
@@ -187,11 +187,12 @@ func (f *FactSource) pciResources(s *fsv1.StackInstanceSpec, facts *render.Facts
 				where, d.Resource, oneOf(names), d.Resource))
 			return
 		}
-		for _, bdf := range strings.Split(v, ",") {
-			if bdf = strings.TrimSpace(bdf); bdf != "" {
-				facts.PCIResources[d.Resource] = append(facts.PCIResources[d.Resource], bdf)
-			}
+		devs, err := render.ParsePCIDevices(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: resource %s: environment variable %s: %w", where, d.Resource, oneOf(names), err))
+			return
 		}
+		facts.PCIResources[d.Resource] = devs
 	}
 	for i := range s.Ports {
 		p := &s.Ports[i]

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 func TestGatherReadsEveryFact(t *testing.T) {
@@ -52,6 +53,18 @@ func TestGatherNamesEachBadFact(t *testing.T) {
 		"no PCIDEVICE": {func(_ *harness, s *fsv1.StackInstanceSpec) {
 			s.Ports[0].Device = fsv1.PortDevice{PCI: &fsv1.PCIDevice{Resource: "intel.com/vf"}}
 		}, []string{"environment variable PCIDEVICE_INTEL_COM_VF is not set", "SR-IOV device plugin"}},
+		// The same checks `kubectl fstack render` runs on --pci and --addr (render.ParsePCIDevices,
+		// render.AttachmentOf), in the same words.
+		"PCIDEVICE not a PCI address": {func(h *harness, s *fsv1.StackInstanceSpec) {
+			s.Ports[0].Device = fsv1.PortDevice{PCI: &fsv1.PCIDevice{Resource: "intel.com/vf"}}
+			h.env = map[string]string{"PCIDEVICE_INTEL_COM_VF": "5e:02"}
+		}, []string{`environment variable PCIDEVICE_INTEL_COM_VF: "5e:02" is not a PCI address`}},
+		"device info address without prefix": {func(h *harness, _ *fsv1.StackInstanceSpec) {
+			mustDo(h.t, podcontract.WriteDevInfo(filepath.Join(h.paths.PodSocketDir, "net1.json"), &podcontract.DevInfo{
+				Type: podcontract.DevInfoTypeVhostUser, VhostUser: &podcontract.DevInfoVhostUser{Mode: podcontract.VhostUserModeServer, Path: "/x.sock"},
+				IPs: []string{"10.1.0.5"},
+			}))
+		}, []string{`attachment address "10.1.0.5" is not an IP address with its prefix length`}},
 		"not hugetlbfs": {func(h *harness, _ *fsv1.StackInstanceSpec) { h.fsType = 0x01021994 },
 			[]string{"is not a hugetlbfs mount (filesystem type 0x1021994)", "emptyDir{medium: HugePages-2Mi}"}},
 		"wrong page size": {func(h *harness, _ *fsv1.StackInstanceSpec) { h.bsize = 1 << 30 },

@@ -104,9 +104,9 @@ func readBounded(path string, limit int64) ([]byte, error) {
 }
 
 // DecodeSpec decodes a spec the way the API server would accept it: one JSON object, field
-// names matched exactly, no repeated fields, and every bound and rule of the CRD
-// (render.CheckSchema); problems come back with their field paths. Unknown fields are ignored, as
-// the API server's own clients do: the operator writes the spec with its defaults applied, so a
+// names matched exactly, no repeated fields, and every bound and rule of the CRD embedded in this
+// binary (render.Check); problems come back with their field paths. Unknown fields are ignored,
+// as the API server's own clients do: the operator writes the spec with its defaults applied, so a
 // newer operator's new defaulted field must not stop a pod whose StackInstance pins an older
 // dataplane image. An ignored field changes nothing, so it gives an editor of the annotation no power.
 func DecodeSpec(data []byte) (*fsv1.StackInstanceSpec, error) {
@@ -121,7 +121,7 @@ func DecodeSpec(data []byte) (*fsv1.StackInstanceSpec, error) {
 	if len(strict) > 0 {
 		return nil, fmt.Errorf("not a StackInstance spec as the API server stores it: %w", errors.Join(strict...))
 	}
-	if errs := render.CheckSchema(&spec); len(errs) > 0 {
+	if errs := render.Check(&spec); len(errs) > 0 {
 		return nil, &render.ValidationError{Errs: errs}
 	}
 	return &spec, nil

@@ -98,7 +98,7 @@ func FuzzDecodeSpec(f *testing.F) {
 			}
 			return
 		}
-		if errs := render.CheckSchema(spec); len(errs) > 0 {
+		if errs := render.Check(spec); len(errs) > 0 {
 			t.Fatalf("DecodeSpec returned a spec outside the CRD's bounds: %v", errs)
 		}
 		_, _ = fs.Gather(spec)

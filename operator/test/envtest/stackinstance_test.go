@@ -124,3 +124,26 @@ func TestControllerValidAndConfigMap(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// An Upstream image with a vhost-user port and only an amount of hugepages (issue 20) is admitted
+// by the real API server and the webhook, and the controller renders it with 1Gi pages: the page
+// size depends on the flavor and the devices, so the CRD sets no default for it. Before, the
+// CRD's static 2Mi default made the webhook refuse what `kubectl fstack render` accepted.
+func TestUpstreamVhostUserAdmittedWithGigPages(t *testing.T) {
+	ctx := context.Background()
+	si := stack(t, "upstream-vhost", "upstream-vhost")
+	if err := k8s.Create(ctx, si); err != nil {
+		t.Fatalf("the cluster refuses what kubectl fstack render renders: %v", err)
+	}
+	stored := &fsv1.StackInstance{}
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: optedInNS, Name: si.Name}, stored); err != nil {
+		t.Fatal(err)
+	}
+	res, err := render.Render(&stored.Spec, render.PlaceholderFacts(&stored.Spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Spec.Dataplane.HugePages.PageSize; got != fsv1.HugePages1Gi {
+		t.Fatalf("the stored StackInstance renders with %s pages, want 1Gi", got)
+	}
+}
