@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/kube-fstack/kube-fstack/internal/fsutil"
 )
@@ -80,6 +81,21 @@ func (i *DevInfo) Validate() error {
 		return fmt.Errorf("devinfo: vhost-user.path is missing")
 	case i.VhostUser.Mode != VhostUserModeServer && i.VhostUser.Mode != VhostUserModeClient:
 		return fmt.Errorf("devinfo: vhost-user.mode %q is neither server nor client", i.VhostUser.Mode)
+	}
+	return checkSocketPath(i.VhostUser.Path)
+}
+
+// checkSocketPath holds the socket path to what fstack-cni writes (podSocketDir/<ifname>.sock):
+// the renderer pastes it verbatim into config.ini and into the EAL's virtio_user devargs, where a
+// ',' or '=' would add devargs of the pod's choosing and a ';' or '#' would end the ini value.
+func checkSocketPath(p string) error {
+	if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+		return fmt.Errorf("devinfo: vhost-user.path %q is not an absolute, clean path", p)
+	}
+	for _, c := range []byte(p) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("/._-", c) >= 0) {
+			return fmt.Errorf("devinfo: vhost-user.path %q has %q: only letters, digits and / . _ - (EAL devargs split on , and =)", p, c)
+		}
 	}
 	return nil
 }

@@ -56,6 +56,12 @@ func TestReadDevInfoRejectsWhatTheDataplaneCannotUse(t *testing.T) {
 		"bad mode":     `{"type":"vhost-user","version":"1.1.0","vhost-user":{"mode":"x","path":"/a"}}`,
 		"not json":     `{`,
 		"no vhostuser": `{"type":"vhost-user","version":"1.1.0"}`,
+		// The pod can write this file; the path reaches the EAL's virtio_user devargs verbatim.
+		"devargs in path": `{"type":"vhost-user","version":"1.1.0","vhost-user":{"mode":"client","path":"/v/net1.sock,queues=8"}}`,
+		"ini comment":     `{"type":"vhost-user","version":"1.1.0","vhost-user":{"mode":"client","path":"/v/net1.sock;x"}}`,
+		"relative path":   `{"type":"vhost-user","version":"1.1.0","vhost-user":{"mode":"client","path":"v/net1.sock"}}`,
+		"unclean path":    `{"type":"vhost-user","version":"1.1.0","vhost-user":{"mode":"client","path":"/v/../etc/net1.sock"}}`,
+		"newline in path": "{\"type\":\"vhost-user\",\"version\":\"1.1.0\",\"vhost-user\":{\"mode\":\"client\",\"path\":\"/v/a\\n[port9]\"}}",
 	}
 	for name, body := range cases {
 		t.Run(name, func(t *testing.T) {
