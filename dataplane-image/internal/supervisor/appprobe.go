@@ -77,7 +77,7 @@ func (s *Supervisor) startProbeAgent(res *render.Result, procs []*child, stop <-
 	a := newProbeAgent(s.Cfg.ProbeAgent, env, s.log)
 	s.agentMetricsOnce.Do(func() {
 		s.agentMetrics = a.metrics
-		s.agentMetrics.register(s.metrics.reg)
+		s.agentMetrics.register(s.metrics.Reg)
 	})
 	a.metrics, a.exhausted = s.agentMetrics, s.agentOutOfStarts
 	a.metrics.exhausted.Set(0)

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/contexts"
 	"github.com/kube-fstack/kube-fstack/internal/fsutil"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 	"github.com/kube-fstack/kube-fstack/internal/shimctx"
@@ -43,7 +44,7 @@ func (s *Supervisor) newContextMetrics() {
 		restarts: prometheus.NewCounter(prometheus.CounterOpts{Name: "fstack_dataplane_restarts_for_contexts_total",
 			Help: "Dataplane restarts an app asked for because it would have started short of shim contexts."}),
 	}
-	s.metrics.reg.MustRegister(m.free, m.capacity, m.up, m.restarts)
+	s.metrics.Reg.MustRegister(m.free, m.capacity, m.up, m.restarts)
 	s.ctxm = m
 }
 
@@ -51,7 +52,7 @@ func (s *Supervisor) newContextMetrics() {
 // a restart.
 type contextWatch struct {
 	s       *Supervisor
-	src     ContextSource
+	src     contexts.ContextSource
 	gen     int
 	restart chan struct{}
 	stop    chan struct{}
@@ -237,16 +238,16 @@ func appStateContainers(root string, logf func(string, ...any)) []string {
 }
 
 // contextSource makes the source --shim-contexts names.
-func contextSource(kind, runtimeDir, prefix string, standinDelay time.Duration) (ContextSource, error) {
+func contextSource(kind, runtimeDir, prefix string, standinDelay time.Duration) (contexts.ContextSource, error) {
 	switch kind {
-	case ContextsZone:
-		return newZoneSource(runtimeDir, prefix), nil
-	case ContextsStandin:
-		return &standinSource{dir: runtimeDir + "/" + prefix, delay: standinDelay}, nil
-	case ContextsOff, "":
+	case contexts.ContextsZone:
+		return contexts.NewZoneSource(runtimeDir, prefix), nil
+	case contexts.ContextsStandin:
+		return contexts.NewStandinSource(runtimeDir+"/"+prefix, standinDelay), nil
+	case contexts.ContextsOff, "":
 		return nil, nil
 	}
-	return nil, fmt.Errorf("--shim-contexts=%s: want %s, %s or %s", kind, ContextsZone, ContextsStandin, ContextsOff)
+	return nil, fmt.Errorf("--shim-contexts=%s: want %s, %s or %s", kind, contexts.ContextsZone, contexts.ContextsStandin, contexts.ContextsOff)
 }
 
 // resetContexts makes the source when none was given and clears the previous generation's

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/readiness"
 	"golang.org/x/sys/unix"
 )
 
@@ -51,7 +52,7 @@ func fakeProcess(args []string) int {
 	fmt.Printf("fake %s pid %d\nsecond line\n", mode, os.Getpid())
 	switch mode {
 	case "primary", "primary-ignores-term":
-		fakePrimary(rd, rteMagic)
+		fakePrimary(rd, readiness.RTEMagic)
 		if mode == "primary-ignores-term" {
 			signal.Ignore(syscall.SIGTERM)
 			select {}

@@ -11,14 +11,16 @@ import (
 	"golang.org/x/sys/unix"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/facts"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/test/syncbuf"
 )
 
 // harness is a fake pod tree: spec, device info, volumes, and fake fact sources.
 type harness struct {
 	t      *testing.T
-	paths  Paths
+	paths  facts.Paths
 	cpus   []int
 	env    map[string]string
 	fsType int64
@@ -29,8 +31,8 @@ type harness struct {
 func newHarness(t *testing.T, spec *fsv1.StackInstanceSpec) *harness {
 	t.Helper()
 	root := t.TempDir()
-	h := &harness{t: t, cpus: []int{2, 3}, env: map[string]string{}, fsType: hugetlbfsMagic, bsize: 2 << 20, log: &syncbuf.Buffer{}}
-	h.paths = Paths{
+	h := &harness{t: t, cpus: []int{2, 3}, env: map[string]string{}, fsType: unix.HUGETLBFS_MAGIC, bsize: 2 << 20, log: &syncbuf.Buffer{}}
+	h.paths = facts.Paths{
 		SpecFile: filepath.Join(root, "podinfo", "spec"), PodInfoDir: filepath.Join(root, "podinfo"),
 		PodSocketDir: filepath.Join(root, "vhost"), HugePagesDir: filepath.Join(root, "huge"),
 		RuntimeDir: filepath.Join(root, "run", "dpdk"), ShimDir: filepath.Join(root, "shim"), AppStateDir: filepath.Join(root, "app"),
@@ -62,8 +64,8 @@ func (h *harness) writeDevinfo() {
 	}))
 }
 
-func (h *harness) facts() *FactSource {
-	return &FactSource{
+func (h *harness) facts() *facts.FactSource {
+	return &facts.FactSource{
 		Paths:    h.paths,
 		Affinity: func() ([]int, error) { return h.cpus, nil },
 		LookupEnv: func(k string) (string, bool) {
@@ -126,4 +128,11 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		}
 	}
 	t.Fatalf("timed out waiting for %s", what)
+}
+
+// vhostSpec is a spec with one vhost-user port on attachment net1, addressed by its IPAM, and
+// no shim.
+func vhostSpec(processes int32) *fsv1.StackInstanceSpec {
+	return &fixtures.StackInstance("vhost", fixtures.WithProcesses(processes),
+		fixtures.WithVhostPort("data", "net1", processes), fixtures.WithShim(false)).Spec
 }

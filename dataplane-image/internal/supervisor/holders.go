@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/readiness"
 	"github.com/kube-fstack/kube-fstack/internal/fsutil"
 )
 
@@ -67,7 +68,7 @@ func heldRuntimeFiles(dir string) []string {
 		}
 	}
 	if f, err := fsutil.OpenRegularBeneath(dir, "config"); err == nil {
-		if lockHeld(f) {
+		if readiness.LockHeld(f) {
 			held = append(held, filepath.Join(dir, "config"))
 		}
 		f.Close()

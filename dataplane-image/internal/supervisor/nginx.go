@@ -13,6 +13,7 @@ import (
 	"time"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/readiness"
 	"github.com/kube-fstack/kube-fstack/internal/nginxconf"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 )
@@ -136,8 +137,8 @@ func (s *Supervisor) startNginx(res *render.Result, prefix string, exited chan<-
 }
 
 func (s *Supervisor) workerUp(k, pid int) {
-	s.metrics.starts.WithLabelValues(fmt.Sprint(k)).Inc()
-	s.metrics.processUp(k)
+	s.metrics.Starts.WithLabelValues(fmt.Sprint(k)).Inc()
+	s.metrics.ProcessUp(k)
 	s.logf("process %d is up (nginx worker pid %d)", k, pid)
 }
 
@@ -149,8 +150,8 @@ func (s *Supervisor) nextWorker(ng *nginxMaster, prefix string, k int) error {
 		if slices.Contains(ng.workers, pid) {
 			continue
 		}
-		if last = secondaryJoined(s.Cfg.Paths.RuntimeDir, s.hugeDirIfUsed(), prefix, pid); last == nil {
-			if err := readyCommand(context.Background(), s.Cfg.ReadyCommand, k); err != nil {
+		if last = readiness.SecondaryJoined(s.Cfg.Paths.RuntimeDir, s.hugeDirIfUsed(), prefix, pid); last == nil {
+			if err := readiness.ReadyCommand(context.Background(), s.Cfg.ReadyCommand, k); err != nil {
 				return err
 			}
 			ng.workers = append(ng.workers, pid)

@@ -17,13 +17,17 @@ import (
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/contexts"
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/facts"
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/metrics"
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/readiness"
 	"github.com/kube-fstack/kube-fstack/internal/fsutil"
 )
 
 // Supervisor runs one pod's F-Stack.
 type Supervisor struct {
 	Cfg   Config
-	Facts *FactSource
+	Facts *facts.FactSource
 	// Env is the children's environment.
 	Env []string
 	// Traffic reads ff_traffic counters; nil when the image has no ff_traffic.
@@ -31,12 +35,12 @@ type Supervisor struct {
 	// Now is the clock.
 	Now func() time.Time
 	// Contexts counts the shim's free contexts per instance; nil: made from Cfg.ShimContexts.
-	Contexts ContextSource
+	Contexts contexts.ContextSource
 
 	log            *lineLog
 	noHuge         bool
 	health         health
-	metrics        *metrics
+	metrics        *metrics.Metrics
 	ctxm           *contextMetrics
 	ctxmOnce       sync.Once
 	collectorsOnce sync.Once
@@ -51,12 +55,12 @@ type Supervisor struct {
 }
 
 // New makes a supervisor that logs (its own lines and its children's) to out.
-func New(cfg Config, facts *FactSource, out io.Writer) *Supervisor {
-	s := &Supervisor{Cfg: cfg, Facts: facts, Env: os.Environ(), Now: time.Now,
-		log: &lineLog{out: out}, metrics: newMetrics(), app: newAppProbing(cfg.AppProbes),
+func New(cfg Config, fs *facts.FactSource, out io.Writer) *Supervisor {
+	s := &Supervisor{Cfg: cfg, Facts: fs, Env: os.Environ(), Now: time.Now,
+		log: &lineLog{out: out}, metrics: metrics.New(), app: newAppProbing(cfg.AppProbes),
 		httpLimits: defaultHTTPLimits}
-	if facts != nil && facts.Logf == nil {
-		facts.Logf = s.logf
+	if fs != nil && fs.Logf == nil {
+		fs.Logf = s.logf
 	}
 	return s
 }
@@ -99,7 +103,7 @@ func (s *Supervisor) Run(stop <-chan struct{}) error {
 	if err != nil {
 		return err
 	}
-	s.metrics.setGeneration(gen)
+	s.metrics.SetGeneration(gen)
 	prefix := FilePrefix(res.EAL[0])
 	s.registerCollectors(prefix, len(res.EAL))
 	s.logf("generation %d: %d F-Stack processes, lcore_mask %s, DPDK file prefix %s", gen, len(res.EAL), res.LcoreMask, prefix)
@@ -142,14 +146,14 @@ func (s *Supervisor) Run(stop <-chan struct{}) error {
 		return err
 	}
 	elapsed := s.Now().Sub(begin)
-	s.metrics.timeToReady.Set(elapsed.Seconds())
+	s.metrics.TimeToReady.Set(elapsed.Seconds())
 	s.logf("ready: generation %d, %d processes in %s", gen, len(procs), elapsed.Round(time.Millisecond))
 	return s.watch(procs, prefix, exited, stop, cw.restarts())
 }
 
 // prepare loads the spec, gathers the facts, renders and writes config.ini.
 func (s *Supervisor) prepare() (*render.Result, error) {
-	spec, err := LoadSpec(s.Cfg.Paths.SpecFile)
+	spec, err := facts.LoadSpec(s.Cfg.Paths.SpecFile)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +172,7 @@ func (s *Supervisor) prepare() (*render.Result, error) {
 			}
 		}
 	}
-	s.metrics.expect(len(res.EAL))
+	s.metrics.Expect(len(res.EAL))
 	s.noHuge = res.Spec.DPDK.NoHuge
 	if err := fsutil.WriteAtomic(s.Cfg.Paths.ConfigFile, res.Config, 0o644); err != nil {
 		return nil, fmt.Errorf("write config.ini: %w", err)
@@ -206,9 +210,9 @@ func (s *Supervisor) placeShimFirst(res *render.Result) error {
 // restart an app asked for.
 func (s *Supervisor) registerCollectors(prefix string, procs int) {
 	s.collectorsOnce.Do(func() {
-		s.metrics.reg.MustRegister(newNICCollector(telemetry.SocketPath(s.Cfg.Paths.RuntimeDir, prefix)))
+		s.metrics.Reg.MustRegister(metrics.NewNICCollector(telemetry.SocketPath(s.Cfg.Paths.RuntimeDir, prefix)))
 		if s.Traffic != nil {
-			s.metrics.reg.MustRegister(newTrafficCollector(s.Traffic, procs))
+			s.metrics.Reg.MustRegister(metrics.NewTrafficCollector(s.Traffic, procs))
 		}
 	})
 }
@@ -243,7 +247,7 @@ func (s *Supervisor) childEnv() []string {
 func (s *Supervisor) startAll(res *render.Result, prefix string, exited chan<- *child, stop <-chan struct{}) ([]*child, error) {
 	var procs []*child
 	if l := &s.Cfg.Launch; l.ProgramMode && l.PCIStandin != nil {
-		l.PCIStandin.plan(res.EAL[0], s.logf)
+		l.PCIStandin.Plan(res.EAL[0], s.logf)
 	}
 	for k := range res.EAL {
 		argv, err := s.Cfg.Launch.Argv(res, s.Cfg.Paths.ConfigFile, k)
@@ -256,11 +260,11 @@ func (s *Supervisor) startAll(res *render.Result, prefix string, exited chan<- *
 			return procs, err
 		}
 		procs = append(procs, c)
-		s.metrics.starts.WithLabelValues(fmt.Sprint(k)).Inc()
+		s.metrics.Starts.WithLabelValues(fmt.Sprint(k)).Inc()
 		if err := waitUntil(s.readyWhat(k), c, s.Cfg.Timing, stop, s.readyCheck(prefix, portIDs(res), c)); err != nil {
 			return procs, err
 		}
-		s.metrics.processUp(k)
+		s.metrics.ProcessUp(k)
 		s.logf("process %d is up", k)
 	}
 	return procs, nil
@@ -278,15 +282,15 @@ func (s *Supervisor) readyCheck(prefix string, ports []int, c *child) func() err
 	return func() error {
 		var err error
 		if c.id == 0 {
-			err = primaryState(rd, prefix)
+			err = readiness.PrimaryState(rd, prefix)
 			if sock := telemetry.SocketPath(rd, prefix); err == nil && (exists(sock) || len(s.Cfg.ReadyTelemetry) > 0) {
-				err = telemetryAnswers(rd, prefix, ports, s.Cfg.ReadyTelemetry)
+				err = readiness.TelemetryAnswers(rd, prefix, ports, s.Cfg.ReadyTelemetry)
 			}
 		} else {
-			err = secondaryJoined(rd, s.hugeDirIfUsed(), prefix, c.cmd.Process.Pid)
+			err = readiness.SecondaryJoined(rd, s.hugeDirIfUsed(), prefix, c.cmd.Process.Pid)
 		}
 		if err == nil {
-			err = readyCommand(context.Background(), s.Cfg.ReadyCommand, c.id)
+			err = readiness.ReadyCommand(context.Background(), s.Cfg.ReadyCommand, c.id)
 		}
 		return err
 	}
@@ -369,7 +373,7 @@ func (s *Supervisor) shutdown(procs []*child, prefix string) {
 	slices.Reverse(order)
 	stopAll(order, s.Cfg.Timing.Grace)
 	s.nginx.killGroup() // workers a killed master left behind
-	s.metrics.allDown()
+	s.metrics.AllDown()
 	files, _ := filepath.Glob(filepath.Join(s.Cfg.Paths.HugePagesDir, prefix+"map_*"))
 	for _, f := range files {
 		_ = os.Remove(f)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/readiness"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
@@ -158,7 +159,7 @@ func TestStaleRuntimeConfigIsNotReady(t *testing.T) {
 	rd := t.TempDir()
 	mustDo(t, os.MkdirAll(filepath.Join(rd, "rte"), 0o755))
 	mustDo(t, os.WriteFile(filepath.Join(rd, "rte", "config"), []byte{0xee, 0x6b, 0x2e, 0x01}, 0o600)) // RTE magic, little-endian
-	err := primaryState(rd, "rte")
+	err := readiness.PrimaryState(rd, "rte")
 	if err == nil || !strings.Contains(err.Error(), "no process holds its lock") {
 		t.Fatalf("got %v", err)
 	}
