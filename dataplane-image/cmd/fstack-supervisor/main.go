@@ -24,6 +24,7 @@ import (
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/contexts"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/facts"
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
@@ -79,6 +80,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.ffTraffic, "ff-traffic", "/usr/local/bin/ff_traffic", "ff_traffic for per-process metrics (skipped when absent)")
 	fs.StringVar(&o.cfg.ProbeAgent, "probe-agent", podcontract.ProbeAgent, "the probe agent that performs the app probes of "+podcontract.EnvAppProbes+" through F-Stack")
 	fs.StringVar(&o.listen, "listen", ":"+strconv.Itoa(podcontract.SupervisorPort), "address of /readyz, /healthz and /metrics")
+	o.cfg.Logging.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -108,6 +110,9 @@ func parseFlags(args []string) (*options, error) {
 
 func (o *options) validate() error {
 	l, rd := &o.cfg.Launch, o.cfg.Paths.RuntimeDir
+	if err := o.cfg.Logging.Check(); err != nil {
+		return err
+	}
 	if err := validateNative(l); err != nil {
 		return err
 	}
@@ -147,13 +152,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "fstack-supervisor:", err)
 		os.Exit(2)
 	}
-	s := supervisor.New(o.cfg, facts.OSFactSource(o.cfg.Paths), os.Stdout)
+	// The log goes to stderr, as every kube-fstack binary's (docs/logging.md).
+	s := supervisor.New(o.cfg, facts.OSFactSource(o.cfg.Paths), os.Stderr)
 	if _, err := os.Stat(o.ffTraffic); err == nil {
 		s.Traffic = &fftraffic.Reader{Binary: o.ffTraffic, Timeout: 3 * time.Second}
 	}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "fstack-supervisor: listen:", err)
+		s.Logger().Error("cannot listen", "addr", o.listen, logging.KeyErr, err)
 		os.Exit(1)
 	}
 	go func() { _ = s.Serve(ln) }()
@@ -167,7 +173,7 @@ func main() {
 			continue // a new generation with fresh shim zones; the apps restart with it
 		}
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "fstack-supervisor:", err)
+			s.Logger().Error("stopped", logging.KeyErr, err)
 			os.Exit(1)
 		}
 		return

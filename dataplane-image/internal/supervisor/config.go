@@ -16,6 +16,7 @@ import (
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/facts"
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/nginxconf"
 )
 
@@ -94,4 +95,6 @@ type Config struct {
 	// appear (contexts.ContextsStandin): F-Stack creates its zones only after ff_init returns, after
 	// the port is up, and the stand-in must show the same gap.
 	StandinContextsDelay time.Duration
+	// Logging chooses the log's format and level (--log-format, --log-level).
+	Logging logging.Options
 }

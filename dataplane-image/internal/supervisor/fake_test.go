@@ -12,8 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/readiness"
 	"golang.org/x/sys/unix"
+
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/readiness"
 )
 
 // The unit tier cannot run F-Stack or DPDK, so the processes are this test binary re-executed

@@ -30,7 +30,7 @@ func (s *Supervisor) awaitOldSecondaries(prefix string, stop <-chan struct{}) er
 		return nil
 	}
 	begin := time.Now()
-	s.logf("waiting for the previous generation's DPDK secondaries to exit (their launchers stop them now that the generation moved): %s", describeHolders(held, "/proc"))
+	s.log.Info("waiting for the previous generation's DPDK secondaries to exit (their launchers stop them now that the generation moved)", "holders", describeHolders(held, "/proc"))
 	s.health.set("waiting for the previous generation's DPDK secondaries to exit")
 	bound := s.Cfg.Timing.SecondariesTimeout
 	if bound <= 0 {
@@ -51,7 +51,7 @@ func (s *Supervisor) awaitOldSecondaries(prefix string, stop <-chan struct{}) er
 			held = heldRuntimeFiles(dir)
 		}
 	}
-	s.logf("the previous generation's secondaries are gone after %s", time.Since(begin).Round(time.Millisecond))
+	s.log.Info("the previous generation's secondaries are gone", "elapsed", time.Since(begin).Round(time.Millisecond).String())
 	return nil
 }
 

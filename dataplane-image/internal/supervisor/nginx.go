@@ -14,6 +14,7 @@ import (
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/readiness"
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/nginxconf"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 )
@@ -75,7 +76,7 @@ func (s *Supervisor) prepareNginx(res *render.Result) ([]string, error) {
 		return nil, fmt.Errorf("F-Stack's Nginx cannot run this stack with %s:\n  %s", conf, strings.Join(plan.Refusals, "\n  "))
 	}
 	for _, f := range plan.FixUps {
-		s.logf("nginx: set %s", f)
+		s.log.Info("nginx: set " + f)
 	}
 	return cmd.WithGlobals(strings.Join(plan.Globals, " ")), nil
 }
@@ -104,7 +105,7 @@ func (s *Supervisor) startNginx(res *render.Result, prefix string, exited chan<-
 	if err != nil {
 		return nil, nil, err
 	}
-	s.logf("starting F-Stack's Nginx master: %s", strings.Join(argv, " "))
+	s.log.Info("starting F-Stack's Nginx master", "argv", strings.Join(argv, " "))
 	c, err := startChild(0, argv, s.childEnv(), s.log, exited)
 	if err != nil {
 		return nil, nil, err
@@ -139,7 +140,7 @@ func (s *Supervisor) startNginx(res *render.Result, prefix string, exited chan<-
 func (s *Supervisor) workerUp(k, pid int) {
 	s.metrics.Starts.WithLabelValues(fmt.Sprint(k)).Inc()
 	s.metrics.ProcessUp(k)
-	s.logf("process %d is up (nginx worker pid %d)", k, pid)
+	s.log.Info("process is up (an nginx worker)", logging.KeyProcess, k, logging.KeyPID, pid)
 }
 
 // nextWorker finds worker k: the earliest-forked child of the master not yet counted that has

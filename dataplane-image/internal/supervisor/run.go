@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,15 +14,15 @@ import (
 	"time"
 
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/fftraffic"
-	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/telemetry"
-	"github.com/kube-fstack/kube-fstack/internal/podcontract"
-	"github.com/kube-fstack/kube-fstack/internal/render"
-
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/contexts"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/facts"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/metrics"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/readiness"
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/telemetry"
 	"github.com/kube-fstack/kube-fstack/internal/fsutil"
+	"github.com/kube-fstack/kube-fstack/internal/logging"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/render"
 )
 
 // Supervisor runs one pod's F-Stack.
@@ -37,7 +38,7 @@ type Supervisor struct {
 	// Contexts counts the shim's free contexts per instance; nil: made from Cfg.ShimContexts.
 	Contexts contexts.ContextSource
 
-	log            *lineLog
+	log            *slog.Logger
 	noHuge         bool
 	health         health
 	metrics        *metrics.Metrics
@@ -54,20 +55,26 @@ type Supervisor struct {
 	nginx *nginxMaster
 }
 
-// New makes a supervisor that logs (its own lines and its children's) to out.
+// New makes a supervisor that logs (its own lines and its children's) to out, in the format
+// cfg.Logging chooses (text when it is not one: the caller checks it first), every line
+// naming the pod and its stack.
 func New(cfg Config, fs *facts.FactSource, out io.Writer) *Supervisor {
+	h, err := logging.NewHandler(out, cfg.Logging)
+	if err != nil {
+		h, _ = logging.NewHandler(out, logging.Options{})
+	}
+	log := slog.New(h).With(append([]any{logging.KeyComponent, logging.ComponentSupervisor}, podIdentity(cfg.Paths.PodInfoDir)...)...)
 	s := &Supervisor{Cfg: cfg, Facts: fs, Env: os.Environ(), Now: time.Now,
-		log: &lineLog{out: out}, metrics: metrics.New(), app: newAppProbing(cfg.AppProbes),
+		log: log, metrics: metrics.New(), app: newAppProbing(cfg.AppProbes),
 		httpLimits: defaultHTTPLimits}
 	if fs != nil && fs.Logf == nil {
-		fs.Logf = s.logf
+		fs.Logf = func(format string, args ...any) { s.log.Info(fmt.Sprintf(format, args...)) }
 	}
 	return s
 }
 
-func (s *Supervisor) logf(format string, args ...any) {
-	s.log.printf("[supervisor] "+format+"\n", args...)
-}
+// Logger is the supervisor's log, for its caller's own lines.
+func (s *Supervisor) Logger() *slog.Logger { return s.log }
 
 // Run renders the config and runs F-Stack until a process dies (an error naming it) or stop is
 // closed (nil after stopping every process). A setup problem is an error naming the fact.
@@ -106,11 +113,11 @@ func (s *Supervisor) Run(stop <-chan struct{}) error {
 	s.metrics.SetGeneration(gen)
 	prefix := FilePrefix(res.EAL[0])
 	s.registerCollectors(prefix, len(res.EAL))
-	s.logf("generation %d: %d F-Stack processes, lcore_mask %s, DPDK file prefix %s", gen, len(res.EAL), res.LcoreMask, prefix)
+	s.log.Info("new generation", logging.KeyGeneration, gen, "processes", len(res.EAL), "lcoreMask", res.LcoreMask, "filePrefix", prefix)
 
 	if err := s.awaitOldSecondaries(prefix, stop); err != nil {
 		if errors.Is(err, errStopped) {
-			s.logf("stopped while starting")
+			s.log.Info("stopped while starting", logging.KeyGeneration, gen)
 			return nil
 		}
 		s.health.set(err.Error())
@@ -140,14 +147,14 @@ func (s *Supervisor) Run(stop <-chan struct{}) error {
 		s.health.set(err.Error())
 		s.shutdown(procs, prefix)
 		if errors.Is(err, errStopped) {
-			s.logf("stopped while starting")
+			s.log.Info("stopped while starting", logging.KeyGeneration, gen)
 			return nil
 		}
 		return err
 	}
 	elapsed := s.Now().Sub(begin)
 	s.metrics.TimeToReady.Set(elapsed.Seconds())
-	s.logf("ready: generation %d, %d processes in %s", gen, len(procs), elapsed.Round(time.Millisecond))
+	s.log.Info("ready", logging.KeyGeneration, gen, "processes", len(procs), "elapsed", elapsed.Round(time.Millisecond).String())
 	return s.watch(procs, prefix, exited, stop, cw.restarts())
 }
 
@@ -190,7 +197,7 @@ func (s *Supervisor) prepare() (*render.Result, error) {
 // container and no shim.
 func (s *Supervisor) placeShimFirst(res *render.Result) error {
 	if s.Cfg.Launch.Native != "" {
-		s.logf("native program (%s): %s; no shim to place", s.Cfg.Launch.Native, strings.Join(s.Cfg.Launch.NativeArgv, " "))
+		s.log.Info("native program: no shim to place", "mode", s.Cfg.Launch.Native, "argv", strings.Join(s.Cfg.Launch.NativeArgv, " "))
 		return nil
 	}
 	t0 := time.Now()
@@ -199,9 +206,9 @@ func (s *Supervisor) placeShimFirst(res *render.Result) error {
 		return err
 	}
 	// The copy is on every pod's start path: the log says what it costs.
-	s.logf("shim placed in %s in %s", s.Cfg.Paths.ShimDir, time.Since(t0).Round(time.Millisecond))
+	s.log.Info("shim placed", "dir", s.Cfg.Paths.ShimDir, "elapsed", time.Since(t0).Round(time.Millisecond).String())
 	if warning != "" {
-		s.logf("WARNING: %s", warning)
+		s.log.Warn(warning)
 	}
 	return nil
 }
@@ -247,14 +254,14 @@ func (s *Supervisor) childEnv() []string {
 func (s *Supervisor) startAll(res *render.Result, prefix string, exited chan<- *child, stop <-chan struct{}) ([]*child, error) {
 	var procs []*child
 	if l := &s.Cfg.Launch; l.ProgramMode && l.PCIStandin != nil {
-		l.PCIStandin.Plan(res.EAL[0], s.logf)
+		l.PCIStandin.Plan(res.EAL[0], func(format string, args ...any) { s.log.Warn(fmt.Sprintf(format, args...)) })
 	}
 	for k := range res.EAL {
 		argv, err := s.Cfg.Launch.Argv(res, s.Cfg.Paths.ConfigFile, k)
 		if err != nil {
 			return procs, err
 		}
-		s.logf("starting process %d: %s", k, strings.Join(argv, " "))
+		s.log.Info("starting process", logging.KeyProcess, k, "argv", strings.Join(argv, " "))
 		c, err := startChild(k, argv, s.childEnv(), s.log, exited)
 		if err != nil {
 			return procs, err
@@ -265,7 +272,7 @@ func (s *Supervisor) startAll(res *render.Result, prefix string, exited chan<- *
 			return procs, err
 		}
 		s.metrics.ProcessUp(k)
-		s.logf("process %d is up", k)
+		s.log.Info("process is up", logging.KeyProcess, k, logging.KeyPID, c.cmd.Process.Pid)
 	}
 	return procs, nil
 }
@@ -335,7 +342,7 @@ func (s *Supervisor) watch(procs []*child, prefix string, exited <-chan *child, 
 		s.health.ready.Store(false)
 		s.health.failed.Store(true)
 		s.health.set(msg)
-		s.logf("%s", msg)
+		s.log.Error(msg)
 		s.shutdown(procs, prefix)
 		return errors.New(msg)
 	case <-restart:
@@ -351,11 +358,11 @@ func (s *Supervisor) watch(procs []*child, prefix string, exited <-chan *child, 
 			msg += "; a dead primary strands every secondary, so the whole dataplane stops"
 		}
 		s.health.set(msg)
-		s.logf("%s", msg)
+		s.log.Error(msg, logging.KeyProcess, c.id, logging.KeyPID, c.cmd.Process.Pid)
 		s.shutdown(procs, prefix)
 		return errors.New(msg)
 	case <-stop:
-		s.logf("stopping: SIGTERM to the secondaries, then the primary; SIGKILL after %s", s.Cfg.Timing.Grace)
+		s.log.Info("stopping: SIGTERM to the secondaries, then the primary; SIGKILL after the grace", "grace", s.Cfg.Timing.Grace.String())
 		s.shutdown(procs, prefix)
 		return nil
 	}
@@ -367,7 +374,7 @@ func (s *Supervisor) shutdown(procs []*child, prefix string) {
 	s.health.ready.Store(false)
 	s.stopProbeAgent() // first: a shim client left behind spins on a stopped F-Stack
 	if err := removeReady(s.Cfg.Paths.ShimDir); err != nil {
-		s.logf("remove ready file: %v", err)
+		s.log.Error("cannot remove the ready file", logging.KeyErr, err)
 	}
 	order := slices.Clone(procs)
 	slices.Reverse(order)
@@ -379,6 +386,6 @@ func (s *Supervisor) shutdown(procs []*child, prefix string) {
 		_ = os.Remove(f)
 	}
 	for _, c := range procs {
-		s.logf("process %d: %s", c.id, c.status())
+		s.log.Info("process stopped", logging.KeyProcess, c.id, logging.KeyPID, c.cmd.Process.Pid, "status", c.status())
 	}
 }
