@@ -265,7 +265,9 @@ func (a *probeAgent) start() (*agentProc, error) {
 	go func() {
 		s := bufio.NewScanner(outR)
 		for s.Scan() {
-			log.Info(s.Text())
+			if strings.TrimSpace(s.Text()) != "" {
+				log.Info(s.Text())
+			}
 		}
 		outR.Close()
 	}()

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -32,7 +33,10 @@ func relayLines(log *slog.Logger, r io.Reader, attrs ...any) {
 	s := bufio.NewScanner(r)
 	s.Buffer(make([]byte, 64*1024), 1024*1024)
 	for s.Scan() {
-		log.Info(s.Text())
+		// A blank line says nothing, and a record with no message is noise to every reader.
+		if strings.TrimSpace(s.Text()) != "" {
+			log.Info(s.Text())
+		}
 	}
 }
 

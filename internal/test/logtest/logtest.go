@@ -5,6 +5,7 @@ package logtest
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -87,10 +88,13 @@ func Parse(out, format, component string) ([]Line, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, k := range []string{"time", "level", "msg"} {
+		for _, k := range []string{"time", "level"} {
 			if l[k] == "" {
 				return nil, fmt.Errorf("no %s in %q", k, s)
 			}
+		}
+		if _, ok := l["msg"]; !ok {
+			return nil, fmt.Errorf("no msg in %q", s)
 		}
 		if l[logging.KeyComponent] != component {
 			return nil, fmt.Errorf("%s=%q, want %q, in %q", logging.KeyComponent, l[logging.KeyComponent], component, s)
@@ -120,4 +124,41 @@ next:
 		return l, true
 	}
 	return nil, false
+}
+
+// Readable is out (a container's log: structured lines of a kube-fstack binary, in either
+// format, between whatever else the container's program wrote) as a person reads it: each
+// structured line becomes its msg, then ": " and its err when it has one, then its other keys
+// (not time, level, component) as key=value, sorted and unquoted; other lines stay as they are.
+// Tests look for what a message says in it, whatever the format.
+func Readable(out string) string {
+	var b strings.Builder
+	for _, s := range strings.SplitAfter(out, "\n") {
+		line := strings.TrimSuffix(s, "\n")
+		l, err := ParseText(line)
+		if err != nil || l["msg"] == "" || l[logging.KeyComponent] == "" {
+			if l, err = ParseJSON(line); err != nil || l["msg"] == "" || l[logging.KeyComponent] == "" {
+				b.WriteString(s)
+				continue
+			}
+		}
+		b.WriteString(l["msg"])
+		if e, ok := l[logging.KeyErr]; ok {
+			b.WriteString(": " + e)
+		}
+		keys := make([]string, 0, len(l))
+		for k := range l {
+			switch k {
+			case "time", "level", "msg", logging.KeyErr, logging.KeyComponent:
+			default:
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			b.WriteString(" " + k + "=" + l[k])
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
