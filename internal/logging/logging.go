@@ -38,7 +38,8 @@ const (
 	KeyIfname = "ifname"
 	// KeyGeneration is the dataplane generation: its starts in this pod.
 	KeyGeneration = "generation"
-	// KeyProgram names a program the supervisor runs besides F-Stack (the probe agent).
+	// KeyProgram names a program the supervisor runs that is not one F-Stack process (the probe
+	// agent, F-Stack's Nginx master).
 	KeyProgram = "program"
 	// KeyStream marks a line a child process wrote, relayed as it was: its value says which
 	// output ("output": stdout and stderr, in order).

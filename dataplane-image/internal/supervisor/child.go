@@ -41,7 +41,7 @@ func relayLines(log *slog.Logger, r io.Reader, attrs ...any) {
 }
 
 // startChild starts argv as process id; exited receives it once it has exited and its output
-// has been logged.
+// has been logged, each line to log (which says whose output it is) with the child's pid.
 func startChild(id int, argv, env []string, log *slog.Logger, exited chan<- *child) (*child, error) {
 	c := &child{id: id, done: make(chan struct{})}
 	c.cmd = exec.Command(argv[0], argv[1:]...)
@@ -73,7 +73,7 @@ func startChild(id int, argv, env []string, log *slog.Logger, exited chan<- *chi
 	pid := c.cmd.Process.Pid
 	go func() {
 		defer c.logs.Done()
-		relayLines(log, outR, logging.KeyProcess, id, logging.KeyPID, pid)
+		relayLines(log, outR, logging.KeyPID, pid)
 		outR.Close()
 	}()
 	go c.wait(exited)

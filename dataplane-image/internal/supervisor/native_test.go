@@ -123,8 +123,8 @@ func TestNativeNginxCountsTheMastersWorkers(t *testing.T) {
 	}{
 		{"process is up (an nginx worker)", []any{logging.KeyProcess, 0, logging.KeyPID, ""}},
 		{"process is up (an nginx worker)", []any{logging.KeyProcess, 1, logging.KeyPID, ""}},
-		{"fake primary pid", []any{logging.KeyProcess, 0, logging.KeyStream, "output"}},
-		{"fake secondary pid", []any{logging.KeyProcess, 0, logging.KeyStream, "output"}},
+		{"fake primary pid", []any{logging.KeyProgram, "nginx", logging.KeyStream, "output"}},
+		{"fake secondary pid", []any{logging.KeyProgram, "nginx", logging.KeyStream, "output"}},
 	} {
 		if !h.logged(w.msg, w.kv...) {
 			t.Errorf("the log lacks %q with %v:\n%s", w.msg, w.kv, log)

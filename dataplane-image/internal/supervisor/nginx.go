@@ -106,7 +106,8 @@ func (s *Supervisor) startNginx(res *render.Result, prefix string, exited chan<-
 		return nil, nil, err
 	}
 	s.log.Info("starting F-Stack's Nginx master", "argv", strings.Join(argv, " "))
-	c, err := startChild(0, argv, s.childEnv(), s.log, exited)
+	// The master's output is its workers' too (they inherit it): it is Nginx's, not process 0's.
+	c, err := startChild(0, argv, s.childEnv(), s.log.With(logging.KeyProgram, "nginx"), exited)
 	if err != nil {
 		return nil, nil, err
 	}
