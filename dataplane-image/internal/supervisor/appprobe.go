@@ -74,7 +74,7 @@ func (s *Supervisor) startProbeAgent(res *render.Result, procs []*child, stop <-
 		return nil
 	}
 	env, cpu, note := s.agentEnv(res)
-	s.log.Info("app probes performed by the probe agent through F-Stack", "probes", len(s.app.probes), logging.KeyProgram, s.Cfg.ProbeAgent, "cpu", cpu, "addr", appProbeAddr, "note", note)
+	s.log.Info("app probes performed by the probe agent through F-Stack", "probes", len(s.app.probes), logging.KeyProgram, probeAgentName, "binary", s.Cfg.ProbeAgent, "cpu", cpu, "addr", appProbeAddr, "note", note)
 	a := newProbeAgent(s.Cfg.ProbeAgent, env, s.log)
 	s.agentMetricsOnce.Do(func() {
 		s.agentMetrics = a.metrics

@@ -167,7 +167,7 @@ func TestAppProbesThroughTheAgent(t *testing.T) {
 		msg string
 		kv  []any
 	}{
-		{"app probes performed by the probe agent through F-Stack", []any{"probes", 9, logging.KeyProgram, agentBin, "cpu", 3}},
+		{"app probes performed by the probe agent through F-Stack", []any{"probes", 9, logging.KeyProgram, "fstack-probe-agent", "binary", agentBin, "cpu", 3}},
 		{"probe agent exited", []any{"status", "exit status 0", logging.KeyPID, ""}},
 		{"app probe: connect: Connection refused", []any{"path", "/app-probe/b/readiness"}},
 	} {
