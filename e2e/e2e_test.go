@@ -227,7 +227,7 @@ func TestEndToEnd(t *testing.T) {
 		checkNativeProgram("PerProcess", "--conf /etc/f-stack/config.ini --proc-type=primary --proc-id=0", "stand-in F-Stack program (not F-Stack)"))
 
 	step(t, "F-Stack's Nginx (spec.program Nginx, its stand-in) is the pod's dataplane: the supervisor sets worker_processes and fstack_conf, counts the worker; Ready, ping, metrics up",
-		checkNativeProgram("Nginx", `-g worker_processes 1; fstack_conf /etc/f-stack/config.ini; daemon off;`, "process 0 is up (nginx worker pid", "stand-in F-Stack's Nginx (not F-Stack): 1 workers"))
+		checkNativeProgram("Nginx", `-g worker_processes 1; fstack_conf /etc/f-stack/config.ini; daemon off;`, "process is up (an nginx worker)", "stand-in F-Stack's Nginx (not F-Stack): 1 workers"))
 
 	step(t, "the sample Nginx's httpGet readiness and tcpSocket liveness probes pass through the dataplane, though nothing answers on the pod IP; kubectl exec into it takes no shim context", func(t *testing.T) {
 		mustApply(t, nginxSample(t))

@@ -14,6 +14,7 @@ import (
 	"github.com/kube-fstack/kube-fstack/e2e/framework"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/test/logtest"
 )
 
 const nativeStack, nativeApp = "e2e-native", "e2e-native"
@@ -82,6 +83,7 @@ func checkNativeProgram(mode string, wantLog ...string) func(t *testing.T) {
 			}
 		}
 		logs, _ := env.Kubectl("logs", "-n", injectedNS, p.Name, "-c", podcontract.DataplaneContainer)
+		logs = logtest.Readable(logs)
 		for _, want := range wantLog {
 			if !strings.Contains(logs, want) {
 				t.Errorf("the dataplane's log lacks %q:\n%s", want, logs)

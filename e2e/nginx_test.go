@@ -17,6 +17,7 @@ import (
 	"github.com/kube-fstack/kube-fstack/e2e/framework"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/test/logtest"
 )
 
 // nginxWorkload is Debian's Nginx (localhost/nginx:1.22) injected with the shim, its
@@ -65,6 +66,7 @@ func checkNginxWorkersOnOwnCPUs(t *testing.T) {
 		seen = append(seen, c)
 	}
 	logs, _ := env.Kubectl("logs", "-n", injectedNS, p.Name, "-c", "nginx")
+	logs = logtest.Readable(logs)
 	if !strings.Contains(logs, "nginx: set worker_cpu_affinity for 1 workers on the container's CPUs "+appCPUs) {
 		t.Fatalf("the launcher did not log the affinity it set:\n%s", logs)
 	}
@@ -90,6 +92,7 @@ func checkMisconfiguredNginxRefused(t *testing.T) {
 				args = append(args, "--previous")
 			}
 			logs, _ = env.Kubectl(args...)
+			logs = logtest.Readable(logs)
 			if strings.Contains(logs, want) {
 				s := status(p, "nginx")
 				return s != nil && exitedWith(s, 78), framework.PodSummary(p), nil

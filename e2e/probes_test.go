@@ -19,6 +19,7 @@ import (
 	"github.com/kube-fstack/kube-fstack/e2e/framework"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/test/logtest"
 )
 
 // nginxSample is config/samples/local-cluster/nginx.yaml (Nginx with an httpGet readiness and a
@@ -134,7 +135,7 @@ func checkNoListenerOnPodIP(t *testing.T, p *corev1.Pod) {
 		t.Fatalf("the nginx container's log does not show the stand-in moving its listener (%v):\n%s", err, logs)
 	}
 	dpLogs, _ := env.Kubectl("logs", "-n", p.Namespace, p.Name, "-c", podcontract.DataplaneContainer)
-	if !strings.Contains(dpLogs, "probe agent: started") {
+	if !strings.Contains(logtest.Readable(dpLogs), "probe agent started") {
 		t.Fatalf("the dataplane log does not show the probe agent starting:\n%s", dpLogs)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/kube-fstack/kube-fstack/e2e/framework"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/render"
+	"github.com/kube-fstack/kube-fstack/internal/test/logtest"
 )
 
 // The SR-IOV path through the real kubelet. The SR-IOV device plugin cannot run here (no SR-IOV
@@ -158,6 +159,7 @@ func checkStandinSubstituted(t *testing.T, p *corev1.Pod, allocated []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	logs = logtest.Readable(logs)
 	for _, bdf := range allocated {
 		if !strings.Contains(logs, "stand-in: PCI "+bdf+" cannot be probed here (no such device") {
 			t.Fatalf("the dataplane's log does not say that %s was replaced:\n%s", bdf, logs)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kube-fstack/kube-fstack/e2e/framework"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/test/logtest"
 	"github.com/kube-fstack/kube-fstack/internal/test/nodetest"
 )
 
@@ -56,6 +57,7 @@ func checkKilledWorkerRecovers(t *testing.T) {
 		t.Fatalf("%v\nnginx log:\n%s", err, logs)
 	}
 	prev, _ := env.Kubectl("logs", "-n", p.Namespace, p.Name, "-c", "nginx", "--previous")
+	prev = logtest.Readable(prev)
 	for _, want := range []string{"dies with SIGSEGV at once", "workers up for", "it cannot serve; stopping it, then exiting 70"} {
 		if !strings.Contains(prev, want) {
 			t.Fatalf("the previous nginx container's log lacks %q:\n%s", want, prev)

@@ -17,6 +17,7 @@ func (p *plan) addShim(c *corev1.Container) {
 	c.Command = append([]string{launcherPath, "--"}, c.Command...)
 	env := append([]corev1.EnvVar{}, p.shimEnv...)
 	env = append(env, corev1.EnvVar{Name: podcontract.EnvContainerName, Value: c.Name})
+	env = append(env, p.cfg.logEnv()...)
 	c.Env = append(c.Env, env...)
 	c.VolumeMounts = append(c.VolumeMounts, appMounts(c.Name)...)
 	shimSeccomp(c, p.pod.Spec.SecurityContext)

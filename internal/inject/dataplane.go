@@ -32,12 +32,12 @@ func (p *plan) dataplaneContainer() corev1.Container {
 		Image:           image,
 		ImagePullPolicy: p.cfg.ImagePullPolicy,
 		RestartPolicy:   ptr(corev1.ContainerRestartPolicyAlways),
-		Env: []corev1.EnvVar{
+		Env: append([]corev1.EnvVar{
 			fieldEnv(podcontract.EnvPodUID, "metadata.uid"),
 			fieldEnv(podcontract.EnvPodName, "metadata.name"),
 			fieldEnv(podcontract.EnvPodNamespace, "metadata.namespace"),
 			fieldEnv(podcontract.EnvNodeIPs, "status.hostIPs"),
-		},
+		}, p.cfg.logEnv()...),
 		Ports: []corev1.ContainerPort{{Name: podcontract.MetricsPortName, ContainerPort: podcontract.SupervisorPort, Protocol: corev1.ProtocolTCP}},
 		Resources: corev1.ResourceRequirements{
 			Limits: limits, Requests: limits.DeepCopy(),

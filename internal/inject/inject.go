@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
@@ -34,6 +35,22 @@ type Config struct {
 	// NodeAffinity adds the required node affinity on the node agent's labels (affinity.go);
 	// off where no node agent publishes them.
 	NodeAffinity bool
+	// Logging is the log format and level of the supervisor and the launchers, passed to them
+	// as logging.EnvFormat and logging.EnvLevel (the operator's own, by default).
+	Logging logging.Options
+}
+
+// logEnv passes the log's format and level to a container the injection makes or changes; the
+// defaults (text, info) need no variable.
+func (c *Config) logEnv() []corev1.EnvVar {
+	var env []corev1.EnvVar
+	if f := c.Logging.Format; f != "" && f != logging.FormatText {
+		env = append(env, corev1.EnvVar{Name: logging.EnvFormat, Value: f})
+	}
+	if l := c.Logging.Level; l != "" && l != "info" {
+		env = append(env, corev1.EnvVar{Name: logging.EnvLevel, Value: l})
+	}
+	return env
 }
 
 // DefaultConfig is what the operator and the CLI use unless told otherwise.

@@ -136,3 +136,14 @@ queues (spec.ports[].device.vhostUser), which the pod's DPDK opens and OVS follo
 {{- end }}
 {{- end }}
 {{- end }}
+
+{{/*
+The CNI plugin's log settings (logFormat, logLevel) as a JSON object: only what differs from
+its defaults (text, info), so a network config says nothing it need not.
+*/}}
+{{- define "kube-fstack.cniLogConfig" -}}
+{{- $log := dict }}
+{{- if ne .Values.logging.format "text" }}{{ $_ := set $log "logFormat" .Values.logging.format }}{{ end }}
+{{- if ne .Values.logging.level "info" }}{{ $_ := set $log "logLevel" .Values.logging.level }}{{ end }}
+{{- toJson $log }}
+{{- end }}

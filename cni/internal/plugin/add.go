@@ -8,6 +8,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/ovsdb"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
@@ -23,9 +24,10 @@ func (p *Plugin) Add(args *skel.CmdArgs) error {
 	defer c.closer()
 	a, err := c.addAttachment(args)
 	if err != nil {
-		return c.logResult(err, "container", args.ContainerID, "ifname", args.IfName)
+		return c.logResult(err, logging.KeyContainerID, args.ContainerID, logging.KeyIfname, args.IfName)
 	}
-	c.log = c.log.With("container", a.ContainerID, "ifname", a.IfName, "port", a.PortName, "pod", a.Pod.Namespace+"/"+a.Pod.Name)
+	c.log = c.log.With(logging.KeyContainerID, a.ContainerID, logging.KeyIfname, a.IfName, logging.KeyPort, a.PortName,
+		logging.KeyNamespace, a.Pod.Namespace, logging.KeyPod, a.Pod.Name)
 	if c.skipped(a) {
 		return types.PrintResult(c.conf.PrevResult, c.conf.CNIVersion)
 	}
@@ -169,7 +171,7 @@ func (p *Plugin) ipamAdd(c *command, a *attachment, stdin []byte, undo *[]func()
 func (c *command) rollback(undo []func() error) {
 	for i := len(undo) - 1; i >= 0; i-- {
 		if err := undo[i](); err != nil {
-			c.log.Error("rollback step failed; DEL or GC will finish it", "err", err)
+			c.log.Error("rollback step failed; DEL or GC will finish it", logging.KeyErr, err)
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
+
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
@@ -19,7 +21,7 @@ func (p *Plugin) Check(args *skel.CmdArgs) error {
 	}
 	defer c.closer()
 	a := newAttachment(c.conf, args, parseCNIArgs(args.Args))
-	c.log = c.log.With("container", a.ContainerID, "ifname", a.IfName, "port", a.PortName)
+	c.log = c.log.With(logging.KeyContainerID, a.ContainerID, logging.KeyIfname, a.IfName, logging.KeyPort, a.PortName)
 	if a.PodDir != "" && c.skipped(a) {
 		return c.logResult(nil)
 	}

@@ -11,6 +11,7 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/cni/pkg/version"
 
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
@@ -46,11 +47,15 @@ type NetConf struct {
 	KubeletRootDir string `json:"kubeletRootDir,omitempty"`
 	// SkipUnprepared, in a chained conflist (which runs for every pod of the node), passes the
 	// previous result through for a pod without the emptyDir instead of failing its ADD.
-	SkipUnprepared bool          `json:"skipUnprepared,omitempty"`
-	MTU            int           `json:"mtu,omitempty"`
-	MAC            string        `json:"mac,omitempty"`
-	LogFile        string        `json:"logFile,omitempty"`
-	RuntimeConfig  runtimeConfig `json:"runtimeConfig,omitzero"`
+	SkipUnprepared bool   `json:"skipUnprepared,omitempty"`
+	MTU            int    `json:"mtu,omitempty"`
+	MAC            string `json:"mac,omitempty"`
+	LogFile        string `json:"logFile,omitempty"`
+	// LogFormat and LogLevel are the log's format (text or json) and level, as every
+	// kube-fstack binary's --log-format and --log-level (internal/logging).
+	LogFormat     string        `json:"logFormat,omitempty"`
+	LogLevel      string        `json:"logLevel,omitempty"`
+	RuntimeConfig runtimeConfig `json:"runtimeConfig,omitzero"`
 
 	// RetiredQueues and RetiredQueueSize are keys fstack-cni no longer takes (retiredKeys): kept
 	// only to refuse an ADD that sets them. Decoding matches them as it matched the old fields,
@@ -166,6 +171,11 @@ func (c *NetConf) validate() error {
 		return fmt.Errorf("mtu is %d, want 68..9702", c.MTU)
 	case strings.ContainsAny(c.Bridge, " \t\n\"") || c.Bridge == "":
 		return fmt.Errorf("bridge %q is not a valid OVS bridge name", c.Bridge)
+	case c.LogFormat != "" && c.LogFormat != logging.FormatText && c.LogFormat != logging.FormatJSON:
+		return fmt.Errorf("logFormat is %q, want %s or %s", c.LogFormat, logging.FormatText, logging.FormatJSON)
+	}
+	if _, err := logging.ParseLevel(c.LogLevel); err != nil {
+		return fmt.Errorf("logLevel is %q, want debug, info, warn or error", c.LogLevel)
 	}
 	for _, m := range []string{c.MAC, c.RuntimeConfig.MAC} {
 		if _, err := parseUnicastMAC(m); m != "" && err != nil {

@@ -5,6 +5,8 @@ import (
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 )
 
 // Del removes the port, the files and the IPAM lease. Whatever is already gone is success: the
@@ -21,7 +23,7 @@ func (p *Plugin) Del(args *skel.CmdArgs) error {
 		pod.UID = "" // DEL never fails on its arguments; the port tells where the files are
 	}
 	a := newAttachment(c.conf, args, pod)
-	c.log = c.log.With("container", a.ContainerID, "ifname", a.IfName, "port", a.PortName)
+	c.log = c.log.With(logging.KeyContainerID, a.ContainerID, logging.KeyIfname, a.IfName, logging.KeyPort, a.PortName)
 	return c.logResult(p.del(c, a, args.StdinData))
 }
 
@@ -31,7 +33,7 @@ func (p *Plugin) del(c *command, a *attachment, stdin []byte) error {
 	if port != nil && port.Socket != "" {
 		a.setPodDirOfPort(c.conf, port.Socket)
 		if a.podDirErr != nil {
-			c.log.Error("pod directory left alone", "socket", port.Socket, "err", a.podDirErr)
+			c.log.Error("pod directory left alone", "socket", port.Socket, logging.KeyErr, a.podDirErr)
 		}
 	}
 	errs := []error{removeFiles(a)}
@@ -55,7 +57,7 @@ func (p *Plugin) del(c *command, a *attachment, stdin []byte) error {
 func (c *command) unguard(port string) {
 	g := &guard{OVSDB: c.conf.OVSDBSocket, Bridge: c.conf.Bridge, Port: port}
 	if err := c.flows.Unguard(c.ctx, g); err != nil {
-		c.log.Error("anti-spoofing rules left on the bridge", "port", port, "err", err)
+		c.log.Error("anti-spoofing rules left on the bridge", logging.KeyPort, port, logging.KeyErr, err)
 	}
 }
 
@@ -64,7 +66,7 @@ func (c *command) unguard(port string) {
 func (p *Plugin) ipamDel(c *command, a *attachment, stdin []byte) error {
 	ctx := c.ctx
 	if lock, err := lockIPAM(c.conf.SocketRoot, a.PortName); err != nil {
-		c.log.Error("releasing the lease without the IPAM lock", "err", err)
+		c.log.Error("releasing the lease without the IPAM lock", logging.KeyErr, err)
 	} else {
 		defer lock.Close()
 		ctx = inheritLock(ctx, lock)

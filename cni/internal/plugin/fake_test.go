@@ -282,6 +282,17 @@ func (n *node) add() (*current.Result, *attachment, error) {
 	return res, a, err
 }
 
+// logFile is the plugin's log file in the node's config.
+func (n *node) logFile() string {
+	var conf struct {
+		LogFile string `json:"logFile"`
+	}
+	if err := json.Unmarshal(n.stdin, &conf); err != nil {
+		n.t.Fatal(err)
+	}
+	return conf.LogFile
+}
+
 // volume is pod u1's emptyDir VhostVolume in the stand-in kubelet root.
 func (n *node) volume() string {
 	return filepath.Join(n.kubelet, "pods", "u1", "volumes", "kubernetes.io~empty-dir", "fstack-vhost")

@@ -9,6 +9,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/kube-fstack/kube-fstack/internal/fsutil"
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
@@ -45,7 +46,7 @@ func (c *command) gcPorts(valid map[string]bool) error {
 		if valid[cid+"/"+ifname] {
 			continue
 		}
-		c.log.Info("collecting port", "port", port.Name, "container", cid, "ifname", ifname)
+		c.log.Info("collecting port", logging.KeyPort, port.Name, logging.KeyContainerID, cid, logging.KeyIfname, ifname)
 		errs = append(errs, c.ovs.deletePort(c.ctx, port.Name))
 		c.unguard(port.Name)
 		if port.Socket != "" {
@@ -65,7 +66,7 @@ func (c *command) gcPortFiles(socket, cid, ifname string) error {
 		err = a.podDirErr
 	}
 	if err != nil {
-		c.log.Error("port files left alone", "socket", socket, "err", err)
+		c.log.Error("port files left alone", "socket", socket, logging.KeyErr, err)
 		return nil
 	}
 	return removeFiles(a)
@@ -152,13 +153,13 @@ func (c *command) gcFile(pd *fsutil.Dir, file, podDir string, valid map[string]b
 	}
 	at := info.Attachment
 	if err := validAttachment(at, file, podDir); err != nil {
-		c.log.Error("device info left alone: not one the plugin wrote", "file", pd.Join(file), "err", err)
+		c.log.Error("device info left alone: not one the plugin wrote", "file", pd.Join(file), logging.KeyErr, err)
 		return nil
 	}
 	if valid[at.ContainerID+"/"+at.IfName] {
 		return nil
 	}
-	c.log.Info("collecting files", "dir", pd.Path(), "container", at.ContainerID, "ifname", at.IfName)
+	c.log.Info("collecting files", "dir", pd.Path(), logging.KeyContainerID, at.ContainerID, logging.KeyIfname, at.IfName)
 	a := newAttachment(c.conf, &skel.CmdArgs{ContainerID: at.ContainerID, IfName: at.IfName}, podArgs{})
 	a.setPodDir(c.conf, podDir)
 	return removeFiles(a)

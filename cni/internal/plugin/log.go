@@ -7,29 +7,29 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 )
 
-// newLogger writes one JSON object per line (log/slog's JSON handler): time in UTC, level,
-// msg, then the key/value pairs of With and of the call.
-func newLogger(w io.Writer) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{ReplaceAttr: utcTime}))
-}
-
-func utcTime(groups []string, a slog.Attr) slog.Attr {
-	if a.Key == slog.TimeKey && len(groups) == 0 {
-		a.Value = slog.TimeValue(a.Value.Time().UTC())
+// newLogger writes kube-fstack's log lines (internal/logging): time in UTC, level, msg,
+// component, then the key/value pairs of With and of the call, as key=value text or, with
+// logFormat json, one JSON object a line. The config's values are checked before (validate).
+func newLogger(w io.Writer, o logging.Options) *slog.Logger {
+	l, err := logging.New(w, logging.ComponentCNI, o)
+	if err != nil {
+		l, _ = logging.New(w, logging.ComponentCNI, logging.Options{})
 	}
-	return a
+	return l
 }
 
 // openLog appends to the configured file; stdout is never used, it carries the result.
-func (p *Plugin) openLog(path string) (*slog.Logger, func()) {
+func (p *Plugin) openLog(path string, o logging.Options) (*slog.Logger, func()) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
 		if f, err := openLogFile(path, p.maxLogSize()); err == nil {
-			return newLogger(f), func() { _ = f.Close() }
+			return newLogger(f, o), func() { _ = f.Close() }
 		}
 	}
-	return newLogger(p.Stderr), func() {}
+	return newLogger(p.Stderr, o), func() {}
 }
 
 func (p *Plugin) maxLogSize() int64 {

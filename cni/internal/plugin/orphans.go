@@ -3,6 +3,7 @@ package plugin
 import (
 	"errors"
 
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/ovsdb"
 )
 
@@ -46,7 +47,7 @@ func (c *command) removeOrphanPorts(a *attachment) error {
 			errs = append(errs, errors.New("OVS port "+p.Name+" of another owner uses socket "+a.Socket))
 			continue
 		}
-		c.log.Info("removing a port left on this socket", "orphan", p.Name, "container", p.IDs[idContainerID])
+		c.log.Info("removing a port left on this socket", "orphan", p.Name, logging.KeyContainerID, p.IDs[idContainerID])
 		errs = append(errs, c.ovs.deletePort(c.ctx, p.Name))
 	}
 	return errors.Join(errs...)

@@ -14,6 +14,8 @@ import (
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 )
 
 // Plugin runs the CNI commands. Its fields are the dependencies tests replace.
@@ -67,7 +69,7 @@ func (p *Plugin) start(stdin []byte, verb string) (*command, error) {
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), p.Timeout)
-	logger, closeLog := p.openLog(conf.LogFile)
+	logger, closeLog := p.openLog(conf.LogFile, logging.Options{Format: conf.LogFormat, Level: conf.LogLevel})
 	cmd := &command{ctx: ctx, conf: conf, ovs: &ovs{path: conf.OVSDBSocket}, flows: p.Flows,
 		log: logger.With("cmd", verb, "network", conf.Name)}
 	cmd.closer = func() { cmd.ovs.close(); cancel(); closeLog() }
@@ -77,7 +79,7 @@ func (p *Plugin) start(stdin []byte, verb string) (*command, error) {
 // logResult records how a command ended and returns err unchanged.
 func (c *command) logResult(err error, attrs ...any) error {
 	if err != nil {
-		c.log.Error("failed", append(attrs, "err", err)...)
+		c.log.Error("failed", append(attrs, logging.KeyErr, err)...)
 	} else {
 		c.log.Info("done", attrs...)
 	}

@@ -13,7 +13,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/test/logtest"
 	"github.com/kube-fstack/kube-fstack/internal/test/nodetest"
 )
 
@@ -92,7 +94,11 @@ func TestAddWarnsWhenOVSIgnoresTxSteering(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		warned := strings.Contains(string(log), `"level":"WARN","msg":"OVS `+version+` ignores other_config:tx-steering=hash`)
+		lines, err := logtest.Parse(string(log), logging.FormatText, logging.ComponentCNI)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, warned := logtest.Find(lines, "OVS "+version+" ignores other_config:tx-steering=hash", map[string]string{"level": "WARN"})
 		if warned != warns || !warns && strings.Contains(string(log), "WARN") || steering != "hash" {
 			t.Errorf("OVS %s: warned %v, want %v; steering %q:\n%s", version, warned, warns, steering, log)
 		}

@@ -2,20 +2,36 @@
 // dataplane-image/internal/launcher). The injection makes it the command of every app container
 // that uses the shim: `fstack-launcher -- <original command>`. The dataplane image carries it and
 // the supervisor copies it into the shim volume; built static, since it runs in app images it
-// knows nothing about.
+// knows nothing about. Its own flags, --log-format and --log-level (or their variables, which
+// the injection sets), come before the "--".
 package main
 
 import (
 	"context"
+	"flag"
+	"fmt"
 	"os"
 
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/launcher"
 )
 
 func main() {
-	args := os.Args[1:]
-	if len(args) > 0 && args[0] == "--" {
-		args = args[1:]
+	l := launcher.New()
+	args, err := parseArgs(l, os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fstack-launcher:", err)
+		os.Exit(launcher.ExitConfig)
 	}
-	os.Exit(launcher.New().Run(context.Background(), args))
+	os.Exit(l.Run(context.Background(), args))
+}
+
+// parseArgs reads the launcher's own flags and returns the app's command: what follows "--",
+// or the first argument that is not a flag.
+func parseArgs(l *launcher.Launcher, args []string) ([]string, error) {
+	fs := flag.NewFlagSet("fstack-launcher", flag.ContinueOnError)
+	l.Logging.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	return fs.Args(), l.Logging.Check()
 }

@@ -22,6 +22,9 @@ import (
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/fftraffic"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor"
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/contexts"
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/facts"
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
@@ -42,7 +45,7 @@ type options struct {
 }
 
 func parseFlags(args []string) (*options, error) {
-	o := &options{cfg: supervisor.Config{Paths: supervisor.DefaultPaths()}}
+	o := &options{cfg: supervisor.Config{Paths: facts.DefaultPaths()}}
 	p, l, t := &o.cfg.Paths, &o.cfg.Launch, &o.cfg.Timing
 	fs := flag.NewFlagSet("fstack-supervisor", flag.ContinueOnError)
 	fs.StringVar(&p.PodInfoDir, "podinfo-dir", p.PodInfoDir, "downward-API volume; the spec is its file \"spec\"")
@@ -71,12 +74,13 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.readyCmd, "ready-command", "", "command (space-separated, {proc} expands) that must succeed for a process to be ready, e.g. \"/usr/local/bin/ff_traffic -p {proc} -s\"")
 	fs.Var((*listFlag)(&o.cfg.ReadyTelemetry), "ready-telemetry", "telemetry check the primary must pass before secondaries start: \"command\" (non-empty reply) or \"command~text\" (repeat), e.g. /mempool/list~mb_pool_0 for testpmd")
 	fs.BoolVar(&o.cfg.RequireShim, "require-shim", true, "fail when the image has no libff_syscall.so for the spec's shim mode")
-	fs.StringVar(&o.cfg.ShimContexts, "shim-contexts", supervisor.ContextsZone, "where the shim's free contexts are counted: zone (F-Stack's ff_socket_ops_zone_<k> memzones, through telemetry and the primary's memory), standin (the stand-in shim's slot files), off")
+	fs.StringVar(&o.cfg.ShimContexts, "shim-contexts", contexts.ContextsZone, "where the shim's free contexts are counted: zone (F-Stack's ff_socket_ops_zone_<k> memzones, through telemetry and the primary's memory), standin (the stand-in shim's slot files), off")
 	fs.DurationVar(&o.cfg.ContextsInterval, "contexts-interval", 100*time.Millisecond, "how often the shim contexts are read and published to <shim-dir>/contexts")
 	fs.DurationVar(&o.cfg.StandinContextsDelay, "standin-contexts-delay", time.Second, "with --shim-contexts=standin: how long after a generation's start its slot files appear (F-Stack creates its zones only after ff_init returns, after the port is up)")
 	fs.StringVar(&o.ffTraffic, "ff-traffic", "/usr/local/bin/ff_traffic", "ff_traffic for per-process metrics (skipped when absent)")
 	fs.StringVar(&o.cfg.ProbeAgent, "probe-agent", podcontract.ProbeAgent, "the probe agent that performs the app probes of "+podcontract.EnvAppProbes+" through F-Stack")
 	fs.StringVar(&o.listen, "listen", ":"+strconv.Itoa(podcontract.SupervisorPort), "address of /readyz, /healthz and /metrics")
+	o.cfg.Logging.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -99,13 +103,16 @@ func parseFlags(args []string) (*options, error) {
 		o.cfg.ReadyCommand = strings.Fields(o.readyCmd)
 	}
 	if o.standinPCI != "" {
-		l.PCIStandin = &supervisor.PCIStandin{Driver: o.standinPCI, SysfsDevices: "/sys/bus/pci/devices"}
+		l.PCIStandin = &facts.PCIStandin{Driver: o.standinPCI, SysfsDevices: "/sys/bus/pci/devices"}
 	}
 	return o, o.validate()
 }
 
 func (o *options) validate() error {
 	l, rd := &o.cfg.Launch, o.cfg.Paths.RuntimeDir
+	if err := o.cfg.Logging.Check(); err != nil {
+		return err
+	}
 	if err := validateNative(l); err != nil {
 		return err
 	}
@@ -145,13 +152,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "fstack-supervisor:", err)
 		os.Exit(2)
 	}
-	s := supervisor.New(o.cfg, supervisor.OSFactSource(o.cfg.Paths), os.Stdout)
+	// The log goes to stderr, as every kube-fstack binary's (docs/logging.md).
+	s := supervisor.New(o.cfg, facts.OSFactSource(o.cfg.Paths), os.Stderr)
 	if _, err := os.Stat(o.ffTraffic); err == nil {
 		s.Traffic = &fftraffic.Reader{Binary: o.ffTraffic, Timeout: 3 * time.Second}
 	}
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "fstack-supervisor: listen:", err)
+		s.Logger().Error("cannot listen", "addr", o.listen, logging.KeyErr, err)
 		os.Exit(1)
 	}
 	go func() { _ = s.Serve(ln) }()
@@ -165,7 +173,7 @@ func main() {
 			continue // a new generation with fresh shim zones; the apps restart with it
 		}
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "fstack-supervisor:", err)
+			s.Logger().Error("stopped", logging.KeyErr, err)
 			os.Exit(1)
 		}
 		return
@@ -173,7 +181,7 @@ func main() {
 }
 
 // waitPlaced is the dataplane's postStart hook: it returns 0 once the launcher is in the shim
-// volume, so the kubelet starts the app containers only then (see supervisor.WaitPlaced).
+// volume, so the kubelet starts the app containers only then (see facts.WaitPlaced).
 func waitPlaced(args []string) int {
 	fs := flag.NewFlagSet("fstack-supervisor wait-placed", flag.ContinueOnError)
 	shimDir := fs.String("shim-dir", podcontract.ShimDir, "volume shared with the app containers")
@@ -185,7 +193,7 @@ func waitPlaced(args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	if err := supervisor.WaitPlaced(ctx, *shimDir, *poll, supervisor.StartedzReason(*addr)); err != nil {
+	if err := facts.WaitPlaced(ctx, *shimDir, *poll, facts.StartedzReason(*addr)); err != nil {
 		fmt.Fprintln(os.Stderr, "fstack-supervisor wait-placed:", err)
 		return 1
 	}

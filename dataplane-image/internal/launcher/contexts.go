@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/shimctx"
 )
@@ -37,15 +38,15 @@ func (l *Launcher) ensureContexts(ctx context.Context, gen string, need []int) (
 		}
 		switch {
 		case st == nil:
-			l.logf("the dataplane publishes no shim context counts (%s/%s): starting without checking them", l.ShimDir, shimctx.StateFile)
+			l.log().Info("the dataplane publishes no shim context counts: starting without checking them", "file", l.ShimDir+"/"+shimctx.StateFile)
 			return gen, nil
 		case st.Error != "":
-			l.logf("WARNING: the dataplane cannot count the shim contexts (%s): starting without checking them", st.Error)
+			l.log().Warn("the dataplane cannot count the shim contexts: starting without checking them", logging.KeyErr, st.Error)
 			return gen, nil
 		}
 		short := st.Short(need)
 		if len(short) == 0 {
-			l.logf("shim contexts: %s free, this app needs %v (%s)", freeList(st), need, st.Source)
+			l.log().Info("shim contexts", "free", freeList(st), "need", fmt.Sprint(need), "source", st.Source, logging.KeyGeneration, gen)
 			return gen, nil
 		}
 		for k, n := range need {
@@ -56,7 +57,7 @@ func (l *Launcher) ensureContexts(ctx context.Context, gen string, need []int) (
 		if requested {
 			return "", fmt.Errorf("still too few shim contexts after asking the dataplane to restart (%v, generation %s): another app of the pod holds them", short, gen)
 		}
-		l.logf("too few free shim contexts for this app (%v; processes killed earlier never gave theirs back): asking the dataplane to restart rather than start on kernel sockets", short)
+		l.log().Warn("too few free shim contexts for this app (processes killed earlier never gave theirs back): asking the dataplane to restart rather than start on kernel sockets", "short", fmt.Sprint(short), logging.KeyGeneration, gen)
 		if gen, err = l.requestRestart(ctx, gen, need); err != nil {
 			return "", err
 		}
@@ -107,11 +108,11 @@ func (l *Launcher) requestRestart(ctx context.Context, gen string, need []int) (
 	for {
 		now := l.read(podcontract.GenerationFile)
 		if now != gen && now != "" && l.read(podcontract.ReadyFile) == now {
-			l.logf("the dataplane restarted (generation %s, was %s)", now, gen)
+			l.log().Info("the dataplane restarted", logging.KeyGeneration, now, "was", gen)
 			return now, nil
 		}
 		if r, err := shimctx.ReadDeclined(l.ShimDir, l.Container); err == nil && r.Generation == g && r.Asked == asked && now == gen {
-			l.logf("the dataplane declined the restart (its reading shows enough contexts): checking again")
+			l.log().Info("the dataplane declined the restart (its reading shows enough contexts): checking again", logging.KeyGeneration, gen)
 			return gen, nil
 		}
 		if time.Now().After(deadline) {

@@ -87,7 +87,7 @@ func TestStartsWhenEnoughContextsAreFree(t *testing.T) {
 	if code := l.Run(context.Background(), []string{"true"}); code != 0 {
 		t.Fatalf("exit code %d; log:\n%s", code, log)
 	}
-	if sup.restarts.Load() != 0 || !strings.Contains(log.String(), "shim contexts: [1/32] free, this app needs [1]") {
+	if sup.restarts.Load() != 0 || !hasLine(t, log.String(), "shim contexts", "free", "[1/32]", "need", "[1]") {
 		t.Fatalf("restarts %d; log:\n%s", sup.restarts.Load(), log)
 	}
 }
@@ -110,7 +110,7 @@ func TestAsksForADataplaneRestartWhenShort(t *testing.T) {
 	if _, err := os.Stat(out); err != nil {
 		t.Fatalf("the app did not run: %v", err)
 	}
-	if !strings.Contains(log.String(), "instance 0: 0 free, 1 needed") {
+	if !strings.Contains(readable(t, log.String()), "instance 0: 0 free, 1 needed") {
 		t.Errorf("the log does not say why:\n%s", log)
 	}
 }
@@ -128,7 +128,7 @@ func TestNeverStartsShortOfContexts(t *testing.T) {
 	if _, err := os.Stat(out); err == nil {
 		t.Fatal("the app ran although its instance had no free shim context")
 	}
-	if !strings.Contains(log.String(), "did not restart within") {
+	if !strings.Contains(readable(t, log.String()), "did not restart within") {
 		t.Errorf("log:\n%s", log)
 	}
 }
@@ -162,7 +162,7 @@ func TestADeclinedRequestIsCheckedAgain(t *testing.T) {
 	if code := l.Run(context.Background(), []string{"true"}); code != 0 {
 		t.Fatalf("exit code %d; log:\n%s", code, log)
 	}
-	if sup.declined.Load() != 1 || sup.restarts.Load() != 0 || !strings.Contains(log.String(), "the dataplane declined the restart") {
+	if sup.declined.Load() != 1 || sup.restarts.Load() != 0 || !strings.Contains(readable(t, log.String()), "the dataplane declined the restart") {
 		t.Fatalf("declined %d, restarts %d; log:\n%s", sup.declined.Load(), sup.restarts.Load(), log)
 	}
 }

@@ -27,15 +27,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/cpuaffinity"
 	"github.com/kube-fstack/kube-fstack/internal/fsutil"
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/nginxconf"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
@@ -65,7 +68,11 @@ type Launcher struct {
 	MovedGrace time.Duration
 	// CPUs returns the CPUs this process may run on.
 	CPUs func() ([]int, error)
-	Log  io.Writer
+	// Log receives the launcher's log (not the app's output), in the format Logging chooses.
+	Log     io.Writer
+	Logging logging.Options
+	logOnce sync.Once
+	logger  *slog.Logger
 	// Getenv reads the stack's process count (podcontract.EnvInstances; nil: os.Getenv).
 	Getenv func(string) string
 	// NginxBuild learns nginx's compiled-in paths (nil: run `nginx -V`).
@@ -91,24 +98,35 @@ func New() *Launcher {
 	}
 }
 
-func (l *Launcher) logf(format string, args ...any) {
-	fmt.Fprintf(l.Log, "fstack-launcher: "+format+"\n", args...)
+// log is the launcher's logger: every line names the component and the container.
+func (l *Launcher) log() *slog.Logger {
+	l.logOnce.Do(func() {
+		h, err := logging.NewHandler(l.Log, l.Logging)
+		if err != nil {
+			h, _ = logging.NewHandler(l.Log, logging.Options{})
+		}
+		l.logger = slog.New(h).With(logging.KeyComponent, logging.ComponentLauncher, logging.KeyContainer, l.Container)
+	})
+	return l.logger
 }
+
+// fail logs why the app does not start (err says what to do about it).
+func (l *Launcher) fail(err error) { l.log().Error("not starting the app", logging.KeyErr, err) }
 
 // Run starts argv and returns the exit code the container should end with.
 func (l *Launcher) Run(ctx context.Context, argv []string) int {
 	if len(argv) == 0 {
-		l.logf("no command to run: usage: fstack-launcher -- COMMAND [ARGS...]")
+		l.log().Error("no command to run: usage: fstack-launcher [--log-format=text|json] [--log-level=LEVEL] -- COMMAND [ARGS...]")
 		return 2
 	}
 	if err := l.checkStateDir(); err != nil {
-		l.logf("%v", err)
+		l.fail(err)
 		return ExitConfig
 	}
 	// The configuration first: a refusal must not wait for the dataplane.
 	a, err := l.prepareApp(ctx, argv)
 	if err != nil {
-		l.logf("%v", err)
+		l.fail(err)
 		return failureCode(err)
 	}
 	gen, err := l.waitReady(ctx)
@@ -121,11 +139,11 @@ func (l *Launcher) Run(ctx context.Context, argv []string) int {
 		gen, err = l.ensureContexts(ctx, gen, a.need)
 	}
 	if err != nil {
-		l.logf("%v", err)
+		l.fail(err)
 		return failureCode(err)
 	}
 	if err := l.record(gen); err != nil {
-		l.logf("%v", err)
+		l.fail(err)
 		return 1
 	}
 	return l.supervise(ctx, a, env, gen)
@@ -145,7 +163,7 @@ func (l *Launcher) waitReady(ctx context.Context) (string, error) {
 				l.WaitTimeout, l.ShimDir, podcontract.GenerationFile, gen, podcontract.ReadyFile, l.read(podcontract.ReadyFile), podcontract.DataplaneContainer)
 		}
 		if time.Now().After(nextLog) {
-			l.logf("waiting for the F-Stack dataplane to report ready (generation %q)", gen)
+			l.log().Info("waiting for the F-Stack dataplane to report ready", logging.KeyGeneration, gen)
 			nextLog = time.Now().Add(10 * time.Second)
 		}
 		select {
@@ -206,7 +224,7 @@ func (l *Launcher) environ(ctx context.Context, argv0 string) ([]string, error) 
 			cpus[0], podcontract.EnvShimInitialLcore, podcontract.MaxShimLcore, podcontract.MaxShimLcore)}
 	}
 	env := l.childEnv(os.Environ(), lib, n, cpus[0])
-	l.logf("%s (CPU %d, the first of this container's cpuset)", cpuaffinity.InitialLcoreEnv(cpus[0]), cpus[0])
+	l.log().Info(cpuaffinity.InitialLcoreEnv(cpus[0])+" (the first CPU of this container's cpuset)", "cpu", cpus[0])
 	if lib != "" {
 		if err := l.proveShimLoads(ctx, argv0, env, lib); err != nil {
 			return nil, err
@@ -245,7 +263,7 @@ func (l *Launcher) supervise(ctx context.Context, a *app, env []string, gen stri
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	l.appStarting()
 	if err := cmd.Start(); err != nil {
-		l.logf("start %s: %v", argv[0], err)
+		l.log().Error("cannot start the app", "argv0", argv[0], logging.KeyErr, err)
 		return 127
 	}
 	watch := l.appWatch(a)
@@ -262,7 +280,7 @@ func (l *Launcher) supervise(ctx context.Context, a *app, env []string, gen stri
 			return exitCode(cmd.ProcessState)
 		case s := <-sigs:
 			if a.nginx && (s == syscall.SIGTERM || s == syscall.SIGINT) {
-				l.logf("%s: stopping nginx (SIGQUIT, then SIGTERM after %s, then SIGKILL after %s more)", s, l.QuitGrace, l.TermGrace)
+				l.log().Info("stopping nginx: SIGQUIT, then SIGTERM after quitGrace, then SIGKILL after termGrace more", "signal", s.String(), logging.KeyPID, cmd.Process.Pid, "quitGrace", l.QuitGrace.String(), "termGrace", l.TermGrace.String())
 				l.stopNginx(cmd.Process.Pid, done)
 				return exitCode(cmd.ProcessState)
 			}
@@ -278,7 +296,7 @@ func (l *Launcher) supervise(ctx context.Context, a *app, env []string, gen stri
 			return exitCode(cmd.ProcessState)
 		case <-tick.C:
 			if now := l.read(podcontract.GenerationFile); now != gen {
-				l.logf("the dataplane restarted (generation %s, now %q): stopping the app so it restarts against the new dataplane", gen, now)
+				l.log().Info("the dataplane restarted: stopping the app so it restarts against the new dataplane", logging.KeyGeneration, gen, "now", now, logging.KeyPID, cmd.Process.Pid)
 				l.stopWithin(cmd, done, l.MovedGrace)
 				return ExitDataplaneRestarted
 			}

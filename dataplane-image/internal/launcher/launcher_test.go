@@ -80,7 +80,7 @@ func TestGivesUpWithAClearMessage(t *testing.T) {
 	if code := l.Run(context.Background(), []string{"true"}); code != 1 {
 		t.Fatalf("exit code %d, want 1", code)
 	}
-	if !strings.Contains(log.String(), "did not report ready") || !strings.Contains(log.String(), podcontract.DataplaneContainer) {
+	if !strings.Contains(readable(t, log.String()), "did not report ready") || !strings.Contains(readable(t, log.String()), podcontract.DataplaneContainer) {
 		t.Fatalf("log does not say what to look at:\n%s", log)
 	}
 }
@@ -97,7 +97,7 @@ func TestStopsTheAppWhenTheDataplaneRestarts(t *testing.T) {
 	if code != ExitDataplaneRestarted {
 		t.Fatalf("exit code %d, want %d; log:\n%s", code, ExitDataplaneRestarted, log)
 	}
-	if !strings.Contains(log.String(), "dataplane restarted") {
+	if !strings.Contains(readable(t, log.String()), "dataplane restarted") {
 		t.Fatalf("log does not say why:\n%s", log)
 	}
 }
@@ -117,7 +117,7 @@ func TestKillsAnAppThatIgnoresSIGTERM(t *testing.T) {
 
 func TestNoCommand(t *testing.T) {
 	l, _, log := newTest(t, 1)
-	if code := l.Run(context.Background(), nil); code != 2 || !strings.Contains(log.String(), "usage") {
+	if code := l.Run(context.Background(), nil); code != 2 || !strings.Contains(readable(t, log.String()), "usage") {
 		t.Fatalf("exit code %d, log %q", code, log)
 	}
 }
@@ -160,7 +160,7 @@ func TestAFIFOAsTheGenerationDoesNotBlock(t *testing.T) {
 	go func() { done <- l.Run(context.Background(), []string{"true"}) }()
 	select {
 	case code := <-done:
-		if code != 1 || !strings.Contains(log.String(), "did not report ready") {
+		if code != 1 || !strings.Contains(readable(t, log.String()), "did not report ready") {
 			t.Fatalf("exit %d; log:\n%s", code, log)
 		}
 	case <-time.After(30 * time.Second):
@@ -173,7 +173,7 @@ func TestAFIFOAsTheGenerationDoesNotBlock(t *testing.T) {
 func TestRefusesWithoutItsStateDir(t *testing.T) {
 	l, dir, log := newTest(t, 0)
 	l.StateDir = filepath.Join(dir, "missing")
-	if code := l.Run(context.Background(), []string{"true"}); code != ExitConfig || !strings.Contains(log.String(), "has no "+podcontract.AppStateVolume+" volume at "+l.StateDir) {
+	if code := l.Run(context.Background(), []string{"true"}); code != ExitConfig || !strings.Contains(readable(t, log.String()), "has no "+podcontract.AppStateVolume+" volume at "+l.StateDir) {
 		t.Fatalf("exit %d; log:\n%s", code, log)
 	}
 	if _, err := os.Stat(l.StateDir); err == nil {

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/nginxconf"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
@@ -58,16 +59,16 @@ func (l *Launcher) prepareApp(ctx context.Context, argv []string) (*app, error) 
 		return a, err
 	}
 	for _, w := range p.Plan.Warnings {
-		l.logf("nginx: WARNING: %s", w)
+		l.log().Warn("nginx: " + w)
 	}
 	if len(p.Plan.Refusals) > 0 {
 		return nil, &configError{conf: p.ConfFile, refusals: p.Plan.Refusals}
 	}
 	for _, f := range p.Plan.FixUps {
-		l.logf("nginx: set %s", f)
+		l.log().Info("nginx: set " + f)
 	}
 	if len(p.Plan.Globals) > 0 {
-		l.logf("nginx: running %q", p.Argv)
+		l.log().Info("nginx: running", "argv", fmt.Sprintf("%q", p.Argv))
 	}
 	a.argv, a.nginx, a.workers = p.Argv, true, p.Plan.Workers
 	// The master and worker i (on instance (FF_PROC_ID+i) mod N) each hold a context.
@@ -109,15 +110,15 @@ func (l *Launcher) stopNginx(pid int, done <-chan struct{}) {
 	}{{syscall.SIGQUIT, l.QuitGrace}, {syscall.SIGTERM, l.TermGrace}} {
 		_ = syscall.Kill(pid, step.sig)
 		if l.waitGroupGone(pid, done, step.bound) {
-			l.logf("nginx stopped after %s in %s", step.sig, time.Since(begin).Round(time.Millisecond))
+			l.log().Info("nginx stopped", "signal", step.sig.String(), logging.KeyPID, pid, "elapsed", time.Since(begin).Round(time.Millisecond).String())
 			return
 		}
-		l.logf("nginx still running %s after %s", step.bound, step.sig)
+		l.log().Warn("nginx still running", "after", step.bound.String(), "signal", step.sig.String(), logging.KeyPID, pid)
 	}
 	left := groupMembers(pid)
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	<-done
-	l.logf("nginx needed SIGKILL: %d processes killed (pids %v); each held a shim context that is now lost until the dataplane restarts", len(left), left)
+	l.log().Warn("nginx needed SIGKILL: each process killed held a shim context that is now lost until the dataplane restarts", "killed", len(left), "pids", fmt.Sprint(left))
 }
 
 // waitGroupGone waits until the master has exited and no process of its group is left (workers

@@ -54,7 +54,7 @@ func (l *Launcher) instances() (int, error) {
 func (l *Launcher) shimLibrary() string {
 	lib := filepath.Join(l.ShimDir, podcontract.ShimLibrary)
 	if fi, err := os.Stat(lib); err != nil || !fi.Mode().IsRegular() {
-		l.logf("WARNING: no shim library at %s: the app runs on kernel sockets", lib)
+		l.log().Warn("no shim library: the app runs on kernel sockets", "path", lib)
 		return ""
 	}
 	return lib
@@ -94,7 +94,7 @@ func (l *Launcher) withShim(preload, lib string) string {
 	for _, p := range preloadList(preload) {
 		if filepath.Base(p) == podcontract.ShimLibrary {
 			if p != lib {
-				l.logf("WARNING: %s already names %s: kept, and %s not added", podcontract.EnvPreload, p, lib)
+				l.log().Warn(podcontract.EnvPreload+" already names another copy of the shim: kept, and this pod's not added", "preloaded", p, "shim", lib)
 			}
 			return preload
 		}

@@ -112,7 +112,7 @@ func TestABadProcessCountIsRefused(t *testing.T) {
 	for _, v := range []string{"two", "0", "65", "-1"} {
 		l, _, log := newTest(t, 1)
 		l.Getenv = func(k string) string { return map[string]string{podcontract.EnvInstances: v}[k] }
-		if code := l.Run(context.Background(), []string{"true"}); code != ExitConfig || !strings.Contains(log.String(), podcontract.EnvInstances+`="`+v+`" is not a number of F-Stack processes`) {
+		if code := l.Run(context.Background(), []string{"true"}); code != ExitConfig || !strings.Contains(readable(t, log.String()), podcontract.EnvInstances+`="`+v+`" is not a number of F-Stack processes`) {
 			t.Errorf("%s=%s: exit %d; log:\n%s", podcontract.EnvInstances, v, code, log)
 		}
 	}

@@ -48,7 +48,7 @@ func (l *Launcher) proveShimLoads(ctx context.Context, argv0 string, env []strin
 		return err
 	}
 	if prog == "" {
-		l.logf("WARNING: cannot check that the shim loads with %s: %s", path, why)
+		l.log().Warn("cannot check that the shim loads with the app: "+why, "path", path)
 		return nil
 	}
 	withShim, err := traceLoad(ctx, prog, traceEnv(env, ""))
@@ -58,13 +58,13 @@ func (l *Launcher) proveShimLoads(ctx context.Context, argv0 string, env []strin
 	withShim.errors = slices.DeleteFunc(withShim.errors, func(e string) bool {
 		// A preload of the app's own the loader skips costs the app nothing the shim causes.
 		if strings.Contains(e, "cannot be preloaded") && !strings.Contains(e, "'"+lib+"'") {
-			l.logf("WARNING: %s", e)
+			l.log().Warn(e)
 			return true
 		}
 		return false
 	})
 	if len(withShim.missing) == 0 && len(withShim.errors) == 0 {
-		l.logf("the shim loads with %s: %s", prog, shimSources(lib, withShim.resolved))
+		l.log().Info("the shim loads with "+prog, "libraries", shimSources(lib, withShim.resolved))
 		return nil
 	}
 	// Without the shim (the app's own preloads kept), what is still missing is the app's.

@@ -148,9 +148,9 @@ func TestShimLoadsWithItsLibrariesFromTheShimVolume(t *testing.T) {
 	if code, ran := runApp(t, l, b.app); code != 0 || !ran {
 		t.Fatalf("exit %d, ran %v; log:\n%s", code, ran, log)
 	}
-	want := "the shim loads with " + b.app + ": " + filepath.Join(l.ShimDir, podcontract.ShimLibrary) +
+	want := "the shim loads with " + b.app + " libraries=" + filepath.Join(l.ShimDir, podcontract.ShimLibrary) +
 		" with libdep.so.1 from " + filepath.Join(l.ShimDir, podcontract.ShimLibDir)
-	if !strings.Contains(log.String(), want) {
+	if !strings.Contains(readable(t, log.String()), want) {
 		t.Fatalf("the log does not say %q:\n%s", want, log)
 	}
 }
@@ -205,7 +205,7 @@ func TestRefusals(t *testing.T) {
 				t.Fatalf("exit %d (want %d), app ran %v; log:\n%s", code, ExitConfig, ran, log)
 			}
 			for _, w := range c.want {
-				if !strings.Contains(log.String(), w) {
+				if !strings.Contains(readable(t, log.String()), w) {
 					t.Errorf("the log lacks %q:\n%s", w, log)
 				}
 			}
@@ -221,7 +221,7 @@ func TestMissingFromTheShimsLibDirBlamesTheDataplaneImage(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(l.ShimDir, podcontract.ShimLibDir), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if code, _ := runApp(t, l, b.app); code != ExitConfig || !strings.Contains(log.String(), "the dataplane image is incomplete") {
+	if code, _ := runApp(t, l, b.app); code != ExitConfig || !strings.Contains(readable(t, log.String()), "the dataplane image is incomplete") {
 		t.Fatalf("exit %d; log:\n%s", code, log)
 	}
 }
@@ -241,7 +241,7 @@ func TestAppsOwnMissingLibraryIsNamedAsTheApps(t *testing.T) {
 		t.Fatalf("exit %d; log:\n%s", code, log)
 	}
 	for _, w := range []string{"this image lacks libappdep.so.1, which " + needs + " itself needs", "this image lacks libdep.so.1, which F-Stack's shim needs"} {
-		if !strings.Contains(log.String(), w) {
+		if !strings.Contains(readable(t, log.String()), w) {
 			t.Errorf("the log lacks %q:\n%s", w, log)
 		}
 	}
@@ -252,7 +252,7 @@ func TestScriptsAndBrokenShims(t *testing.T) {
 	b := build(t)
 	l, _, log := newTest(t, 0)
 	placeShim(t, l, b, b.dep)
-	if code := l.Run(context.Background(), []string{b.script}); code != 0 || !strings.Contains(log.String(), "the shim loads with /bin/sh") {
+	if code := l.Run(context.Background(), []string{b.script}); code != 0 || !strings.Contains(readable(t, log.String()), "the shim loads with /bin/sh") {
 		t.Fatalf("script: exit %d; log:\n%s", code, log)
 	}
 	bash, err := exec.LookPath("bash")
@@ -270,14 +270,14 @@ func TestScriptsAndBrokenShims(t *testing.T) {
 		if err := os.Chmod(path, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if l.Run(context.Background(), []string{path}); !strings.Contains(log.String(), want) {
+		if l.Run(context.Background(), []string{path}); !strings.Contains(readable(t, log.String()), want) {
 			t.Errorf("%q: the log lacks %q:\n%s", script, want, log)
 		}
 	}
 	l, _, log = newTest(t, 0)
 	placeShim(t, l, b, b.dep)
 	write(t, l.ShimDir, podcontract.ShimLibrary, "not a library")
-	if code, ran := runApp(t, l, b.app); code != ExitConfig || ran || !strings.Contains(log.String(), "cannot be preloaded") {
+	if code, ran := runApp(t, l, b.app); code != ExitConfig || ran || !strings.Contains(readable(t, log.String()), "cannot be preloaded") {
 		t.Fatalf("broken shim: exit %d, ran %v; log:\n%s", code, ran, log)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
@@ -135,21 +136,21 @@ func (l *Launcher) appWatch(a *app) *workerWatch {
 	if children == nil {
 		children = childrenOf
 	}
-	l.logf("watching nginx's %d workers: fewer up (each for %s) for longer than %s stops the app", a.workers, l.MinWorkerAge, l.WorkerSettle)
+	l.log().Info("watching nginx's workers: fewer up (each for minAge) for longer than settle stops the app", "workers", a.workers, "minAge", l.MinWorkerAge.String(), "settle", l.WorkerSettle.String())
 	return newWorkerWatch("nginx", a.workers, l.MinWorkerAge, l.WorkerSettle, children)
 }
 
 // appStarting clears what a previous run of this container said about its app.
 func (l *Launcher) appStarting() {
 	if err := podcontract.ClearAppBroken(l.StateDir); err != nil {
-		l.logf("WARNING: cannot clear %s/%s (the app probes fail while it is there): %v", l.StateDir, podcontract.AppBrokenFile, err)
+		l.log().Warn("cannot clear the app-broken marker (the app probes fail while it is there)", "file", l.StateDir+"/"+podcontract.AppBrokenFile, logging.KeyErr, err)
 	}
 }
 
 // appBroken marks the app broken, so its probes fail, and says what happens next.
 func (l *Launcher) appBroken(why string) {
-	l.logf("%s; stopping it, then exiting %d so the kubelet restarts this container (its restart count and back-off show a loop)", why, ExitAppBroken)
+	l.log().Error(fmt.Sprintf("%s; stopping it, then exiting %d so the kubelet restarts this container (its restart count and back-off show a loop)", why, ExitAppBroken))
 	if err := podcontract.WriteAppBroken(l.StateDir, why); err != nil {
-		l.logf("WARNING: cannot mark the app broken for its probes: %v", err)
+		l.log().Warn("cannot mark the app broken for its probes", logging.KeyErr, err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 )
 
 // probeAgent runs fstack-probe-agent (dataplane-image/probe-agent) and asks it one request at a
@@ -26,7 +29,7 @@ import (
 type probeAgent struct {
 	binary    string
 	env       []string
-	log       *lineLog
+	log       *slog.Logger
 	maxStarts int
 	// stuckAfter is how long an agent may stay silent, its late reply and the liveness ping
 	// sent after it unanswered, before it counts as stuck (a shim call spinning on a dead
@@ -61,13 +64,12 @@ type agentProc struct {
 // own timeout leaves for the answer.
 const replySlack = agentMargin / 2
 
-func newProbeAgent(binary string, env []string, log *lineLog) *probeAgent {
-	return &probeAgent{binary: binary, env: env, log: log, maxStarts: 5, stuckAfter: 10 * time.Second,
-		metrics: newAgentMetrics(), exhausted: func(string) {}, turn: make(chan struct{}, 1)}
-}
+// probeAgentName is the probe agent as logging.KeyProgram names it.
+const probeAgentName = "fstack-probe-agent"
 
-func (a *probeAgent) logf(format string, args ...any) {
-	a.log.printf("[supervisor] probe agent: "+format+"\n", args...)
+func newProbeAgent(binary string, env []string, log *slog.Logger) *probeAgent {
+	return &probeAgent{binary: binary, env: env, log: log.With(logging.KeyProgram, probeAgentName), maxStarts: 5, stuckAfter: 10 * time.Second,
+		metrics: newAgentMetrics(), exhausted: func(string) {}, turn: make(chan struct{}, 1)}
 }
 
 // ask sends the request req builds for the time left until deadline and returns the agent's
@@ -126,7 +128,7 @@ func (a *probeAgent) settle(p *agentProc, deadline time.Time) error {
 			p.owed--
 		case <-time.After(time.Until(deadline)):
 			if silent := time.Since(p.late); silent > a.stuckAfter {
-				a.logf("pid %d has answered neither a late probe nor its liveness ping for %s: killing it (a shim call may be stuck on a dead F-Stack process; its shim context is lost)", p.cmd.Process.Pid, silent.Round(time.Second))
+				a.log.Warn("probe agent has answered neither a late probe nor its liveness ping: killing it (a shim call may be stuck on a dead F-Stack process; its shim context is lost)", logging.KeyPID, p.cmd.Process.Pid, "silent", silent.Round(time.Second).String())
 				a.metrics.kills.Inc()
 				a.kill(p)
 				return errors.New("the probe agent stopped answering, even its liveness ping, and was killed; the next probe starts another")
@@ -167,7 +169,7 @@ func (a *probeAgent) outOfStarts() error {
 	msg := fmt.Sprintf("the probe agent was started %d times in this generation and did not keep running, so every app probe fails; each start that did not end cleanly leaked a shim context: the dataplane must restart (see this container's log)", a.starts)
 	if !a.toldOut {
 		a.toldOut = true
-		a.logf("%s", msg)
+		a.log.Error(msg)
 		a.metrics.exhausted.Set(1)
 		a.exhausted(msg)
 	}
@@ -204,9 +206,9 @@ func (a *probeAgent) awaitReady(p *agentProc, deadline time.Time, abort <-chan s
 		return fmt.Errorf("the probe agent attached but did not answer its first ping: %w", err)
 	}
 	p.ready = true
-	a.logf("started (pid %d), its sockets are %s sockets", p.cmd.Process.Pid, strings.TrimPrefix(line, "ready "))
+	a.log.Info("probe agent started", logging.KeyPID, p.cmd.Process.Pid, "sockets", strings.TrimPrefix(line, "ready "))
 	if line != "ready fstack" {
-		a.logf("WARNING: its sockets are not F-Stack's (the shim did not attach, or this image's shim is a stand-in): it reaches only kernel listeners")
+		a.log.Warn("the probe agent's sockets are not F-Stack's (the shim did not attach, or this image's shim is a stand-in): it reaches only kernel listeners", logging.KeyPID, p.cmd.Process.Pid)
 	}
 	return nil
 }
@@ -259,10 +261,13 @@ func (a *probeAgent) start() (*agentProc, error) {
 		return nil, fmt.Errorf("start the probe agent %s: %w", a.binary, err)
 	}
 	p := &agentProc{cmd: cmd, in: in, lines: make(chan string, 4), done: make(chan struct{})}
+	log := a.log.With(logging.KeyStream, "output", logging.KeyPID, cmd.Process.Pid)
 	go func() {
 		s := bufio.NewScanner(outR)
 		for s.Scan() {
-			a.log.printf("[probe-agent] %s\n", s.Text())
+			if strings.TrimSpace(s.Text()) != "" {
+				log.Info(s.Text())
+			}
 		}
 		outR.Close()
 	}()
@@ -276,7 +281,7 @@ func (a *probeAgent) start() (*agentProc, error) {
 	}()
 	go func() {
 		err := cmd.Wait()
-		a.logf("pid %d exited: %v", cmd.Process.Pid, exitText(err))
+		a.log.Info("probe agent exited", logging.KeyPID, cmd.Process.Pid, "status", exitText(err))
 		close(p.done)
 	}()
 	return p, nil

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/facts"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
@@ -22,7 +23,7 @@ func TestAppProbesFailWhileTheLauncherSaysTheAppCannotServe(t *testing.T) {
 	mustDo(t, os.WriteFile(bin, []byte(fakeAgent), 0o755))
 	probes := `{"/app-probe/app/liveness":{"port":80,"timeoutSeconds":1},"/app-probe/app/readiness":{"port":80,"timeoutSeconds":1},` +
 		`"/app-probe/other/liveness":{"port":80,"timeoutSeconds":1}}`
-	s := New(Config{AppProbes: probes, Paths: Paths{ShimDir: t.TempDir(), AppStateDir: state}, NodeIPs: testNode}, nil, io.Discard)
+	s := New(Config{AppProbes: probes, Paths: facts.Paths{ShimDir: t.TempDir(), AppStateDir: state}, NodeIPs: testNode}, nil, io.Discard)
 	s.health.ready.Store(true)
 	s.app.agent.Store(newProbeAgent(bin, nil, s.log))
 	t.Cleanup(func() { s.app.agent.Load().stop(0) })

@@ -18,6 +18,7 @@ import (
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/cpuaffinity"
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 )
@@ -68,16 +69,16 @@ func ptrFalse() *bool { f := false; return &f }
 func (s *Supervisor) startProbeAgent(res *render.Result, procs []*child, stop <-chan struct{}) error {
 	if len(s.app.probes) == 0 {
 		if s.app.err != nil {
-			s.logf("app probes: %v; every app probe fails", s.app.err)
+			s.log.Error("app probes: every app probe fails", logging.KeyErr, s.app.err)
 		}
 		return nil
 	}
 	env, cpu, note := s.agentEnv(res)
-	s.logf("app probes: %d, performed by %s on CPU %d through F-Stack at %s (%s)", len(s.app.probes), s.Cfg.ProbeAgent, cpu, appProbeAddr, note)
+	s.log.Info("app probes performed by the probe agent through F-Stack", "probes", len(s.app.probes), logging.KeyProgram, probeAgentName, "binary", s.Cfg.ProbeAgent, "cpu", cpu, "addr", appProbeAddr, "note", note)
 	a := newProbeAgent(s.Cfg.ProbeAgent, env, s.log)
 	s.agentMetricsOnce.Do(func() {
 		s.agentMetrics = a.metrics
-		s.agentMetrics.register(s.metrics.reg)
+		s.agentMetrics.register(s.metrics.Reg)
 	})
 	a.metrics, a.exhausted = s.agentMetrics, s.agentOutOfStarts
 	a.metrics.exhausted.Set(0)
@@ -86,7 +87,7 @@ func (s *Supervisor) startProbeAgent(res *render.Result, procs []*child, stop <-
 	defer release()
 	_, err := a.running(s.Now().Add(s.Cfg.Timing.StartTimeout), abort)
 	for err != nil && !errors.Is(err, errStopped) && !errors.Is(err, errTimedOut) && a.startsLeft() {
-		s.logf("probe agent: %v; starting another", err)
+		s.log.Warn("probe agent: starting another", logging.KeyProgram, probeAgentName, logging.KeyErr, err)
 		_, err = a.running(s.Now().Add(s.Cfg.Timing.StartTimeout), abort)
 	}
 	if errors.Is(err, errStopped) {
@@ -224,7 +225,7 @@ func (a *appProbing) record(s *Supervisor, path string, passed bool, detail stri
 	a.failed[path] = !passed
 	a.mu.Unlock()
 	if !seen || was == passed {
-		s.logf("app probe %s: %s", path, detail)
+		s.log.Info("app probe: "+detail, "path", path, "passed", passed)
 	}
 }
 

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 	"github.com/kube-fstack/kube-fstack/internal/test/syncbuf"
@@ -152,13 +154,25 @@ func TestAppProbesThroughTheAgent(t *testing.T) {
 	if err := waitResult(t, done); err != nil {
 		t.Fatal(err)
 	}
-	logged := h.log.String()
-	if strings.Count(logged, "killing it") != 1 {
-		t.Errorf("want exactly one agent killed (the stuck one):\n%s", logged)
+	kills := 0
+	for _, l := range h.logLines() {
+		if strings.Contains(l["msg"], "killing it") && l[logging.KeyProgram] == "fstack-probe-agent" && l[logging.KeyPID] != "" {
+			kills++
+		}
 	}
-	for _, want := range []string{"app probes: 9, performed by " + agentBin + " on CPU 3", "exited: exit status 0", "app probe /app-probe/b/readiness: connect: Connection refused"} {
-		if !strings.Contains(logged, want) {
-			t.Errorf("log lacks %q:\n%s", want, logged)
+	if kills != 1 {
+		t.Errorf("want exactly one agent killed (the stuck one):\n%s", h.log)
+	}
+	for _, w := range []struct {
+		msg string
+		kv  []any
+	}{
+		{"app probes performed by the probe agent through F-Stack", []any{"probes", 9, logging.KeyProgram, "fstack-probe-agent", "binary", agentBin, "cpu", 3}},
+		{"probe agent exited", []any{"status", "exit status 0", logging.KeyPID, ""}},
+		{"app probe: connect: Connection refused", []any{"path", "/app-probe/b/readiness"}},
+	} {
+		if !h.logged(w.msg, w.kv...) {
+			t.Errorf("log lacks %q with %v:\n%s", w.msg, w.kv, h.log)
 		}
 	}
 	expect("/app-probe/app/liveness", http.StatusServiceUnavailable, "not ready")
@@ -182,7 +196,7 @@ func TestProbeAgentStartsAreBounded(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "agent")
 	mustDo(t, os.WriteFile(bin, []byte("#!/bin/sh\nexit 1\n"), 0o755))
 	log := &syncbuf.Buffer{}
-	a := newProbeAgent(bin, nil, &lineLog{out: log})
+	a := newProbeAgent(bin, nil, slog.New(slog.NewTextHandler(log, nil)))
 	var told []string
 	a.exhausted = func(msg string) { told = append(told, msg) }
 	req := func(time.Duration) []byte { return []byte("tcp 127.0.0.1 80 100\n") }

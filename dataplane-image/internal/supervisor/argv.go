@@ -66,7 +66,7 @@ func (l *Launch) eal(argv []string) ([]string, error) {
 		out = append(out, a)
 	}
 	if l.PCIStandin != nil {
-		out = l.PCIStandin.apply(out)
+		out = l.PCIStandin.Apply(out)
 	}
 	return out, nil
 }

@@ -4,11 +4,15 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 )
 
 // child is one running F-Stack process.
@@ -22,29 +26,23 @@ type child struct {
 	logs  sync.WaitGroup
 }
 
-// lineLog serialises the children's output, one prefixed line at a time.
-type lineLog struct {
-	mu  sync.Mutex
-	out io.Writer
-}
-
-func (l *lineLog) printf(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	fmt.Fprintf(l.out, format, args...)
-}
-
-func (l *lineLog) copyLines(id int, r io.Reader) {
+// relayLines logs each line a child writes as the message of one line of the supervisor's log,
+// with attrs saying whose it is and logging.KeyStream marking it as the child's own words.
+func relayLines(log *slog.Logger, r io.Reader, attrs ...any) {
+	log = log.With(append([]any{logging.KeyStream, "output"}, attrs...)...)
 	s := bufio.NewScanner(r)
 	s.Buffer(make([]byte, 64*1024), 1024*1024)
 	for s.Scan() {
-		l.printf("[proc %d] %s\n", id, s.Text())
+		// A blank line says nothing, and a record with no message is noise to every reader.
+		if strings.TrimSpace(s.Text()) != "" {
+			log.Info(s.Text())
+		}
 	}
 }
 
 // startChild starts argv as process id; exited receives it once it has exited and its output
-// has been logged.
-func startChild(id int, argv, env []string, log *lineLog, exited chan<- *child) (*child, error) {
+// has been logged, each line to log (which says whose output it is) with the child's pid.
+func startChild(id int, argv, env []string, log *slog.Logger, exited chan<- *child) (*child, error) {
 	c := &child{id: id, done: make(chan struct{})}
 	c.cmd = exec.Command(argv[0], argv[1:]...)
 	c.cmd.Env = env
@@ -72,7 +70,12 @@ func startChild(id int, argv, env []string, log *lineLog, exited chan<- *child) 
 	stdinR.Close()
 	outW.Close()
 	c.logs.Add(1)
-	go func() { defer c.logs.Done(); log.copyLines(id, outR); outR.Close() }()
+	pid := c.cmd.Process.Pid
+	go func() {
+		defer c.logs.Done()
+		relayLines(log, outR, logging.KeyPID, pid)
+		outR.Close()
+	}()
 	go c.wait(exited)
 	return c, nil
 }

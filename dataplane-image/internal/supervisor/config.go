@@ -2,67 +2,23 @@
 // the pod knows, renders config.ini with the shared renderer, starts F-Stack's processes in the
 // order DPDK multi-process needs (primary, readiness, secondaries), places the shim for the app
 // containers, reports readiness and metrics, and exits as soon as any process dies.
+//
+// It is the supervision core: the run loop, the processes (F-Stack, a native program or
+// F-Stack's Nginx), the shim placement, the app probes through the probe agent and the HTTP
+// endpoints. What it builds on lives beside it: facts (what only the pod knows: the spec
+// snapshot, CPUs, attachments, PCI, hugepages, the placed launcher), readiness (when a DPDK
+// process counts as started), contexts (the shim's free contexts) and metrics (its collectors).
 package supervisor
 
 import (
 	"context"
-	"path/filepath"
 	"time"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/facts"
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/nginxconf"
-	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
-
-// Paths are every place the supervisor reads or writes; tests relocate them.
-type Paths struct {
-	// SpecFile is the StackInstance spec snapshot (JSON).
-	SpecFile string
-	// PodInfoDir is the downward-API volume (identity files).
-	PodInfoDir string
-	// PodSocketDir holds the CNI plugin's <ifname>.json device-info files and sockets.
-	PodSocketDir string
-	// HugePagesDir is the hugetlbfs mount shared with the app containers.
-	HugePagesDir string
-	// RuntimeDir is DPDK's runtime root (prefix directories live in it).
-	RuntimeDir string
-	// ShimDir is the volume the supervisor fills for the app containers (read-only to them).
-	ShimDir string
-	// AppStateDir is the volume the app containers' launchers write, one directory each
-	// (podcontract.AppStateVolume): read as hostile input.
-	AppStateDir string
-	// ImageShimDir is what the image carries for ShimDir.
-	ImageShimDir string
-	// ConfigFile is where config.ini is written for F-Stack.
-	ConfigFile string
-	// CpusetFile is the container's cpuset (cgroup v1 cpuset.cpus or v2 cpuset.cpus.effective),
-	// used to cross-check the affinity; empty finds it in the process's own cgroup (v1 or v2),
-	// CpusetNone skips the check.
-	CpusetFile string
-	// RouteV4 and RouteV6 are the pod's route tables (/proc/net/route, /proc/net/ipv6_route),
-	// read for the default gateway the kubelet probes from on bridge CNIs (node.go).
-	RouteV4, RouteV6 string
-}
-
-// CpusetNone as Paths.CpusetFile turns the cpuset cross-check off.
-const CpusetNone = "none"
-
-// DefaultPaths are the in-pod paths of the contract.
-func DefaultPaths() Paths {
-	return Paths{
-		SpecFile:     filepath.Join(podcontract.PodInfoDir, podcontract.PodInfoSpec),
-		PodInfoDir:   podcontract.PodInfoDir,
-		PodSocketDir: podcontract.PodSocketDir,
-		HugePagesDir: podcontract.HugePagesDir,
-		RuntimeDir:   podcontract.DPDKRuntimeDir,
-		ShimDir:      podcontract.ShimDir,
-		AppStateDir:  podcontract.AppStateDir,
-		ImageShimDir: podcontract.ImageShimDir,
-		ConfigFile:   "/etc/f-stack/config.ini",
-		RouteV4:      "/proc/net/route",
-		RouteV6:      "/proc/net/ipv6_route",
-	}
-}
 
 // Launch says what program runs as each F-Stack process.
 type Launch struct {
@@ -79,8 +35,8 @@ type Launch struct {
 	// LcoresPerProc > 1 replaces F-Stack's -c<one CPU> with that many lcores all pinned on that
 	// same CPU (--lcores=0@c,1@c): testpmd wants a forwarding lcore besides its main one.
 	LcoresPerProc int
-	// PCIStandin, in program mode, replaces PCI devices DPDK cannot probe here (standin_pci.go).
-	PCIStandin *PCIStandin
+	// PCIStandin, in program mode, replaces PCI devices DPDK cannot probe here (facts/standin_pci.go).
+	PCIStandin *facts.PCIStandin
 	// Native runs a program linked with libfstack (the StackInstance's spec.program) instead of
 	// F-Stack's fstack: PerProcess starts NativeArgv once per F-Stack process with F-Stack's own
 	// arguments appended, as F-Stack's start.sh; Nginx starts NativeArgv, F-Stack's Nginx, once,
@@ -107,7 +63,7 @@ type Timing struct {
 
 // Config is everything the supervisor is told.
 type Config struct {
-	Paths  Paths
+	Paths  facts.Paths
 	Launch Launch
 	Timing Timing
 	// ReadyCommand, when set, must exit 0 for process {proc} to count as ready (real F-Stack:
@@ -129,13 +85,16 @@ type Config struct {
 	// NodeIPs is podcontract.EnvNodeIPs: with the pod's default gateways, the only callers
 	// /app-probe answers and the ones the connection cap always lets in (node.go, http.go).
 	NodeIPs string
-	// ShimContexts says where the shim's free contexts are counted: ContextsZone (F-Stack's
-	// memzones), ContextsStandin (the stand-in's slot files) or ContextsOff.
+	// ShimContexts says where the shim's free contexts are counted: contexts.ContextsZone
+	// (F-Stack's memzones), contexts.ContextsStandin (the stand-in's slot files) or
+	// contexts.ContextsOff.
 	ShimContexts string
 	// ContextsInterval is how often they are read and published for the launchers.
 	ContextsInterval time.Duration
 	// StandinContextsDelay is how long after a generation's start the stand-in's slot files
-	// appear (ContextsStandin): F-Stack creates its zones only after ff_init returns, after the
-	// port is up, and the stand-in must show the same gap.
+	// appear (contexts.ContextsStandin): F-Stack creates its zones only after ff_init returns, after
+	// the port is up, and the stand-in must show the same gap.
 	StandinContextsDelay time.Duration
+	// Logging chooses the log's format and level (--log-format, --log-level).
+	Logging logging.Options
 }

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"sort"
 	"strconv"
@@ -11,7 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/contexts"
 	"github.com/kube-fstack/kube-fstack/internal/fsutil"
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 	"github.com/kube-fstack/kube-fstack/internal/shimctx"
 )
@@ -43,7 +46,7 @@ func (s *Supervisor) newContextMetrics() {
 		restarts: prometheus.NewCounter(prometheus.CounterOpts{Name: "fstack_dataplane_restarts_for_contexts_total",
 			Help: "Dataplane restarts an app asked for because it would have started short of shim contexts."}),
 	}
-	s.metrics.reg.MustRegister(m.free, m.capacity, m.up, m.restarts)
+	s.metrics.Reg.MustRegister(m.free, m.capacity, m.up, m.restarts)
 	s.ctxm = m
 }
 
@@ -51,7 +54,7 @@ func (s *Supervisor) newContextMetrics() {
 // a restart.
 type contextWatch struct {
 	s       *Supervisor
-	src     ContextSource
+	src     contexts.ContextSource
 	gen     int
 	restart chan struct{}
 	stop    chan struct{}
@@ -73,7 +76,7 @@ func (s *Supervisor) watchContexts(gen int, procs []*child, stop <-chan struct{}
 		return nil, err
 	}
 	w := &contextWatch{s: s, src: src, gen: gen, restart: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
-	s.logf("shim contexts: read from %s every %s", src.Name(), w.interval())
+	s.log.Info("shim contexts: read every interval", "source", src.Name(), "interval", w.interval().String(), logging.KeyGeneration, gen)
 	first := func() error {
 		if st := w.publish(); st.Error != "" {
 			return errors.New(st.Error)
@@ -146,7 +149,7 @@ func (w *contextWatch) publish() *shimctx.State {
 		}
 	}
 	if err := shimctx.Write(w.s.Cfg.Paths.ShimDir, shimctx.StateFile, st); err != nil {
-		w.s.logf("shim contexts: %v", err)
+		w.s.log.Error("shim contexts: cannot publish the reading", logging.KeyErr, err)
 	}
 	return st
 }
@@ -156,7 +159,7 @@ func (w *contextWatch) publish() *shimctx.State {
 // the others are removed (their launchers then check again).
 func (w *contextWatch) justified(st *shimctx.State) bool {
 	root := w.s.Cfg.Paths.AppStateDir
-	for _, c := range appStateContainers(root, w.s.logf) {
+	for _, c := range appStateContainers(root, w.s.log) {
 		if w.justifiedFor(st, root, c) {
 			return true
 		}
@@ -172,7 +175,7 @@ func (w *contextWatch) justifiedFor(st *shimctx.State, root, container string) b
 	}
 	switch {
 	case err != nil:
-		w.s.logf("shim contexts: ignoring a restart request: %v", err)
+		w.s.log.Warn("shim contexts: ignoring a restart request", logging.KeyContainer, container, logging.KeyErr, err)
 		_ = shimctx.Remove(root, rel)
 		return false
 	case r.Generation != w.gen:
@@ -190,15 +193,15 @@ func (w *contextWatch) justifiedFor(st *shimctx.State, root, container string) b
 	// The request stays until the next generation clears it: the launcher waits for that
 	// generation, and must not take the request's disappearance for an answer.
 	w.s.contextMetrics().restarts.Inc()
-	w.s.logf("shim contexts: container %s would start short (%v): restarting the dataplane for fresh zones (generation %d ends)", r.Container, short, w.gen)
+	w.s.log.Warn("shim contexts: the container would start short: restarting the dataplane for fresh zones (this generation ends)", logging.KeyContainer, r.Container, "short", fmt.Sprint(short), logging.KeyGeneration, w.gen)
 	return true
 }
 
 // decline answers a request that is not honoured (the launcher then checks again).
 func (w *contextWatch) decline(r *shimctx.Request, why string) {
-	w.s.logf("shim contexts: container %s asks for a restart, but %s: not restarting", r.Container, why)
+	w.s.log.Info("shim contexts: the container asks for a restart, but "+why+": not restarting", logging.KeyContainer, r.Container)
 	if err := shimctx.Decline(w.s.Cfg.Paths.ShimDir, r); err != nil {
-		w.s.logf("shim contexts: %v", err)
+		w.s.log.Error("shim contexts: cannot decline the request", logging.KeyContainer, r.Container, logging.KeyErr, err)
 	}
 	_ = shimctx.Remove(w.s.Cfg.Paths.AppStateDir, r.Container+"/"+shimctx.RequestFile)
 }
@@ -209,18 +212,18 @@ const maxAppContainers = 256
 
 // appStateContainers lists the app containers' directories of the app-state volume (none when
 // it is missing: a pod injected without it has no app side that writes).
-func appStateContainers(root string, logf func(string, ...any)) []string {
+func appStateContainers(root string, log *slog.Logger) []string {
 	d, err := fsutil.OpenDir(root)
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
-			logf("app state: %v", err)
+			log.Error("app state: cannot read the volume", logging.KeyErr, err)
 		}
 		return nil
 	}
 	defer d.Close()
 	names, err := d.Names()
 	if err != nil {
-		logf("app state: %v", err)
+		log.Error("app state: cannot list the volume", logging.KeyErr, err)
 		return nil
 	}
 	sort.Strings(names)
@@ -237,16 +240,16 @@ func appStateContainers(root string, logf func(string, ...any)) []string {
 }
 
 // contextSource makes the source --shim-contexts names.
-func contextSource(kind, runtimeDir, prefix string, standinDelay time.Duration) (ContextSource, error) {
+func contextSource(kind, runtimeDir, prefix string, standinDelay time.Duration) (contexts.ContextSource, error) {
 	switch kind {
-	case ContextsZone:
-		return newZoneSource(runtimeDir, prefix), nil
-	case ContextsStandin:
-		return &standinSource{dir: runtimeDir + "/" + prefix, delay: standinDelay}, nil
-	case ContextsOff, "":
+	case contexts.ContextsZone:
+		return contexts.NewZoneSource(runtimeDir, prefix), nil
+	case contexts.ContextsStandin:
+		return contexts.NewStandinSource(runtimeDir+"/"+prefix, standinDelay), nil
+	case contexts.ContextsOff, "":
 		return nil, nil
 	}
-	return nil, fmt.Errorf("--shim-contexts=%s: want %s, %s or %s", kind, ContextsZone, ContextsStandin, ContextsOff)
+	return nil, fmt.Errorf("--shim-contexts=%s: want %s, %s or %s", kind, contexts.ContextsZone, contexts.ContextsStandin, contexts.ContextsOff)
 }
 
 // resetContexts makes the source when none was given and clears the previous generation's
@@ -264,7 +267,7 @@ func (s *Supervisor) resetContexts(res *render.Result) error {
 	if err := shimctx.Remove(s.Cfg.Paths.ShimDir, shimctx.StateFile); err != nil {
 		return fmt.Errorf("shim contexts: %w", err)
 	}
-	for _, c := range appStateContainers(s.Cfg.Paths.AppStateDir, s.logf) {
+	for _, c := range appStateContainers(s.Cfg.Paths.AppStateDir, s.log) {
 		if err := shimctx.Remove(s.Cfg.Paths.AppStateDir, c+"/"+shimctx.RequestFile); err != nil {
 			return fmt.Errorf("shim contexts: %w", err)
 		}

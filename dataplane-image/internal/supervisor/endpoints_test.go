@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/facts"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
@@ -47,7 +48,7 @@ func TestAppProbeAnswersTheNodeOnly(t *testing.T) {
 		"00000000000000000000000000000000 00 00000000000000000000000000000000 00 fd000000000000000000000000000001 00000400 00000001 00000000 00000003     eth0\n"+
 			"fd000000000000000000000000000000 40 00000000000000000000000000000000 00 00000000000000000000000000000000 00000100 00000001 00000000 00000001     eth0\n"), 0o644))
 	s := New(Config{AppProbes: `{"/app-probe/a/readiness":{"port":80,"timeoutSeconds":1}}`,
-		NodeIPs: testNode + ",2001:db8::1", Paths: Paths{ShimDir: dir, RouteV4: v4, RouteV6: v6}}, nil, io.Discard)
+		NodeIPs: testNode + ",2001:db8::1", Paths: facts.Paths{ShimDir: dir, RouteV4: v4, RouteV6: v6}}, nil, io.Discard)
 	s.health.ready.Store(true)
 	h := s.handler()
 	for _, remote := range []string{testNode + ":40000", "[2001:db8::1]:40000", "10.244.0.1:40000", "[fd00::1]:40000", "[::ffff:192.0.2.1]:40000"} {
@@ -74,7 +75,7 @@ func TestConcurrentCallersShareOneProbe(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "agent")
 	mustDo(t, os.WriteFile(bin, []byte(fakeAgent), 0o755))
 	s := New(Config{AppProbes: `{"/app-probe/app/liveness":{"port":86,"timeoutSeconds":5}}`, NodeIPs: testNode,
-		Paths: Paths{ShimDir: t.TempDir()}}, nil, io.Discard)
+		Paths: facts.Paths{ShimDir: t.TempDir()}}, nil, io.Discard)
 	s.health.ready.Store(true)
 	s.app.agent.Store(newProbeAgent(bin, nil, s.log))
 	t.Cleanup(func() { s.app.agent.Load().stop(0) })

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/readiness"
 )
 
 // The unit tier cannot run F-Stack or DPDK, so the processes are this test binary re-executed
@@ -51,7 +53,7 @@ func fakeProcess(args []string) int {
 	fmt.Printf("fake %s pid %d\nsecond line\n", mode, os.Getpid())
 	switch mode {
 	case "primary", "primary-ignores-term":
-		fakePrimary(rd, rteMagic)
+		fakePrimary(rd, readiness.RTEMagic)
 		if mode == "primary-ignores-term" {
 			signal.Ignore(syscall.SIGTERM)
 			select {}

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/readiness"
 	"github.com/kube-fstack/kube-fstack/internal/nginxconf"
 )
 
@@ -60,7 +61,7 @@ func fakeNginxMaster(args []string) int {
 		}
 		go func() { _ = c.Wait() }() // reaped at once, as nginx's SIGCHLD handler does
 		kids = append(kids, c)
-		for i == 0 && primaryState(rd, DefaultPrefix) != nil {
+		for i == 0 && readiness.PrimaryState(rd, DefaultPrefix) != nil {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}

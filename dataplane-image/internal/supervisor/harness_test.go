@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,26 +12,32 @@ import (
 	"golang.org/x/sys/unix"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/facts"
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/test/logtest"
 	"github.com/kube-fstack/kube-fstack/internal/test/syncbuf"
 )
 
 // harness is a fake pod tree: spec, device info, volumes, and fake fact sources.
 type harness struct {
 	t      *testing.T
-	paths  Paths
+	paths  facts.Paths
 	cpus   []int
 	env    map[string]string
 	fsType int64
 	bsize  int64
 	log    *syncbuf.Buffer
+	// logging is the supervisor's log format and level (text, info when zero).
+	logging logging.Options
 }
 
 func newHarness(t *testing.T, spec *fsv1.StackInstanceSpec) *harness {
 	t.Helper()
 	root := t.TempDir()
-	h := &harness{t: t, cpus: []int{2, 3}, env: map[string]string{}, fsType: hugetlbfsMagic, bsize: 2 << 20, log: &syncbuf.Buffer{}}
-	h.paths = Paths{
+	h := &harness{t: t, cpus: []int{2, 3}, env: map[string]string{}, fsType: unix.HUGETLBFS_MAGIC, bsize: 2 << 20, log: &syncbuf.Buffer{}}
+	h.paths = facts.Paths{
 		SpecFile: filepath.Join(root, "podinfo", "spec"), PodInfoDir: filepath.Join(root, "podinfo"),
 		PodSocketDir: filepath.Join(root, "vhost"), HugePagesDir: filepath.Join(root, "huge"),
 		RuntimeDir: filepath.Join(root, "run", "dpdk"), ShimDir: filepath.Join(root, "shim"), AppStateDir: filepath.Join(root, "app"),
@@ -62,8 +69,8 @@ func (h *harness) writeDevinfo() {
 	}))
 }
 
-func (h *harness) facts() *FactSource {
-	return &FactSource{
+func (h *harness) facts() *facts.FactSource {
+	return &facts.FactSource{
 		Paths:    h.paths,
 		Affinity: func() ([]int, error) { return h.cpus, nil },
 		LookupEnv: func(k string) (string, bool) {
@@ -83,7 +90,8 @@ func (h *harness) supervisor(primary, secondary string) *Supervisor {
 		Paths: h.paths,
 		Launch: Launch{ProgramMode: true, Program: os.Args[0],
 			PrimaryArgs: []string{primary}, SecondaryArgs: []string{secondary}},
-		Timing: Timing{StartTimeout: 5 * time.Second, Grace: time.Second, Poll: 10 * time.Millisecond},
+		Timing:  Timing{StartTimeout: 5 * time.Second, Grace: time.Second, Poll: 10 * time.Millisecond},
+		Logging: h.logging,
 	}
 	s := New(cfg, h.facts(), h.log)
 	// GORACE: under -race the fake would otherwise linger a second at exit, past the grace.
@@ -126,4 +134,53 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		}
 	}
 	t.Fatalf("timed out waiting for %s", what)
+}
+
+// vhostSpec is a spec with one vhost-user port on attachment net1, addressed by its IPAM, and
+// no shim.
+func vhostSpec(processes int32) *fsv1.StackInstanceSpec {
+	return &fixtures.StackInstance("vhost", fixtures.WithProcesses(processes),
+		fixtures.WithVhostPort("data", "net1", processes), fixtures.WithShim(false)).Spec
+}
+
+// logLines parses the supervisor's log as the default format (text, key=value): every line
+// must parse and carry component=fstack-supervisor.
+func (h *harness) logLines() []logtest.Line {
+	h.t.Helper()
+	if h.log.String() == "" {
+		return nil
+	}
+	lines, err := logtest.Parse(h.log.String(), logging.FormatText, logging.ComponentSupervisor)
+	if err != nil {
+		h.t.Fatalf("the supervisor's log: %v", err)
+	}
+	return lines
+}
+
+// logIndex is the index of the first line of the log whose msg contains msg and whose keys
+// have the values of kv (key, value pairs; "" matches any value), or -1.
+func (h *harness) logIndex(msg string, kv ...any) int {
+	h.t.Helper()
+	want := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		want[fmt.Sprint(kv[i])] = fmt.Sprint(kv[i+1])
+	}
+	lines := h.logLines()
+	for i := range lines {
+		if _, ok := logtest.Find(lines[i:i+1], msg, want); ok {
+			return i
+		}
+	}
+	return -1
+}
+
+// logged says whether the log has such a line (logIndex).
+func (h *harness) logged(msg string, kv ...any) bool { return h.logIndex(msg, kv...) >= 0 }
+
+// logLine is the first such line, or nil.
+func (h *harness) logLine(msg string, kv ...any) logtest.Line {
+	if i := h.logIndex(msg, kv...); i >= 0 {
+		return h.logLines()[i]
+	}
+	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/readiness"
 	"github.com/kube-fstack/kube-fstack/internal/fsutil"
 )
 
@@ -29,7 +30,7 @@ func (s *Supervisor) awaitOldSecondaries(prefix string, stop <-chan struct{}) er
 		return nil
 	}
 	begin := time.Now()
-	s.logf("waiting for the previous generation's DPDK secondaries to exit (their launchers stop them now that the generation moved): %s", describeHolders(held, "/proc"))
+	s.log.Info("waiting for the previous generation's DPDK secondaries to exit (their launchers stop them now that the generation moved)", "holders", describeHolders(held, "/proc"))
 	s.health.set("waiting for the previous generation's DPDK secondaries to exit")
 	bound := s.Cfg.Timing.SecondariesTimeout
 	if bound <= 0 {
@@ -50,7 +51,7 @@ func (s *Supervisor) awaitOldSecondaries(prefix string, stop <-chan struct{}) er
 			held = heldRuntimeFiles(dir)
 		}
 	}
-	s.logf("the previous generation's secondaries are gone after %s", time.Since(begin).Round(time.Millisecond))
+	s.log.Info("the previous generation's secondaries are gone", "elapsed", time.Since(begin).Round(time.Millisecond).String())
 	return nil
 }
 
@@ -67,7 +68,7 @@ func heldRuntimeFiles(dir string) []string {
 		}
 	}
 	if f, err := fsutil.OpenRegularBeneath(dir, "config"); err == nil {
-		if lockHeld(f) {
+		if readiness.LockHeld(f) {
 			held = append(held, filepath.Join(dir, "config"))
 		}
 		f.Close()

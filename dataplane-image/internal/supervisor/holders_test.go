@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
@@ -43,8 +44,10 @@ func TestNewPrimaryWaitsForTheOldSecondaries(t *testing.T) {
 	stop := make(chan struct{})
 	res := run(s, stop)
 	want := fmt.Sprintf("fbarray_memzone held by pid %d (flock)", holder.Process.Pid)
-	eventually(t, "the wait naming the holder", func() bool { return strings.Contains(h.log.String(), want) })
-	if strings.Contains(h.log.String(), "starting process 0") {
+	eventually(t, "the wait naming the holder", func() bool {
+		return strings.Contains(h.logLine("waiting for the previous generation's DPDK secondaries to exit")["holders"], want)
+	})
+	if h.logged("starting process", logging.KeyProcess, 0) {
 		t.Fatalf("the primary started while a secondary of the previous one held its files:\n%s", h.log.String())
 	}
 	mustDo(t, syscall.Kill(-holder.Process.Pid, syscall.SIGTERM))
@@ -54,7 +57,7 @@ func TestNewPrimaryWaitsForTheOldSecondaries(t *testing.T) {
 		}
 	})
 	eventually(t, "ready", func() bool { return h.shimFile(podcontract.ReadyFile) == "1" })
-	if !strings.Contains(h.log.String(), "the previous generation's secondaries are gone after") {
+	if !h.logged("the previous generation's secondaries are gone", "elapsed", "") {
 		t.Errorf("the log does not say the wait ended:\n%s", h.log.String())
 	}
 	close(stop)
@@ -77,7 +80,7 @@ func TestOldSecondariesThatStayFailTheStart(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "Cannot allocate memzone list") {
 		t.Fatalf("got %v, want the start refused naming %q", err, want)
 	}
-	if strings.Contains(h.log.String(), "starting process 0") {
+	if h.logged("starting process", logging.KeyProcess, 0) {
 		t.Errorf("a primary was started anyway:\n%s", h.log.String())
 	}
 }

@@ -9,6 +9,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/facts"
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/readiness"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/shimctx"
 )
@@ -71,7 +73,7 @@ func TestAFIFOInTheRuntimeDirIsRefused(t *testing.T) {
 	fifo(t, filepath.Join(rd, "rte", "config"))
 	fifo(t, filepath.Join(rd, "rte", "fbarray_memzone"))
 	var err error
-	mustReturn(t, "primaryState", func() { err = primaryState(rd, "rte") })
+	mustReturn(t, "primaryState", func() { err = readiness.PrimaryState(rd, "rte") })
 	if err == nil || !strings.Contains(err.Error(), filepath.Join(rd, "rte", "config")) || !strings.Contains(err.Error(), "a FIFO") {
 		t.Fatalf("primaryState: %v, want the FIFO refused by name", err)
 	}
@@ -79,12 +81,6 @@ func TestAFIFOInTheRuntimeDirIsRefused(t *testing.T) {
 	mustReturn(t, "heldRuntimeFiles", func() { held = heldRuntimeFiles(filepath.Join(rd, "rte")) })
 	if len(held) != 0 {
 		t.Fatalf("held %v: a FIFO is no primary's file", held)
-	}
-	src := &standinSource{dir: filepath.Join(rd, "rte"), n: 1}
-	fifo(t, filepath.Join(rd, "rte", StandinSlotFile(0)))
-	mustReturn(t, "the stand-in's slot read", func() { _, err = src.Read() })
-	if err == nil || !strings.Contains(err.Error(), "a FIFO") {
-		t.Fatalf("stand-in slots: %v", err)
 	}
 }
 
@@ -97,7 +93,7 @@ func TestAFIFOInTheAppStateVolumeIsRefused(t *testing.T) {
 	fifo(t, filepath.Join(state, "nginx", podcontract.AppBrokenFile))
 	var log strings.Builder
 	s := New(Config{AppProbes: `{"/app-probe/nginx/liveness":{"port":80,"timeoutSeconds":1}}`,
-		Paths: Paths{ShimDir: shim, AppStateDir: state}}, nil, &log)
+		Paths: facts.Paths{ShimDir: shim, AppStateDir: state}}, nil, &log)
 	w := &contextWatch{s: s, gen: 1}
 	st := &shimctx.State{Generation: 1, Instances: []shimctx.Instance{{Free: 0, Capacity: 32}}}
 	var honoured bool

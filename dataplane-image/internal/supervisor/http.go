@@ -53,7 +53,7 @@ func (s *Supervisor) handler() http.Handler {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc(podcontract.AppProbePrefix, s.serveAppProbe)
-	mux.Handle(podcontract.MetricsPath, promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	mux.Handle(podcontract.MetricsPath, promhttp.HandlerFor(s.metrics.Reg, promhttp.HandlerOpts{}))
 	return mux
 }
 

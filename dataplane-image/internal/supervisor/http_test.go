@@ -72,8 +72,8 @@ func TestProbesLongPoll(t *testing.T) {
 
 func TestMetricsExposeProcessesAndNIC(t *testing.T) {
 	s := New(Config{}, nil, io.Discard)
-	s.metrics.up.Set(2)
-	s.metrics.starts.WithLabelValues("0").Inc()
+	s.metrics.Up.Set(2)
+	s.metrics.Starts.WithLabelValues("0").Inc()
 	s.registerCollectors("rte", 2) // RuntimeDir empty: telemetry cannot answer
 	_, body := get(t, s.handler(), podcontract.MetricsPath)
 	for _, want := range []string{"fstack_processes_up 2", `fstack_process_starts_total{process="0"} 1`, "fstack_time_to_ready_seconds 0", "fstack_nic_telemetry_up 0"} {

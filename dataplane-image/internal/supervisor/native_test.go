@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
@@ -45,11 +47,11 @@ func TestNativePerProcessStartsTheProgramAsStartSh(t *testing.T) {
 		"fake native argv: [--verbose --conf " + conf + " --proc-type=primary --proc-id=0]",
 		"fake native argv: [--verbose --conf " + conf + " --proc-type=secondary --proc-id=1]",
 	} {
-		if !strings.Contains(log, "[proc "+string(rune('0'+k))+"] "+want) {
+		if !h.logged(want, logging.KeyProcess, k, logging.KeyStream, "output") {
 			t.Errorf("process %d: want %q in the log:\n%s", k, want, log)
 		}
 	}
-	if up0, start1 := strings.Index(log, "process 0 is up"), strings.Index(log, "starting process 1"); up0 < 0 || start1 < up0 {
+	if up0, start1 := h.logIndex("process is up", logging.KeyProcess, 0), h.logIndex("starting process", logging.KeyProcess, 1); up0 < 0 || start1 < up0 {
 		t.Errorf("the secondary must start after the primary is ready:\n%s", log)
 	}
 	if _, err := os.Stat(filepath.Join(h.paths.ShimDir, podcontract.Launcher)); err == nil {
@@ -84,7 +86,7 @@ func TestNativeRefusesASpecThatSaysOtherwise(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("got %v, want an error saying %q", err, c.want)
 			}
-			if strings.Contains(h.log.String(), "starting process 0") {
+			if h.logged("starting process", logging.KeyProcess, 0) {
 				t.Fatalf("a process was started:\n%s", h.log)
 			}
 		})
@@ -112,12 +114,20 @@ func TestNativeNginxCountsTheMastersWorkers(t *testing.T) {
 	eventually(t, "the ready marker", func() bool { return h.shimFile(podcontract.ReadyFile) == "1" })
 	log := h.log.String()
 	want := `-g" "worker_processes 2; fstack_conf ` + h.paths.ConfigFile + `; daemon off; user root;"`
-	if !strings.Contains(log, want) {
+	if !strings.Contains(h.logLine("fake nginx argv", logging.KeyStream, "output")["msg"], want) {
 		t.Errorf("the master's command line lacks %s:\n%s", want, log)
 	}
-	for _, w := range []string{"process 0 is up (nginx worker pid", "process 1 is up (nginx worker pid", "[proc 0] fake primary pid", "[proc 0] fake secondary pid"} {
-		if !strings.Contains(log, w) {
-			t.Errorf("the log lacks %q:\n%s", w, log)
+	for _, w := range []struct {
+		msg string
+		kv  []any
+	}{
+		{"process is up (an nginx worker)", []any{logging.KeyProcess, 0, logging.KeyPID, ""}},
+		{"process is up (an nginx worker)", []any{logging.KeyProcess, 1, logging.KeyPID, ""}},
+		{"fake primary pid", []any{logging.KeyProgram, "nginx", logging.KeyStream, "output"}},
+		{"fake secondary pid", []any{logging.KeyProgram, "nginx", logging.KeyStream, "output"}},
+	} {
+		if !h.logged(w.msg, w.kv...) {
+			t.Errorf("the log lacks %q with %v:\n%s", w.msg, w.kv, log)
 		}
 	}
 	// Each worker is an F-Stack process on the dashboard's rows too.
@@ -127,13 +137,13 @@ func TestNativeNginxCountsTheMastersWorkers(t *testing.T) {
 			t.Errorf("/metrics with both workers up lacks %q:\n%s", want, body)
 		}
 	}
-	pid := workerPID(t, log, 1)
+	pid := h.workerPID(1)
 	mustDo(t, syscall.Kill(pid, syscall.SIGKILL))
 	err := waitResult(t, res)
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("F-Stack process 1 (secondary, nginx worker pid %d) exited", pid)) {
 		t.Fatalf("got %v, want the dead worker named", err)
 	}
-	pid0 := workerPID(t, log, 0)
+	pid0 := h.workerPID(0)
 	eventually(t, "worker 0 stopped with its master", func() bool { st, _ := procState(pid0); return st == 0 })
 }
 
@@ -146,22 +156,18 @@ func TestNativeNginxRefusesAConfigThatCannotWork(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `nginx.conf:1: "worker_processes 4"`) || !strings.Contains(err.Error(), `write "worker_processes 2;"`) {
 		t.Fatalf("got %v", err)
 	}
-	if strings.Contains(h.log.String(), "starting F-Stack's Nginx master") {
+	if h.logged("starting F-Stack's Nginx master") {
 		t.Fatalf("the master was started:\n%s", h.log)
 	}
 }
 
 // workerPID is the PID the supervisor logged for nginx worker k.
-func workerPID(t *testing.T, log string, k int) int {
-	t.Helper()
-	prefix := fmt.Sprintf("process %d is up (nginx worker pid ", k)
-	i := strings.Index(log, prefix)
-	var pid int
-	if i < 0 {
-		t.Fatalf("no %q in the log:\n%s", prefix, log)
-	}
-	if _, err := fmt.Sscanf(log[i+len(prefix):], "%d)", &pid); err != nil {
-		t.Fatal(err)
+func (h *harness) workerPID(k int) int {
+	h.t.Helper()
+	l := h.logLine("process is up (an nginx worker)", logging.KeyProcess, k)
+	pid, err := strconv.Atoi(l[logging.KeyPID])
+	if err != nil {
+		h.t.Fatalf("no pid for worker %d in the log (%v):\n%s", k, err, h.log)
 	}
 	return pid
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/readiness"
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/nginxconf"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 )
@@ -74,7 +76,7 @@ func (s *Supervisor) prepareNginx(res *render.Result) ([]string, error) {
 		return nil, fmt.Errorf("F-Stack's Nginx cannot run this stack with %s:\n  %s", conf, strings.Join(plan.Refusals, "\n  "))
 	}
 	for _, f := range plan.FixUps {
-		s.logf("nginx: set %s", f)
+		s.log.Info("nginx: set " + f)
 	}
 	return cmd.WithGlobals(strings.Join(plan.Globals, " ")), nil
 }
@@ -103,8 +105,9 @@ func (s *Supervisor) startNginx(res *render.Result, prefix string, exited chan<-
 	if err != nil {
 		return nil, nil, err
 	}
-	s.logf("starting F-Stack's Nginx master: %s", strings.Join(argv, " "))
-	c, err := startChild(0, argv, s.childEnv(), s.log, exited)
+	s.log.Info("starting F-Stack's Nginx master", "argv", strings.Join(argv, " "))
+	// The master's output is its workers' too (they inherit it): it is Nginx's, not process 0's.
+	c, err := startChild(0, argv, s.childEnv(), s.log.With(logging.KeyProgram, "nginx"), exited)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -136,9 +139,9 @@ func (s *Supervisor) startNginx(res *render.Result, prefix string, exited chan<-
 }
 
 func (s *Supervisor) workerUp(k, pid int) {
-	s.metrics.starts.WithLabelValues(fmt.Sprint(k)).Inc()
-	s.metrics.processUp(k)
-	s.logf("process %d is up (nginx worker pid %d)", k, pid)
+	s.metrics.Starts.WithLabelValues(fmt.Sprint(k)).Inc()
+	s.metrics.ProcessUp(k)
+	s.log.Info("process is up (an nginx worker)", logging.KeyProcess, k, logging.KeyPID, pid)
 }
 
 // nextWorker finds worker k: the earliest-forked child of the master not yet counted that has
@@ -149,8 +152,8 @@ func (s *Supervisor) nextWorker(ng *nginxMaster, prefix string, k int) error {
 		if slices.Contains(ng.workers, pid) {
 			continue
 		}
-		if last = secondaryJoined(s.Cfg.Paths.RuntimeDir, s.hugeDirIfUsed(), prefix, pid); last == nil {
-			if err := readyCommand(context.Background(), s.Cfg.ReadyCommand, k); err != nil {
+		if last = readiness.SecondaryJoined(s.Cfg.Paths.RuntimeDir, s.hugeDirIfUsed(), prefix, pid); last == nil {
+			if err := readiness.ReadyCommand(context.Background(), s.Cfg.ReadyCommand, k); err != nil {
 				return err
 			}
 			ng.workers = append(ng.workers, pid)

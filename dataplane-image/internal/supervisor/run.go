@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,17 +14,21 @@ import (
 	"time"
 
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/fftraffic"
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/contexts"
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/facts"
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/metrics"
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/readiness"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/telemetry"
+	"github.com/kube-fstack/kube-fstack/internal/fsutil"
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/render"
-
-	"github.com/kube-fstack/kube-fstack/internal/fsutil"
 )
 
 // Supervisor runs one pod's F-Stack.
 type Supervisor struct {
 	Cfg   Config
-	Facts *FactSource
+	Facts *facts.FactSource
 	// Env is the children's environment.
 	Env []string
 	// Traffic reads ff_traffic counters; nil when the image has no ff_traffic.
@@ -31,12 +36,12 @@ type Supervisor struct {
 	// Now is the clock.
 	Now func() time.Time
 	// Contexts counts the shim's free contexts per instance; nil: made from Cfg.ShimContexts.
-	Contexts ContextSource
+	Contexts contexts.ContextSource
 
-	log            *lineLog
+	log            *slog.Logger
 	noHuge         bool
 	health         health
-	metrics        *metrics
+	metrics        *metrics.Metrics
 	ctxm           *contextMetrics
 	ctxmOnce       sync.Once
 	collectorsOnce sync.Once
@@ -50,20 +55,26 @@ type Supervisor struct {
 	nginx *nginxMaster
 }
 
-// New makes a supervisor that logs (its own lines and its children's) to out.
-func New(cfg Config, facts *FactSource, out io.Writer) *Supervisor {
-	s := &Supervisor{Cfg: cfg, Facts: facts, Env: os.Environ(), Now: time.Now,
-		log: &lineLog{out: out}, metrics: newMetrics(), app: newAppProbing(cfg.AppProbes),
+// New makes a supervisor that logs (its own lines and its children's) to out, in the format
+// cfg.Logging chooses (text when it is not one: the caller checks it first), every line
+// naming the pod and its stack.
+func New(cfg Config, fs *facts.FactSource, out io.Writer) *Supervisor {
+	h, err := logging.NewHandler(out, cfg.Logging)
+	if err != nil {
+		h, _ = logging.NewHandler(out, logging.Options{})
+	}
+	log := slog.New(h).With(append([]any{logging.KeyComponent, logging.ComponentSupervisor}, podIdentity(cfg.Paths.PodInfoDir)...)...)
+	s := &Supervisor{Cfg: cfg, Facts: fs, Env: os.Environ(), Now: time.Now,
+		log: log, metrics: metrics.New(), app: newAppProbing(cfg.AppProbes),
 		httpLimits: defaultHTTPLimits}
-	if facts != nil && facts.Logf == nil {
-		facts.Logf = s.logf
+	if fs != nil && fs.Logf == nil {
+		fs.Logf = func(format string, args ...any) { s.log.Info(fmt.Sprintf(format, args...)) }
 	}
 	return s
 }
 
-func (s *Supervisor) logf(format string, args ...any) {
-	s.log.printf("[supervisor] "+format+"\n", args...)
-}
+// Logger is the supervisor's log, for its caller's own lines.
+func (s *Supervisor) Logger() *slog.Logger { return s.log }
 
 // Run renders the config and runs F-Stack until a process dies (an error naming it) or stop is
 // closed (nil after stopping every process). A setup problem is an error naming the fact.
@@ -99,14 +110,14 @@ func (s *Supervisor) Run(stop <-chan struct{}) error {
 	if err != nil {
 		return err
 	}
-	s.metrics.setGeneration(gen)
+	s.metrics.SetGeneration(gen)
 	prefix := FilePrefix(res.EAL[0])
 	s.registerCollectors(prefix, len(res.EAL))
-	s.logf("generation %d: %d F-Stack processes, lcore_mask %s, DPDK file prefix %s", gen, len(res.EAL), res.LcoreMask, prefix)
+	s.log.Info("new generation", logging.KeyGeneration, gen, "processes", len(res.EAL), "lcoreMask", res.LcoreMask, "filePrefix", prefix)
 
 	if err := s.awaitOldSecondaries(prefix, stop); err != nil {
 		if errors.Is(err, errStopped) {
-			s.logf("stopped while starting")
+			s.log.Info("stopped while starting", logging.KeyGeneration, gen)
 			return nil
 		}
 		s.health.set(err.Error())
@@ -136,20 +147,20 @@ func (s *Supervisor) Run(stop <-chan struct{}) error {
 		s.health.set(err.Error())
 		s.shutdown(procs, prefix)
 		if errors.Is(err, errStopped) {
-			s.logf("stopped while starting")
+			s.log.Info("stopped while starting", logging.KeyGeneration, gen)
 			return nil
 		}
 		return err
 	}
 	elapsed := s.Now().Sub(begin)
-	s.metrics.timeToReady.Set(elapsed.Seconds())
-	s.logf("ready: generation %d, %d processes in %s", gen, len(procs), elapsed.Round(time.Millisecond))
+	s.metrics.TimeToReady.Set(elapsed.Seconds())
+	s.log.Info("ready", logging.KeyGeneration, gen, "processes", len(procs), "elapsed", elapsed.Round(time.Millisecond).String())
 	return s.watch(procs, prefix, exited, stop, cw.restarts())
 }
 
 // prepare loads the spec, gathers the facts, renders and writes config.ini.
 func (s *Supervisor) prepare() (*render.Result, error) {
-	spec, err := LoadSpec(s.Cfg.Paths.SpecFile)
+	spec, err := facts.LoadSpec(s.Cfg.Paths.SpecFile)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +179,7 @@ func (s *Supervisor) prepare() (*render.Result, error) {
 			}
 		}
 	}
-	s.metrics.expect(len(res.EAL))
+	s.metrics.Expect(len(res.EAL))
 	s.noHuge = res.Spec.DPDK.NoHuge
 	if err := fsutil.WriteAtomic(s.Cfg.Paths.ConfigFile, res.Config, 0o644); err != nil {
 		return nil, fmt.Errorf("write config.ini: %w", err)
@@ -186,7 +197,7 @@ func (s *Supervisor) prepare() (*render.Result, error) {
 // container and no shim.
 func (s *Supervisor) placeShimFirst(res *render.Result) error {
 	if s.Cfg.Launch.Native != "" {
-		s.logf("native program (%s): %s; no shim to place", s.Cfg.Launch.Native, strings.Join(s.Cfg.Launch.NativeArgv, " "))
+		s.log.Info("native program: no shim to place", "mode", s.Cfg.Launch.Native, "argv", strings.Join(s.Cfg.Launch.NativeArgv, " "))
 		return nil
 	}
 	t0 := time.Now()
@@ -195,9 +206,9 @@ func (s *Supervisor) placeShimFirst(res *render.Result) error {
 		return err
 	}
 	// The copy is on every pod's start path: the log says what it costs.
-	s.logf("shim placed in %s in %s", s.Cfg.Paths.ShimDir, time.Since(t0).Round(time.Millisecond))
+	s.log.Info("shim placed", "dir", s.Cfg.Paths.ShimDir, "elapsed", time.Since(t0).Round(time.Millisecond).String())
 	if warning != "" {
-		s.logf("WARNING: %s", warning)
+		s.log.Warn(warning)
 	}
 	return nil
 }
@@ -206,9 +217,9 @@ func (s *Supervisor) placeShimFirst(res *render.Result) error {
 // restart an app asked for.
 func (s *Supervisor) registerCollectors(prefix string, procs int) {
 	s.collectorsOnce.Do(func() {
-		s.metrics.reg.MustRegister(newNICCollector(telemetry.SocketPath(s.Cfg.Paths.RuntimeDir, prefix)))
+		s.metrics.Reg.MustRegister(metrics.NewNICCollector(telemetry.SocketPath(s.Cfg.Paths.RuntimeDir, prefix)))
 		if s.Traffic != nil {
-			s.metrics.reg.MustRegister(newTrafficCollector(s.Traffic, procs))
+			s.metrics.Reg.MustRegister(metrics.NewTrafficCollector(s.Traffic, procs))
 		}
 	})
 }
@@ -243,25 +254,25 @@ func (s *Supervisor) childEnv() []string {
 func (s *Supervisor) startAll(res *render.Result, prefix string, exited chan<- *child, stop <-chan struct{}) ([]*child, error) {
 	var procs []*child
 	if l := &s.Cfg.Launch; l.ProgramMode && l.PCIStandin != nil {
-		l.PCIStandin.plan(res.EAL[0], s.logf)
+		l.PCIStandin.Plan(res.EAL[0], func(format string, args ...any) { s.log.Warn(fmt.Sprintf(format, args...)) })
 	}
 	for k := range res.EAL {
 		argv, err := s.Cfg.Launch.Argv(res, s.Cfg.Paths.ConfigFile, k)
 		if err != nil {
 			return procs, err
 		}
-		s.logf("starting process %d: %s", k, strings.Join(argv, " "))
-		c, err := startChild(k, argv, s.childEnv(), s.log, exited)
+		s.log.Info("starting process", logging.KeyProcess, k, "argv", strings.Join(argv, " "))
+		c, err := startChild(k, argv, s.childEnv(), s.log.With(logging.KeyProcess, k), exited)
 		if err != nil {
 			return procs, err
 		}
 		procs = append(procs, c)
-		s.metrics.starts.WithLabelValues(fmt.Sprint(k)).Inc()
+		s.metrics.Starts.WithLabelValues(fmt.Sprint(k)).Inc()
 		if err := waitUntil(s.readyWhat(k), c, s.Cfg.Timing, stop, s.readyCheck(prefix, portIDs(res), c)); err != nil {
 			return procs, err
 		}
-		s.metrics.processUp(k)
-		s.logf("process %d is up", k)
+		s.metrics.ProcessUp(k)
+		s.log.Info("process is up", logging.KeyProcess, k, logging.KeyPID, c.cmd.Process.Pid)
 	}
 	return procs, nil
 }
@@ -278,15 +289,15 @@ func (s *Supervisor) readyCheck(prefix string, ports []int, c *child) func() err
 	return func() error {
 		var err error
 		if c.id == 0 {
-			err = primaryState(rd, prefix)
+			err = readiness.PrimaryState(rd, prefix)
 			if sock := telemetry.SocketPath(rd, prefix); err == nil && (exists(sock) || len(s.Cfg.ReadyTelemetry) > 0) {
-				err = telemetryAnswers(rd, prefix, ports, s.Cfg.ReadyTelemetry)
+				err = readiness.TelemetryAnswers(rd, prefix, ports, s.Cfg.ReadyTelemetry)
 			}
 		} else {
-			err = secondaryJoined(rd, s.hugeDirIfUsed(), prefix, c.cmd.Process.Pid)
+			err = readiness.SecondaryJoined(rd, s.hugeDirIfUsed(), prefix, c.cmd.Process.Pid)
 		}
 		if err == nil {
-			err = readyCommand(context.Background(), s.Cfg.ReadyCommand, c.id)
+			err = readiness.ReadyCommand(context.Background(), s.Cfg.ReadyCommand, c.id)
 		}
 		return err
 	}
@@ -331,7 +342,7 @@ func (s *Supervisor) watch(procs []*child, prefix string, exited <-chan *child, 
 		s.health.ready.Store(false)
 		s.health.failed.Store(true)
 		s.health.set(msg)
-		s.logf("%s", msg)
+		s.log.Error(msg)
 		s.shutdown(procs, prefix)
 		return errors.New(msg)
 	case <-restart:
@@ -347,11 +358,11 @@ func (s *Supervisor) watch(procs []*child, prefix string, exited <-chan *child, 
 			msg += "; a dead primary strands every secondary, so the whole dataplane stops"
 		}
 		s.health.set(msg)
-		s.logf("%s", msg)
+		s.log.Error(msg, logging.KeyProcess, c.id, logging.KeyPID, c.cmd.Process.Pid)
 		s.shutdown(procs, prefix)
 		return errors.New(msg)
 	case <-stop:
-		s.logf("stopping: SIGTERM to the secondaries, then the primary; SIGKILL after %s", s.Cfg.Timing.Grace)
+		s.log.Info("stopping: SIGTERM to the secondaries, then the primary; SIGKILL after the grace", "grace", s.Cfg.Timing.Grace.String())
 		s.shutdown(procs, prefix)
 		return nil
 	}
@@ -363,18 +374,18 @@ func (s *Supervisor) shutdown(procs []*child, prefix string) {
 	s.health.ready.Store(false)
 	s.stopProbeAgent() // first: a shim client left behind spins on a stopped F-Stack
 	if err := removeReady(s.Cfg.Paths.ShimDir); err != nil {
-		s.logf("remove ready file: %v", err)
+		s.log.Error("cannot remove the ready file", logging.KeyErr, err)
 	}
 	order := slices.Clone(procs)
 	slices.Reverse(order)
 	stopAll(order, s.Cfg.Timing.Grace)
 	s.nginx.killGroup() // workers a killed master left behind
-	s.metrics.allDown()
+	s.metrics.AllDown()
 	files, _ := filepath.Glob(filepath.Join(s.Cfg.Paths.HugePagesDir, prefix+"map_*"))
 	for _, f := range files {
 		_ = os.Remove(f)
 	}
 	for _, c := range procs {
-		s.logf("process %d: %s", c.id, c.status())
+		s.log.Info("process stopped", logging.KeyProcess, c.id, logging.KeyPID, c.cmd.Process.Pid, "status", c.status())
 	}
 }

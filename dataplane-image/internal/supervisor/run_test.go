@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/readiness"
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
@@ -18,14 +20,15 @@ func TestStartsPrimaryThenSecondariesAndStopsCleanly(t *testing.T) {
 	eventually(t, "the ready marker", func() bool { return h.shimFile(podcontract.ReadyFile) == "1" })
 
 	log := h.log.String()
-	up0, start1 := strings.Index(log, "process 0 is up"), strings.Index(log, "starting process 1")
+	up0, start1 := h.logIndex("process is up", logging.KeyProcess, 0), h.logIndex("starting process", logging.KeyProcess, 1)
 	if up0 < 0 || start1 < 0 || up0 > start1 {
 		t.Errorf("the secondary must start after the primary is ready:\n%s", log)
 	}
-	if !strings.Contains(log, "[proc 0] fake primary pid") || !strings.Contains(log, "[proc 1] second line") {
+	if !h.logged("fake primary pid", logging.KeyProcess, 0, logging.KeyStream, "output", logging.KeyPID, "") ||
+		!h.logged("second line", logging.KeyProcess, 1, logging.KeyStream, "output") {
 		t.Errorf("children's output is not logged line by line with its proc-id:\n%s", log)
 	}
-	if !strings.Contains(log, "--proc-type=secondary") || !strings.Contains(log, "-c8 ") {
+	if argv := h.logLine("starting process", logging.KeyProcess, 1)["argv"]; !strings.Contains(argv, "--proc-type=secondary") || !strings.Contains(argv, "-c8 ") {
 		t.Errorf("process 1 did not get its own EAL argv (secondary, CPU 3):\n%s", log)
 	}
 	if g := h.shimFile(podcontract.GenerationFile); g != "1" {
@@ -46,7 +49,7 @@ func TestStartsPrimaryThenSecondariesAndStopsCleanly(t *testing.T) {
 		t.Error("the ready marker survived the stop")
 	}
 	log = h.log.String()
-	if !strings.Contains(log, "process 1: exit status 0") || !strings.Contains(log, "process 0: exit status 0") {
+	if !h.logged("process stopped", logging.KeyProcess, 1, "status", "exit status 0") || !h.logged("process stopped", logging.KeyProcess, 0, "status", "exit status 0") {
 		t.Errorf("both processes must have ended on SIGTERM:\n%s", log)
 	}
 }
@@ -66,7 +69,7 @@ func TestPrimaryNeverReadyTimesOut(t *testing.T) {
 	if g := h.shimFile(podcontract.GenerationFile); g != "1" {
 		t.Errorf("the generation moves before processes start: got %q", g)
 	}
-	if !strings.Contains(h.log.String(), "process 0: exit status 0") {
+	if !h.logged("process stopped", logging.KeyProcess, 0, "status", "exit status 0") {
 		t.Errorf("the primary must be stopped after the timeout:\n%s", h.log)
 	}
 }
@@ -78,7 +81,7 @@ func TestPrimaryDyingWhileStarting(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "process 0 died while starting (exit status 3)") {
 		t.Fatalf("got %v", err)
 	}
-	if strings.Contains(h.log.String(), "starting process 1") {
+	if h.logged("starting process", logging.KeyProcess, 1) {
 		t.Error("a secondary was started without a primary")
 	}
 }
@@ -95,7 +98,7 @@ func TestSecondaryDeathStopsEverythingNonZero(t *testing.T) {
 	if h.shimFile(podcontract.ReadyFile) != "" {
 		t.Error("the ready marker survived a dead process")
 	}
-	if !strings.Contains(h.log.String(), "process 0: exit status 0") {
+	if !h.logged("process stopped", logging.KeyProcess, 0, "status", "exit status 0") {
 		t.Errorf("the primary must be stopped when a secondary dies:\n%s", h.log)
 	}
 }
@@ -107,7 +110,7 @@ func TestSIGTERMDuringStart(t *testing.T) {
 	s.Cfg.Timing.StartTimeout = time.Minute
 	stop := make(chan struct{})
 	res := run(s, stop)
-	eventually(t, "the primary to start", func() bool { return strings.Contains(h.log.String(), "[proc 0] fake") })
+	eventually(t, "the primary to start", func() bool { return h.logged("fake", logging.KeyProcess, 0, logging.KeyStream, "output") })
 	begin := time.Now()
 	close(stop)
 	if err := waitResult(t, res); err != nil {
@@ -116,7 +119,7 @@ func TestSIGTERMDuringStart(t *testing.T) {
 	if time.Since(begin) > 5*time.Second {
 		t.Error("the stop waited for the start timeout")
 	}
-	if !strings.Contains(h.log.String(), "process 0: exit status 0") {
+	if !h.logged("process stopped", logging.KeyProcess, 0, "status", "exit status 0") {
 		t.Errorf("the primary was not stopped:\n%s", h.log)
 	}
 }
@@ -133,7 +136,7 @@ func TestKillAfterGrace(t *testing.T) {
 	if err := waitResult(t, res); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(h.log.String(), "process 0: killed by signal killed") {
+	if !h.logged("process stopped", logging.KeyProcess, 0, "status", "killed by signal killed") {
 		t.Errorf("a process ignoring SIGTERM must be killed after the grace period:\n%s", h.log)
 	}
 }
@@ -158,7 +161,7 @@ func TestStaleRuntimeConfigIsNotReady(t *testing.T) {
 	rd := t.TempDir()
 	mustDo(t, os.MkdirAll(filepath.Join(rd, "rte"), 0o755))
 	mustDo(t, os.WriteFile(filepath.Join(rd, "rte", "config"), []byte{0xee, 0x6b, 0x2e, 0x01}, 0o600)) // RTE magic, little-endian
-	err := primaryState(rd, "rte")
+	err := readiness.PrimaryState(rd, "rte")
 	if err == nil || !strings.Contains(err.Error(), "no process holds its lock") {
 		t.Fatalf("got %v", err)
 	}
@@ -172,7 +175,7 @@ func TestInvalidFactsStopBeforeAnyProcess(t *testing.T) {
 		!strings.Contains(err.Error(), `attachment "net1"`) {
 		t.Fatalf("want every bad fact named, got %v", err)
 	}
-	if strings.Contains(h.log.String(), "starting process") {
+	if h.logged("starting process") {
 		t.Error("a process was started despite invalid facts")
 	}
 	if _, err := os.Stat(filepath.Join(h.paths.ShimDir, podcontract.GenerationFile)); err == nil {
@@ -195,7 +198,7 @@ func TestFStackModeIsResolvedFromTheSpec(t *testing.T) {
 	s.Cfg.Launch.ProgramMode = false
 	err = waitResult(t, run(s, make(chan struct{})))
 	if err == nil || !strings.Contains(err.Error(), "process 0 died while starting (exit status 9)") ||
-		!strings.Contains(h.log.String(), "kernel-event+multi-sc/fstack --conf "+h.paths.ConfigFile+" --proc-type=primary --proc-id=0") {
+		!strings.HasSuffix(h.logLine("starting process", logging.KeyProcess, 0)["argv"], "kernel-event+multi-sc/fstack --conf "+h.paths.ConfigFile+" --proc-type=primary --proc-id=0") {
 		t.Fatalf("want F-Stack's own command line for the mode's fstack, got %v\n%s", err, h.log)
 	}
 }

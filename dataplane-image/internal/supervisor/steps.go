@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -70,3 +71,6 @@ func stepAborted(procs []*child) error {
 	}
 	return errStopped
 }
+
+// errStopped means a signal arrived while waiting.
+var errStopped = errors.New("stopped by signal")

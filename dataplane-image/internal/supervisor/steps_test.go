@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/contexts"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/shimctx"
 )
@@ -27,7 +28,7 @@ func shimSpecHarness(t *testing.T) *harness {
 func TestReadyWaitsForTheFirstContextReading(t *testing.T) {
 	h := shimSpecHarness(t)
 	s := h.supervisor("primary", "secondary")
-	s.Cfg.ShimContexts, s.Cfg.StandinContextsDelay = ContextsStandin, 300*time.Millisecond
+	s.Cfg.ShimContexts, s.Cfg.StandinContextsDelay = contexts.ContextsStandin, 300*time.Millisecond
 	var atReady atomic.Pointer[shimctx.State]
 	var stateErr atomic.Value
 	watching := make(chan struct{})

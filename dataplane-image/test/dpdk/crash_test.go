@@ -4,12 +4,14 @@ import (
 	"errors"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/test/logtest"
 	"github.com/kube-fstack/kube-fstack/internal/test/syncbuf"
 )
 
@@ -39,7 +41,7 @@ func TestCrashedPrimaryRestartsOnceTheAppLetsGo(t *testing.T) {
 	// Ready included the first reading of the shim's contexts, which the stand-in (like
 	// F-Stack's zones) makes available only a while after the primary is up: the launcher,
 	// started at ready, checked them.
-	if o := out.String(); !strings.Contains(o, "shim contexts: [32/32] free") || strings.Contains(o, "cannot count the shim contexts") {
+	if o := logtest.Readable(out.String()); !regexp.MustCompile(`(?m)^shim contexts .*free=\[32/32\]`).MatchString(o) || strings.Contains(o, "cannot count the shim contexts") {
 		t.Errorf("the app started at ready did not check the shim contexts:\n%s", o)
 	}
 
@@ -50,7 +52,7 @@ func TestCrashedPrimaryRestartsOnceTheAppLetsGo(t *testing.T) {
 	// The kubelet restarts the sidecar at once (its first restart has no back-off).
 	d2 := p.startDataplane(t, "1")
 	d2.waitReady(t)
-	log := d2.log()
+	log := d2.readable()
 	if !strings.Contains(log, "waiting for the previous generation's DPDK secondaries to exit") || !strings.Contains(log, "fbarray_memzone held by pid") {
 		t.Errorf("the new supervisor did not say it waited for the app's secondary, naming it:\n%s", log)
 	}

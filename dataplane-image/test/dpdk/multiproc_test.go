@@ -28,11 +28,11 @@ func TestTwoProcessesAndADeadSecondary(t *testing.T) {
 	p := newPod(t, "fsdp3", "10.99.7.12", 2)
 	d := p.startDataplane(t, "0-1", multiProcArgs()...)
 	d.waitReady(t)
-	log := d.log()
+	log := d.readable()
 	if !strings.Contains(log, "dpdk-testpmd --lcores=0@1,1@1 -n4 --proc-type=secondary --vdev=virtio_user0,path=/var/run/kube-fstack/vhost/net1.sock,server=1,queues=2") {
 		t.Errorf("the secondary did not get F-Stack's secondary EAL argv on CPU 1:\n%s", log)
 	}
-	if strings.Index(log, "process 0 is up") > strings.Index(log, "starting process 1") {
+	if !d.startedBefore(t, "process is up", 0, 1) {
 		t.Errorf("the secondary started before the primary was ready:\n%s", log)
 	}
 	peer := addVethPeer(t, "10.99.7.202/24")
@@ -46,7 +46,7 @@ func TestTwoProcessesAndADeadSecondary(t *testing.T) {
 	if code := d.exitCode(t, 30*time.Second); code == 0 {
 		t.Fatal("the supervisor exited 0 after a secondary was killed")
 	}
-	if !strings.Contains(d.log(), "F-Stack process 1 (secondary) exited: killed by signal killed") {
+	if !strings.Contains(d.readable(), "F-Stack process 1 (secondary) exited: killed by signal killed") {
 		t.Errorf("the exit message does not name the secondary:\n%s", d.log())
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
@@ -27,17 +28,23 @@ func TestNativeProgramPerProcess(t *testing.T) {
 		"--native=PerProcess", "--", env.standinProgram, "--own-argument"})
 	d.waitReady(t)
 
-	log := d.log()
+	log := d.readable()
+	for k, argv := range []string{
+		env.standinProgram + " --own-argument --conf " + podConfig + " --proc-type=primary --proc-id=0",
+		env.standinProgram + " --own-argument --conf " + podConfig + " --proc-type=secondary --proc-id=1",
+	} {
+		if _, l := d.logLine(t, "starting process", logging.KeyProcess, k); !strings.Contains(l["argv"], argv) {
+			t.Errorf("the log lacks process %d started as %q:\n%s", k, argv, log)
+		}
+	}
 	for _, want := range []string{
-		"starting process 0: " + env.standinProgram + " --own-argument --conf " + podConfig + " --proc-type=primary --proc-id=0",
-		"starting process 1: " + env.standinProgram + " --own-argument --conf " + podConfig + " --proc-type=secondary --proc-id=1",
 		"stand-in F-Stack program (not F-Stack): process 1 as /usr/bin/dpdk-testpmd --lcores=0@1,1@1 -n4 --proc-type=secondary --vdev=virtio_user0,path=/var/run/kube-fstack/vhost/net1.sock,server=1,queues=2",
 	} {
 		if !strings.Contains(log, want) {
 			t.Errorf("the log lacks %q:\n%s", want, log)
 		}
 	}
-	if strings.Index(log, "process 0 is up") > strings.Index(log, "starting process 1") {
+	if !d.startedBefore(t, "process is up", 0, 1) {
 		t.Errorf("the secondary started before the primary was ready:\n%s", log)
 	}
 	if _, err := os.Stat(filepath.Join(p.shimDir, podcontract.Launcher)); err == nil {
@@ -65,7 +72,7 @@ func killSecondary(t *testing.T, d *dataplane, named string) []int {
 	if code := d.exitCode(t, 30*time.Second); code == 0 {
 		t.Fatal("the supervisor exited 0 after process 1 was killed")
 	}
-	if !strings.Contains(d.log(), named) {
+	if !strings.Contains(d.readable(), named) {
 		t.Errorf("the exit message does not name process 1 (%q):\n%s", named, d.log())
 	}
 	return pids
@@ -101,15 +108,17 @@ func TestNativeNginx(t *testing.T) {
 	d := p.startSupervisor(t, "0-1", []string{"--ready-telemetry=/mempool/list~mb_pool_0",
 		"--native=Nginx", "--", env.standinNginx, "-c", conf})
 	d.waitReady(t)
-	log := d.log()
+	log := d.readable()
 	for _, want := range []string{
 		"-g worker_processes 2; fstack_conf " + podConfig + "; daemon off;",
 		"worker 1: /usr/bin/dpdk-testpmd --lcores=0@1,1@1 -n4 --proc-type=secondary",
-		"process 1 is up (nginx worker pid",
 	} {
 		if !strings.Contains(log, want) {
 			t.Errorf("the log lacks %q:\n%s", want, log)
 		}
+	}
+	if d.logIndex(t, "process is up (an nginx worker)", logging.KeyProcess, 1, logging.KeyPID, "") < 0 {
+		t.Errorf("the log lacks worker 1 up with its pid:\n%s", log)
 	}
 	pingThrough(t, addVethPeer(t, "10.99.7.204/24"), p.ip)
 	if code, body := d.get(podcontract.MetricsPath); code != http.StatusOK || !strings.Contains(body, "fstack_processes_up 2") {

@@ -17,7 +17,9 @@ import (
 	"time"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/test/logtest"
 	"github.com/kube-fstack/kube-fstack/internal/test/nodetest"
 )
 
@@ -263,6 +265,43 @@ func (p *pod) startSupervisor(t testing.TB, cpus string, launch []string) *datap
 }
 
 func (d *dataplane) log() string { b, _ := os.ReadFile(d.logPath); return string(b) }
+
+// readable is the supervisor's log as a person reads it (logtest.Readable): tests look for
+// what a message says in it, whatever the format.
+func (d *dataplane) readable() string { return logtest.Readable(d.log()) }
+
+// logIndex is the index of the first line of the supervisor's log (text, every line parsed)
+// whose msg contains msg and whose keys have the values of kv (pairs; "" is any value), or -1.
+func (d *dataplane) logIndex(t testing.TB, msg string, kv ...any) int {
+	t.Helper()
+	i, _ := d.logLine(t, msg, kv...)
+	return i
+}
+
+// logLine is that line and its index (nil, -1 when there is none).
+func (d *dataplane) logLine(t testing.TB, msg string, kv ...any) (int, logtest.Line) {
+	t.Helper()
+	lines, err := logtest.Parse(d.log(), logging.FormatText, logging.ComponentSupervisor)
+	if err != nil {
+		t.Fatalf("the supervisor's log: %v", err)
+	}
+	want := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		want[fmt.Sprint(kv[i])] = fmt.Sprint(kv[i+1])
+	}
+	for i := range lines {
+		if l, ok := logtest.Find(lines[i:i+1], msg, want); ok {
+			return i, l
+		}
+	}
+	return -1, nil
+}
+
+// startedBefore says that the log has process a up, then process b starting.
+func (d *dataplane) startedBefore(t testing.TB, upMsg string, a, b int) bool {
+	up, start := d.logIndex(t, upMsg, logging.KeyProcess, a), d.logIndex(t, "starting process", logging.KeyProcess, b)
+	return up >= 0 && start > up
+}
 
 // stop sends SIGTERM to the supervisor (PID 1 of its namespace, as in a container); unshare
 // only waits, so the signal goes to its child.

@@ -19,6 +19,7 @@ import (
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/shimctx"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/test/logtest"
 )
 
 // injectedAppEnv is the app container's environment as the injection writes it for the pod's
@@ -145,6 +146,7 @@ func TestAppImageLackingTheShimsLibraryIsRefused(t *testing.T) {
 		return string(out), 0
 	}
 	out, code := run()
+	out = logtest.Readable(out)
 	if code != 78 || strings.Contains(out, "app-started") || !strings.Contains(out, "this image lacks libneeded.so.1, which F-Stack's shim needs") {
 		t.Fatalf("without %s/lib: exit %d, want 78 and the missing library named before the app starts:\n%s", podcontract.ShimDir, code, out)
 	}
@@ -154,6 +156,7 @@ func TestAppImageLackingTheShimsLibraryIsRefused(t *testing.T) {
 	must(t, os.MkdirAll(filepath.Join(p.shimDir, podcontract.ShimLibDir), 0o755))
 	must(t, os.WriteFile(filepath.Join(p.shimDir, podcontract.ShimLibDir, "libneeded.so.1"), data, 0o755))
 	out, code = run()
+	out = logtest.Readable(out)
 	if code != 0 || !strings.Contains(out, "app-started") || !strings.Contains(out, "libneeded.so.1 from "+podcontract.ShimDir+"/"+podcontract.ShimLibDir) {
 		t.Fatalf("with the library in %s/lib: exit %d:\n%s", podcontract.ShimDir, code, out)
 	}

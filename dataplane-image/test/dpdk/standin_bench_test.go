@@ -95,7 +95,7 @@ func (p *pod) startStandin(b *testing.B, bundle, cpus string) (*dataplane, time.
 }
 
 // ownReady is the supervisor's own figure: from its start to every process ready.
-var ownReady = regexp.MustCompile(`ready: generation \d+, \d+ processes in (\S+)`)
+var ownReady = regexp.MustCompile(`(?m)^ready elapsed=(\S+)`)
 
 // vmRSS reads a process's resident set in KiB.
 func vmRSS(pid int) int {
@@ -122,7 +122,7 @@ func BenchmarkStandinTimeToReady(b *testing.B) {
 				p := newPod(b, fmt.Sprintf("fsb%d%d", procs, i), "10.99.7.20", procs)
 				d, took := p.startStandin(b, bundle, []string{"", "0", "0-1"}[procs])
 				ready = append(ready, took)
-				if m := ownReady.FindStringSubmatch(d.log()); m != nil {
+				if m := ownReady.FindStringSubmatch(d.readable()); m != nil {
 					if v, err := time.ParseDuration(m[1]); err == nil {
 						own = append(own, v)
 					}

@@ -6,14 +6,17 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kube-fstack/kube-fstack/internal/inject"
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/operator/internal/manager"
 )
 
@@ -33,6 +36,17 @@ func main() {
 		log.Error(err, "operator stopped")
 		os.Exit(1)
 	}
+}
+
+// newLogger is controller-runtime's logr over the handler every kube-fstack binary logs
+// through (internal/logging), so the operator's lines look like the others'. logr's V(n) is
+// slog level -n: --log-level=debug shows V(1) and below.
+func newLogger(w io.Writer, o logging.Options) (logr.Logger, error) {
+	h, err := logging.NewHandler(w, o)
+	if err != nil {
+		return logr.Discard(), err
+	}
+	return logr.FromSlogHandler(h.WithAttrs([]slog.Attr{slog.String(logging.KeyComponent, logging.ComponentOperator)})), nil
 }
 
 func parseFlags() (manager.Options, error) {
@@ -64,10 +78,15 @@ func parseFlags() (manager.Options, error) {
 	flag.IntVar(&o.Workers, "workers", 4, "StackInstances reconciled in parallel.")
 	flag.Float64Var(&qps, "kube-api-qps", 100, "Requests per second to the API server (client-side limit).")
 	flag.IntVar(&burst, "kube-api-burst", 200, "Burst of requests to the API server.")
-	zo := zap.Options{}
-	zo.BindFlags(flag.CommandLine)
+	o.Inject.Logging.BindFlags(flag.CommandLine)
 	flag.Parse()
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zo)))
+	logger, err := newLogger(os.Stderr, o.Inject.Logging)
+	if err != nil {
+		// No logger to say it with yet.
+		fmt.Fprintln(os.Stderr, "fstack-operator:", err)
+		os.Exit(2)
+	}
+	ctrl.SetLogger(logger)
 	if o.Certs.MetricsServiceName != "" {
 		o.MetricsCertDir = o.CertDir
 	}

@@ -13,6 +13,8 @@ import (
 	"k8s.io/pod-security-admission/policy"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 )
 
 // podSecurityChecks are the API server's own Pod Security checks, so the injector judges an
@@ -34,7 +36,7 @@ func (h *PodInjector) podSecurity(ctx context.Context, namespace string, origina
 	ns := &metav1.PartialObjectMetadata{}
 	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
 	if err := h.get(ctx, types.NamespacedName{Name: namespace}, ns); err != nil {
-		log.FromContext(ctx).Info("Pod Security level not checked: namespace not readable", "namespace", namespace, "error", err.Error())
+		log.FromContext(ctx).Info("Pod Security level not checked: namespace not readable", logging.KeyNamespace, namespace, logging.KeyErr, err)
 		return nil
 	}
 	defaults := api.Policy{Enforce: api.LevelVersion{Level: api.LevelPrivileged, Version: api.LatestVersion()}}

@@ -155,7 +155,7 @@ func startOperator(bin string, cfg *rest.Config, wh *envtest.WebhookInstallOptio
 	cmd := exec.Command(bin, "--namespace=kube-fstack-system", "--manage-certs=false", "--metrics-insecure",
 		"--cert-dir="+wh.LocalServingCertDir, "--webhook-host="+wh.LocalServingHost,
 		"--webhook-port="+strconv.Itoa(wh.LocalServingPort), "--metrics-bind-address="+metrics, "--health-probe-bind-address="+probe,
-		"--zap-log-level=error")
+		"--log-level=error")
 	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+kubeconfig), extraEnv...)
 	log, err := os.Create(filepath.Join(dir, "operator.log"))
 	if err != nil {

@@ -1,4 +1,7 @@
-package supervisor
+// Package metrics holds the supervisor's Prometheus collectors: its process gauges and
+// counters, and the per-port and per-process traffic read at scrape time from DPDK telemetry
+// and ff_traffic. The supervisor decides when a value changes; this package only keeps it.
+package metrics
 
 import (
 	"context"
@@ -13,34 +16,35 @@ import (
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/telemetry"
 )
 
-// metrics are the supervisor's own gauges and counters.
-type metrics struct {
-	reg      *prometheus.Registry
-	up       prometheus.Gauge
+// Metrics are the supervisor's own gauges and counters.
+type Metrics struct {
+	Reg      *prometheus.Registry
+	Up       prometheus.Gauge
 	expected prometheus.Gauge
 	// procUp is up per process: a dashboard shows a row a process, and a process that never
 	// came up is a 0 there, not a missing row.
 	procUp      *prometheus.GaugeVec
 	procs       atomic.Int64
-	starts      *prometheus.CounterVec
-	timeToReady prometheus.Gauge
+	Starts      *prometheus.CounterVec
+	TimeToReady prometheus.Gauge
 	generation  prometheus.Gauge
 	// gen backs fstack_dataplane_restarts_total: generation-1, read at scrape time.
 	gen atomic.Int64
 }
 
-func newMetrics() *metrics {
-	m := &metrics{
-		reg: prometheus.NewRegistry(),
-		up: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fstack_processes_up",
+// New makes the gauges and counters and registers them in a registry of their own.
+func New() *Metrics {
+	m := &Metrics{
+		Reg: prometheus.NewRegistry(),
+		Up: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fstack_processes_up",
 			Help: "F-Stack processes running."}),
 		expected: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fstack_processes_expected",
 			Help: "F-Stack processes the StackInstance asks for."}),
 		procUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "fstack_process_up",
 			Help: "1 while the F-Stack process (by proc_id) is up, 0 from the render until it is ready and after it stopped."}, []string{"process"}),
-		starts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fstack_process_starts_total",
+		Starts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "fstack_process_starts_total",
 			Help: "Starts of each F-Stack process (by proc_id) by this supervisor."}, []string{"process"}),
-		timeToReady: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fstack_time_to_ready_seconds",
+		TimeToReady: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fstack_time_to_ready_seconds",
 			Help: "Seconds from supervisor start to every process ready; 0 until ready."}),
 		generation: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fstack_dataplane_generation",
 			Help: "Dataplane generation: starts of the dataplane in this pod (container restarts and restarts for shim contexts), counted in the pod's shim volume."}),
@@ -48,12 +52,12 @@ func newMetrics() *metrics {
 	restarts := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fstack_dataplane_restarts_total",
 		Help: "Restarts of the dataplane in this pod (generation-1): the count survives the container's restarts."},
 		func() float64 { return float64(max(m.gen.Load()-1, 0)) })
-	m.reg.MustRegister(m.up, m.expected, m.procUp, m.starts, m.timeToReady, m.generation, restarts)
+	m.Reg.MustRegister(m.Up, m.expected, m.procUp, m.Starts, m.TimeToReady, m.generation, restarts)
 	return m
 }
 
-// expect publishes how many processes the stack runs, each down until it is ready.
-func (m *metrics) expect(procs int) {
+// Expect publishes how many processes the stack runs, each down until it is ready.
+func (m *Metrics) Expect(procs int) {
 	m.expected.Set(float64(procs))
 	m.procUp.Reset()
 	m.procs.Store(int64(procs))
@@ -62,22 +66,22 @@ func (m *metrics) expect(procs int) {
 	}
 }
 
-// processUp records that process k is ready.
-func (m *metrics) processUp(k int) {
-	m.up.Inc()
+// ProcessUp records that process k is ready.
+func (m *Metrics) ProcessUp(k int) {
+	m.Up.Inc()
 	m.procUp.WithLabelValues(strconv.Itoa(k)).Set(1)
 }
 
-// allDown records that every process stopped.
-func (m *metrics) allDown() {
-	m.up.Set(0)
+// AllDown records that every process stopped.
+func (m *Metrics) AllDown() {
+	m.Up.Set(0)
 	for k := int64(0); k < m.procs.Load(); k++ {
 		m.procUp.WithLabelValues(strconv.FormatInt(k, 10)).Set(0)
 	}
 }
 
-// setGeneration records the generation that started.
-func (m *metrics) setGeneration(gen int) {
+// SetGeneration records the generation that started.
+func (m *Metrics) SetGeneration(gen int) {
 	m.gen.Store(int64(gen))
 	m.generation.Set(float64(gen))
 }
@@ -97,7 +101,8 @@ var nicCounters = map[string]string{
 	"oerrors": "fstack_nic_tx_errors_total", "rx_nombuf": "fstack_nic_rx_nombuf_total",
 }
 
-func newNICCollector(socket string) *nicCollector {
+// NewNICCollector reads the ports' counters from the primary's telemetry socket at scrape time.
+func NewNICCollector(socket string) prometheus.Collector {
 	c := &nicCollector{socket: socket, descs: map[string]*prometheus.Desc{},
 		up: prometheus.NewDesc("fstack_nic_telemetry_up", "1 if the DPDK telemetry socket answered this scrape.", nil, nil)}
 	for key, name := range nicCounters {
@@ -138,7 +143,8 @@ type trafficCollector struct {
 	descs  [6]*prometheus.Desc
 }
 
-func newTrafficCollector(reader *fftraffic.Reader, procs int) *trafficCollector {
+// NewTrafficCollector reads each process's traffic through ff_traffic at scrape time.
+func NewTrafficCollector(reader *fftraffic.Reader, procs int) prometheus.Collector {
 	c := &trafficCollector{reader: reader, procs: procs}
 	for i, n := range []string{"rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "rx_dropped", "tx_dropped"} {
 		c.descs[i] = prometheus.NewDesc("fstack_traffic_"+n+"_total", "F-Stack per-process "+n+" (ff_traffic -s; mbuf segments).", []string{"process"}, nil)

@@ -1,4 +1,8 @@
-package supervisor
+// Package contexts counts the free contexts of the F-Stack shim (libff_syscall.so) per
+// F-Stack instance, where they live: F-Stack's ff_socket_ops_zone_<k> memzones, found through
+// DPDK telemetry and read from the primary's memory, or the stand-in shim's slot files. The
+// supervisor publishes the readings for the launchers and decides the restarts they justify.
+package contexts
 
 import (
 	"encoding/binary"
@@ -96,6 +100,9 @@ type zoneSource struct {
 // by as much.
 const zoneLookupEvery = 100 * time.Millisecond
 
+// NewZoneSource reads F-Stack's zones of the primary whose runtime files are runtimeDir/prefix.
+func NewZoneSource(runtimeDir, prefix string) ContextSource { return newZoneSource(runtimeDir, prefix) }
+
 func newZoneSource(runtimeDir, prefix string) *zoneSource {
 	return &zoneSource{socket: telemetry.SocketPath(runtimeDir, prefix), proc: "/proc"}
 }
@@ -185,6 +192,11 @@ type standinSource struct {
 	mu      sync.Mutex
 	pending *time.Timer
 	err     error // creating the files failed
+}
+
+// NewStandinSource reads the stand-in's slot files in dir, which appear delay after a reset.
+func NewStandinSource(dir string, delay time.Duration) ContextSource {
+	return &standinSource{dir: dir, delay: delay}
 }
 
 // StandinSlotFile is the stand-in's slot file of instance k (the stand-in shim's contexts.c

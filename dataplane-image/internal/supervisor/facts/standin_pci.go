@@ -1,4 +1,4 @@
-package supervisor
+package facts
 
 import (
 	"errors"
@@ -27,9 +27,9 @@ type PCIStandin struct {
 // dpdkPCIDrivers are the kernel drivers through which DPDK's PCI bus drives a device.
 var dpdkPCIDrivers = []string{"vfio-pci", "uio_pci_generic", "igb_uio"}
 
-// plan decides, once per start, which allowed addresses of the primary's EAL argv are replaced,
+// Plan decides, once per start, which allowed addresses of the primary's EAL argv are replaced,
 // and logs one line for each.
-func (ps *PCIStandin) plan(eal []string, logf func(string, ...any)) {
+func (ps *PCIStandin) Plan(eal []string, logf func(string, ...any)) {
 	ps.subs = map[string]string{}
 	for _, a := range eal {
 		bdf, ok := strings.CutPrefix(a, "--allow=")
@@ -66,9 +66,9 @@ func (ps *PCIStandin) unprobeable(bdf string) string {
 	return ""
 }
 
-// apply rewrites one process's EAL argv: a replaced --allow becomes --vdev=<name>, and with no
+// Apply rewrites one process's EAL argv: a replaced --allow becomes --vdev=<name>, and with no
 // --allow left, --no-pci keeps DPDK from probing every PCI device of the node instead.
-func (ps *PCIStandin) apply(eal []string) []string {
+func (ps *PCIStandin) Apply(eal []string) []string {
 	if len(ps.subs) == 0 {
 		return eal
 	}

@@ -1,4 +1,9 @@
-package supervisor
+// Package readiness says when a DPDK process of the dataplane counts as started: a primary
+// whose EAL init completed (its shared config stamped and locked) and whose ports telemetry
+// reports started, a secondary that joined the primary (its IPC socket, the primary's
+// hugepages mapped), and an optional command such as ff_traffic. Each check reads files the
+// apps can write, so each refuses what is not a small regular file.
+package readiness
 
 import (
 	"context"
@@ -18,12 +23,12 @@ import (
 	"github.com/kube-fstack/kube-fstack/internal/fsutil"
 )
 
-// rteMagic is RTE_MAGIC: EAL writes it into the shared config's first word when its init is
+// RTEMagic is RTE_MAGIC: EAL writes it into the shared config's first word when its init is
 // complete, so a config file with another value belongs to a primary still starting.
-const rteMagic = 19820526
+const RTEMagic = 19820526
 
-// primaryState says how far a primary has got; the text is what a timeout reports.
-func primaryState(runtimeDir, prefix string) error {
+// PrimaryState says how far a primary has got; the text is what a timeout reports.
+func PrimaryState(runtimeDir, prefix string) error {
 	cfg := filepath.Join(runtimeDir, prefix, "config")
 	// The runtime dir is the apps' too (their secondaries write it): what sits at config may
 	// be a FIFO or a symlink an app planted.
@@ -35,22 +40,22 @@ func primaryState(runtimeDir, prefix string) error {
 		return fmt.Errorf("DPDK runtime config: %w", err)
 	}
 	defer f.Close()
-	if !lockHeld(f) {
+	if !LockHeld(f) {
 		return fmt.Errorf("%s exists but no process holds its lock (a primary that died, or not yet started)", cfg)
 	}
 	var word [4]byte
 	if _, err := f.ReadAt(word[:], 0); err != nil {
 		return fmt.Errorf("%s: %w", cfg, err)
 	}
-	if m := binary.NativeEndian.Uint32(word[:]); m != rteMagic {
+	if m := binary.NativeEndian.Uint32(word[:]); m != RTEMagic {
 		return fmt.Errorf("EAL init not finished (%s magic %d)", cfg, m)
 	}
 	return nil
 }
 
-// lockHeld asks whether some process holds the write lock a DPDK primary keeps on its config
+// LockHeld asks whether some process holds the write lock a DPDK primary keeps on its config
 // for as long as it lives; a stale file from a dead primary has none.
-func lockHeld(f *os.File) bool {
+func LockHeld(f *os.File) bool {
 	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: 0, Len: 0}
 	if err := unix.FcntlFlock(f.Fd(), unix.F_GETLK, &lk); err != nil {
 		return false
@@ -58,14 +63,14 @@ func lockHeld(f *os.File) bool {
 	return lk.Type != unix.F_UNLCK
 }
 
-// telemetryAnswers checks the primary serves its telemetry socket, has started every port of
+// TelemetryAnswers checks the primary serves its telemetry socket, has started every port of
 // the rendered port_list, and, for each check ("command" or "command~text"), answers the command
 // with a reply (containing text).
 //
 // The ports matter because a primary creates its shared pools and rings before it starts its
 // ports (F-Stack's ff_msg_pool, testpmd's mb_pool_0): a secondary let in at that point would
 // poll queues the primary is still setting up.
-func telemetryAnswers(runtimeDir, prefix string, ports []int, checks []string) error {
+func TelemetryAnswers(runtimeDir, prefix string, ports []int, checks []string) error {
 	c, err := telemetry.Dial(telemetry.SocketPath(runtimeDir, prefix), time.Second)
 	if err != nil {
 		return err
@@ -93,10 +98,10 @@ func telemetryAnswers(runtimeDir, prefix string, ports []int, checks []string) e
 	return nil
 }
 
-// secondaryJoined reports whether a secondary with this pid has joined the primary: its IPC
+// SecondaryJoined reports whether a secondary with this pid has joined the primary: its IPC
 // socket in the runtime directory (mp_socket_<pid>_<tsc>) and, when memory is on hugepages, the
 // primary's hugepage files mapped (EAL's memory init, the step that fails across containers).
-func secondaryJoined(runtimeDir, hugeDir, prefix string, pid int) error {
+func SecondaryJoined(runtimeDir, hugeDir, prefix string, pid int) error {
 	pattern := filepath.Join(runtimeDir, prefix, "mp_socket_"+strconv.Itoa(pid)+"_*")
 	if m, _ := filepath.Glob(pattern); len(m) == 0 {
 		return fmt.Errorf("no %s yet: the secondary has not joined the primary", pattern)
@@ -114,8 +119,8 @@ func secondaryJoined(runtimeDir, hugeDir, prefix string, pid int) error {
 	return nil
 }
 
-// readyCommand runs the configured probe for process k (F-Stack: ff_traffic -p k -s).
-func readyCommand(ctx context.Context, argv []string, k int) error {
+// ReadyCommand runs the configured probe for process k (F-Stack: ff_traffic -p k -s).
+func ReadyCommand(ctx context.Context, argv []string, k int) error {
 	if len(argv) == 0 {
 		return nil
 	}
@@ -131,6 +136,3 @@ func readyCommand(ctx context.Context, argv []string, k int) error {
 	}
 	return nil
 }
-
-// errStopped means a signal arrived while waiting.
-var errStopped = errors.New("stopped by signal")
