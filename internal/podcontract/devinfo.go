@@ -85,6 +85,10 @@ func (i *DevInfo) Validate() error {
 	return checkSocketPath(i.VhostUser.Path)
 }
 
+func socketPathByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("/._-", c) >= 0
+}
+
 // checkSocketPath holds the socket path to what fstack-cni writes (podSocketDir/<ifname>.sock):
 // the renderer pastes it verbatim into config.ini and into the EAL's virtio_user devargs, where a
 // ',' or '=' would add devargs of the pod's choosing and a ';' or '#' would end the ini value.
@@ -93,7 +97,7 @@ func checkSocketPath(p string) error {
 		return fmt.Errorf("devinfo: vhost-user.path %q is not an absolute, clean path", p)
 	}
 	for _, c := range []byte(p) {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("/._-", c) >= 0) {
+		if !socketPathByte(c) {
 			return fmt.Errorf("devinfo: vhost-user.path %q has %q: only letters, digits and / . _ - (EAL devargs split on , and =)", p, c)
 		}
 	}
