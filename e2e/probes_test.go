@@ -16,7 +16,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/e2e/framework"
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/test/logtest"
@@ -137,6 +139,25 @@ func checkNoListenerOnPodIP(t *testing.T, p *corev1.Pod) {
 	dpLogs, _ := env.Kubectl("logs", "-n", p.Namespace, p.Name, "-c", podcontract.DataplaneContainer)
 	if !strings.Contains(logtest.Readable(dpLogs), "probe agent started") {
 		t.Fatalf("the dataplane log does not show the probe agent starting:\n%s", dpLogs)
+	}
+	checkPodIdentityInLog(t, p, dpLogs)
+}
+
+// checkPodIdentityInLog: every supervisor line names the pod and its stack, read from the
+// downward-API volume as the real kubelet lays it out (each file a link through ..data).
+func checkPodIdentityInLog(t *testing.T, p *corev1.Pod, logs string) {
+	t.Helper()
+	lines, err := logtest.Parse(logs, logging.FormatText, logging.ComponentSupervisor)
+	if err != nil {
+		t.Fatalf("the dataplane log is not the supervisor's structured log: %v\n%s", err, logs)
+	}
+	want := map[string]string{logging.KeyNamespace: p.Namespace, logging.KeyPod: p.Name, logging.KeyStack: p.Labels[fsv1.StackLabel]}
+	for _, l := range lines {
+		for k, v := range want {
+			if l[k] != v {
+				t.Fatalf("a dataplane log line has %s=%q, want %q (the pod's downward-API files): %v", k, l[k], v, l)
+			}
+		}
 	}
 }
 

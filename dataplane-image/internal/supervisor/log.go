@@ -1,13 +1,28 @@
 package supervisor
 
 import (
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"unicode"
 
-	"github.com/kube-fstack/kube-fstack/internal/fsutil"
 	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
+
+// readPodInfo reads one file of the downward-API volume, bounded. It follows symlinks, as the
+// spec's reader does: the kubelet makes each file a link into its ..data directory, and the
+// volume is the kubelet's, read-only in every container of the pod (a reader that refuses links,
+// as the readers of pod-writable directories do, finds nothing there on a real node).
+func readPodInfo(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, maxIdentity))
+}
 
 // maxIdentity bounds a podinfo file read for the log: a name or namespace has at most 253
 // bytes, a StackInstance's name too.
@@ -28,7 +43,7 @@ func podIdentity(dir string) []any {
 		{podcontract.PodInfoName, logging.KeyPod},
 		{podcontract.PodInfoStack, logging.KeyStack},
 	} {
-		b, err := fsutil.ReadFileBeneath(dir, f.file, maxIdentity)
+		b, err := readPodInfo(filepath.Join(dir, f.file))
 		if err != nil {
 			continue
 		}

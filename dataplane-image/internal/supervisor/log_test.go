@@ -19,10 +19,8 @@ func TestLogIsStructuredInBothFormats(t *testing.T) {
 		t.Run(format, func(t *testing.T) {
 			h := newHarness(t, vhostSpec(2))
 			h.writeDevinfo()
-			for file, v := range map[string]string{podcontract.PodInfoNamespace: "shop", podcontract.PodInfoName: "web-0",
-				podcontract.PodInfoStack: "edge\nlevel=ERROR msg=forged"} {
-				mustDo(t, os.WriteFile(filepath.Join(h.paths.PodInfoDir, file), []byte(v), 0o644))
-			}
+			writeDownwardAPI(t, h.paths.PodInfoDir, map[string]string{podcontract.PodInfoNamespace: "shop",
+				podcontract.PodInfoName: "web-0", podcontract.PodInfoStack: "edge\nlevel=ERROR msg=forged"})
 			h.logging = logging.Options{Format: format}
 			s := h.supervisor("primary", "secondary")
 			stop := make(chan struct{})
@@ -59,5 +57,19 @@ func TestLogIsStructuredInBothFormats(t *testing.T) {
 				t.Errorf("a prefixed line is left:\n%s", h.log)
 			}
 		})
+	}
+}
+
+// writeDownwardAPI lays files out as the kubelet does in a downward-API volume: the data in a
+// timestamped directory, ..data a link to it, and each file a link through ..data (the layout
+// that lets the kubelet swap every file at once).
+func writeDownwardAPI(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	data := "..2026_11_26_12_00_00.000000001"
+	mustDo(t, os.MkdirAll(filepath.Join(dir, data), 0o755))
+	mustDo(t, os.Symlink(data, filepath.Join(dir, "..data")))
+	for name, v := range files {
+		mustDo(t, os.WriteFile(filepath.Join(dir, data, name), []byte(v), 0o644))
+		mustDo(t, os.Symlink(filepath.Join("..data", name), filepath.Join(dir, name)))
 	}
 }
