@@ -136,7 +136,7 @@ func NewHandler(w io.Writer, o Options) (slog.Handler, error) {
 		return nil, err
 	}
 	level, _ := ParseLevel(o.Level)
-	ho := &slog.HandlerOptions{Level: level, ReplaceAttr: utcTime}
+	ho := &slog.HandlerOptions{Level: level, ReplaceAttr: replaceAttr}
 	if o.Format == FormatJSON {
 		return slog.NewJSONHandler(w, ho), nil
 	}
@@ -155,9 +155,32 @@ func New(w io.Writer, component string, o Options) (*slog.Logger, error) {
 // Discard is a logger that writes nothing, for callers given none.
 func Discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-func utcTime(groups []string, a slog.Attr) slog.Attr {
-	if a.Key == slog.TimeKey && len(groups) == 0 {
+// replaceAttr writes time in UTC, and each level as one of the four names --log-level takes:
+// logr's V(n) arrives as slog level -n, which slog would name DEBUG+3, DEBUG+2...
+func replaceAttr(groups []string, a slog.Attr) slog.Attr {
+	if len(groups) > 0 {
+		return a
+	}
+	switch a.Key {
+	case slog.TimeKey:
 		a.Value = slog.TimeValue(a.Value.Time().UTC())
+	case slog.LevelKey:
+		if l, ok := a.Value.Any().(slog.Level); ok {
+			a.Value = slog.StringValue(levelName(l))
+		}
 	}
 	return a
+}
+
+func levelName(l slog.Level) string {
+	switch {
+	case l < slog.LevelInfo:
+		return "DEBUG"
+	case l < slog.LevelWarn:
+		return "INFO"
+	case l < slog.LevelError:
+		return "WARN"
+	default:
+		return "ERROR"
+	}
 }

@@ -34,7 +34,8 @@ func TestOperatorLogsInBothFormats(t *testing.T) {
 			if _, ok := logtest.Find(lines, "register webhooks", map[string]string{logging.KeyErr: "boom", "level": "ERROR"}); !ok {
 				t.Errorf("%s/%s: no error line with err:\n%s", format, level, buf.String())
 			}
-			_, debug := logtest.Find(lines, "injected", map[string]string{logging.KeyStack: "edge"})
+			// logr's V(1) is slog level -1, which slog itself would name "DEBUG+3".
+			_, debug := logtest.Find(lines, "injected", map[string]string{logging.KeyStack: "edge", "level": "DEBUG"})
 			if debug != (level == "debug") {
 				t.Errorf("%s/%s: V(1) shown %v:\n%s", format, level, debug, buf.String())
 			}
