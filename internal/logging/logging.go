@@ -44,6 +44,8 @@ const (
 	// KeyStream marks a line a child process wrote, relayed as it was: its value says which
 	// output ("output": stdout and stderr, in order).
 	KeyStream = "stream"
+	// KeyNode is a Kubernetes node's name.
+	KeyNode = "node"
 	// KeyErr is an error.
 	KeyErr = "err"
 )
@@ -54,6 +56,10 @@ const (
 	ComponentCNI        = "fstack-cni"
 	ComponentSupervisor = "fstack-supervisor"
 	ComponentLauncher   = "fstack-launcher"
+	// The node DaemonSet's image: the installer, and its node-agent and node-cleanup commands.
+	ComponentInstaller   = "fstack-cni-installer"
+	ComponentNodeAgent   = "fstack-node-agent"
+	ComponentNodeCleanup = "fstack-node-cleanup"
 )
 
 // The formats.

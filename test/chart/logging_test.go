@@ -2,6 +2,7 @@ package chart
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -28,6 +29,22 @@ func TestLoggingReachesEveryBinary(t *testing.T) {
 		flags := operatorFlags(t, find(objs, "Deployment")[0])
 		if flags["--log-format"] != c.format || flags["--log-level"] != c.level {
 			t.Errorf("%s/%s: operator flags %v", c.format, c.level, flags)
+		}
+		// The node DaemonSet's containers (installer, node agent) and the uninstall hook's take
+		// the flags every binary takes.
+		var nodeContainers int
+		for _, o := range append(find(objs, "DaemonSet"), find(objs, "Job")...) {
+			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			for _, ctr := range containers {
+				args, _, _ := unstructured.NestedStringSlice(ctr.(map[string]any), "args")
+				nodeContainers++
+				if !slices.Contains(args, "--log-format="+c.format) || !slices.Contains(args, "--log-level="+c.level) {
+					t.Errorf("%s/%s: %s container %v has no log flags: %v", c.format, c.level, o.GetKind(), ctr.(map[string]any)["name"], args)
+				}
+			}
+		}
+		if nodeContainers != 3 {
+			t.Errorf("%s/%s: %d containers in DaemonSets and Jobs, want the installer, the node agent and node-cleanup", c.format, c.level, nodeContainers)
 		}
 		var configs []string
 		for _, nad := range find(objs, "NetworkAttachmentDefinition") {

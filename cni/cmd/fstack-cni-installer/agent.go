@@ -16,6 +16,7 @@ import (
 
 	"github.com/kube-fstack/kube-fstack/cni/internal/nodeagent"
 	"github.com/kube-fstack/kube-fstack/cni/internal/seccompprofile"
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/nodecheck"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
@@ -24,7 +25,9 @@ import (
 // image, so nodes need no other one.
 func runAgent(args []string) error {
 	fs := flag.NewFlagSet("node-agent", flag.ContinueOnError)
-	a := &nodeagent.Agent{Log: os.Stderr}
+	a := &nodeagent.Agent{}
+	logOpts := logging.FromEnv(os.LookupEnv)
+	logOpts.BindFlags(fs)
 	var socketRoot, ovsAnswers string
 	fs.StringVar(&a.Node, "node", os.Getenv("NODE_NAME"), "this node's name (the downward API's spec.nodeName)")
 	fs.DurationVar(&a.Period, "period", time.Minute, "how often to check the node")
@@ -41,6 +44,11 @@ func runAgent(args []string) error {
 	if a.Node == "" {
 		return errors.New("--node (or NODE_NAME) is required: set it from the downward API's spec.nodeName")
 	}
+	log, err := logging.New(os.Stderr, logging.ComponentNodeAgent, logOpts)
+	if err != nil {
+		return err
+	}
+	a.Log = log.With(logging.KeyNode, a.Node)
 	if a.Period <= 0 {
 		return fmt.Errorf("--period %s: must be positive", a.Period)
 	}
@@ -78,7 +86,9 @@ func runAgent(args []string) error {
 // the agents' labels and report from every Node after `helm uninstall`.
 func runCleanup(args []string) error {
 	fs := flag.NewFlagSet("node-cleanup", flag.ContinueOnError)
-	c := &nodeagent.Cleanup{Log: os.Stderr, Poll: 2 * time.Second}
+	c := &nodeagent.Cleanup{Poll: 2 * time.Second}
+	logOpts := logging.FromEnv(os.LookupEnv)
+	logOpts.BindFlags(fs)
 	fs.StringVar(&c.Namespace, "namespace", "", "the namespace of the CNI DaemonSet's pods")
 	fs.StringVar(&c.Selector, "selector", "", "the label selector of the CNI DaemonSet's pods")
 	if err := fs.Parse(args); err != nil {
@@ -87,6 +97,11 @@ func runCleanup(args []string) error {
 	if c.Namespace == "" || c.Selector == "" {
 		return errors.New("--namespace and --selector are required: the CNI DaemonSet's pods, whose agents must be gone before their labels are")
 	}
+	log, err := logging.New(os.Stderr, logging.ComponentNodeCleanup, logOpts)
+	if err != nil {
+		return err
+	}
+	c.Log = log
 	client, err := inClusterClient("kube-fstack-node-cleanup")
 	if err != nil {
 		return fmt.Errorf("node-cleanup: %w", err)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kube-fstack/kube-fstack/cni/internal/installer"
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/nodecheck"
 )
 
@@ -32,7 +33,9 @@ func run() error {
 	if len(os.Args) > 1 && os.Args[1] == "node-cleanup" {
 		return runCleanup(os.Args[2:])
 	}
-	in := &installer.Installer{Log: os.Stderr}
+	in := &installer.Installer{}
+	logOpts := logging.FromEnv(os.LookupEnv)
+	logOpts.BindFlags(flag.CommandLine)
 	var plugin string
 	var once bool
 	flag.StringVar(&in.Source, "source", "/usr/local/bin/fstack-cni", "the fstack-cni binary to install")
@@ -41,7 +44,7 @@ func run() error {
 	flag.StringVar(&plugin, "plugin-config", `{"type":"fstack-cni"}`, "the plugin's JSON object for the conflist")
 	flag.DurationVar(&in.Interval, "interval", 10*time.Second, "how often to re-check and re-install")
 	flag.BoolVar(&once, "once", false, "install once and exit")
-	asker := &ovsAsker{Log: os.Stderr}
+	asker := &ovsAsker{}
 	var ovsdbSocket string
 	flag.StringVar(&ovsdbSocket, "ovsdb-socket", "", "OVSDB's unix socket, to answer the node agent's OVS questions (empty: do not)")
 	flag.StringVar(&asker.Bridge, "bridge", "br-fstack", "the OVS bridge fstack-cni adds ports to")
@@ -49,6 +52,11 @@ func run() error {
 	flag.DurationVar(&asker.Period, "ovs-period", time.Minute, "how often to ask OVS (the node agent's period)")
 	flag.Parse()
 	in.Plugin = []byte(plugin)
+	log, err := logging.New(os.Stderr, logging.ComponentInstaller, logOpts)
+	if err != nil {
+		return err
+	}
+	in.Log, asker.Log = log, log
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()

@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"io"
+	"github.com/kube-fstack/kube-fstack/internal/logging"
+	"log/slog"
 	"time"
 
 	"github.com/kube-fstack/kube-fstack/internal/nodecheck"
@@ -17,7 +17,7 @@ type ovsAsker struct {
 	Bridge string
 	Path   string
 	Period time.Duration
-	Log    io.Writer
+	Log    *slog.Logger
 }
 
 // run answers at once, then every period until ctx ends.
@@ -27,7 +27,7 @@ func (o *ovsAsker) run(ctx context.Context) {
 	for {
 		a := nodecheck.AskOVS(ctx, o.OVS, o.Bridge, time.Now())
 		if err := nodecheck.WriteOVSAnswers(o.Path, a); err != nil {
-			fmt.Fprintf(o.Log, "fstack-cni-installer: OVS answers for the node agent: %v\n", err)
+			o.Log.Error("OVS answers for the node agent", logging.KeyErr, err)
 		}
 		select {
 		case <-ctx.Done():

@@ -7,7 +7,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
+	"github.com/kube-fstack/kube-fstack/internal/logging"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -22,7 +23,7 @@ type Installer struct {
 	Conflist string        // optional: the chained conflist to merge the plugin into
 	Plugin   []byte        // the plugin's JSON object for the conflist
 	Interval time.Duration // how often to re-check
-	Log      io.Writer
+	Log      *slog.Logger
 }
 
 // Run installs, then re-installs whatever went missing every Interval, until ctx ends.
@@ -38,7 +39,7 @@ func (in *Installer) Run(ctx context.Context) error {
 			return nil
 		case <-t.C:
 			if err := in.Once(); err != nil {
-				fmt.Fprintf(in.Log, "fstack-cni-installer: %v\n", err)
+				in.Log.Error("install", logging.KeyErr, err)
 			}
 		}
 	}
@@ -67,6 +68,6 @@ func (in *Installer) installBinary() error {
 	if err := fsutil.WriteAtomic(dst, want, 0o755); err != nil {
 		return err
 	}
-	fmt.Fprintf(in.Log, "fstack-cni-installer: installed %s\n", dst)
+	in.Log.Info("installed", "path", dst)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"os"
 	"path/filepath"
 	"testing"
@@ -18,7 +19,7 @@ func newInstaller(t *testing.T) *Installer {
 		t.Fatal(err)
 	}
 	return &Installer{Source: src, BinDir: filepath.Join(dir, "bin"), Conflist: filepath.Join(dir, "net.d", "10-kube.conflist"),
-		Plugin: []byte(`{"type":"fstack-cni","bridge":"br-fstack"}`), Interval: 10 * time.Millisecond, Log: &bytes.Buffer{}}
+		Plugin: []byte(`{"type":"fstack-cni","bridge":"br-fstack"}`), Interval: 10 * time.Millisecond, Log: logging.Discard()}
 }
 
 func TestOnceInstallsBinaryAndMergesConflist(t *testing.T) {

@@ -8,7 +8,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
+	"github.com/kube-fstack/kube-fstack/internal/logging"
+	"log/slog"
 	"os"
 	"strings"
 	"syscall"
@@ -33,7 +34,7 @@ type Agent struct {
 	Period time.Duration
 	// Checks says where the node's files are; Allocatable is filled from the Node each time.
 	Checks nodecheck.Config
-	Log    io.Writer
+	Log    *slog.Logger
 	// Checkpoint is the kubelet's CPU manager checkpoint as mounted; "" skips the replaced check.
 	Checkpoint string
 	// CheckpointMinUptime is how long the agent runs before a replaced checkpoint ends it. The
@@ -65,17 +66,17 @@ func (a *Agent) Run(ctx context.Context) error {
 			gone, err := unlinked(checkpoint)
 			switch {
 			case gone && time.Since(start) >= a.CheckpointMinUptime:
-				fmt.Fprintf(a.Log, "node-agent: %v\n", ErrCheckpointReplaced)
+				a.Log.Info("exiting", logging.KeyErr, ErrCheckpointReplaced)
 				return ErrCheckpointReplaced
 			case gone && !told:
 				told = true
-				fmt.Fprintf(a.Log, "node-agent: the kubelet replaced its CPU manager checkpoint; restarting to read the new one once this agent has run %s (not sooner: the kubelet would back off its restarts)\n", a.CheckpointMinUptime)
+				a.Log.Info(fmt.Sprintf("the kubelet replaced its CPU manager checkpoint; restarting to read the new one once this agent has run %s (not sooner: the kubelet would back off its restarts)", a.CheckpointMinUptime))
 			case err != nil:
-				fmt.Fprintf(a.Log, "node-agent: CPU manager checkpoint: %v\n", err)
+				a.Log.Error("CPU manager checkpoint", logging.KeyErr, err)
 			}
 		}
 		if err := a.Once(ctx); err != nil {
-			fmt.Fprintf(a.Log, "node-agent: %v\n", err)
+			a.Log.Error("check round", logging.KeyErr, err)
 		}
 		select {
 		case <-ctx.Done():
@@ -107,7 +108,7 @@ func (a *Agent) openCheckpoint() *os.File {
 	}
 	f, err := os.OpenFile(a.Checkpoint, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		fmt.Fprintf(a.Log, "node-agent: cannot watch the CPU manager checkpoint for replacement: %v\n", err)
+		a.Log.Warn("cannot watch the CPU manager checkpoint for replacement", logging.KeyErr, err)
 		return nil
 	}
 	return f
@@ -122,7 +123,7 @@ func (a *Agent) Once(ctx context.Context) error {
 	}
 	if err := InstallSeccomp(a.Checks.SeccompDir, a.Checks.SeccompProfile); err != nil {
 		// The check below fails and says so in the report; the next period tries again.
-		fmt.Fprintf(a.Log, "node-agent: %v\n", err)
+		a.Log.Error("seccomp profile", logging.KeyErr, err)
 	}
 	cfg := a.Checks
 	cfg.Allocatable = node.Status.Allocatable
@@ -134,7 +135,7 @@ func (a *Agent) Once(ctx context.Context) error {
 	if _, err := nodes.Patch(ctx, a.Node, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "kube-fstack-node-agent"}); err != nil {
 		return fmt.Errorf("patch node %s: %w", a.Node, err)
 	}
-	fmt.Fprintf(a.Log, "node-agent: published %s\n", summary(report))
+	a.Log.Info("published", "report", summary(report))
 	return nil
 }
 

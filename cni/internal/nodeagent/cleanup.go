@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"github.com/kube-fstack/kube-fstack/internal/logging"
+	"log/slog"
 	"os"
 	"strings"
 	"syscall"
@@ -68,7 +69,7 @@ type Cleanup struct {
 	Namespace, Selector string
 	// Poll is how often to look again for agent pods still terminating.
 	Poll time.Duration
-	Log  io.Writer
+	Log  *slog.Logger
 }
 
 // Run unlabels, waits until no agent pod is left (one still stopping may publish a last
@@ -85,7 +86,7 @@ func (c *Cleanup) Run(ctx context.Context) error {
 		if len(pods.Items) == 0 {
 			return c.unlabel(ctx)
 		}
-		fmt.Fprintf(c.Log, "node-cleanup: %d node agent pods still stopping\n", len(pods.Items))
+		c.Log.Info("node agent pods still stopping", "pods", len(pods.Items))
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -110,7 +111,7 @@ func (c *Cleanup) unlabel(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("node %s: %w", n.Name, err))
 			continue
 		}
-		fmt.Fprintf(c.Log, "node-cleanup: removed kube-fstack's labels and report from node %s\n", n.Name)
+		c.Log.Info("removed kube-fstack's labels and report", logging.KeyNode, n.Name)
 	}
 	return errors.Join(errs...)
 }

@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/kube-fstack/kube-fstack/internal/logging"
+	"github.com/kube-fstack/kube-fstack/internal/test/logtest"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -54,7 +58,7 @@ func TestAgentExitsWhenTheCheckpointIsReplaced(t *testing.T) {
 	// the checkpoint it opened is replaced, and say why.
 	client := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}})
 	log := &syncBuffer{}
-	a := &Agent{Client: client, Node: "n", Period: time.Millisecond, Log: log, Checkpoint: path}
+	a := &Agent{Client: client, Node: "n", Period: time.Millisecond, Log: agentLog(t, log), Checkpoint: path}
 	a.CheckpointMinUptime = 0
 	a.Checks.Root = dir
 	done := make(chan error, 1)
@@ -100,7 +104,7 @@ func TestUnpublish(t *testing.T) {
 			fsv1.NodeLabelVhostUser: "ready", fsv1.NodeLabelHugePages("2Mi"): "ready"},
 		Annotations: map[string]string{"owner": "ops", fsv1.NodeReportAnnotation: "{}"}}}
 	client := fake.NewClientset(node, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "plain", Labels: map[string]string{"team": "x"}}})
-	c := &Cleanup{Client: client, Namespace: "kube-fstack", Selector: "app=cni", Poll: time.Millisecond, Log: &bytes.Buffer{}}
+	c := &Cleanup{Client: client, Namespace: "kube-fstack", Selector: "app=cni", Poll: time.Millisecond, Log: logging.Discard()}
 	if err := c.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +140,7 @@ func TestFirstRoundWaitsForTheInstaller(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	log := &syncBuffer{}
-	a := &Agent{Client: client, Node: "n", Period: time.Hour, Log: log, Checks: nodecheckConfig(t),
+	a := &Agent{Client: client, Node: "n", Period: time.Hour, Log: agentLog(t, log), Checks: nodecheckConfig(t),
 		FirstRoundWait: time.Hour, FirstRoundAfter: func() bool {
 			mu.Lock()
 			defer mu.Unlock()
@@ -146,6 +150,14 @@ func TestFirstRoundWaitsForTheInstaller(t *testing.T) {
 	go func() { _ = a.Run(ctx) }()
 	for !strings.Contains(log.String(), "published") {
 		time.Sleep(time.Millisecond)
+	}
+	// The agent's line is the structured log every binary writes, naming its node.
+	lines, err := logtest.Parse(log.String(), logging.FormatText, logging.ComponentNodeAgent)
+	if err != nil {
+		t.Fatalf("%v:\n%s", err, log.String())
+	}
+	if _, ok := logtest.Find(lines, "published", map[string]string{logging.KeyNode: "n", "report": ""}); !ok {
+		t.Errorf("no published line with node and report:\n%s", log.String())
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -164,7 +176,7 @@ func TestAgentRunsOnUntilItsMinUptime(t *testing.T) {
 	}
 	client := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}})
 	log := &syncBuffer{}
-	a := &Agent{Client: client, Node: "n", Period: time.Millisecond, Log: log, Checkpoint: path,
+	a := &Agent{Client: client, Node: "n", Period: time.Millisecond, Log: agentLog(t, log), Checkpoint: path,
 		CheckpointMinUptime: time.Hour, Checks: nodecheckConfig(t)}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -188,4 +200,14 @@ func TestAgentRunsOnUntilItsMinUptime(t *testing.T) {
 	if n := strings.Count(log.String(), "replaced its CPU manager checkpoint"); n != 1 {
 		t.Errorf("the replacement was logged %d times, want once:\n%s", n, log.String())
 	}
+}
+
+// agentLog is the agent's logger as its command builds it, writing to w.
+func agentLog(t *testing.T, w io.Writer) *slog.Logger {
+	t.Helper()
+	l, err := logging.New(w, logging.ComponentNodeAgent, logging.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.With(logging.KeyNode, "n")
 }
