@@ -3,7 +3,6 @@ package launcher
 import (
 	"bytes"
 	"context"
-	"slices"
 	"strings"
 	"testing"
 
@@ -26,32 +25,12 @@ func logLines(t *testing.T, out string) []logtest.Line {
 	return lines
 }
 
-// readable is the log as a person reads it, one line a record: its msg, then ": " and its err,
-// then its other keys (not time, level, component, container) as key=value, sorted, unquoted;
-// tests look for what a message says in it.
+// readable is the log as a person reads it (logtest.Readable), once every line has parsed as
+// the launcher's: tests look for what a message says in it.
 func readable(t *testing.T, out string) string {
 	t.Helper()
-	var b strings.Builder
-	for _, l := range logLines(t, out) {
-		b.WriteString(l["msg"])
-		if e, ok := l[logging.KeyErr]; ok {
-			b.WriteString(": " + e)
-		}
-		var keys []string
-		for k := range l {
-			switch k {
-			case "time", "level", "msg", logging.KeyErr, logging.KeyComponent, logging.KeyContainer:
-			default:
-				keys = append(keys, k)
-			}
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			b.WriteString(" " + k + "=" + l[k])
-		}
-		b.WriteString("\n")
-	}
-	return b.String()
+	logLines(t, out)
+	return logtest.Readable(out)
 }
 
 // Run, as far as a refusal, in both formats: the lines parse, name the component and the

@@ -129,7 +129,8 @@ next:
 // Readable is out (a container's log: structured lines of a kube-fstack binary, in either
 // format, between whatever else the container's program wrote) as a person reads it: each
 // structured line becomes its msg, then ": " and its err when it has one, then its other keys
-// (not time, level, component) as key=value, sorted and unquoted; other lines stay as they are.
+// (not time, level, and the writer's identity: component, container) as key=value, sorted and
+// unquoted; other lines stay as they are.
 // Tests look for what a message says in it, whatever the format.
 func Readable(out string) string {
 	var b strings.Builder
@@ -149,7 +150,7 @@ func Readable(out string) string {
 		keys := make([]string, 0, len(l))
 		for k := range l {
 			switch k {
-			case "time", "level", "msg", logging.KeyErr, logging.KeyComponent:
+			case "time", "level", "msg", logging.KeyErr, logging.KeyComponent, logging.KeyContainer:
 			default:
 				keys = append(keys, k)
 			}
