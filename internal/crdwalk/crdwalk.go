@@ -40,7 +40,7 @@ var Load = sync.OnceValues(load)
 // keeps that package (and its protobuf code) out of the supervisor's binary.
 type props struct {
 	Type                 string            `json:"type"`
-	Properties           map[string]props  `json:"properties"`
+	Properties           map[string]*props `json:"properties"`
 	Items                *props            `json:"items"`
 	AdditionalProperties *props            `json:"additionalProperties"`
 	Required             []string          `json:"required"`
@@ -115,8 +115,7 @@ func (s *Schema) compile(p *props) error {
 func children(p *props) []*props {
 	var out []*props
 	for _, k := range slices.Sorted(maps.Keys(p.Properties)) {
-		c := p.Properties[k]
-		out = append(out, &c)
+		out = append(out, p.Properties[k])
 	}
 	if p.Items != nil {
 		out = append(out, p.Items)
@@ -135,8 +134,8 @@ func (s *Schema) Default(spec map[string]any) { defaultNode(s.spec, spec) }
 func defaultNode(p *props, v any) {
 	switch v := v.(type) {
 	case map[string]any:
-		for _, k := range slices.Sorted(maps.Keys(p.Properties)) {
-			c := p.Properties[k]
+		// Each property's default is its own: the order they are applied in does not matter.
+		for k, c := range p.Properties {
 			// null is absent: the API server prunes it from a field that is not nullable
 			// (none of the CRD's is) before it defaults.
 			if v[k] == nil && len(c.Default) > 0 {
@@ -146,7 +145,7 @@ func defaultNode(p *props, v any) {
 				}
 			}
 			if cv := v[k]; cv != nil {
-				defaultNode(&c, cv)
+				defaultNode(c, cv)
 			}
 		}
 		if p.AdditionalProperties != nil {
@@ -255,7 +254,7 @@ func (w *walk) object(p *props, v map[string]any, path *field.Path) {
 	}
 	for _, k := range slices.Sorted(maps.Keys(v)) {
 		if c, known := p.Properties[k]; known {
-			w.node(&c, v[k], path.Child(k))
+			w.node(c, v[k], path.Child(k))
 		} else if p.AdditionalProperties != nil {
 			w.node(p.AdditionalProperties, v[k], path.Key(shorten(k)))
 		}
