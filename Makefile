@@ -190,6 +190,10 @@ e2e-kind: ## The same suite on a kind cluster with Multus (needs internet, Docke
 bench-cluster: $(HELM) ## Pod create -> Ready on the local cluster, injected, not injected and two native-sidecar floors, in one run (prints ratios).
 	hack/bench-cluster.sh
 
+.PHONY: bench-datapath
+bench-datapath: ## HTTP load (wrk) at a stack's Nginx through F-Stack and at the same Nginx on the kernel, interleaved: req/s, p50/p99, CPU, ratios (docs/benchmarks.md).
+	hack/bench-datapath.sh
+
 ##@ Lint
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## gofmt, go vet (the kubectl plugin for macOS too), golangci-lint, shellcheck of every shell script, and every docs/ citation resolving.

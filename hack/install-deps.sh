@@ -27,6 +27,8 @@ APT_PACKAGES=(
   libnuma-dev patchelf
   # make test-chart: promtool checks the chart's alerts and runs their unit tests.
   prometheus
+  # make bench-datapath's helper (hack/lib/bench_datapath.py), tested in test/hack.
+  python3
 )
 
 # The local single-node cluster (hack/cluster/up.sh): container runtime, kube-proxy's and
@@ -35,6 +37,8 @@ APT_PACKAGES=(
 # 127.0.0.1, is the prometheus package above.)
 CLUSTER_PACKAGES=(
   containerd runc iptables conntrack socat openssl curl libc6-dev
+  # make bench-datapath: the HTTP load generator on the node.
+  wrk
 )
 if [ "${1:-}" = "--cluster" ]; then
   APT_PACKAGES+=("${CLUSTER_PACKAGES[@]}")

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# The data path, measured: HTTP load from one client at a stack's Nginx (through F-Stack) and at
+# the same Nginx on the kernel in a plain pod, interleaved, in one run. Prints requests/s, p50 and
+# p99 latency and the CPU the server pod used per arm, with medians, spreads and ratios.
+#
+#   make bench-datapath                          the local cluster's demo (make run DATAPLANE=real)
+#   STACK_NS=web STACK_SELECTOR=app=nginx-fstack CLIENT="ssh client-host" make bench-datapath
+#
+# Settings (environment):
+#   STACK_NS, STACK_SELECTOR  the stack's pods (default fstack-demo, app=nginx-fstack); the first
+#                             Ready one is measured
+#   STACK_URL                 what the client requests from the stack (default: http://<the
+#                             StackInstance's first port address>/)
+#   KERNEL_URL                what it requests from the kernel arm (default: the plain pod this
+#                             script makes, at its pod IP)
+#   CLIENT                    a command prefix that runs the load generator where the data network
+#                             is reachable (default: this node; e.g. "ssh host" or
+#                             "kubectl exec -n ns client-pod --"); it needs wrk (Debian: wrk)
+#   RUNS (5), DURATION (10 s), CONNECTIONS (32), THREADS (1)
+# The kernel arm is a copy of the stack pod's app container (image, command, its ConfigMap and
+# Secret volumes) without the stack label, so nothing is injected, with the stack pod's total
+# CPU limit and no exclusive CPUs; it is deleted at the end. Results are ratios of one run: on a
+# shared or small machine (2 cores: client, F-Stack's busy-polling lcore, Nginx and the node
+# share them) absolute numbers say little. docs/benchmarks.md says what such a run can show.
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(cd "$HERE/.." && pwd)"
+
+STACK_NS=${STACK_NS:-fstack-demo}
+STACK_SELECTOR=${STACK_SELECTOR:-app=nginx-fstack}
+RUNS=${RUNS:-5}
+DURATION=${DURATION:-10}
+CONNECTIONS=${CONNECTIONS:-32}
+THREADS=${THREADS:-1}
+CLIENT=${CLIENT:-}
+KERNEL_POD=fstack-bench-kernel-nginx
+
+log() { printf '%s bench-datapath: %s\n' "$(date +%T)" "$*" >&2; }
+die() { printf 'bench-datapath: ERROR: %s\n' "$*" >&2; exit 1; }
+
+# The local cluster's kubeconfig and kubectl when this is the machine running it.
+if [ -z "${KUBECONFIG:-}" ] && [ -f "$ROOT/hack/cluster/lib.sh" ]; then
+  # shellcheck source=hack/cluster/lib.sh
+  source "$ROOT/hack/cluster/lib.sh"
+  if [ -f "$KUBECONFIG_ADMIN" ]; then
+    export KUBECONFIG="$KUBECONFIG_ADMIN" PATH="$K8S_BIN:$PATH"
+  fi
+fi
+command -v kubectl >/dev/null || die "kubectl not found on PATH"
+# shellcheck disable=SC2086 # CLIENT is a command prefix, split on purpose
+$CLIENT sh -c 'command -v wrk' >/dev/null 2>&1 || die "wrk not found where CLIENT runs (${CLIENT:-this node}): install it (Debian: apt-get install wrk)"
+
+k() { kubectl -n "$STACK_NS" "$@"; }
+
+stack_pod=$(k get pods -l "$STACK_SELECTOR" -o 'jsonpath={range .items[?(@.status.phase=="Running")]}{.metadata.name}{"\n"}{end}' | head -n1)
+[ -n "$stack_pod" ] || die "no running pod in namespace $STACK_NS with labels $STACK_SELECTOR: start the stack first (make run DATAPLANE=real), or set STACK_NS and STACK_SELECTOR"
+k wait --for=condition=Ready "pod/$stack_pod" --timeout=120s >/dev/null || die "pod $STACK_NS/$stack_pod is not Ready"
+stack=$(k get pod "$stack_pod" -o 'jsonpath={.metadata.labels.kubefstack\.io/stack}')
+[ -n "$stack" ] || die "pod $STACK_NS/$stack_pod has no kubefstack.io/stack label: STACK_SELECTOR must select a stack's pods"
+app=$(k get pod "$stack_pod" -o 'jsonpath={.spec.containers[0].name}')
+dataplane=fstack-dataplane
+if [ -z "${STACK_URL:-}" ]; then
+  addr=$(k get stackinstance "$stack" -o 'jsonpath={.spec.ports[0].ipv4.address}')
+  [ -n "$addr" ] || die "StackInstance $STACK_NS/$stack has no static spec.ports[0].ipv4.address: set STACK_URL to the address the stack serves"
+  STACK_URL="http://${addr%/*}/"
+fi
+
+# The kernel arm: the app container as the stack pod runs it, without the stack's label.
+make_kernel_pod() {
+  local pod_json cpu
+  pod_json=$(k get pod "$stack_pod" -o json)
+  # Total CPU limit of the stack pod (dataplane + app), in millicores.
+  cpu=$(printf '%s' "$pod_json" | python3 "$HERE/lib/bench_datapath.py" cpu-limit)
+  printf '%s' "$pod_json" | python3 "$HERE/lib/bench_datapath.py" kernel-pod "$cpu" "$KERNEL_POD" "$app" | k apply -f - >/dev/null
+  k wait --for=condition=Ready "pod/$KERNEL_POD" --timeout=120s >/dev/null || die "the kernel arm's pod $STACK_NS/$KERNEL_POD did not become Ready: kubectl -n $STACK_NS describe pod $KERNEL_POD"
+  log "kernel arm: pod $KERNEL_POD (the app container of $stack_pod, CPU limit ${cpu}m, not injected)"
+}
+cleanup() { k delete pod "$KERNEL_POD" --ignore-not-found --wait=false >/dev/null 2>&1 || true; }
+trap cleanup EXIT
+make_kernel_pod
+if [ -z "${KERNEL_URL:-}" ]; then
+  KERNEL_URL="http://$(k get pod "$KERNEL_POD" -o 'jsonpath={.status.podIP}')/"
+fi
+
+# cpu_ns POD CONTAINER...: CPU time the containers have used, in nanoseconds (cgroup v1 or v2).
+cpu_ns() {
+  local pod=$1 total=0 c v
+  shift
+  for c in "$@"; do
+    # shellcheck disable=SC2016 # expanded by the container's shell
+    v=$(k exec "$pod" -c "$c" -- sh -c 'if [ -r /sys/fs/cgroup/cpu.stat ]; then awk "/^usage_usec/ {print \$2 * 1000}" /sys/fs/cgroup/cpu.stat; else cat /sys/fs/cgroup/cpuacct/cpuacct.usage; fi' 2>/dev/null) \
+      || die "cannot read the CPU usage of $pod/$c (kubectl exec)"
+    total=$((total + ${v%.*}))
+  done
+  echo "$total"
+}
+
+# load URL: one wrk run; prints "rps p50_ms p99_ms".
+load() {
+  local out
+  # shellcheck disable=SC2086 # CLIENT is a command prefix, split on purpose
+  out=$($CLIENT wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency "$1" 2>&1) || die "wrk against $1 failed: $out"
+  printf '%s\n' "$out" | python3 "$HERE/lib/bench_datapath.py" wrk || die "wrk against $1: cannot read its output: $out"
+}
+
+for url in "$STACK_URL" "$KERNEL_URL"; do
+  # shellcheck disable=SC2086
+  $CLIENT sh -c "command -v curl >/dev/null && curl -fsS -o /dev/null --max-time 5 '$url' || true"
+done
+results=$(mktemp)
+log "stack: $STACK_URL (pod $stack_pod); kernel: $KERNEL_URL; $RUNS runs per arm of ${DURATION}s, $CONNECTIONS connections, interleaved"
+for run in $(seq "$RUNS"); do
+  for arm in stack kernel; do
+    if [ "$arm" = stack ]; then url=$STACK_URL pod=$stack_pod containers=("$app" "$dataplane"); else url=$KERNEL_URL pod=$KERNEL_POD containers=("$app"); fi
+    c0=$(cpu_ns "$pod" "${containers[@]}")
+    t0=$(date +%s%N)
+    res=$(load "$url")
+    read -r rps p50 p99 note <<<"$res"
+    t1=$(date +%s%N)
+    c1=$(cpu_ns "$pod" "${containers[@]}")
+    cpus=$(python3 -c "print(round(($c1 - $c0) / ($t1 - $t0), 2))")
+    log "run $run $arm: $rps req/s, p50 ${p50} ms, p99 ${p99} ms, ${cpus} CPUs${note:+ ($note)}"
+    echo "$arm $rps $p50 $p99 $cpus" >>"$results"
+  done
+done
+python3 "$HERE/lib/bench_datapath.py" summary "$results"
+rm -f "$results"

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Helpers of hack/bench-datapath.sh (standard library only, so it runs wherever the script does).
+
+  bench_datapath.py cpu-limit < pod.json                  total CPU limit of the pod, millicores
+  bench_datapath.py kernel-pod CPU NAME APP < pod.json    the kernel arm's Pod (JSON)
+  bench_datapath.py wrk < wrk-output                      "rps p50_ms p99_ms"
+  bench_datapath.py summary RESULTS                       the per-arm medians, spreads and ratios
+"""
+import json
+import re
+import statistics
+import sys
+
+# Labels that bind a pod to a stack or mark it as injected: the kernel arm must have none.
+STACK_KEYS = ("kubefstack.io/",)
+
+
+def milli(v):
+    v = str(v)
+    if v.endswith("m"):
+        return int(v[:-1])
+    return int(round(float(v) * 1000))
+
+
+def sidecars(spec):
+    return [c for c in spec.get("initContainers", []) if c.get("restartPolicy") == "Always"]
+
+
+def cpu_limit(pod):
+    spec = pod["spec"]
+    return sum(milli(c.get("resources", {}).get("limits", {}).get("cpu", "0"))
+               for c in spec.get("containers", []) + sidecars(spec))
+
+
+def kernel_pod(pod, cpu, name, app):
+    spec = pod["spec"]
+    src = next((c for c in spec["containers"] if c["name"] == app), None)
+    if src is None:
+        sys.exit(f"the stack pod has no container {app}")
+    # Only what the app reads: its ConfigMaps and Secrets (the injected volumes stay behind).
+    vols = {v["name"]: v for v in spec.get("volumes", []) if "configMap" in v or "secret" in v}
+    c = {k: src[k] for k in ("name", "image", "imagePullPolicy", "command", "args", "ports", "workingDir") if k in src}
+    c["volumeMounts"] = [m for m in src.get("volumeMounts", []) if m["name"] in vols]
+    c["resources"] = {"requests": {"cpu": "100m", "memory": "64Mi"},
+                      "limits": {"cpu": f"{cpu}m", "memory": src.get("resources", {}).get("limits", {}).get("memory", "256Mi")}}
+    labels = {k: v for k, v in pod["metadata"].get("labels", {}).items()
+              if not k.startswith(STACK_KEYS) and k not in ("app", "pod-template-hash")}
+    labels["app.kubernetes.io/name"] = name
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": pod["metadata"]["namespace"], "labels": labels},
+            "spec": {"containers": [c], "volumes": list(vols.values()),
+                     "nodeName": spec.get("nodeName"), "terminationGracePeriodSeconds": 5}}
+
+
+UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0}
+
+
+def wrk(text):
+    rps = re.search(r"^Requests/sec:\s+([\d.]+)", text, re.M)
+    pct = dict(re.findall(r"^\s+(50|99)(?:\.0+)?%\s+([\d.]+(?:us|ms|s))", text, re.M))
+    errors = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", text)
+    sock = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text)
+    if not rps or "50" not in pct or "99" not in pct:
+        sys.exit("no Requests/sec or latency distribution in wrk's output (wrk --latency)")
+    if errors and int(errors.group(1)) > 0:
+        sys.exit(f"{errors.group(1)} responses were not 2xx/3xx")
+
+    def ms(v):
+        m = re.match(r"([\d.]+)(us|ms|s)$", v)
+        return float(m.group(1)) * UNITS[m.group(2)]
+    note = ""
+    if sock:
+        note = " socket-errors=" + "/".join(sock.groups())
+    print(f"{float(rps.group(1)):.0f} {ms(pct['50']):.3f} {ms(pct['99']):.3f}{note}")
+
+
+def summary(path):
+    arms = {}
+    for line in open(path):
+        f = line.split()
+        arms.setdefault(f[0], []).append([float(x) for x in f[1:5]])
+    names = ("requests/s", "p50 ms", "p99 ms", "CPUs used")
+    med = {}
+    print(f"\n{'':12}" + "".join(f"{n:>28}" for n in names))
+    for arm, rows in arms.items():
+        cols = list(zip(*rows))
+        med[arm] = [statistics.median(c) for c in cols]
+        cells = [f"{statistics.median(c):.2f} [{min(c):.2f}-{max(c):.2f}]" for c in cols]
+        print(f"{arm + ' (' + str(len(rows)) + ')':12}" + "".join(f"{c:>28}" for c in cells))
+    if "stack" in med and "kernel" in med:
+        ratios = [s / k if k else float("nan") for s, k in zip(med["stack"], med["kernel"])]
+        print(f"{'stack/kernel':12}" + "".join(f"{r:>27.2f}x" for r in ratios))
+    print("(median [min-max] of the runs; ratios of the medians)")
+
+
+def main():
+    cmd = sys.argv[1]
+    if cmd == "cpu-limit":
+        print(cpu_limit(json.load(sys.stdin)))
+    elif cmd == "kernel-pod":
+        json.dump(kernel_pod(json.load(sys.stdin), int(sys.argv[2]), sys.argv[3], sys.argv[4]), sys.stdout)
+    elif cmd == "wrk":
+        wrk(sys.stdin.read())
+    elif cmd == "summary":
+        summary(sys.argv[2])
+    else:
+        sys.exit(f"unknown command {cmd}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+package hack_test
+
+import (
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// wrk 4.1.0's report with --latency, as Debian's wrk prints it.
+const wrkOutput = `Running 10s test @ http://10.99.0.10/
+  1 threads and 32 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency     1.05ms  310.22us  12.50ms   91.20%
+    Req/Sec    30.12k     1.10k   32.00k    70.00%
+  Latency Distribution
+     50%  980.00us
+     75%    1.10ms
+     90%    1.30ms
+     99%    2.25ms
+  299712 requests in 10.00s, 243.21MB read
+  Socket errors: connect 0, read 3, write 0, timeout 0
+Requests/sec:  29970.12
+Transfer/sec:     24.32MB
+`
+
+func benchHelper(t *testing.T, stdin string, args ...string) (string, error) {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal("python3 not found: hack/install-deps.sh installs it")
+	}
+	cmd := exec.Command(py, append([]string{filepath.Join(repoRoot(t), "hack", "lib", "bench_datapath.py")}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func TestBenchDatapathReadsWrk(t *testing.T) {
+	out, err := benchHelper(t, wrkOutput, "wrk")
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	// Microseconds and milliseconds both become milliseconds; socket errors are kept as a note.
+	if got, want := strings.TrimSpace(out), "29970 0.980 2.250 socket-errors=0/3/0/0"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+// A run whose answers were errors measured nothing: it must fail, not print a rate.
+func TestBenchDatapathRefusesErrorResponses(t *testing.T) {
+	out, err := benchHelper(t, strings.Replace(wrkOutput, "Requests/sec:", "  Non-2xx or 3xx responses: 12\nRequests/sec:", 1), "wrk")
+	if err == nil || !strings.Contains(out, "12 responses were not 2xx/3xx") {
+		t.Fatalf("want a refusal naming the 12 error responses, got err=%v: %s", err, out)
+	}
+	out, err = benchHelper(t, "Running 10s test\nunable to connect to 10.99.0.10:80 Connection refused\n", "wrk")
+	if err == nil || !strings.Contains(out, "no Requests/sec") {
+		t.Fatalf("want a refusal of output without results, got err=%v: %s", err, out)
+	}
+}
+
+// The kernel arm is the stack pod's app container without anything that binds it to a stack
+// or was injected: no stack label, none of the injected volumes, no dataplane; its ConfigMap
+// stays, and it gets the stack pod's whole CPU limit.
+func TestBenchDatapathKernelPod(t *testing.T) {
+	pod := `{"metadata": {"name": "nginx-fstack-abc", "namespace": "fstack-demo",
+	   "labels": {"app": "nginx-fstack", "kubefstack.io/stack": "local-vhost", "pod-template-hash": "abc", "tier": "web"}},
+	 "spec": {"nodeName": "node1",
+	  "initContainers": [{"name": "fstack-dataplane", "restartPolicy": "Always", "resources": {"limits": {"cpu": "1"}}}],
+	  "containers": [{"name": "nginx", "image": "localhost/nginx:1.22", "command": ["nginx", "-c", "/etc/nginx/kube-fstack/nginx.conf"],
+	    "env": [{"name": "LD_PRELOAD", "value": "x"}],
+	    "volumeMounts": [{"name": "conf", "mountPath": "/etc/nginx/kube-fstack"}, {"name": "fstack-shim", "mountPath": "/opt/fstack"}],
+	    "resources": {"limits": {"cpu": "500m", "memory": "128Mi"}}}],
+	  "volumes": [{"name": "conf", "configMap": {"name": "nginx-fstack-conf"}}, {"name": "fstack-shim", "emptyDir": {}}]}}`
+	out, err := benchHelper(t, pod, "cpu-limit")
+	if err != nil || strings.TrimSpace(out) != "1500" {
+		t.Fatalf("cpu-limit: got %q (%v), want 1500 (the dataplane's 1 and the app's 500m)", out, err)
+	}
+	out, err = benchHelper(t, pod, "kernel-pod", "1500", "kernel-nginx", "nginx")
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var got struct {
+		Metadata struct {
+			Labels map[string]string `json:"labels"`
+		} `json:"metadata"`
+		Spec struct {
+			NodeName   string `json:"nodeName"`
+			Containers []struct {
+				Name         string              `json:"name"`
+				Env          []any               `json:"env"`
+				VolumeMounts []map[string]string `json:"volumeMounts"`
+				Resources    struct {
+					Limits map[string]string `json:"limits"`
+				} `json:"resources"`
+			} `json:"containers"`
+			InitContainers []any            `json:"initContainers"`
+			Volumes        []map[string]any `json:"volumes"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for k := range got.Metadata.Labels {
+		if strings.HasPrefix(k, "kubefstack.io/") || k == "app" {
+			t.Errorf("label %s kept: the kernel arm would be injected or counted as the stack's pod", k)
+		}
+	}
+	if got.Metadata.Labels["tier"] != "web" {
+		t.Errorf("the workload's own labels go with it, got %v", got.Metadata.Labels)
+	}
+	if len(got.Spec.Containers) != 1 || len(got.Spec.InitContainers) != 0 || got.Spec.Containers[0].Env != nil {
+		t.Fatalf("want the app container alone, without the injected environment: %s", out)
+	}
+	c := got.Spec.Containers[0]
+	if len(c.VolumeMounts) != 1 || c.VolumeMounts[0]["name"] != "conf" || len(got.Spec.Volumes) != 1 {
+		t.Errorf("want only the ConfigMap volume and its mount: %s", out)
+	}
+	if c.Resources.Limits["cpu"] != "1500m" || got.Spec.NodeName != "node1" {
+		t.Errorf("want the stack pod's CPU limit on its node: %s", out)
+	}
+}
+
+func TestBenchDatapathSummary(t *testing.T) {
+	dir := t.TempDir()
+	results := filepath.Join(dir, "results")
+	writeFile(t, results, "stack 30000 1.0 2.0 1.5\nkernel 10000 2.0 8.0 0.5\nstack 32000 1.1 2.2 1.5\nkernel 12000 2.2 8.8 0.6\nstack 31000 0.9 2.4 1.5\nkernel 11000 2.1 8.4 0.55\n", 0o644)
+	out, err := benchHelper(t, "", "summary", results)
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, want := range []string{"31000.00 [30000.00-32000.00]", "stack/kernel", "2.82x", "0.48x", "0.26x", "2.73x"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+}
