@@ -63,6 +63,11 @@ func TestPatchStepRestoresTheKernelGuardSoDPDKConfiguresWithoutHeaders(t *testin
 	if strings.Contains(cfg, "--file-prefix=container") || !strings.Contains(cfg, `strdup("--single-file-segments")`) {
 		t.Errorf("lib/ff_config.c is not patched:\n%s", cfg)
 	}
+	// The zone lock is taken per pass over the contexts, not around the drain window.
+	ops := r.read(filepath.Join(r.tree, "adapter/syscall/ff_socket_ops.c"))
+	if strings.Count(ops, "rte_spinlock_lock(&ff_so_zone->lock);") != 1 || !strings.Contains(ops, "kube-fstack: hold the zone lock for one pass") {
+		t.Errorf("adapter/syscall/ff_socket_ops.c is not patched:\n%s", ops)
+	}
 
 	r.mustRun("dpdk")
 	args := r.read(filepath.Join(r.tree, "dpdk/build/meson-args"))

@@ -1,0 +1,35 @@
+/* Stand-in for F-Stack v1.25's adapter/syscall/ff_socket_ops.c: only the lines of
+ * ff_handle_each_context that kube-fstack's zone-lock patch (dataplane-image/patches) changes or
+ * uses as context. */
+static void ff_handle_each_context(void) {
+/* ... */
+
+    cur_tsc = rte_rdtsc();
+
+    rte_spinlock_lock(&ff_so_zone->lock);
+
+    assert(ff_so_zone->count >= ff_so_zone->free);
+    tmp = nb_handled = ff_so_zone->count - ff_so_zone->free;
+
+    while(1) {
+        nb_handled = tmp;
+        if (nb_handled) {
+            for (i = 0; i < ff_so_zone->count; i++) {
+/* ... */
+            }
+        }
+
+        /*if (--ff_event_loop_nb <= 0 || ff_next_event_flag == 1) {
+            break;
+        }*/
+/* ... */
+        rte_pause();
+    }
+
+    rte_spinlock_unlock(&ff_so_zone->lock);
+
+    loop_count++;
+
+    DEBUG_LOG("loop_count:%lu, nb:%d, all_nb:%d\n",
+/* ... */
+}
