@@ -46,7 +46,8 @@ func Prepare(ctx context.Context, argv []string, shim Shim, build func(ctx conte
 	if err != nil {
 		return nil, err
 	}
-	main := append(globals, file...)
+	main := make([]*Directive, 0, len(globals)+len(file))
+	main = append(append(main, globals...), file...)
 	plan := Check(main, shim)
 	p := &Prepared{ConfFile: conf, Plan: plan, Argv: cmd.WithGlobals(strings.Join(plan.Globals, " "))}
 	p.PidFile = pidFile(ctx, cmd, main, b, built, argv[0], build)
