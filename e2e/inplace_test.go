@@ -278,7 +278,7 @@ func checkReloadsRestartNginxInPlace(t *testing.T) {
 	var reloads int
 	p = faultsInPlace(t, p, "nginx -s reload", func(t *testing.T, _ int, p *corev1.Pod) {
 		reloads = mustStatus(t, p).Restarts.Apps["nginx"].ByReason[podcontract.AppRestartReload]
-		if out, err := env.Kubectl("exec", "-n", p.Namespace, p.Name, "-c", "nginx", "--", "nginx", "-s", "reload"); err != nil {
+		if out, err := env.Kubectl("exec", "-n", p.Namespace, p.Name, "-c", "nginx", "--", "nginx", "-c", "/etc/nginx/kube-fstack/nginx.conf", "-s", "reload"); err != nil {
 			t.Fatalf("nginx -s reload: %v\n%s", err, out)
 		}
 	}, func(st *podcontract.Status, p *corev1.Pod) (bool, string) {
