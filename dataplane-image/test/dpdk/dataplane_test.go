@@ -127,7 +127,7 @@ func assertTelemetryAndMetrics(t *testing.T, p *pod, d *dataplane) {
 	if code != http.StatusOK {
 		t.Fatalf("/metrics: %d %s", code, body)
 	}
-	for _, want := range []string{"fstack_processes_up 1", "fstack_nic_telemetry_up 1", "fstack_dataplane_generation 1", "fstack_dataplane_restarts_total 0", `fstack_process_starts_total{process="0"} 1`} {
+	for _, want := range []string{"fstack_processes_up 1", "fstack_nic_telemetry_up 1", "fstack_dataplane_generation 1", `fstack_dataplane_restarts_total{reason="process_exit"} 0`, `fstack_process_starts_total{process="0"} 1`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
