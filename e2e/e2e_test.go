@@ -182,8 +182,12 @@ func TestEndToEnd(t *testing.T) {
 		})
 	})
 
-	step(t, "killing the dataplane's primary restarts the app container too", func(t *testing.T) {
-		pod = checkKillRestartsApp(t, pod)
+	step(t, "three kill -9 of the dataplane's primary within two minutes: each a new generation in place and the app restarted in place, no container restart, /status counts them", func(t *testing.T) {
+		pod = checkPrimaryKillsRecoverInPlace(t, pod)
+	})
+
+	step(t, "three kill -9 of the app within two minutes: its launcher restarts it in place each time, no container restart, /status counts them", func(t *testing.T) {
+		pod = checkAppKillsRecoverInPlace(t, pod)
 	})
 
 	step(t, "the operator's metrics answer a metrics-reader's token over HTTPS and refuse an anonymous scrape", checkMetrics)
@@ -238,7 +242,9 @@ func TestEndToEnd(t *testing.T) {
 		deleteNginxSample(t, p)
 	})
 
-	step(t, "a SIGKILLed Nginx worker, whose respawns segfault under multi-SC, gets the app restarted by its launcher, and it serves again", checkKilledWorkerRecovers)
+	step(t, "three SIGKILLed Nginx workers within two minutes, whose respawns segfault under multi-SC: each time the launcher restarts Nginx in place and it serves again", checkKilledWorkersRecoverInPlace)
+
+	step(t, "three nginx -s reload: each restarts Nginx in place with its configuration re-read, it serves again, the shim's free contexts unchanged", checkReloadsRestartNginxInPlace)
 
 	step(t, "an injected Nginx runs each worker on its own CPU of the app container", checkNginxWorkersOnOwnCPUs)
 
@@ -579,39 +585,6 @@ func checkSecondaryAttached(t *testing.T, p *corev1.Pod) {
 		t.Fatalf("a secondary in the app container read RX-packets %d from the primary, want > 0 after the ping:\n%s", rx, out)
 	}
 	t.Logf("secondary in %s/%s: port 0 RX-packets %d", p.Name, appCont, rx)
-}
-
-// checkKillRestartsApp kills the dataplane's DPDK primary from the host and waits for both the
-// dataplane and the app container to have restarted and the pod to be Ready again.
-func checkKillRestartsApp(t *testing.T, p *corev1.Pod) *corev1.Pod {
-	t.Helper()
-	dpBefore, appBefore := status(p, podcontract.DataplaneContainer).RestartCount, status(p, appCont).RestartCount
-	pids := podProcesses(t, p, "dpdk-testpmd")
-	if len(pids) == 0 {
-		t.Fatalf("no dpdk-testpmd process in pod %s's cgroup", p.UID)
-	}
-	for _, pid := range pids {
-		if _, err := nodetest.Run("kill", "-9", strconv.Itoa(pid)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got := &corev1.Pod{}
-	err := framework.Poll("dataplane and app restarted, pod Ready again", 3*time.Minute, time.Second, func() (bool, string, error) {
-		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, got); err != nil {
-			return false, err.Error(), nil
-		}
-		dp, app := status(got, podcontract.DataplaneContainer), status(got, appCont)
-		return dp.RestartCount > dpBefore && app.RestartCount > appBefore && framework.PodReady(got), framework.PodSummary(got), nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("after kill -9 of the primary: %s", framework.PodSummary(got))
-	// The new primary serves the port again (its predecessor's socket was stale) and the
-	// restarted app attached to it.
-	checkPing(t)
-	checkSecondaryAttached(t, got)
-	return got
 }
 
 // podProcesses finds the host PIDs of the pod's processes with the given name, by cgroup.

@@ -47,14 +47,18 @@ func checkPrometheus(t *testing.T, pod *corev1.Pod) {
 	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, got); err != nil {
 		t.Fatal(err)
 	}
-	restarts := float64(status(got, podcontract.DataplaneContainer).RestartCount)
-	if restarts < 1 {
-		t.Fatalf("the dataplane of %s has not restarted (%v): this step follows the kill -9 step", pod.Name, restarts)
+	// The dataplane restarts in place: its restarts are generation-1 summed over the reasons
+	// (the kill -9 steps made three process_exit ones), whatever the kubelet counts.
+	st := mustStatus(t, got)
+	restarts := float64(st.Generation - 1)
+	if st.Restarts.Dataplane.ByReason[podcontract.DataplaneRestartProcessExit] < 3 {
+		t.Fatalf("the dataplane of %s has not restarted in place three times (%+v): this step follows the kill -9 steps", pod.Name, st.Restarts.Dataplane)
 	}
-	prom.wait(t, fmt.Sprintf("the stack's processes all up, and %v dataplane restart(s) as the kubelet counts", restarts), func(v map[string]float64) bool {
-		return v["up"] == 1 && v["expected"] == 1 && v["restarts"] == restarts
+	prom.wait(t, fmt.Sprintf("the stack's processes all up, and %v dataplane restart(s), at least 3 for a process exit", restarts), func(v map[string]float64) bool {
+		return v["up"] == 1 && v["expected"] == 1 && v["restarts"] == restarts && v["process_exit"] >= 3
 	}, `label_replace(fstack_processes_up{`+stack+`}, "m", "up", "", "") or label_replace(fstack_processes_expected{`+stack+`}, "m", "expected", "", "")`+
-		` or label_replace(fstack_dataplane_restarts_total{`+stack+`}, "m", "restarts", "", "")`, "m")
+		` or label_replace(sum(fstack_dataplane_restarts_total{`+stack+`}), "m", "restarts", "", "")`+
+		` or label_replace(sum(fstack_dataplane_restarts_total{`+stack+`,reason="process_exit"}), "m", "process_exit", "", "")`, "m")
 
 	checkNICGrowsWhilePinging(t, prom, stack)
 	checkAlertRules(t, prom, pod)

@@ -231,3 +231,30 @@ func TestPrepareReadsTheFileNginxWillUse(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+// The pid file `nginx -s reload` reads: the pid directive (relative to the prefix), else the
+// compiled-in --pid-path (Debian's /run/nginx.pid), else nginx's logs/nginx.pid; pid off: none.
+func TestPreparedPidFile(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"a.conf": "events {}\n", "b.conf": "pid run/x.pid;\nevents {}\n", "c.conf": "pid off;\nevents {}\n"})
+	debian := func(context.Context, string) (Build, error) {
+		return ParseVersion("configure arguments: --prefix=/usr/share/nginx --conf-path=/etc/nginx/nginx.conf --pid-path=/run/nginx.pid\n"), nil
+	}
+	for _, c := range []struct {
+		argv  []string
+		build func(context.Context, string) (Build, error)
+		want  string
+	}{
+		{[]string{"nginx", "-c", filepath.Join(dir, "a.conf")}, debian, "/run/nginx.pid"},
+		{[]string{"nginx", "-p", dir, "-c", filepath.Join(dir, "b.conf")}, debian, filepath.Join(dir, "run/x.pid")},
+		{[]string{"nginx", "-c", filepath.Join(dir, "a.conf"), "-g", "pid /tmp/g.pid;"}, debian, "/tmp/g.pid"},
+		{[]string{"nginx", "-c", filepath.Join(dir, "c.conf")}, debian, ""},
+		{[]string{"nginx", "-p", dir, "-c", filepath.Join(dir, "a.conf")}, func(context.Context, string) (Build, error) { return ParseVersion(""), nil }, filepath.Join(dir, "logs/nginx.pid")},
+		{[]string{"nginx", "-c", filepath.Join(dir, "a.conf")}, func(context.Context, string) (Build, error) { return Build{}, errors.New("no nginx -V") }, ""},
+	} {
+		p, err := Prepare(context.Background(), c.argv, Shim{Instances: 1}, c.build)
+		if err != nil || p.PidFile != c.want {
+			t.Errorf("%q: pid file %q (%v), want %q", c.argv, p.PidFile, err, c.want)
+		}
+	}
+}

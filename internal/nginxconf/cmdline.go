@@ -98,16 +98,19 @@ func (c *Command) WithGlobals(extra string) []string {
 	return argv
 }
 
-// Build is what nginx was compiled with: its default prefix and configuration file.
+// Build is what nginx was compiled with: its default prefix, configuration file and pid file.
 type Build struct {
 	Prefix   string
 	ConfPath string
+	// PidPath is the compiled-in pid file (--pid-path), relative to the prefix unless absolute;
+	// empty: nginx's own default.
+	PidPath string
 }
 
-// nginx's own defaults when ./configure was given neither.
-var upstreamBuild = Build{Prefix: "/usr/local/nginx/", ConfPath: "conf/nginx.conf"}
+// nginx's own defaults when ./configure was given none of them.
+var upstreamBuild = Build{Prefix: "/usr/local/nginx/", ConfPath: "conf/nginx.conf", PidPath: "logs/nginx.pid"}
 
-var configureArg = regexp.MustCompile(`--(prefix|conf-path)=(\S+)`)
+var configureArg = regexp.MustCompile(`--(prefix|conf-path|pid-path)=(\S+)`)
 
 // ParseVersion reads `nginx -V` output (configure arguments) into a Build.
 func ParseVersion(out string) Build {
@@ -117,10 +120,13 @@ func ParseVersion(out string) Build {
 			continue
 		}
 		for _, m := range configureArg.FindAllStringSubmatch(line, -1) {
-			if m[1] == "prefix" {
+			switch m[1] {
+			case "prefix":
 				b.Prefix = m[2]
-			} else {
+			case "conf-path":
 				b.ConfPath = m[2]
+			default:
+				b.PidPath = m[2]
 			}
 		}
 	}
@@ -139,6 +145,19 @@ func QueryBuild(ctx context.Context, binary string, env []string) (Build, error)
 		return Build{}, fmt.Errorf("%s -V: %w: %s", binary, err, strings.TrimSpace(string(out)))
 	}
 	return ParseVersion(string(out)), nil
+}
+
+// prefixed resolves a path of the configuration or the build against the prefix (-p, else the
+// compiled-in one), as nginx does.
+func (c *Command) prefixed(b Build, path string) string {
+	prefix := b.Prefix
+	if c.Prefix != "" {
+		prefix = c.Prefix
+	}
+	if filepath.IsAbs(path) {
+		return filepath.Clean(path)
+	}
+	return filepath.Join(prefix, path)
 }
 
 // ConfFile is the configuration file the command will read: -c, else the compiled-in path,

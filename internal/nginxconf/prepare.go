@@ -13,6 +13,9 @@ type Prepared struct {
 	ConfFile string
 	Plan     *Plan
 	Argv     []string
+	// PidFile is where the master writes its pid, which `nginx -s reload` signals: the pid
+	// directive, else the compiled-in path; empty when nginx -V could not say.
+	PidFile string
 }
 
 // Prepare reads the configuration argv's nginx will use and judges it. It returns nil, nil for a
@@ -27,10 +30,12 @@ func Prepare(ctx context.Context, argv []string, shim Shim, build func(ctx conte
 		return nil, nil
 	}
 	b := upstreamBuild
+	built := false
 	if !filepath.IsAbs(cmd.Conf) {
 		if b, err = build(ctx, argv[0]); err != nil {
 			return nil, fmt.Errorf("find the configuration file nginx will read: %w", err)
 		}
+		built = true
 	}
 	conf := cmd.ConfFile(b)
 	file, err := ReadFile(conf, DefaultLimits)
@@ -41,6 +46,33 @@ func Prepare(ctx context.Context, argv []string, shim Shim, build func(ctx conte
 	if err != nil {
 		return nil, err
 	}
-	plan := Check(append(globals, file...), shim)
-	return &Prepared{ConfFile: conf, Plan: plan, Argv: cmd.WithGlobals(strings.Join(plan.Globals, " "))}, nil
+	main := make([]*Directive, 0, len(globals)+len(file))
+	main = append(append(main, globals...), file...)
+	plan := Check(main, shim)
+	p := &Prepared{ConfFile: conf, Plan: plan, Argv: cmd.WithGlobals(strings.Join(plan.Globals, " "))}
+	p.PidFile = pidFile(ctx, cmd, main, b, built, argv[0], build)
+	return p, nil
+}
+
+// pidFile is the pid directive of the main context (nginx keeps the first), else the build's
+// pid path, learnt from nginx -V when it has not been asked yet; "" when it cannot say.
+func pidFile(ctx context.Context, cmd *Command, main []*Directive, b Build, built bool, bin string, build func(context.Context, string) (Build, error)) string {
+	for _, d := range main {
+		if d.Name == "pid" && len(d.Args) == 1 {
+			if d.Args[0] == "off" {
+				return ""
+			}
+			return cmd.prefixed(b, d.Args[0])
+		}
+	}
+	if !built {
+		var err error
+		if b, err = build(ctx, bin); err != nil {
+			return ""
+		}
+	}
+	if b.PidPath == "" {
+		b.PidPath = upstreamBuild.PidPath
+	}
+	return cmd.prefixed(b, b.PidPath)
 }

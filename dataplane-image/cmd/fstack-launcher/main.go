@@ -3,7 +3,7 @@
 // that uses the shim: `fstack-launcher -- <original command>`. The dataplane image carries it and
 // the supervisor copies it into the shim volume; built static, since it runs in app images it
 // knows nothing about. Its own flags, --log-format and --log-level (or their variables, which
-// the injection sets), come before the "--".
+// the injection sets) and the restart budget, come before the "--".
 package main
 
 import (
@@ -30,8 +30,13 @@ func main() {
 func parseArgs(l *launcher.Launcher, args []string) ([]string, error) {
 	fs := flag.NewFlagSet("fstack-launcher", flag.ContinueOnError)
 	l.Logging.BindFlags(fs)
+	fs.IntVar(&l.MaxRestarts, "max-restarts", l.MaxRestarts, "restarts of the app in place (it exited, could not serve, the dataplane restarted, nginx reloaded) allowed within --restart-window; one more exits, so that the kubelet restarts the container with its back-off; 0: exit on the first")
+	fs.DurationVar(&l.RestartWindow, "restart-window", l.RestartWindow, "the window of --max-restarts")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	if l.MaxRestarts < 0 || l.RestartWindow <= 0 {
+		return nil, fmt.Errorf("--max-restarts=%d --restart-window=%s: want a count of 0 or more and a positive window", l.MaxRestarts, l.RestartWindow)
 	}
 	return fs.Args(), l.Logging.Check()
 }

@@ -1,13 +1,14 @@
 // fstack-supervisor is the dataplane image's entrypoint: it renders F-Stack's config.ini from
 // the StackInstance spec the pod was admitted with and the pod's own facts, starts the F-Stack
 // processes in order, places the shim for the app containers and serves /readyz, /healthz and
-// /metrics. It exits non-zero as soon as any F-Stack process dies. `fstack-supervisor
-// wait-placed` is the dataplane's postStart hook.
+// /metrics and /status. When an F-Stack process dies it starts a new generation in place (the
+// apps' launchers restart them against it); it exits non-zero only for what a new generation
+// cannot fix and for a crash loop (supervisor.RunInPlace). `fstack-supervisor wait-placed` is the
+// dataplane's postStart hook.
 package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -79,6 +80,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.cfg.StandinContextsDelay, "standin-contexts-delay", time.Second, "with --shim-contexts=standin: how long after a generation's start its slot files appear (F-Stack creates its zones only after ff_init returns, after the port is up)")
 	fs.StringVar(&o.ffTraffic, "ff-traffic", "/usr/local/bin/ff_traffic", "ff_traffic for per-process metrics (skipped when absent)")
 	fs.StringVar(&o.cfg.ProbeAgent, "probe-agent", podcontract.ProbeAgent, "the probe agent that performs the app probes of "+podcontract.EnvAppProbes+" through F-Stack")
+	fs.IntVar(&o.cfg.Restarts.Max, "max-restarts", 10, "in-place restarts of the dataplane (a new generation after a process died, for shim contexts, ...) allowed within --restart-window; one more is a crash loop and the supervisor exits, so that the kubelet restarts the container with its back-off; 0: exit on the first")
+	fs.DurationVar(&o.cfg.Restarts.Window, "restart-window", 10*time.Minute, "the window of --max-restarts")
 	fs.StringVar(&o.listen, "listen", ":"+strconv.Itoa(podcontract.SupervisorPort), "address of /readyz, /healthz and /metrics")
 	o.cfg.Logging.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -112,6 +115,9 @@ func (o *options) validate() error {
 	l, rd := &o.cfg.Launch, o.cfg.Paths.RuntimeDir
 	if err := o.cfg.Logging.Check(); err != nil {
 		return err
+	}
+	if r := o.cfg.Restarts; r.Max < 0 || r.Window <= 0 {
+		return fmt.Errorf("--max-restarts=%d --restart-window=%s: want a count of 0 or more and a positive window", r.Max, r.Window)
 	}
 	if err := validateNative(l); err != nil {
 		return err
@@ -167,16 +173,9 @@ func main() {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	go func() { <-sigs; close(stop) }()
-	for {
-		err := s.Run(stop)
-		if errors.Is(err, supervisor.ErrRestartRequested) {
-			continue // a new generation with fresh shim zones; the apps restart with it
-		}
-		if err != nil {
-			s.Logger().Error("stopped", logging.KeyErr, err)
-			os.Exit(1)
-		}
-		return
+	if err := s.RunInPlace(stop); err != nil {
+		s.Logger().Error("stopped", logging.KeyErr, err)
+		os.Exit(1)
 	}
 }
 

@@ -16,10 +16,12 @@
 //     kernel sockets without a word;
 //   - it runs the command as its child, forwarding signals (Nginx gets SIGQUIT, SIGTERM, then
 //     SIGKILL when stopped), and ends it when the dataplane starts a new generation: a DPDK
-//     secondary cannot survive its primary's restart, so the container must restart too, and
-//     kubelet does that when the launcher exits;
+//     secondary cannot survive its primary's restart; it then starts it again against the new
+//     generation, in place (restart.go);
 //   - it ends an Nginx that keeps fewer workers than it configured, which serves nothing though
-//     F-Stack still answers on its listeners (workers.go).
+//     F-Stack still answers on its listeners (workers.go), and starts it again;
+//   - it turns an Nginx reload, which under the shim leaves workers without a context, into a
+//     restart of Nginx in place (reload.go).
 package launcher
 
 import (
@@ -44,7 +46,8 @@ import (
 )
 
 // ExitDataplaneRestarted is the exit code when the app was stopped because the dataplane
-// restarted (EX_TEMPFAIL: kubelet restarts the container even under restartPolicy OnFailure).
+// restarted and the restart budget allows no restart in place (EX_TEMPFAIL: kubelet restarts
+// the container even under restartPolicy OnFailure).
 const ExitDataplaneRestarted = 75
 
 // Launcher holds what the launcher reads and how long it waits; tests point it at fake trees.
@@ -83,6 +86,16 @@ type Launcher struct {
 	MinWorkerAge, WorkerSettle time.Duration
 	// Children lists a process's live children (nil: from /proc).
 	Children func(pid int) []int
+	// MaxRestarts bounds the app's restarts in place within RestartWindow (restart.go); 0
+	// restarts nothing in place: the launcher exits as the container's app would.
+	MaxRestarts   int
+	RestartWindow time.Duration
+	// NginxTest checks a configuration before a reload restarts Nginx with it (nil: nginx -t).
+	NginxTest func(ctx context.Context, argv []string) error
+	// restarts is this container's record (podcontract.AppRestartsFile); restartTimes are the
+	// restarts within the window.
+	restarts     *podcontract.Restarts
+	restartTimes []time.Time
 }
 
 // New returns a Launcher with the pod contract's paths.
@@ -95,6 +108,7 @@ func New() *Launcher {
 		ShimDir: podcontract.ShimDir, StateDir: podcontract.AppStateDir, Container: name, WaitTimeout: 10 * time.Minute,
 		Poll: 50 * time.Millisecond, Grace: podcontract.AppGrace, QuitGrace: podcontract.AppQuitGrace, TermGrace: podcontract.AppTermGrace,
 		MovedGrace: 2 * time.Second, CPUs: cpuaffinity.Own, Log: os.Stderr, MinWorkerAge: time.Second, WorkerSettle: 3 * time.Second,
+		MaxRestarts: 10, RestartWindow: 10 * time.Minute,
 	}
 }
 
@@ -113,7 +127,12 @@ func (l *Launcher) log() *slog.Logger {
 // fail logs why the app does not start (err says what to do about it).
 func (l *Launcher) fail(err error) { l.log().Error("not starting the app", logging.KeyErr, err) }
 
-// Run starts argv and returns the exit code the container should end with.
+// Run starts argv and returns the exit code the container should end with. The app is
+// restarted in place (restart.go) when the dataplane's generation moves, when it exits or is
+// killed on its own, when it cannot serve, and (Nginx) when it is asked to reload; Run returns
+// when the container is stopped, when the app finishes (exit 0), for what a restart cannot fix
+// (a configuration refusal, exit 78; a command that cannot start, 127), and when the restart
+// budget is spent.
 func (l *Launcher) Run(ctx context.Context, argv []string) int {
 	if len(argv) == 0 {
 		l.log().Error("no command to run: usage: fstack-launcher [--log-format=text|json] [--log-level=LEVEL] -- COMMAND [ARGS...]")
@@ -123,12 +142,34 @@ func (l *Launcher) Run(ctx context.Context, argv []string) int {
 		l.fail(err)
 		return ExitConfig
 	}
-	// The configuration first: a refusal must not wait for the dataplane.
-	a, err := l.prepareApp(ctx, argv)
-	if err != nil {
-		l.fail(err)
-		return failureCode(err)
+	l.loadRestarts()
+	for {
+		// The configuration first (and again at every restart: a reload's new file is read
+		// here): a refusal must not wait for the dataplane.
+		a, err := l.prepareApp(ctx, argv)
+		if err != nil {
+			l.fail(err)
+			return failureCode(err)
+		}
+		gen, env, err := l.startable(ctx, a)
+		if err != nil {
+			l.fail(err)
+			return failureCode(err)
+		}
+		if err := l.record(gen); err != nil {
+			l.fail(err)
+			return 1
+		}
+		out := l.supervise(ctx, a, env, gen)
+		if out.final || !l.restartInPlace(out) {
+			return out.code
+		}
 	}
+}
+
+// startable waits for the dataplane's ready generation, proves the shim loads and checks the
+// shim contexts: what every start of the app needs, the first and each in place.
+func (l *Launcher) startable(ctx context.Context, a *app) (string, []string, error) {
 	gen, err := l.waitReady(ctx)
 	var env []string
 	if err == nil {
@@ -138,15 +179,7 @@ func (l *Launcher) Run(ctx context.Context, argv []string) int {
 	if err == nil {
 		gen, err = l.ensureContexts(ctx, gen, a.need)
 	}
-	if err != nil {
-		l.fail(err)
-		return failureCode(err)
-	}
-	if err := l.record(gen); err != nil {
-		l.fail(err)
-		return 1
-	}
-	return l.supervise(ctx, a, env, gen)
+	return gen, env, err
 }
 
 // waitReady returns the generation once the dataplane reports it ready.
@@ -254,8 +287,20 @@ func (l *Launcher) record(gen string) error {
 	return d.WriteAtomic(podcontract.AppStartedFile, []byte(gen+"\n"), 0o644)
 }
 
-// supervise runs argv until it exits or the dataplane's generation moves on.
-func (l *Launcher) supervise(ctx context.Context, a *app, env []string, gen string) int {
+// outcome is how a run of the app ended: the container's exit code should the launcher exit,
+// and, unless final, why it may be restarted in place (podcontract.AppRestart*).
+type outcome struct {
+	code   int
+	final  bool
+	reason string
+	msg    string
+}
+
+func final(code int) outcome { return outcome{code: code, final: true} }
+
+// supervise runs the app until it exits, the container is stopped, the dataplane's generation
+// moves on, it cannot serve, or (Nginx) it is asked to reload.
+func (l *Launcher) supervise(ctx context.Context, a *app, env []string, gen string) outcome {
 	argv := a.argv
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = env, os.Stdin, os.Stdout, os.Stderr
@@ -264,9 +309,11 @@ func (l *Launcher) supervise(ctx context.Context, a *app, env []string, gen stri
 	l.appStarting()
 	if err := cmd.Start(); err != nil {
 		l.log().Error("cannot start the app", "argv0", argv[0], logging.KeyErr, err)
-		return 127
+		return final(127)
 	}
 	watch := l.appWatch(a)
+	pid := l.newPidFile(a, cmd.Process.Pid)
+	defer pid.release()
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	sigs := make(chan os.Signal, 8)
@@ -274,15 +321,31 @@ func (l *Launcher) supervise(ctx context.Context, a *app, env []string, gen stri
 	defer signal.Stop(sigs)
 	tick := time.NewTicker(l.Poll)
 	defer tick.Stop()
+	// stopping: the container is being stopped (a signal that ends the app was passed on), so
+	// the app's exit ends the launcher too.
+	stopping := false
 	for {
 		select {
 		case <-done:
-			return exitCode(cmd.ProcessState)
+			code := exitCode(cmd.ProcessState)
+			if stopping || code == 0 {
+				return final(code)
+			}
+			return outcome{code: code, reason: podcontract.AppRestartExited, msg: fmt.Sprintf("the app exited: %s", describeExit(cmd.ProcessState))}
 		case s := <-sigs:
 			if a.nginx && (s == syscall.SIGTERM || s == syscall.SIGINT) {
 				l.log().Info("stopping nginx: SIGQUIT, then SIGTERM after quitGrace, then SIGKILL after termGrace more", "signal", s.String(), logging.KeyPID, cmd.Process.Pid, "quitGrace", l.QuitGrace.String(), "termGrace", l.TermGrace.String())
 				l.stopNginx(cmd.Process.Pid, done)
-				return exitCode(cmd.ProcessState)
+				return final(exitCode(cmd.ProcessState))
+			}
+			if a.nginx && s == syscall.SIGHUP {
+				if out, ok := l.reload(ctx, a, cmd.Process.Pid, done, "SIGHUP to the launcher (nginx -s reload reads the launcher's pid from "+a.pidFile+")"); ok {
+					return out
+				}
+				continue
+			}
+			if s == syscall.SIGTERM || s == syscall.SIGINT || s == syscall.SIGQUIT {
+				stopping = true
 			}
 			if s != syscall.SIGCHLD && s != syscall.SIGURG {
 				_ = cmd.Process.Signal(s)
@@ -293,20 +356,35 @@ func (l *Launcher) supervise(ctx context.Context, a *app, env []string, gen stri
 			} else {
 				l.stop(cmd, done)
 			}
-			return exitCode(cmd.ProcessState)
+			return final(exitCode(cmd.ProcessState))
 		case <-tick.C:
 			if now := l.read(podcontract.GenerationFile); now != gen {
-				l.log().Info("the dataplane restarted: stopping the app so it restarts against the new dataplane", logging.KeyGeneration, gen, "now", now, logging.KeyPID, cmd.Process.Pid)
+				l.log().Info("the dataplane restarted: stopping the app so it starts again against the new dataplane", logging.KeyGeneration, gen, "now", now, logging.KeyPID, cmd.Process.Pid)
 				l.stopWithin(cmd, done, l.MovedGrace)
-				return ExitDataplaneRestarted
+				return outcome{code: ExitDataplaneRestarted, reason: podcontract.AppRestartDataplane, msg: fmt.Sprintf("the dataplane's generation moved from %s to %s", gen, now)}
 			}
-			if why := watch.look(cmd.Process.Pid, time.Now()); why != "" {
+			pid.takeOver()
+			why := watch.look(cmd.Process.Pid, time.Now())
+			if why != "" && watch.reloaded {
+				l.log().Warn(why + ": under the shim re-forked workers cannot serve; restarting nginx in place instead")
+				l.stopNginx(cmd.Process.Pid, done)
+				return outcome{code: ExitAppBroken, reason: podcontract.AppRestartReload, msg: why}
+			}
+			if why != "" {
 				l.appBroken(why)
 				l.stopNginx(cmd.Process.Pid, done)
-				return ExitAppBroken
+				return outcome{code: ExitAppBroken, reason: podcontract.AppRestartBroken, msg: why}
 			}
 		}
 	}
+}
+
+// describeExit says how the app ended, for the restart's record.
+func describeExit(ps *os.ProcessState) string {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return "killed by signal " + ws.Signal().String()
+	}
+	return fmt.Sprintf("exit status %d", ps.ExitCode())
 }
 
 func (l *Launcher) stop(cmd *exec.Cmd, done <-chan struct{}) { l.stopWithin(cmd, done, l.Grace) }

@@ -21,12 +21,16 @@ const ExitConfig = 78
 
 // app is what the launcher knows of the command it runs.
 type app struct {
+	// orig is the command as the container gives it; argv is what runs.
+	orig  []string
 	argv  []string
 	nginx bool
 	// need is the shim contexts per F-Stack instance the app will take.
 	need []int
 	// workers is how many workers nginx starts (workers.go watches them).
 	workers int
+	// pidFile is where nginx writes its master's pid (reload.go takes it over); "" unknown.
+	pidFile string
 }
 
 // prepareApp judges an Nginx command's configuration (docs/fstack-rules.md §6) and adds the -g fix-ups;
@@ -37,7 +41,7 @@ func (l *Launcher) prepareApp(ctx context.Context, argv []string) (*app, error) 
 		return nil, err
 	}
 	procID := podcontract.ShimProcID
-	a := &app{argv: argv, need: make([]int, n)}
+	a := &app{orig: argv, argv: argv, need: make([]int, n)}
 	for k := range a.need {
 		a.need[k] = 1 // what any app's first F-Stack socket takes
 	}
@@ -70,7 +74,7 @@ func (l *Launcher) prepareApp(ctx context.Context, argv []string) (*app, error) 
 	if len(p.Plan.Globals) > 0 {
 		l.log().Info("nginx: running", "argv", fmt.Sprintf("%q", p.Argv))
 	}
-	a.argv, a.nginx, a.workers = p.Argv, true, p.Plan.Workers
+	a.argv, a.nginx, a.workers, a.pidFile = p.Argv, true, p.Plan.Workers, p.PidFile
 	// The master and worker i (on instance (FF_PROC_ID+i) mod N) each hold a context.
 	for i := 0; i < p.Plan.Workers; i++ {
 		a.need[(procID+i)%n]++

@@ -19,13 +19,13 @@ import (
 // master's children; the pod shares one PID namespace, so they are in /proc): fewer of them
 // than it configured, each up for MinWorkerAge, for longer than WorkerSettle means the app
 // cannot serve. It then marks the app broken (podcontract.AppBrokenFile: every app probe of the
-// container fails), stops it as on SIGTERM and exits with ExitAppBroken.
+// container fails) and stops it as on SIGTERM.
 //
-// Exiting rather than starting the app again in this container: the kubelet's restart runs the
-// whole start path again (dataplane ready, enough shim contexts, asking for a dataplane restart
-// when the killed processes leaked too many), and a loop is visible and bounded where users
-// look: the container's restart count, its last state (exit code 70) and the kubelet's
-// back-off, besides this log.
+// The launcher then starts the app again in this container (restart.go), through the whole
+// start path (dataplane ready, enough shim contexts, asking for a dataplane restart when the
+// killed processes leaked too many); the restart is counted in its record, which the dataplane
+// exports, and a loop spends the restart budget, after which it exits with ExitAppBroken and
+// the kubelet's restart count and back-off show it.
 
 // ExitAppBroken is the exit code when the launcher stopped an app that could no longer serve
 // (EX_SOFTWARE): kubelet restarts the container, under restartPolicy OnFailure too.
@@ -47,6 +47,10 @@ type workerWatch struct {
 	started    bool
 	shortSince time.Time // zero while enough workers are up
 	died       int       // children gone since enough workers were last up
+	// full are the workers last seen all up; reloaded is set when the master started workers
+	// beside all of them (what nginx does on SIGHUP) or replaced them all.
+	full     map[int]bool
+	reloaded bool
 }
 
 func newWorkerWatch(name string, want int, minAge, settle time.Duration, children func(int) []int) *workerWatch {
@@ -87,11 +91,20 @@ func (w *workerWatch) observe(master int, now time.Time) string {
 		}
 	}
 	w.started = w.started || len(live) > 0
+	if why := w.reload(live); why != "" {
+		return why
+	}
 	switch {
 	case !w.started:
 		return ""
 	case up >= w.want:
 		w.shortSince, w.died = time.Time{}, 0
+		w.full = map[int]bool{}
+		for pid := range live {
+			if now.Sub(w.seen[pid]) >= w.minAge {
+				w.full[pid] = true
+			}
+		}
 		return ""
 	case w.shortSince.IsZero():
 		w.shortSince = now
@@ -101,6 +114,36 @@ func (w *workerWatch) observe(master int, now time.Time) string {
 	}
 	return fmt.Sprintf("%s has had %d of its %d workers up for %s (workers seen to die meanwhile: %d): it cannot serve",
 		w.name, up, w.want, now.Sub(w.shortSince).Round(time.Millisecond), w.died)
+}
+
+// reload says why the master's workers were replaced, or "". A master that reloaded (SIGHUP
+// reached it directly, not through the launcher) forks a new set of workers while the old ones
+// finish; under the multi-SC shim every re-forked worker gets no context (docs/fstack-rules.md
+// §6), so the app serves nothing from then on. One worker dying and respawned is not a reload:
+// then a worker of the full set is gone before the new one appears.
+func (w *workerWatch) reload(live map[int]bool) string {
+	if len(w.full) == 0 {
+		return ""
+	}
+	kept, fresh := 0, 0
+	for pid := range live {
+		if w.full[pid] {
+			kept++
+		} else {
+			fresh++
+		}
+	}
+	switch {
+	case fresh == 0:
+		return ""
+	case kept == len(w.full):
+		w.reloaded = true
+		return fmt.Sprintf("%s's master started %d new workers beside its %d running ones: it was asked to reload", w.name, fresh, kept)
+	case kept == 0 && len(w.full) > 1:
+		w.reloaded = true
+		return fmt.Sprintf("%s's master replaced all its %d workers: it reloaded, or they all died", w.name, len(w.full))
+	}
+	return ""
 }
 
 // childrenOf lists the live (not zombie) children of pid, from /proc/<pid>/stat of every process.
@@ -149,7 +192,7 @@ func (l *Launcher) appStarting() {
 
 // appBroken marks the app broken, so its probes fail, and says what happens next.
 func (l *Launcher) appBroken(why string) {
-	l.log().Error(fmt.Sprintf("%s; stopping it, then exiting %d so the kubelet restarts this container (its restart count and back-off show a loop)", why, ExitAppBroken))
+	l.log().Error(why + "; stopping it, then starting it again")
 	if err := podcontract.WriteAppBroken(l.StateDir, why); err != nil {
 		l.log().Warn("cannot mark the app broken for its probes", logging.KeyErr, err)
 	}

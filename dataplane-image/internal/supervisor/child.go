@@ -65,7 +65,7 @@ func startChild(id int, argv, env []string, log *slog.Logger, exited chan<- *chi
 		for _, f := range []*os.File{stdinR, stdinW, outR, outW} {
 			f.Close()
 		}
-		return nil, fmt.Errorf("start process %d (%s): %w", id, argv[0], err)
+		return nil, &cannotExec{fmt.Errorf("start process %d (%s): %w", id, argv[0], err)}
 	}
 	stdinR.Close()
 	outW.Close()
@@ -79,6 +79,13 @@ func startChild(id int, argv, env []string, log *slog.Logger, exited chan<- *chi
 	go c.wait(exited)
 	return c, nil
 }
+
+// cannotExec is a process that could not be started at all (a missing or non-executable
+// binary): a new generation would meet it again.
+type cannotExec struct{ err error }
+
+func (e *cannotExec) Error() string { return e.err.Error() }
+func (e *cannotExec) Unwrap() error { return e.err }
 
 func (c *child) wait(exited chan<- *child) {
 	c.err = c.cmd.Wait()

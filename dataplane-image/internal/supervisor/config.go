@@ -1,7 +1,8 @@
 // Package supervisor is the dataplane container's entrypoint logic: it gathers the facts only
 // the pod knows, renders config.ini with the shared renderer, starts F-Stack's processes in the
 // order DPDK multi-process needs (primary, readiness, secondaries), places the shim for the app
-// containers, reports readiness and metrics, and exits as soon as any process dies.
+// containers, reports readiness and metrics, and starts a new generation in place when a process
+// dies (restart.go).
 //
 // It is the supervision core: the run loop, the processes (F-Stack, a native program or
 // F-Stack's Nginx), the shim placement, the app probes through the probe agent and the HTTP
@@ -97,4 +98,14 @@ type Config struct {
 	StandinContextsDelay time.Duration
 	// Logging chooses the log's format and level (--log-format, --log-level).
 	Logging logging.Options
+	// Restarts bounds the generations started in place (restart.go).
+	Restarts RestartBudget
+}
+
+// RestartBudget bounds in-place restarts: the Max+1-th within Window is a crash loop, and the
+// supervisor exits so that the kubelet's back-off spaces the next tries and the container's
+// restart count shows the loop. Max 0 restarts nothing in place.
+type RestartBudget struct {
+	Max    int
+	Window time.Duration
 }

@@ -53,6 +53,8 @@ func (s *Supervisor) handler() http.Handler {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc(podcontract.AppProbePrefix, s.serveAppProbe)
+	// Beside /metrics and as reachable: the operator's tools read it from outside the pod.
+	mux.HandleFunc(podcontract.StatusPath, s.serveStatus)
 	mux.Handle(podcontract.MetricsPath, promhttp.HandlerFor(s.metrics.Reg, promhttp.HandlerOpts{}))
 	return mux
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/fftraffic"
@@ -53,6 +54,11 @@ type Supervisor struct {
 	httpLimits httpLimits
 	// nginx is this generation's F-Stack's Nginx (spec.program mode Nginx), else nil.
 	nginx *nginxMaster
+	// served is set once a generation of this supervisor was ready (restart.go).
+	served     bool
+	restartLog restartLog
+	ports      atomic.Pointer[[]podcontract.PortStatus]
+	badRecords sync.Map // containers whose restart record could not be read, logged once
 }
 
 // New makes a supervisor that logs (its own lines and its children's) to out, in the format
@@ -67,6 +73,7 @@ func New(cfg Config, fs *facts.FactSource, out io.Writer) *Supervisor {
 	s := &Supervisor{Cfg: cfg, Facts: fs, Env: os.Environ(), Now: time.Now,
 		log: log, metrics: metrics.New(), app: newAppProbing(cfg.AppProbes),
 		httpLimits: defaultHTTPLimits}
+	s.metrics.Reg.MustRegister(&metrics.AppRestartsCollector{Read: s.appRestarts})
 	if fs != nil && fs.Logf == nil {
 		fs.Logf = func(format string, args ...any) { s.log.Info(fmt.Sprintf(format, args...)) }
 	}
@@ -76,11 +83,12 @@ func New(cfg Config, fs *facts.FactSource, out io.Writer) *Supervisor {
 // Logger is the supervisor's log, for its caller's own lines.
 func (s *Supervisor) Logger() *slog.Logger { return s.log }
 
-// Run renders the config and runs F-Stack until a process dies (an error naming it) or stop is
-// closed (nil after stopping every process). A setup problem is an error naming the fact.
+// Run renders the config and runs one generation of F-Stack until a process dies (an error
+// naming it, which RunInPlace restarts in place) or stop is closed (nil after stopping every
+// process). A setup problem is an error naming the fact.
 func (s *Supervisor) Run(stop <-chan struct{}) error {
 	begin := s.Now()
-	s.health.failed.Store(false) // a restart for contexts starts afresh; a process death ends the run
+	s.health.failed.Store(false) // a generation started in place starts afresh
 	s.health.set("starting")
 	res, err := s.prepare()
 	if err != nil {
@@ -121,7 +129,7 @@ func (s *Supervisor) Run(stop <-chan struct{}) error {
 			return nil
 		}
 		s.health.set(err.Error())
-		return err
+		return startError(err)
 	}
 	exited := make(chan *child, len(res.EAL))
 	var procs []*child
@@ -150,8 +158,9 @@ func (s *Supervisor) Run(stop <-chan struct{}) error {
 			s.log.Info("stopped while starting", logging.KeyGeneration, gen)
 			return nil
 		}
-		return err
+		return startError(err)
 	}
+	s.served = true
 	elapsed := s.Now().Sub(begin)
 	s.metrics.TimeToReady.Set(elapsed.Seconds())
 	s.log.Info("ready", logging.KeyGeneration, gen, "processes", len(procs), "elapsed", elapsed.Round(time.Millisecond).String())
@@ -333,24 +342,24 @@ func (s *Supervisor) publish(gen int) error {
 	return nil
 }
 
-// watch waits for the first process exit (an error) or a stop (nil).
+// watch waits for the first process exit (an inPlaceError: RunInPlace starts the next
+// generation), a restart request, or a stop (nil). /healthz stays healthy meanwhile: the
+// container is not to be restarted for what a new generation fixes.
 func (s *Supervisor) watch(procs []*child, prefix string, exited <-chan *child, stop <-chan struct{}, restart <-chan struct{}) error {
 	done := make(chan struct{})
 	defer close(done)
 	select {
 	case msg := <-s.nginx.watchWorkers(5*s.Cfg.Timing.Poll, done):
 		s.health.ready.Store(false)
-		s.health.failed.Store(true)
 		s.health.set(msg)
 		s.log.Error(msg)
 		s.shutdown(procs, prefix)
-		return errors.New(msg)
+		return &inPlaceError{reason: podcontract.DataplaneRestartProcessExit, msg: msg}
 	case <-restart:
 		s.shutdown(procs, prefix)
 		return ErrRestartRequested
 	case c := <-exited:
 		s.health.ready.Store(false)
-		s.health.failed.Store(true)
 		msg := fmt.Sprintf("F-Stack process %d (%s) exited: %s", c.id, procType(c.id), c.status())
 		if s.nginx != nil {
 			msg = fmt.Sprintf("F-Stack's Nginx master exited: %s; its workers, the F-Stack processes, are stopped with it", c.status())
@@ -360,7 +369,7 @@ func (s *Supervisor) watch(procs []*child, prefix string, exited <-chan *child, 
 		s.health.set(msg)
 		s.log.Error(msg, logging.KeyProcess, c.id, logging.KeyPID, c.cmd.Process.Pid)
 		s.shutdown(procs, prefix)
-		return errors.New(msg)
+		return &inPlaceError{reason: podcontract.DataplaneRestartProcessExit, msg: msg}
 	case <-stop:
 		s.log.Info("stopping: SIGTERM to the secondaries, then the primary; SIGKILL after the grace", "grace", s.Cfg.Timing.Grace.String())
 		s.shutdown(procs, prefix)

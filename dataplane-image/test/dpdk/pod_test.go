@@ -331,6 +331,23 @@ func (d *dataplane) exitCode(t *testing.T, within time.Duration) int {
 	return d.cmd.ProcessState.ExitCode()
 }
 
+// waitGeneration waits, bounded, for generation gen to be ready, failing if the supervisor
+// exits meanwhile: a dead process starts a new generation in place.
+func (d *dataplane) waitGeneration(t testing.TB, p *pod, gen string) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); p.file(podcontract.ReadyFile) != gen; time.Sleep(50 * time.Millisecond) {
+		select {
+		case <-d.done:
+			t.Fatalf("the supervisor exited instead of starting generation %s in place: %v", gen, d.err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("generation %s not ready within 2 minutes", gen)
+		}
+	}
+	d.waitReady(t)
+}
+
 // waitReady bounds the start: EAL init waits for OVS to connect to the vhost-user socket.
 func (d *dataplane) waitReady(t testing.TB) {
 	t.Helper()

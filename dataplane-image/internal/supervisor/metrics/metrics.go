@@ -14,6 +14,7 @@ import (
 
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/fftraffic"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/telemetry"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // Metrics are the supervisor's own gauges and counters.
@@ -30,6 +31,9 @@ type Metrics struct {
 	generation  prometheus.Gauge
 	// gen backs fstack_dataplane_restarts_total: generation-1, read at scrape time.
 	gen atomic.Int64
+	// inPlace counts the generations this supervisor started in place, by reason.
+	inPlaceMu sync.Mutex
+	inPlace   map[string]int64
 }
 
 // New makes the gauges and counters and registers them in a registry of their own.
@@ -49,11 +53,68 @@ func New() *Metrics {
 		generation: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fstack_dataplane_generation",
 			Help: "Dataplane generation: starts of the dataplane in this pod (container restarts and restarts for shim contexts), counted in the pod's shim volume."}),
 	}
-	restarts := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fstack_dataplane_restarts_total",
-		Help: "Restarts of the dataplane in this pod (generation-1): the count survives the container's restarts."},
-		func() float64 { return float64(max(m.gen.Load()-1, 0)) })
-	m.Reg.MustRegister(m.Up, m.expected, m.procUp, m.Starts, m.TimeToReady, m.generation, restarts)
+	m.inPlace = map[string]int64{}
+	m.Reg.MustRegister(m.Up, m.expected, m.procUp, m.Starts, m.TimeToReady, m.generation, &restartsCollector{m: m})
 	return m
+}
+
+// RestartedInPlace counts a generation started in place for reason (one of
+// podcontract.DataplaneRestartReasons).
+func (m *Metrics) RestartedInPlace(reason string) {
+	m.inPlaceMu.Lock()
+	m.inPlace[reason]++
+	m.inPlaceMu.Unlock()
+}
+
+// ContainerRestartReason labels the restarts of the dataplane that were container restarts
+// (the supervisor exited and the kubelet started it again): what the generation counted that
+// this supervisor did not start in place.
+const ContainerRestartReason = "container"
+
+var restartsDesc = prometheus.NewDesc("fstack_dataplane_restarts_total",
+	"Restarts of the dataplane in this pod by reason: in place (process_exit, contexts, port_down, start_failed) and container (the kubelet restarted the container); the sum is generation-1 and survives the container's restarts.",
+	[]string{"reason"}, nil)
+
+// restartsCollector answers fstack_dataplane_restarts_total at scrape time: every reason of the
+// closed set (0 until it happens, so a rate over it has a series from the start).
+type restartsCollector struct{ m *Metrics }
+
+func (c *restartsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- restartsDesc }
+
+func (c *restartsCollector) Collect(ch chan<- prometheus.Metric) {
+	c.m.inPlaceMu.Lock()
+	var sum int64
+	counts := map[string]int64{}
+	for _, r := range podcontract.DataplaneRestartReasons {
+		counts[r] = c.m.inPlace[r]
+		sum += c.m.inPlace[r]
+	}
+	c.m.inPlaceMu.Unlock()
+	counts[ContainerRestartReason] = max(c.m.gen.Load()-1-sum, 0)
+	for r, n := range counts {
+		ch <- prometheus.MustNewConstMetric(restartsDesc, prometheus.CounterValue, float64(n), r)
+	}
+}
+
+// AppRestartsDesc is fstack_app_restarts_total, which the supervisor answers from the app
+// containers' launchers' records.
+var AppRestartsDesc = prometheus.NewDesc("fstack_app_restarts_total",
+	"Restarts of an app container's app in place by its launcher, by container and reason (exited, broken, dataplane, reload, other), from the launcher's record in the app-state volume; it survives the app container's restarts.",
+	[]string{"container", "reason"}, nil)
+
+// AppRestartsCollector answers fstack_app_restarts_total with what read returns at scrape time.
+type AppRestartsCollector struct {
+	Read func() map[string]podcontract.Restarts
+}
+
+func (c *AppRestartsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- AppRestartsDesc }
+
+func (c *AppRestartsCollector) Collect(ch chan<- prometheus.Metric) {
+	for container, r := range c.Read() {
+		for reason, n := range r.ByReason {
+			ch <- prometheus.MustNewConstMetric(AppRestartsDesc, prometheus.CounterValue, float64(n), container, reason)
+		}
+	}
 }
 
 // Expect publishes how many processes the stack runs, each down until it is ready.
