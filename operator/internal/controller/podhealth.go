@@ -10,14 +10,16 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -72,8 +74,15 @@ const (
 // two. A restart that never turned the pod unready is not seen here; the supervisor's metric
 // counts every one.
 type PodHealthReconciler struct {
-	Reader   client.Reader
-	Recorder events.EventRecorder
+	Reader client.Reader
+	// Writer creates the Events. They are written one by one rather than through the
+	// manager's recorder: events.k8s.io's recorder folds every event of the same pod and reason
+	// within 6 minutes into a series of the first one, whose note would hide the next fault's
+	// reason. The flood it guards against is bounded here instead (podEventBudget, the queue's
+	// rate).
+	Writer client.Writer
+	// Instance names this replica in the Events (reportingInstance).
+	Instance string
 	// ReadStatus reads a pod's /status; nil reads http://<pod IP>:<Port>/status.
 	ReadStatus func(ctx context.Context, pod *corev1.Pod) (*podcontract.DataplaneStatus, error)
 	// Port is the supervisor's; 0 is podcontract.SupervisorPort (tests serve elsewhere).
@@ -82,6 +91,7 @@ type PodHealthReconciler struct {
 	Now func() time.Time
 
 	httpClient *http.Client
+	seq        atomic.Uint64
 	mu         sync.Mutex
 	pods       map[types.UID]*podHealth
 }
@@ -96,7 +106,17 @@ type podHealth struct {
 	// counts are the in-place restart totals last read (dataplane under "", apps by name);
 	// nil until the first read.
 	counts map[string]int64
+	// budget bounds the events of one pod: a pod whose link flaps all day costs a few events
+	// a minute, not one per flap.
+	budget *rate.Limiter
 }
+
+// podEventBudget: 10 events at once (a fault's unready, restart and ready, three times over),
+// then one a minute.
+func newPodBudget() *rate.Limiter { return rate.NewLimiter(rate.Every(time.Minute), 10) }
+
+// podEvent is one Event to write about a pod.
+type podEvent struct{ kind, reason, note string }
 
 // SetupWithManager watches the cached pods' readiness transitions.
 func (r *PodHealthReconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -146,7 +166,7 @@ func (r *PodHealthReconciler) transitions() predicate.Funcs {
 			switch {
 			case was && !is:
 				if h == nil {
-					h = &podHealth{}
+					h = &podHealth{budget: newPodBudget()}
 					r.pods[cur.UID] = h
 				}
 				if !h.down {
@@ -182,15 +202,28 @@ func (r *PodHealthReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 	ready := dataplaneReady(pod)
 	st, readErr := r.read(ctx, pod)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if h != r.pods[pod.UID] {
-		return ctrl.Result{}, nil // deleted meanwhile
-	}
 	if readErr != nil {
 		log.FromContext(ctx).V(1).Info("read the dataplane's status", "pod", req.NamespacedName, "error", readErr)
 	}
-	r.restartEvents(pod, h, st)
+	evs := r.decide(pod.UID, h, ready, st, readErr)
+	for _, e := range evs {
+		if err := r.write(ctx, pod, e); err != nil {
+			// An event is worth a retry of the write alone; the decision is made and remembered.
+			log.FromContext(ctx).Error(err, "record event", "pod", req.NamespacedName, "reason", e.reason)
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// decide updates what is remembered of the pod and returns the events to write, within its
+// budget.
+func (r *PodHealthReconciler) decide(uid types.UID, h *podHealth, ready bool, st *podcontract.DataplaneStatus, readErr error) []podEvent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if h != r.pods[uid] {
+		return nil // deleted meanwhile
+	}
+	var evs []podEvent
 	switch {
 	case !ready && h.down && !h.reported:
 		h.reported = true
@@ -203,25 +236,55 @@ func (r *PodHealthReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		} else if readErr != nil {
 			reason += fmt.Sprintf("; its /status could not be read: %v", readErr)
 		}
-		if r.Recorder != nil {
-			r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, EventDataplaneNotReady, "Observe", "%s", note("dataplane not ready: "+reason))
-		}
+		evs = append(evs, podEvent{corev1.EventTypeWarning, EventDataplaneNotReady, "dataplane not ready: " + reason})
 	case ready && h.down:
 		h.down, h.reported = false, false
-		if r.Recorder != nil {
-			r.Recorder.Eventf(pod, nil, corev1.EventTypeNormal, EventDataplaneReady, "Observe", "%s",
-				note(fmt.Sprintf("dataplane ready again after %s", r.now().Sub(h.downSince).Round(time.Second))))
+		evs = append(evs, podEvent{corev1.EventTypeNormal, EventDataplaneReady,
+			fmt.Sprintf("dataplane ready again after %s", r.now().Sub(h.downSince).Round(time.Second))})
+	}
+	if e := restartEvent(h, st); e != nil {
+		evs = append([]podEvent{*e}, evs...)
+	}
+	kept := evs[:0]
+	for _, e := range evs {
+		if h.budget == nil || h.budget.AllowN(r.now(), 1) {
+			kept = append(kept, e)
 		}
 	}
-	return ctrl.Result{}, nil
+	return kept
 }
 
-// restartEvents records an event for each in-place count that grew since the last read. With
-// no count read before, a restart is new when it came within faultWindow of the unreadiness
-// (this fault's); older ones are history the operator did not see happen.
-func (r *PodHealthReconciler) restartEvents(pod *corev1.Pod, h *podHealth, st *podcontract.DataplaneStatus) {
+// write creates one events.k8s.io Event about pod.
+func (r *PodHealthReconciler) write(ctx context.Context, pod *corev1.Pod, e podEvent) error {
+	if r.Writer == nil {
+		return nil
+	}
+	now := r.now()
+	ev := &eventsv1.Event{
+		// Named as the recorder names them, the pod's name and the time, with a sequence for
+		// two events of one reconcile.
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace,
+			Name: fmt.Sprintf("%s.%x.%d", clip(pod.Name, 200), now.UnixNano(), r.seq.Add(1))},
+		EventTime: metav1.NewMicroTime(now), ReportingController: reportingController, ReportingInstance: r.Instance,
+		Action: "Observe", Reason: e.reason, Type: e.kind, Note: note(e.note),
+		Regarding: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
+			ResourceVersion: pod.ResourceVersion},
+	}
+	if ev.ReportingInstance == "" {
+		ev.ReportingInstance = reportingController
+	}
+	return r.Writer.Create(ctx, ev)
+}
+
+// reportingController is the operator's name in its Events, as its recorder's.
+const reportingController = "kube-fstack"
+
+// restartEvent is one event for the in-place counts that grew since the last read, or nil.
+// With no count read before, a restart is new when it came within faultWindow of the
+// unreadiness (this fault's); older ones are history the operator did not see happen.
+func restartEvent(h *podHealth, st *podcontract.DataplaneStatus) *podEvent {
 	if st == nil {
-		return
+		return nil
 	}
 	counts := map[string]int64{"": st.Restarts.Dataplane.Total}
 	all := map[string]podcontract.RestartCount{"": st.Restarts.Dataplane}
@@ -233,6 +296,7 @@ func (r *PodHealthReconciler) restartEvents(pod *corev1.Pod, h *podHealth, st *p
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	var parts []string
 	for _, name := range names {
 		c := all[name]
 		var grew int64
@@ -255,11 +319,13 @@ func (r *PodHealthReconciler) restartEvents(pod *corev1.Pod, h *podHealth, st *p
 		if c.Last != nil {
 			msg += fmt.Sprintf("; last at %s: %s: %s", c.Last.Time.UTC().Format(time.RFC3339), c.Last.Reason, c.Last.Message)
 		}
-		if r.Recorder != nil {
-			r.Recorder.Eventf(pod, nil, corev1.EventTypeWarning, EventRestartedInPlace, "Observe", "%s", note(msg))
-		}
+		parts = append(parts, msg)
 	}
 	h.counts = counts
+	if len(parts) == 0 {
+		return nil
+	}
+	return &podEvent{corev1.EventTypeWarning, EventRestartedInPlace, strings.Join(parts, " | ")}
 }
 
 // read asks the pod's supervisor for its /status.
@@ -330,3 +396,10 @@ func note(s string) string {
 }
 
 func newBucket(qps float64, burst int) *rate.Limiter { return rate.NewLimiter(rate.Limit(qps), burst) }
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}

@@ -3,16 +3,17 @@ package controller
 import (
 	"context"
 	"errors"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -60,27 +61,27 @@ func TestPodHealthEvents(t *testing.T) {
 	_ = clientgoscheme.AddToScheme(s)
 	pod := healthPod(false)
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(pod).Build()
-	rec := events.NewFakeRecorder(10)
+	rec := &eventLog{c: c}
 	now := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	answer := &podcontract.DataplaneStatus{Reason: "port 0 (attachment net1): link down for 3s\x1b[2J",
 		Restarts: podcontract.InPlaceRestarts{Dataplane: podcontract.RestartCount{Total: 4,
 			Last: &podcontract.RestartRecord{Reason: "process_exit", Message: strings.Repeat("x", 2000), Time: now.Add(-2 * time.Second)}}}}
 	var readErr error
-	r := &PodHealthReconciler{Reader: c, Recorder: rec, Now: func() time.Time { return now },
+	r := &PodHealthReconciler{Reader: c, Writer: c, Instance: "kube-fstack-test", Now: func() time.Time { return now },
 		ReadStatus: func(context.Context, *corev1.Pod) (*podcontract.DataplaneStatus, error) { return answer, readErr },
-		pods:       map[types.UID]*podHealth{"u1": {down: true, downSince: now}}}
+		pods:       map[types.UID]*podHealth{"u1": {down: true, downSince: now, budget: newPodBudget()}}}
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(pod)}
 	if _, err := r.Reconcile(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
-	got := drain(rec)
-	if len(got) != 2 || !strings.HasPrefix(got[0], "Warning RestartedInPlace the dataplane (a new F-Stack generation) restarted in place: 1 since last seen, 4 in all; last at 2025-01-02T03:04:03Z: process_exit: xxx") ||
-		len(got[0]) > len("Warning RestartedInPlace ")+eventNoteMax ||
-		got[1] != `Warning DataplaneNotReady dataplane not ready: port 0 (attachment net1): link down for 3s\x1b[2J` {
+	got := rec.drain(t)
+	if len(got) != 2 || !strings.HasPrefix(got[1], "Warning RestartedInPlace the dataplane (a new F-Stack generation) restarted in place: 1 since last seen, 4 in all; last at 2025-01-02T03:04:03Z: process_exit: xxx") ||
+		len(got[1]) > len("Warning RestartedInPlace ")+eventNoteMax ||
+		got[0] != `Warning DataplaneNotReady dataplane not ready: port 0 (attachment net1): link down for 3s\x1b[2J` {
 		t.Fatalf("events %q", got)
 	}
 	// Reconciled again while still down (another update queued it): nothing new to say.
-	if _, err := r.Reconcile(context.Background(), req); err != nil || len(drain(rec)) != 0 {
+	if _, err := r.Reconcile(context.Background(), req); err != nil || len(rec.drain(t)) != 0 {
 		t.Fatalf("a second reconcile while down recorded events (err %v)", err)
 	}
 	// Back, /status unreadable: the return is still said, and no restart guessed.
@@ -93,19 +94,54 @@ func TestPodHealthEvents(t *testing.T) {
 	if _, err := r.Reconcile(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
-	if got := drain(rec); len(got) != 1 || got[0] != "Normal DataplaneReady dataplane ready again after 5s" {
+	if got := rec.drain(t); len(got) != 1 || got[0] != "Normal DataplaneReady dataplane ready again after 5s" {
 		t.Fatalf("events %q", got)
 	}
 }
 
-func drain(rec *events.FakeRecorder) []string {
+// eventLog reads the Events written to the fake client, as "type reason note", sorted, and
+// deletes them so the next drain sees only what came after.
+type eventLog struct{ c client.Client }
+
+func (l *eventLog) drain(t *testing.T) []string {
+	t.Helper()
+	list := &eventsv1.EventList{}
+	if err := l.c.List(context.Background(), list); err != nil {
+		t.Fatal(err)
+	}
 	var out []string
-	for {
-		select {
-		case e := <-rec.Events:
-			out = append(out, e)
-		default:
-			return out
+	for i := range list.Items {
+		e := &list.Items[i]
+		if e.Regarding.Name != "p" || e.Regarding.UID != "u1" || e.ReportingController != "kube-fstack" || e.ReportingInstance != "kube-fstack-test" || e.Action == "" {
+			t.Errorf("event %+v", e)
 		}
+		out = append(out, e.Type+" "+e.Reason+" "+e.Note)
+		if err := l.c.Delete(context.Background(), e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// A pod whose link flaps all day costs ten events at once, then one a minute.
+func TestPodHealthEventBudget(t *testing.T) {
+	now := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	h := &podHealth{budget: newPodBudget()}
+	r := &PodHealthReconciler{Now: func() time.Time { return now }, pods: map[types.UID]*podHealth{"u1": h}}
+	st := &podcontract.DataplaneStatus{Reason: "port 0 (attachment net1): link down for 1s"}
+	n := 0
+	for range 50 { // 50 flaps within a second: unready, then ready again
+		h.down, h.downSince = true, now
+		n += len(r.decide("u1", h, false, st, nil))
+		n += len(r.decide("u1", h, true, st, nil))
+	}
+	if n != 10 {
+		t.Fatalf("%d events for 50 flaps at once; want the budget's 10", n)
+	}
+	now = now.Add(time.Minute)
+	h.down, h.downSince = true, now
+	if got := r.decide("u1", h, false, st, nil); len(got) != 1 || got[0].reason != EventDataplaneNotReady {
+		t.Fatalf("a minute later: %+v", got)
 	}
 }

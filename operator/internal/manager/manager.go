@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"sync/atomic"
 
 	"github.com/go-logr/logr"
@@ -130,7 +131,9 @@ func New(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
 	if err := rec.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	health := &controller.PodHealthReconciler{Reader: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kube-fstack"), Port: o.PodStatusPort}
+	instance, _ := os.Hostname() // the pod's name, as the recorder names its replica
+	health := &controller.PodHealthReconciler{Reader: mgr.GetClient(), Writer: mgr.GetClient(), Instance: "kube-fstack-" + instance,
+		Port: o.PodStatusPort}
 	if err := health.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}

@@ -98,7 +98,7 @@ func TestDataplaneHealthEvents(t *testing.T) {
 	waitEvent(t, pod, corev1.EventTypeNormal, controller.EventDataplaneReady, "dataplane ready again after ")
 	waitEvent(t, pod, corev1.EventTypeWarning, controller.EventRestartedInPlace,
 		"the dataplane (a new F-Stack generation) restarted in place: 1 since last seen, 2 in all; last at "+again.Format(time.RFC3339)+": process_exit: F-Stack process 0 (primary) exited: signal: killed")
-	waitEvent(t, pod, corev1.EventTypeWarning, controller.EventRestartedInPlace, "app nginx restarted in place: 1 since last seen, 1 in all")
+	waitEvent(t, pod, corev1.EventTypeWarning, controller.EventRestartedInPlace, "the dataplane (a new F-Stack generation) restarted in place: 1 since last seen, 2 in all; last at "+again.Format(time.RFC3339)+": process_exit: F-Stack process 0 (primary) exited: signal: killed | app nginx restarted in place: 1 since last seen, 1 in all")
 	// Two transitions, two reads: the creation and first readiness made none.
 	if n := supervisor.readCount() - before; n != 2 {
 		t.Errorf("the operator read /status %d times; want 2 (one per transition)", n)
