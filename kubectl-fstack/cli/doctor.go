@@ -114,9 +114,11 @@ func (o *doctorOptions) run(cmd *cobra.Command, stdout, stderr io.Writer, args [
 			return fmt.Errorf("list the pods of StackInstances in %s: %w", nsText(ns), err)
 		}
 		in.pods = pods.Items
-		ptrs := make([]*corev1.Pod, len(pods.Items))
+		var ptrs []*corev1.Pod
 		for i := range pods.Items {
-			ptrs[i] = &pods.Items[i]
+			if onNamedNode(in, &pods.Items[i]) {
+				ptrs = append(ptrs, &pods.Items[i])
+			}
 		}
 		in.statuses = readStatuses(ctx, reader, ptrs)
 	}

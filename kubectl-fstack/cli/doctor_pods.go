@@ -33,7 +33,7 @@ func (r *DoctorReport) judgePods(in doctorInput) {
 	for i := range in.pods {
 		p := &in.pods[i]
 		sv := in.statuses.got[podKey{p.Namespace, p.Name}]
-		if sv == nil {
+		if sv == nil || !onNamedNode(in, p) {
 			continue
 		}
 		d := PodDoctor{Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName, Ready: sv.Ready, Reason: sv.Reason,
@@ -71,6 +71,11 @@ func (r *DoctorReport) judgePods(in doctorInput) {
 		a, b := r.Pods[i], r.Pods[j]
 		return a.Namespace < b.Namespace || a.Namespace == b.Namespace && a.Name < b.Name
 	})
+}
+
+// onNamedNode: with a NODE named, only its pods are judged.
+func onNamedNode(in doctorInput, p *corev1.Pod) bool {
+	return !in.named || len(in.nodes) != 1 || p.Spec.NodeName == in.nodes[0].Name
 }
 
 // dataplaneStarting: the supervisor has not been ready yet in this container (no generation

@@ -76,6 +76,12 @@ func TestDoctorJudgesPodsByTheirSupervisor(t *testing.T) {
 		}
 	}
 
+	// With a NODE named, only its pods are judged.
+	in.named, in.nodes = true, []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}}}
+	if r := buildDoctorReport(in); len(r.Pods) != 0 || len(r.Problems) != 0 {
+		t.Errorf("doctor node-b judged node-a's pods: %+v %q", r.Pods, r.Problems)
+	}
+
 	// A port down while the supervisor says ready: an image without the link watch.
 	blind := supervisorStatus()
 	blind.Ready, blind.Reason = true, "ready"
