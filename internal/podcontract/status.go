@@ -141,7 +141,7 @@ func (s *DataplaneStatus) check() error {
 func (s *DataplaneStatus) AppRestarts() int64 {
 	var n int64
 	for _, c := range s.Restarts.Apps {
-		n += c.Total
+		n += int64(c.Total)
 	}
 	return n
 }

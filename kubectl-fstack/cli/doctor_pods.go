@@ -37,7 +37,7 @@ func (r *DoctorReport) judgePods(in doctorInput) {
 			continue
 		}
 		d := PodDoctor{Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName, Ready: sv.Ready, Reason: sv.Reason,
-			DownPorts: sv.DownPorts(), InPlaceRestarts: sv.Restarts.Dataplane.Total, AppRestarts: sv.AppRestarts()}
+			DownPorts: sv.DownPorts(), InPlaceRestarts: int64(sv.Restarts.Dataplane.Total), AppRestarts: sv.AppRestarts()}
 		d.LastRestart, d.LastOf = latestRestart(sv)
 		key := p.Namespace + "/" + p.Name
 		switch {

@@ -32,9 +32,9 @@ func supervisorStatus() *podcontract.DataplaneStatus {
 	return &podcontract.DataplaneStatus{Generation: 3, Ready: false,
 		Reason: "port 0 (attachment net1): link down for 12s: the vhost-user peer (OVS) went away; reconnecting",
 		Restarts: podcontract.InPlaceRestarts{
-			Dataplane: podcontract.RestartCount{Total: 2, ByReason: map[string]int64{"process_exit": 2},
+			Dataplane: podcontract.RestartCount{Total: 2,
 				Last: &podcontract.RestartRecord{Reason: "process_exit", Message: "F-Stack process 0 (primary) exited: signal: killed", Time: at}},
-			Apps: map[string]podcontract.RestartCount{"nginx": {Total: 1, ByReason: map[string]int64{"exited": 1},
+			Apps: map[string]podcontract.RestartCount{"nginx": {Total: 1,
 				Last: &podcontract.RestartRecord{Reason: "exited", Message: "nginx exited with status 1", Time: at}}}},
 		Ports: []podcontract.PortStatus{{Port: 0, Attachment: "net1", DownSince: &down}}}
 }

@@ -166,8 +166,8 @@ func appStatuses(p *corev1.Pod) []AppStatus {
 // addSupervisor adds what the pod's supervisor says of its restarts in place and its health.
 func (ps *PodStatus) addSupervisor(sv *podcontract.DataplaneStatus) {
 	d := &ps.Dataplane
-	total := sv.Restarts.Dataplane.Total
-	d.InPlaceRestarts, d.LastRestart, d.Generation, d.Health, d.Ports = &total, sv.Restarts.Dataplane.Last, sv.Generation, sv.Reason, sv.Ports
+	total := int64(sv.Restarts.Dataplane.Total)
+	d.InPlaceRestarts, d.LastRestart, d.Generation, d.Health, d.Ports = &total, sv.Restarts.Dataplane.Last, int64(sv.Generation), sv.Reason, sv.Ports
 	names := make([]string, 0, len(sv.Restarts.Apps))
 	for name := range sv.Restarts.Apps {
 		names = append(names, name)
@@ -180,7 +180,7 @@ func (ps *PodStatus) addSupervisor(sv *podcontract.DataplaneStatus) {
 			ps.Apps = append(ps.Apps, AppStatus{Name: name})
 			i = len(ps.Apps) - 1
 		}
-		n := c.Total
+		n := int64(c.Total)
 		ps.Apps[i].InPlaceRestarts, ps.Apps[i].LastRestart = &n, c.Last
 	}
 }

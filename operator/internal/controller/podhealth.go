@@ -286,10 +286,10 @@ func restartEvent(h *podHealth, st *podcontract.DataplaneStatus) *podEvent {
 	if st == nil {
 		return nil
 	}
-	counts := map[string]int64{"": st.Restarts.Dataplane.Total}
+	counts := map[string]int64{"": int64(st.Restarts.Dataplane.Total)}
 	all := map[string]podcontract.RestartCount{"": st.Restarts.Dataplane}
 	for name, c := range st.Restarts.Apps {
-		counts[name], all[name] = c.Total, c
+		counts[name], all[name] = int64(c.Total), c
 	}
 	names := make([]string, 0, len(all))
 	for name := range all {
@@ -302,9 +302,9 @@ func restartEvent(h *podHealth, st *podcontract.DataplaneStatus) *podEvent {
 		var grew int64
 		switch prev, seen := h.counts[name]; {
 		case h.counts != nil && seen:
-			grew = c.Total - prev
+			grew = int64(c.Total) - prev
 		case h.counts != nil:
-			grew = c.Total
+			grew = int64(c.Total)
 		case c.Last != nil && !c.Last.Time.Before(h.downSince.Add(-faultWindow)):
 			grew = 1
 		}

@@ -78,7 +78,7 @@ func TestDataplaneHealthEvents(t *testing.T) {
 	killed := time.Now().UTC().Truncate(time.Second)
 	supervisor.set(&podcontract.DataplaneStatus{Generation: 2, Ready: false,
 		Reason: "port 0 (attachment net1): link down for 3s: the vhost-user peer (OVS) went away; reconnecting",
-		Restarts: podcontract.InPlaceRestarts{Dataplane: podcontract.RestartCount{Total: 1, ByReason: map[string]int64{"link_down": 1},
+		Restarts: podcontract.InPlaceRestarts{Dataplane: podcontract.RestartCount{Total: 1,
 			Last: &podcontract.RestartRecord{Reason: "link_down", Message: "port 0 link down for 3s", Time: killed}}},
 		Ports: []podcontract.PortStatus{{Port: 0, Attachment: "net1", DownSince: &killed}}})
 	setDataplane(t, pod, false)
