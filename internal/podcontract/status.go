@@ -22,8 +22,8 @@ const MaxStatusBytes = 64 << 10
 // DataplaneStatus is the answer of StatusPath.
 type DataplaneStatus struct {
 	// Generation counts the dataplane's generations in this container, from 1.
-	Generation int64 `json:"generation"`
-	Ready      bool  `json:"ready"`
+	Generation int  `json:"generation"`
+	Ready      bool `json:"ready"`
 	// Reason is the supervisor's health text: "ready", or why not (a port's link down, a
 	// process restarting).
 	Reason   string          `json:"reason"`
@@ -39,11 +39,12 @@ type InPlaceRestarts struct {
 	Apps map[string]RestartCount `json:"apps,omitempty"`
 }
 
-// RestartCount is how often one thing restarted in place, why, and the last time.
+// RestartCount is how often one thing restarted in place, why, and the last time. The counts
+// are ints as the supervisor's own type has them.
 type RestartCount struct {
-	Total    int64            `json:"total"`
-	ByReason map[string]int64 `json:"byReason,omitempty"`
-	Last     *RestartRecord   `json:"last,omitempty"`
+	Total    int            `json:"total"`
+	ByReason map[string]int `json:"byReason,omitempty"`
+	Last     *RestartRecord `json:"last,omitempty"`
 }
 
 // RestartRecord is one restart.
