@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -19,11 +20,14 @@ import (
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/inject"
 	"github.com/kube-fstack/kube-fstack/internal/nodecheck"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 type doctorOptions struct {
 	clusterFlags
 	output *outputFlags
+	// reader reads the pods' /status; nil: through the API server's pod proxy.
+	reader podStatusReader
 }
 
 func newDoctorCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -40,7 +44,15 @@ stack needs is shown as "not needed".
 
 Exit status 1 when a stack cannot run where it must: a pod of it is on a node (NODE, or any
 node when none is named) that lacks what the stack needs, or, with no NODE, no node examined can
-run it. -o wide adds each check's node label; -o json|yaml prints a DoctorReport (apiVersion
+run it.
+
+Then the bound pods, from each running one's supervisor (its /status, read through the API
+server's pod proxy): a pod whose dataplane is not ready or has a port whose link is down fails,
+with the supervisor's reason (one still starting, within its first 2 minutes, is a warning); a
+pod that restarted F-Stack or an app in place within the last hour is a warning, with the last
+restart's reason. Exit status 1 as well for a failed pod.
+
+-o wide adds each check's node label; -o json|yaml prints a DoctorReport (apiVersion
 cli.kubefstack.io/v1alpha1).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -69,6 +81,12 @@ func (o *doctorOptions) run(cmd *cobra.Command, stdout, stderr io.Writer, args [
 	if err != nil {
 		return err
 	}
+	reader := o.reader
+	if reader == nil {
+		if reader, err = newProxyStatusReader(cfg); err != nil {
+			return err
+		}
+	}
 	ctx := context.Background()
 	var nodes []corev1.Node
 	if len(args) == 1 {
@@ -84,7 +102,7 @@ func (o *doctorOptions) run(cmd *cobra.Command, stdout, stderr io.Writer, args [
 		}
 		nodes = list.Items
 	}
-	in := doctorInput{nodes: nodes, named: len(args) == 1}
+	in := doctorInput{nodes: nodes, named: len(args) == 1, now: time.Now()}
 	stacks := &fsv1.StackInstanceList{}
 	if err := c.List(ctx, stacks, client.InNamespace(ns)); err != nil {
 		// The checks are still worth seeing; who needs them is not known.
@@ -96,6 +114,13 @@ func (o *doctorOptions) run(cmd *cobra.Command, stdout, stderr io.Writer, args [
 			return fmt.Errorf("list the pods of StackInstances in %s: %w", nsText(ns), err)
 		}
 		in.pods = pods.Items
+		var ptrs []*corev1.Pod
+		for i := range pods.Items {
+			if onNamedNode(in, &pods.Items[i]) {
+				ptrs = append(ptrs, &pods.Items[i])
+			}
+		}
+		in.statuses = readStatuses(ctx, reader, ptrs)
 	}
 	r := buildDoctorReport(in)
 	if table, wide := o.output.table(); table {
@@ -105,6 +130,9 @@ func (o *doctorOptions) run(cmd *cobra.Command, stdout, stderr io.Writer, args [
 	}
 	if r.StacksError != "" {
 		fmt.Fprintf(stderr, "warning: %s: which stacks need each check is unknown\n", safe(r.StacksError))
+	}
+	for _, n := range r.PodNotes {
+		fmt.Fprintln(stderr, "warning:", safe(n))
 	}
 	if len(r.Problems) > 0 {
 		for _, p := range r.Problems {
@@ -122,8 +150,36 @@ type DoctorReport struct {
 	Stacks          []StackNeeds `json:"stacks"`
 	// StacksError says why the StackInstances could not be read; then no check has neededBy.
 	StacksError string `json:"stacksError,omitempty"`
-	// Problems are the reasons for exit status 1: a stack that cannot run where it must.
+	// Pods are the bound pods whose dataplane needs attention, by the supervisor's /status.
+	Pods []PodDoctor `json:"pods"`
+	// PodsChecked counts the running bound pods whose /status was read.
+	PodsChecked int `json:"podsChecked"`
+	// PodNotes say why some running pods' /status could not be read (then they are not judged).
+	PodNotes []string `json:"podNotes,omitempty"`
+	// Problems are the reasons for exit status 1: a stack that cannot run where it must, a pod
+	// whose dataplane is not ready or has a port down.
 	Problems []string `json:"problems"`
+}
+
+// PodDoctor is a bound pod whose dataplane needs attention.
+type PodDoctor struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Node      string `json:"node,omitempty"`
+	// Status is "fail" (not ready, a port down) or "warn" (starting, restarted in place lately).
+	Status string `json:"status"`
+	// Detail says what is wrong, with the supervisor's reason.
+	Detail string `json:"detail"`
+	// Ready and Reason are the supervisor's.
+	Ready     bool                     `json:"ready"`
+	Reason    string                   `json:"reason,omitempty"`
+	DownPorts []podcontract.PortStatus `json:"downPorts,omitempty"`
+	// InPlaceRestarts are the dataplane's, AppRestarts the apps' (all of them since the pod started).
+	InPlaceRestarts int64 `json:"inPlaceRestarts"`
+	AppRestarts     int64 `json:"appRestarts"`
+	// LastRestart is the latest in-place restart, of the dataplane or an app (Of names which).
+	LastRestart *podcontract.RestartRecord `json:"lastRestart,omitempty"`
+	LastOf      string                     `json:"lastOf,omitempty"`
 }
 
 // NodeDoctor is one node.
@@ -177,6 +233,8 @@ type doctorInput struct {
 	stacks    []fsv1.StackInstance
 	stacksErr string
 	pods      []corev1.Pod
+	statuses  podStatuses
+	now       time.Time
 }
 
 type stackReqs struct {
@@ -225,7 +283,7 @@ func (s stackReqs) missing(n *corev1.Node) []string {
 
 func buildDoctorReport(in doctorInput) *DoctorReport {
 	r := &DoctorReport{TypeMeta: metav1.TypeMeta{APIVersion: OutputGroupVersion.String(), Kind: "DoctorReport"},
-		Nodes: []NodeDoctor{}, Stacks: []StackNeeds{}, Problems: []string{}, StacksError: in.stacksErr}
+		Nodes: []NodeDoctor{}, Stacks: []StackNeeds{}, Pods: []PodDoctor{}, Problems: []string{}, StacksError: in.stacksErr}
 	sort.Slice(in.nodes, func(i, j int) bool { return in.nodes[i].Name < in.nodes[j].Name })
 	sort.Slice(in.stacks, func(i, j int) bool {
 		a, b := in.stacks[i], in.stacks[j]
@@ -284,6 +342,7 @@ func buildDoctorReport(in doctorInput) *DoctorReport {
 		}
 		r.Stacks = append(r.Stacks, sn)
 	}
+	r.judgePods(in)
 	return r
 }
 
@@ -354,6 +413,7 @@ func (r *DoctorReport) writeTable(w io.Writer, wide bool) {
 			fmt.Fprintf(w, "  cannot run: %s\n", safe(strings.Join(s, ", ")))
 		}
 	}
+	r.writePods(w)
 	// A stack the injector refuses has no pods to place; say why it was judged nowhere.
 	for _, s := range r.Stacks {
 		if s.Error != "" {

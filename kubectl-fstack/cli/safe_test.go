@@ -64,13 +64,22 @@ func TestStatusPrintsNoRawEscape(t *testing.T) {
 	pod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{podcontract.ConfigHashAnnotation: "\x1b[2J"}},
 		Status: corev1.PodStatus{InitContainerStatuses: []corev1.ContainerStatus{{Name: podcontract.DataplaneContainer,
 			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: hostile}}}}}}
+	// The supervisor's /status is the pod's to write: its reason and app names are text too.
+	running := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "q"},
+		Status: corev1.PodStatus{InitContainerStatuses: []corev1.ContainerStatus{{Name: podcontract.DataplaneContainer,
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}}
+	sv := &podcontract.DataplaneStatus{Reason: hostile, Ports: []podcontract.PortStatus{{Attachment: hostile}},
+		Restarts: podcontract.InPlaceRestarts{Apps: map[string]podcontract.RestartCount{hostile: {Total: 1}}}}
 	tab := newStackStatusList()
-	tab.addStack(si, []corev1.Pod{pod})
+	tab.addStack(si, []corev1.Pod{pod, running}, podStatuses{got: map[podKey]*podcontract.DataplaneStatus{{"", "q"}: sv}})
 	var out bytes.Buffer
 	if err := tab.writeTable(&out, true, false); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Count(out.String(), "\n") != 2 {
+	if !strings.Contains(out.String(), "Running, not ready: ") {
+		t.Errorf("the supervisor's reason is not shown:\n%s", out.String())
+	}
+	if strings.Count(out.String(), "\n") != 3 {
 		t.Errorf("a newline in a column forged a line:\n%s", out.String())
 	}
 	assertNoControl(t, "status", out.String())
@@ -87,7 +96,7 @@ func TestStructuredOutputPrintsNoRawEscape(t *testing.T) {
 	si := &fsv1.StackInstance{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "web"}}
 	si.Status.Ready = "\x1b[2J\x1b]0;title\a\u202e\u009b\x7f\tcol\nfake line"
 	l := newStackStatusList()
-	l.addStack(si, nil)
+	l.addStack(si, nil, podStatuses{})
 	for _, format := range []string{"json", "yaml"} {
 		var out bytes.Buffer
 		if err := (&outputFlags{print: newPrintFlagsFor(format)}).printObject(l, &out); err != nil {

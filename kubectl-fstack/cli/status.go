@@ -21,9 +21,11 @@ type statusOptions struct {
 	clusterFlags
 	output        *outputFlags
 	allNamespaces bool
+	// reader reads the pods' /status; nil: through the API server's pod proxy.
+	reader podStatusReader
 }
 
-func newStatusCommand(stdout io.Writer) *cobra.Command {
+func newStatusCommand(stdout, stderr io.Writer) *cobra.Command {
 	o := &statusOptions{}
 	cmd := &cobra.Command{
 		Use:   "status [-n NAMESPACE | -A] [-o wide|json|yaml] [STACK]",
@@ -31,16 +33,24 @@ func newStatusCommand(stdout io.Writer) *cobra.Command {
 		Long: `List the StackInstances of a namespace (or the one named) and every pod labelled
 kubefstack.io/stack with its name: the node it runs on, the config hash it was admitted with and
 whether that is the StackInstance's current one (old: recreate the pod to apply the current
-spec), the state of its dataplane container and how often it restarted. -o wide adds the pod's
-IP and the dataplane's image; -o json|yaml prints a StackStatusList (apiVersion
-cli.kubefstack.io/v1alpha1), the same facts as fields instead of the table's text.`,
+spec), the state of its dataplane container and how often it and the apps restarted.
+
+The dataplane's supervisor restarts F-Stack, and the launcher the app, inside their containers,
+which the containers' restart count does not show: for each running pod the supervisor's
+/status (read through the API server's pod proxy, which needs get on pods/proxy) adds those
+restarts ("3 (2 in place)") and, for a pod that is not ready, why ("Running, not ready: port 0
+(attachment net1): link down for 12s ..."). When it cannot be read the columns show the
+containers' restarts only and a warning says why, once.
+
+-o wide adds the pod's IP and the dataplane's image; -o json|yaml prints a StackStatusList
+(apiVersion cli.kubefstack.io/v1alpha1), the same facts as fields instead of the table's text.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := ""
 			if len(args) == 1 {
 				name = args[0]
 			}
-			return o.run(cmd.Context(), stdout, name)
+			return o.run(cmd.Context(), stdout, stderr, name)
 		},
 	}
 	o.add(cmd.Flags())
@@ -51,20 +61,27 @@ cli.kubefstack.io/v1alpha1), the same facts as fields instead of the table's tex
 	return cmd
 }
 
-// client builds a client from the kubeconfig and returns it with the namespace to look in.
-func (o *statusOptions) client() (client.Client, string, error) {
+// client builds a client from the kubeconfig and returns it with the namespace to look in, and
+// the reader of the pods' /status.
+func (o *statusOptions) client() (client.Client, string, podStatusReader, error) {
 	cfg, ns, err := o.restConfig()
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	c, err := newClient(cfg)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	if o.allNamespaces {
 		ns = ""
 	}
-	return c, ns, nil
+	r := o.reader
+	if r == nil {
+		if r, err = newProxyStatusReader(cfg); err != nil {
+			return nil, "", nil, err
+		}
+	}
+	return c, ns, r, nil
 }
 
 // newClient is a client for the core and apps APIs and kube-fstack's.
@@ -83,7 +100,7 @@ func newClient(cfg *rest.Config) (client.Client, error) {
 	return c, nil
 }
 
-func (o *statusOptions) run(ctx context.Context, stdout io.Writer, name string) error {
+func (o *statusOptions) run(ctx context.Context, stdout, stderr io.Writer, name string) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -93,7 +110,7 @@ func (o *statusOptions) run(ctx context.Context, stdout io.Writer, name string) 
 	if err := o.output.validate(); err != nil {
 		return err
 	}
-	c, ns, err := o.client()
+	c, ns, reader, err := o.client()
 	if err != nil {
 		return err
 	}
@@ -104,14 +121,27 @@ func (o *statusOptions) run(ctx context.Context, stdout io.Writer, name string) 
 	if len(stacks) == 0 {
 		return fmt.Errorf("no StackInstances in %s", nsText(ns))
 	}
-	l := newStackStatusList()
+	podsOf := make([][]corev1.Pod, len(stacks))
+	var all []*corev1.Pod
 	for i := range stacks {
 		pods := &corev1.PodList{}
 		if err := c.List(ctx, pods, client.InNamespace(stacks[i].Namespace),
 			client.MatchingLabels{fsv1.StackLabel: stacks[i].Name}); err != nil {
 			return fmt.Errorf("list the pods of StackInstance %s/%s: %w", stacks[i].Namespace, stacks[i].Name, err)
 		}
-		l.addStack(&stacks[i], pods.Items)
+		podsOf[i] = pods.Items
+		for j := range pods.Items {
+			all = append(all, &pods.Items[j])
+		}
+	}
+	st := readStatuses(ctx, reader, all)
+	l := newStackStatusList()
+	for i := range stacks {
+		l.addStack(&stacks[i], podsOf[i], st)
+	}
+	// Said once per cause, on stderr: the table and -o json stay what scripts parse.
+	for _, n := range st.notes() {
+		fmt.Fprintln(stderr, "warning:", safe(n))
 	}
 	if table, wide := o.output.table(); table {
 		return l.writeTable(stdout, ns == "", wide)

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -53,6 +54,21 @@ type PodStatus struct {
 	// StackInstance's spec.program): its mode and the name its container had before it became
 	// the dataplane, from the pod's kubefstack.io/status annotation.
 	Program *inject.ProgramStatus `json:"program,omitempty"`
+	// Apps are the pod's other containers: their restarts, and those their launcher made in place.
+	Apps []AppStatus `json:"apps,omitempty"`
+	// StatusError says why the supervisor's /status (in-place restarts, health, ports) could not
+	// be read for a running pod: then those fields are absent.
+	StatusError string `json:"statusError,omitempty"`
+}
+
+// AppStatus is one app container (or an app the supervisor's /status names that is no container).
+type AppStatus struct {
+	Name string `json:"name"`
+	// Restarts is the container's restartCount.
+	Restarts int32 `json:"restarts"`
+	// InPlaceRestarts are the app's restarts inside its container (the launcher's), from /status.
+	InPlaceRestarts *int64                     `json:"inPlaceRestarts,omitempty"`
+	LastRestart     *podcontract.RestartRecord `json:"lastRestart,omitempty"`
 }
 
 // DataplaneStatus is the pod's dataplane container.
@@ -62,15 +78,26 @@ type DataplaneStatus struct {
 	Ready    bool   `json:"ready"`
 	Reason   string `json:"reason,omitempty"`
 	ExitCode *int32 `json:"exitCode,omitempty"`
+	// Restarts is the container's restartCount: the restarts the kubelet made.
 	Restarts int32  `json:"restarts"`
 	Image    string `json:"image,omitempty"`
+	// The rest is the supervisor's /status, absent when it could not be read (statusError).
+	// InPlaceRestarts are the dataplane's generations the supervisor restarted inside the
+	// container, which restartCount does not count.
+	InPlaceRestarts *int64                     `json:"inPlaceRestarts,omitempty"`
+	LastRestart     *podcontract.RestartRecord `json:"lastRestart,omitempty"`
+	Generation      int64                      `json:"generation,omitempty"`
+	// Health is the supervisor's word: "ready", or why the dataplane is not.
+	Health string                   `json:"health,omitempty"`
+	Ports  []podcontract.PortStatus `json:"ports,omitempty"`
 }
 
 func newStackStatusList() *StackStatusList {
 	return &StackStatusList{TypeMeta: metav1.TypeMeta{APIVersion: OutputGroupVersion.String(), Kind: "StackStatusList"}, Items: []StackStatus{}}
 }
 
-func (l *StackStatusList) addStack(si *fsv1.StackInstance, pods []corev1.Pod) {
+// addStack adds si and its pods, with what the pods' supervisors answered (st).
+func (l *StackStatusList) addStack(si *fsv1.StackInstance, pods []corev1.Pod, st podStatuses) {
 	ready := si.Status.Ready
 	if ready == "" {
 		ready = fmt.Sprintf("%d/%d", si.Status.ReadyPods, si.Status.BoundPods)
@@ -92,6 +119,13 @@ func (l *StackStatusList) addStack(si *fsv1.StackInstance, pods []corev1.Pod) {
 		ps.Dataplane = dataplaneStatus(p)
 		if st, err := inject.ReadStatus(p); err == nil && st != nil {
 			ps.Program = st.Program
+		}
+		ps.Apps = appStatuses(p)
+		k := podKey{p.Namespace, p.Name}
+		if sv := st.got[k]; sv != nil {
+			ps.addSupervisor(sv)
+		} else if err := st.errs[k]; err != nil {
+			ps.StatusError = err.Error()
 		}
 		s.Pods = append(s.Pods, ps)
 	}
@@ -118,6 +152,39 @@ func dataplaneStatus(p *corev1.Pod) DataplaneStatus {
 	return DataplaneStatus{State: "unknown", Reason: "no status (pod " + orDash(string(p.Status.Phase)) + ")"}
 }
 
+// appStatuses are the pod's regular containers but the dataplane (a program's is one).
+func appStatuses(p *corev1.Pod) []AppStatus {
+	var out []AppStatus
+	for _, c := range p.Status.ContainerStatuses {
+		if c.Name != podcontract.DataplaneContainer {
+			out = append(out, AppStatus{Name: c.Name, Restarts: c.RestartCount})
+		}
+	}
+	return out
+}
+
+// addSupervisor adds what the pod's supervisor says of its restarts in place and its health.
+func (ps *PodStatus) addSupervisor(sv *podcontract.DataplaneStatus) {
+	d := &ps.Dataplane
+	total := int64(sv.Restarts.Dataplane.Total)
+	d.InPlaceRestarts, d.LastRestart, d.Generation, d.Health, d.Ports = &total, sv.Restarts.Dataplane.Last, int64(sv.Generation), sv.Reason, sv.Ports
+	names := make([]string, 0, len(sv.Restarts.Apps))
+	for name := range sv.Restarts.Apps {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		c := sv.Restarts.Apps[name]
+		i := slices.IndexFunc(ps.Apps, func(a AppStatus) bool { return a.Name == name })
+		if i < 0 {
+			ps.Apps = append(ps.Apps, AppStatus{Name: name})
+			i = len(ps.Apps) - 1
+		}
+		n := int64(c.Total)
+		ps.Apps[i].InPlaceRestarts, ps.Apps[i].LastRestart = &n, c.Last
+	}
+}
+
 // configColumns shows the pod's config hash and whether it is the StackInstance's current one.
 func configColumns(p PodStatus, current string, full bool) (hash, config string) {
 	cut := short
@@ -136,8 +203,12 @@ func configColumns(p PodStatus, current string, full bool) (hash, config string)
 	}
 }
 
+// maxReasonText is as much of the supervisor's reason as the table shows; -o json has it whole.
+const maxReasonText = 160
+
 // dataplaneColumns describes the dataplane container as kubectl describe would, in one word or
-// two, and its restart count.
+// two, with the supervisor's reason when it is not ready, and its restarts: the kubelet's and
+// the supervisor's in place.
 func dataplaneColumns(p PodStatus) (state, restarts string) {
 	if p.Terminating {
 		state = "Terminating, "
@@ -146,6 +217,8 @@ func dataplaneColumns(p PodStatus) (state, restarts string) {
 	switch {
 	case d.State == "running" && d.Ready:
 		state += "Running, ready"
+	case d.State == "running" && d.Health != "" && d.Health != "ready":
+		state += "Running, not ready: " + clip(d.Health, maxReasonText)
 	case d.State == "running":
 		state += "Running, not ready"
 	case d.State == "waiting":
@@ -157,17 +230,60 @@ func dataplaneColumns(p PodStatus) (state, restarts string) {
 	default:
 		state += "unknown"
 	}
+	if d.State == "running" && d.Ready {
+		// Ready while a port is down: the supervisor has not noticed (an image without the link
+		// watch), or has just seen it come back.
+		for _, port := range d.Ports {
+			if !port.LinkUp {
+				state += fmt.Sprintf("; port %d (%s) link down", port.Port, port.Attachment)
+			}
+		}
+	}
 	if p.Program != nil {
 		state += fmt.Sprintf(" (program %s, was container %s)", p.Program.Mode, p.Program.Container)
 	}
-	return state, fmt.Sprint(d.Restarts)
+	return state, restartText(int64(d.Restarts), d.InPlaceRestarts)
+}
+
+// appRestarts sums the apps' container and in-place restarts.
+func appRestarts(p PodStatus) string {
+	var n int64
+	var inPlace *int64
+	for _, a := range p.Apps {
+		n += int64(a.Restarts)
+		if a.InPlaceRestarts != nil {
+			if inPlace == nil {
+				inPlace = new(int64)
+			}
+			*inPlace += *a.InPlaceRestarts
+		}
+	}
+	return restartText(n, inPlace)
+}
+
+// restartText is the container restarts plus those made in place: "3 (2 in place)"; the
+// container's count alone when the in-place ones are unknown or none.
+func restartText(container int64, inPlace *int64) string {
+	if inPlace == nil || *inPlace == 0 {
+		return fmt.Sprint(container)
+	}
+	return fmt.Sprintf("%d (%d in place)", container+*inPlace, *inPlace)
+}
+
+// clip cuts s to n runes, marking the cut.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-3]) + "..."
 }
 
 // writeTable prints the list as the table; wide adds the pod's IP and the dataplane's image and
 // shows whole config hashes.
 func (l *StackStatusList) writeTable(w io.Writer, withNamespace, wide bool) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-	head := []string{"STACK", "READY", "POD", "NODE", "CONFIG-HASH", "CONFIG", "DATAPLANE", "RESTARTS"}
+	head := []string{"STACK", "READY", "POD", "NODE", "CONFIG-HASH", "CONFIG", "DATAPLANE", "RESTARTS", "APP-RESTARTS"}
 	if wide {
 		head = append(head, "IP", "IMAGE")
 	}
@@ -189,7 +305,7 @@ func (l *StackStatusList) writeTable(w io.Writer, withNamespace, wide bool) erro
 	}
 	for _, s := range l.Items {
 		if len(s.Pods) == 0 {
-			cols := []string{"<none>", "", "", "", "", ""}
+			cols := []string{"<none>", "", "", "", "", "", ""}
 			if wide {
 				cols = append(cols, "", "")
 			}
@@ -199,7 +315,7 @@ func (l *StackStatusList) writeTable(w io.Writer, withNamespace, wide bool) erro
 		for _, p := range s.Pods {
 			hash, config := configColumns(p, s.ConfigHash, wide)
 			state, restarts := dataplaneColumns(p)
-			cols := []string{p.Name, orDash(p.Node), hash, config, state, restarts}
+			cols := []string{p.Name, orDash(p.Node), hash, config, state, restarts, appRestarts(p)}
 			if wide {
 				cols = append(cols, orDash(p.IP), orDash(p.Dataplane.Image))
 			}

@@ -45,7 +45,7 @@ func TestStatusColumns(t *testing.T) {
 		si := &fsv1.StackInstance{}
 		si.Status.ConfigHash = c.current
 		l := newStackStatusList()
-		l.addStack(si, []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{podcontract.ConfigHashAnnotation: c.pod}}}})
+		l.addStack(si, []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{podcontract.ConfigHashAnnotation: c.pod}}}}, podStatuses{})
 		if h, cfg := configColumns(l.Items[0].Pods[0], c.current, false); h != c.hash || cfg != c.config {
 			t.Errorf("configColumns(%q, %q) = %q, %q; want %q, %q", c.pod, c.current, h, cfg, c.hash, c.config)
 		}
@@ -75,7 +75,7 @@ func TestStatusColumns(t *testing.T) {
 		{program, "Running, ready (program Nginx, was container web)", "1"},
 	} {
 		l := newStackStatusList()
-		l.addStack(&fsv1.StackInstance{}, []corev1.Pod{*c.pod})
+		l.addStack(&fsv1.StackInstance{}, []corev1.Pod{*c.pod}, podStatuses{})
 		if s, r := dataplaneColumns(l.Items[0].Pods[0]); s != c.state || r != c.restarts {
 			t.Errorf("dataplaneColumns = %q, %q; want %q, %q", s, r, c.state, c.restarts)
 		}
@@ -98,15 +98,15 @@ func TestStatusWideAndStructured(t *testing.T) {
 			Status: corev1.PodStatus{Phase: corev1.PodPending}},
 	}
 	l := newStackStatusList()
-	l.addStack(si, pods)
+	l.addStack(si, pods, podStatuses{})
 	var wide bytes.Buffer
 	if err := l.writeTable(&wide, false, true); err != nil {
 		t.Fatal(err)
 	}
 	for _, re := range []string{
-		`^STACK +READY +POD +NODE +CONFIG-HASH +CONFIG +DATAPLANE +RESTARTS +IP +IMAGE\n`,
-		`\nshown +1/2 +shown-old +node-a +0123456789abcdef +old \(current fedcba9876543210\) +Terminated: OOMKilled \(exit 137\) +2 +10\.0\.0\.7 +localhost/kube-fstack/dataplane:dev\n`,
-		`\nshown +1/2 +shown-new +- +fedcba9876543210 +current +no status \(pod Pending\) +0 +- +-\n`,
+		`^STACK +READY +POD +NODE +CONFIG-HASH +CONFIG +DATAPLANE +RESTARTS +APP-RESTARTS +IP +IMAGE\n`,
+		`\nshown +1/2 +shown-old +node-a +0123456789abcdef +old \(current fedcba9876543210\) +Terminated: OOMKilled \(exit 137\) +2 +0 +10\.0\.0\.7 +localhost/kube-fstack/dataplane:dev\n`,
+		`\nshown +1/2 +shown-new +- +fedcba9876543210 +current +no status \(pod Pending\) +0 +0 +- +-\n`,
 	} {
 		if !regexp.MustCompile(re).MatchString(wide.String()) {
 			t.Errorf("-o wide does not match %q:\n%s", re, wide.String())

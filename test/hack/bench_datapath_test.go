@@ -69,7 +69,7 @@ func TestBenchDatapathKernelPod(t *testing.T) {
 	 "spec": {"nodeName": "node1",
 	  "initContainers": [{"name": "fstack-dataplane", "restartPolicy": "Always", "resources": {"limits": {"cpu": "1"}}}],
 	  "containers": [{"name": "nginx", "image": "localhost/nginx:1.22", "command": ["nginx", "-c", "/etc/nginx/kube-fstack/nginx.conf"],
-	    "env": [{"name": "LD_PRELOAD", "value": "x"}],
+	    "env": [{"name": "INJECTED", "value": "x"}],
 	    "volumeMounts": [{"name": "conf", "mountPath": "/etc/nginx/kube-fstack"}, {"name": "fstack-shim", "mountPath": "/opt/fstack"}],
 	    "resources": {"limits": {"cpu": "500m", "memory": "128Mi"}}}],
 	  "volumes": [{"name": "conf", "configMap": {"name": "nginx-fstack-conf"}}, {"name": "fstack-shim", "emptyDir": {}}]}}`

@@ -44,6 +44,15 @@ func TestTrimPodKeepsWhatCountPodsReads(t *testing.T) {
 	if p.Labels["kubefstack.io/stack"] != "web" || p.Spec.NodeName != "n1" || full[0].ManagedFields == nil {
 		t.Fatal("trimming lost the labels or the node, or changed the original")
 	}
+	// The health events read /status at the pod's IP; a program's dataplane is a regular container.
+	prog := pod(corev1.PodRunning, false, "a", nil)
+	prog.Status.PodIP = "10.0.0.7"
+	prog.Status.ContainerStatuses = append(prog.Status.ContainerStatuses, corev1.ContainerStatus{Name: podcontract.DataplaneContainer, Ready: true, Image: "x"})
+	prog.Status.InitContainerStatuses = nil
+	out, _ := TrimPod(prog)
+	if tp := out.(*corev1.Pod); tp.Status.PodIP != "10.0.0.7" || len(tp.Status.ContainerStatuses) != 1 || !dataplaneReady(tp) || tp.Status.ContainerStatuses[0].Image != "" {
+		t.Fatalf("trimmed program pod %+v", tp.Status)
+	}
 	if out, _ := TrimPod("not a pod"); out != "not a pod" {
 		t.Fatal("a non-pod (a tombstone) must pass through")
 	}

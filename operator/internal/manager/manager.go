@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"sync/atomic"
 
 	"github.com/go-logr/logr"
@@ -77,6 +78,9 @@ type Options struct {
 	// OnPodEvent is the controller's test hook: it sees every pod event that enqueues a
 	// StackInstance.
 	OnPodEvent func(pod client.Object)
+	// PodStatusPort is where the operator reads a bound pod's /status on its readiness
+	// transitions; 0 is podcontract.SupervisorPort (a test serves a stand-in elsewhere).
+	PodStatusPort int
 	// SecondInProcess lets a test run another manager beside the first (controller names are
 	// otherwise unique per process).
 	SecondInProcess bool
@@ -125,6 +129,12 @@ func New(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
 	rec := &controller.StackInstanceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorder("kube-fstack"), Workers: o.Workers, OnPodEvent: o.OnPodEvent}
 	if err := rec.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	instance, _ := os.Hostname() // the pod's name, as the recorder names its replica
+	health := &controller.PodHealthReconciler{Reader: mgr.GetClient(), Writer: mgr.GetClient(), Instance: "kube-fstack-" + instance,
+		Port: o.PodStatusPort}
+	if err := health.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	if err := nodemetrics.Register(context.Background(), mgr.GetCache(), o.Inject, metrics.Registry); err != nil {

@@ -121,13 +121,17 @@ func startManager(cfg *rest.Config, wh *envtest.WebhookInstallOptions) (func(), 
 	}
 	metricsAddr = l.Addr().String()
 	_ = l.Close()
+	statusPort, err := supervisor.start()
+	if err != nil {
+		return nil, err
+	}
 	// Metrics as the chart serves them: HTTPS, every scrape authenticated and authorized by the
 	// API server.
 	mgr, err := manager.New(cfg, manager.Options{
 		MetricsAddr: metricsAddr, ProbeAddr: "0", Namespace: operatorNS,
 		WebhookHost: wh.LocalServingHost, WebhookPort: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
 		WebhookClientCA: webhookClient.CAFile,
-		Inject:          injectConfig(), OnPodEvent: podEvents.record,
+		Inject:          injectConfig(), OnPodEvent: podEvents.record, PodStatusPort: statusPort,
 	}, ctrl.Log)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,153 @@
+package envtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/operator/internal/controller"
+)
+
+// supervisor stands in for the dataplane's supervisor, which cannot run here (F-Stack needs
+// DPDK and a NIC; there is no kubelet to start it): it serves /status as the supervisor does,
+// with what the test sets, on 127.0.0.1 at the port the suite's operator reads pods' /status
+// (manager.Options.PodStatusPort), and the pods of these tests have 127.0.0.1 as their IP.
+var supervisor = &supervisorStandIn{}
+
+type supervisorStandIn struct {
+	mu     sync.Mutex
+	answer *podcontract.DataplaneStatus
+	reads  int
+}
+
+func (s *supervisorStandIn) start() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+podcontract.StatusPath, func(w http.ResponseWriter, _ *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.reads++
+		if s.answer == nil {
+			http.NotFound(w, nil)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(s.answer)
+	})
+	go func() { _ = http.Serve(l, mux) }()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (s *supervisorStandIn) set(a *podcontract.DataplaneStatus) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.answer = a
+}
+
+func (s *supervisorStandIn) readCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reads
+}
+
+// A bound pod's dataplane that goes unready after having been ready gets a Warning event with
+// the supervisor's reason and one for the restart it made in place; when it is ready again, a
+// Normal event and one for each count that grew since. The pod's creation and its first
+// readiness cost the operator no read of /status (nor any write): the stand-in counts the reads.
+func TestDataplaneHealthEvents(t *testing.T) {
+	ctx := context.Background()
+	si := stack(t, "vhost-user", "health")
+	ensureStack(t, si)
+	before := supervisor.readCount()
+	pod := statusPod(t, "health-a", si.Name, "node-a", corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}, false, 0)
+	setDataplane(t, pod, true) // first readiness: no event, no read
+
+	killed := time.Now().UTC().Truncate(time.Second)
+	supervisor.set(&podcontract.DataplaneStatus{Generation: 2, Ready: false,
+		Reason: "port 0 (attachment net1): link down for 3s: the vhost-user peer (OVS) went away; reconnecting",
+		Restarts: podcontract.InPlaceRestarts{Dataplane: podcontract.RestartCount{Total: 1,
+			Last: &podcontract.RestartRecord{Reason: "link_down", Message: "port 0 link down for 3s", Time: killed}}},
+		Ports: []podcontract.PortStatus{{Port: 0, Attachment: "net1", DownSince: &killed}}})
+	setDataplane(t, pod, false)
+	waitEvent(t, pod, corev1.EventTypeWarning, controller.EventDataplaneNotReady,
+		"dataplane not ready: port 0 (attachment net1): link down for 3s: the vhost-user peer (OVS) went away; reconnecting")
+	waitEvent(t, pod, corev1.EventTypeWarning, controller.EventRestartedInPlace,
+		"the dataplane (a new F-Stack generation) restarted in place: 1 since last seen, 1 in all; last at "+killed.Format(time.RFC3339)+": link_down: port 0 link down for 3s")
+
+	// Back: the dataplane restarted once more and the launcher restarted nginx once.
+	again := killed.Add(2 * time.Second)
+	supervisor.set(&podcontract.DataplaneStatus{Generation: 3, Ready: true, Reason: "ready",
+		Restarts: podcontract.InPlaceRestarts{
+			Dataplane: podcontract.RestartCount{Total: 2, Last: &podcontract.RestartRecord{Reason: "process_exit", Message: "F-Stack process 0 (primary) exited: signal: killed", Time: again}},
+			Apps:      map[string]podcontract.RestartCount{"nginx": {Total: 1, Last: &podcontract.RestartRecord{Reason: "exited", Message: "nginx exited: status 1", Time: again}}}},
+		Ports: []podcontract.PortStatus{{Port: 0, Attachment: "net1", LinkUp: true}}})
+	setDataplane(t, pod, true)
+	waitEvent(t, pod, corev1.EventTypeNormal, controller.EventDataplaneReady, "dataplane ready again after ")
+	waitEvent(t, pod, corev1.EventTypeWarning, controller.EventRestartedInPlace,
+		"the dataplane (a new F-Stack generation) restarted in place: 1 since last seen, 2 in all; last at "+again.Format(time.RFC3339)+": process_exit: F-Stack process 0 (primary) exited: signal: killed")
+	waitEvent(t, pod, corev1.EventTypeWarning, controller.EventRestartedInPlace, "the dataplane (a new F-Stack generation) restarted in place: 1 since last seen, 2 in all; last at "+again.Format(time.RFC3339)+": process_exit: F-Stack process 0 (primary) exited: signal: killed | app nginx restarted in place: 1 since last seen, 1 in all")
+	// Two transitions, two reads: the creation and first readiness made none.
+	if n := supervisor.readCount() - before; n != 2 {
+		t.Errorf("the operator read /status %d times; want 2 (one per transition)", n)
+	}
+
+	// A dataplane image without /status: the event says the probe fails and why no reason.
+	supervisor.set(nil)
+	setDataplane(t, pod, false)
+	waitEvent(t, pod, corev1.EventTypeWarning, controller.EventDataplaneNotReady,
+		"dataplane not ready: the dataplane's readiness probe fails; its /status could not be read: GET http://127.0.0.1:")
+	if err := k8s.Delete(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setDataplane writes the dataplane's readiness as the kubelet would.
+func setDataplane(t *testing.T, pod *corev1.Pod, ready bool) {
+	t.Helper()
+	ctx := context.Background()
+	cur := &corev1.Pod{}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(pod), cur); err != nil {
+		t.Fatal(err)
+	}
+	cur.Status.PodIP, cur.Status.PodIPs = "127.0.0.1", []corev1.PodIP{{IP: "127.0.0.1"}}
+	cur.Status.InitContainerStatuses[0].Ready = ready
+	if err := k8s.Status().Update(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	pod.UID = cur.UID
+}
+
+// waitEvent waits for an event about obj of the type and reason whose note starts with prefix.
+func waitEvent(t *testing.T, obj client.Object, kind, reason, prefix string) {
+	t.Helper()
+	eventually(t, 20*time.Second, func() error {
+		list := &eventsv1.EventList{}
+		if err := k8s.List(context.Background(), list, client.InNamespace(obj.GetNamespace())); err != nil {
+			return err
+		}
+		var seen []string
+		for _, e := range list.Items {
+			if e.Regarding.UID != obj.GetUID() {
+				continue
+			}
+			if e.Reason == reason && e.Type == kind && strings.HasPrefix(e.Note, prefix) {
+				return nil
+			}
+			seen = append(seen, e.Type+" "+e.Reason+": "+e.Note)
+		}
+		return fmt.Errorf("no %s event %s %q about %s; its events: %q", kind, reason, prefix, obj.GetName(), seen)
+	})
+}
