@@ -35,9 +35,6 @@ THREADS=${THREADS:-1}
 CLIENT=${CLIENT:-}
 KERNEL_POD=fstack-bench-kernel-nginx
 
-log() { printf '%s bench-datapath: %s\n' "$(date +%T)" "$*" >&2; }
-die() { printf 'bench-datapath: ERROR: %s\n' "$*" >&2; exit 1; }
-
 # The local cluster's kubeconfig and kubectl when this is the machine running it.
 if [ -z "${KUBECONFIG:-}" ] && [ -f "$ROOT/hack/cluster/lib.sh" ]; then
   # shellcheck source=hack/cluster/lib.sh
@@ -46,6 +43,8 @@ if [ -z "${KUBECONFIG:-}" ] && [ -f "$ROOT/hack/cluster/lib.sh" ]; then
     export KUBECONFIG="$KUBECONFIG_ADMIN" PATH="$K8S_BIN:$PATH"
   fi
 fi
+log() { printf '%s bench-datapath: %s\n' "$(date +%T)" "$*" >&2; }
+die() { printf 'bench-datapath: ERROR: %s\n' "$*" >&2; exit 1; }
 command -v kubectl >/dev/null || die "kubectl not found on PATH"
 # shellcheck disable=SC2086 # CLIENT is a command prefix, split on purpose
 $CLIENT sh -c 'command -v wrk' >/dev/null 2>&1 || die "wrk not found where CLIENT runs (${CLIENT:-this node}): install it (Debian: apt-get install wrk)"

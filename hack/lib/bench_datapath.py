@@ -40,6 +40,13 @@ def kernel_pod(pod, cpu, name, app):
     # Only what the app reads: its ConfigMaps and Secrets (the injected volumes stay behind).
     vols = {v["name"]: v for v in spec.get("volumes", []) if "configMap" in v or "secret" in v}
     c = {k: src[k] for k in ("name", "image", "imagePullPolicy", "command", "args", "ports", "workingDir") if k in src}
+    # The injector runs the app's command through the shim's launcher (fstack-launcher [flags] --
+    # COMMAND...): the kernel arm runs the command itself.
+    cmd = c.get("command", [])
+    if cmd and cmd[0].endswith("/fstack-launcher"):
+        if "--" not in cmd:
+            sys.exit(f"container {app}: the launcher's command line has no -- before the app's command: {cmd}")
+        c["command"] = cmd[cmd.index("--") + 1:]
     c["volumeMounts"] = [m for m in src.get("volumeMounts", []) if m["name"] in vols]
     c["resources"] = {"requests": {"cpu": "100m", "memory": "64Mi"},
                       "limits": {"cpu": f"{cpu}m", "memory": src.get("resources", {}).get("limits", {}).get("memory", "256Mi")}}

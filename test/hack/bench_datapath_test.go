@@ -68,7 +68,7 @@ func TestBenchDatapathKernelPod(t *testing.T) {
 	   "labels": {"app": "nginx-fstack", "kubefstack.io/stack": "local-vhost", "pod-template-hash": "abc", "tier": "web"}},
 	 "spec": {"nodeName": "node1",
 	  "initContainers": [{"name": "fstack-dataplane", "restartPolicy": "Always", "resources": {"limits": {"cpu": "1"}}}],
-	  "containers": [{"name": "nginx", "image": "localhost/nginx:1.22", "command": ["nginx", "-c", "/etc/nginx/kube-fstack/nginx.conf"],
+	  "containers": [{"name": "nginx", "image": "localhost/nginx:1.22", "command": ["/var/run/kube-fstack/shim/fstack-launcher", "--", "nginx", "-c", "/etc/nginx/kube-fstack/nginx.conf"],
 	    "env": [{"name": "INJECTED", "value": "x"}],
 	    "volumeMounts": [{"name": "conf", "mountPath": "/etc/nginx/kube-fstack"}, {"name": "fstack-shim", "mountPath": "/opt/fstack"}],
 	    "resources": {"limits": {"cpu": "500m", "memory": "128Mi"}}}],
@@ -89,6 +89,7 @@ func TestBenchDatapathKernelPod(t *testing.T) {
 			NodeName   string `json:"nodeName"`
 			Containers []struct {
 				Name         string              `json:"name"`
+				Command      []string            `json:"command"`
 				Env          []any               `json:"env"`
 				VolumeMounts []map[string]string `json:"volumeMounts"`
 				Resources    struct {
@@ -114,6 +115,9 @@ func TestBenchDatapathKernelPod(t *testing.T) {
 		t.Fatalf("want the app container alone, without the injected environment: %s", out)
 	}
 	c := got.Spec.Containers[0]
+	if strings.Join(c.Command, " ") != "nginx -c /etc/nginx/kube-fstack/nginx.conf" {
+		t.Errorf("want the app's own command, not the shim's launcher: %q", c.Command)
+	}
 	if len(c.VolumeMounts) != 1 || c.VolumeMounts[0]["name"] != "conf" || len(got.Spec.Volumes) != 1 {
 		t.Errorf("want only the ConfigMap volume and its mount: %s", out)
 	}
