@@ -77,6 +77,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.cfg.ShimContexts, "shim-contexts", contexts.ContextsZone, "where the shim's free contexts are counted: zone (F-Stack's ff_socket_ops_zone_<k> memzones, through telemetry and the primary's memory), standin (the stand-in shim's slot files), off")
 	fs.DurationVar(&o.cfg.ContextsInterval, "contexts-interval", 100*time.Millisecond, "how often the shim contexts are read and published to <shim-dir>/contexts")
 	fs.DurationVar(&o.cfg.StandinContextsDelay, "standin-contexts-delay", time.Second, "with --shim-contexts=standin: how long after a generation's start its slot files appear (F-Stack creates its zones only after ff_init returns, after the port is up)")
+	fs.DurationVar(&o.cfg.LinkInterval, "link-interval", time.Second, "once the dataplane is ready, how often the primary is asked (DPDK telemetry /ethdev/link_status) the link of each vhost-user port: the asking is what makes DPDK accept OVS's new connection after an OVS restart (F-Stack never asks after its start), and a port down withdraws readiness; 0 turns it off")
+	fs.DurationVar(&o.cfg.LinkDownLimit, "link-down-limit", 30*time.Second, "restart the dataplane in place when a vhost-user port's link stays down this long (0: never). The asking reconnects the port within an interval of OVS being back; a restart helps only when that reconnect failed, not while OVS itself is down, since a new primary waits for OVS to connect before it is ready")
 	fs.StringVar(&o.ffTraffic, "ff-traffic", "/usr/local/bin/ff_traffic", "ff_traffic for per-process metrics (skipped when absent)")
 	fs.StringVar(&o.cfg.ProbeAgent, "probe-agent", podcontract.ProbeAgent, "the probe agent that performs the app probes of "+podcontract.EnvAppProbes+" through F-Stack")
 	fs.StringVar(&o.listen, "listen", ":"+strconv.Itoa(podcontract.SupervisorPort), "address of /readyz, /healthz and /metrics")
@@ -171,6 +173,9 @@ func main() {
 		err := s.Run(stop)
 		if errors.Is(err, supervisor.ErrRestartRequested) {
 			continue // a new generation with fresh shim zones; the apps restart with it
+		}
+		if errors.Is(err, supervisor.ErrPortDown) {
+			continue // a new generation, whose primary waits for OVS to connect its ports
 		}
 		if err != nil {
 			s.Logger().Error("stopped", logging.KeyErr, err)

@@ -53,6 +53,8 @@ type Supervisor struct {
 	httpLimits httpLimits
 	// nginx is this generation's F-Stack's Nginx (spec.program mode Nginx), else nil.
 	nginx *nginxMaster
+	// links are the port link metrics (linkwatch.go), kept across generations.
+	links linkMetrics
 }
 
 // New makes a supervisor that logs (its own lines and its children's) to out, in the format
@@ -155,7 +157,9 @@ func (s *Supervisor) Run(stop <-chan struct{}) error {
 	elapsed := s.Now().Sub(begin)
 	s.metrics.TimeToReady.Set(elapsed.Seconds())
 	s.log.Info("ready", logging.KeyGeneration, gen, "processes", len(procs), "elapsed", elapsed.Round(time.Millisecond).String())
-	return s.watch(procs, prefix, exited, stop, cw.restarts())
+	lw := s.watchLinks(res, prefix, gen)
+	defer lw.Stop()
+	return s.watch(procs, prefix, exited, stop, cw.restarts(), lw.failures())
 }
 
 // prepare loads the spec, gathers the facts, renders and writes config.ini.
@@ -334,7 +338,7 @@ func (s *Supervisor) publish(gen int) error {
 }
 
 // watch waits for the first process exit (an error) or a stop (nil).
-func (s *Supervisor) watch(procs []*child, prefix string, exited <-chan *child, stop <-chan struct{}, restart <-chan struct{}) error {
+func (s *Supervisor) watch(procs []*child, prefix string, exited <-chan *child, stop <-chan struct{}, restart <-chan struct{}, portDown <-chan error) error {
 	done := make(chan struct{})
 	defer close(done)
 	select {
@@ -348,6 +352,10 @@ func (s *Supervisor) watch(procs []*child, prefix string, exited <-chan *child, 
 	case <-restart:
 		s.shutdown(procs, prefix)
 		return ErrRestartRequested
+	case err := <-portDown:
+		s.health.set(err.Error()) // the link watch logged it
+		s.shutdown(procs, prefix)
+		return err
 	case c := <-exited:
 		s.health.ready.Store(false)
 		s.health.failed.Store(true)
