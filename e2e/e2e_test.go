@@ -250,7 +250,7 @@ func TestEndToEnd(t *testing.T) {
 
 	step(t, "an Nginx whose configuration breaks the shim (sendfile on) is refused with the file and line in its log", checkMisconfiguredNginxRefused)
 
-	step(t, "OVS restarted while pods come and go: no OVS port, pod directory or lease leaks", checkOVSRestartLeaksNothing)
+	step(t, "OVS restarted while pods come and go: no OVS port, pod directory or lease leaks; restarted under a serving pod, its port is unready until it reconnects in place", checkOVSRestartLeaksNothing)
 
 	step(t, "the node agent labels the node; without the OVS bridge a new injected pod stays Pending, with it back the pod runs", checkNodeAgentGatesScheduling)
 }

@@ -17,7 +17,8 @@ import (
 // being set up and again while it is replaced, so fstack-cni's ADD and DEL meet an OVSDB that is
 // gone and come back (the kubelet retries them). Once the workload is deleted, OVS, the socket
 // root and fstack-cni's IPAM hold exactly what they held before: no port, pod directory or lease
-// leaked.
+// leaked. In between, OVS is restarted once more under the serving replacement pod, whose port
+// must go unready and reconnect in place (checkOVSRestartWhileServing).
 func checkOVSRestartLeaksNothing(t *testing.T) {
 	if env.OVSRestart == "" || env.IPAMDir == "" {
 		t.Skip("E2E_OVS_RESTART/E2E_IPAM_DIR are unset: this cluster's OVS is the host's own (kind), which the suite does not restart; hack/e2e.sh sets them for the local cluster")
@@ -36,6 +37,7 @@ func checkOVSRestartLeaksNothing(t *testing.T) {
 	}
 	second := waitAppPod(t, string(first.UID))
 	checkPortConnected(t, second)
+	checkOVSRestartWhileServing(t, second)
 	if _, err := env.Kubectl("delete", "deployment", appName, "-n", injectedNS, "--wait=true", "--timeout=90s"); err != nil {
 		t.Fatal(err)
 	}

@@ -89,6 +89,10 @@ build_overlay() {
 # In the other modes process k polls only its own queue, as an F-Stack process does.
 # A PCI device DPDK cannot probe here (the e2e suite's device plugin hands out addresses of no
 # device) becomes a net_null port, and the supervisor logs it; F-Stack's image never does this.
+# --no-lsc-interrupt makes testpmd as deaf to its link as F-Stack, which enables no
+# link-status interrupt and reads the link only at start: with the interrupt, a vhost-user
+# server port reconnects to a restarted OVS by itself, and the stand-in would hide that F-Stack
+# does not (the supervisor's link watch is what reconnects it, for both).
 # The readiness check is the entrypoint's, as the real image's is: a native program's pod
 # (spec.program) replaces CMD with --native and its own command, and testpmd, whichever way it
 # is started, creates mb_pool_0 before a secondary may attach.
@@ -96,7 +100,7 @@ ENTRY_ARGS=(--ready-telemetry=/mempool/list~mb_pool_0)
 CMD=(--program-mode --program=/usr/bin/dpdk-testpmd --program-lcores-per-proc=2 --standin-pci-vdev=net_null
   --shim-contexts=standin
   --primary-args=--total-num-mbufs=8192 --primary-args=--forward-mode=icmpecho --secondary-args=--forward-mode=rxonly)
-for a in '--rxq={procs}' '--txq={procs}' '--num-procs={procs}' '--proc-id={proc}' --auto-start; do
+for a in '--rxq={procs}' '--txq={procs}' '--num-procs={procs}' '--proc-id={proc}' --auto-start --no-lsc-interrupt; do
   CMD+=("--primary-args=$a" "--secondary-args=$a")
 done
 

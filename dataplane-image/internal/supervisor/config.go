@@ -96,6 +96,12 @@ type Config struct {
 	// appear (contexts.ContextsStandin): F-Stack creates its zones only after ff_init returns, after
 	// the port is up, and the stand-in must show the same gap.
 	StandinContextsDelay time.Duration
+	// LinkInterval is how often, once a generation is ready, the primary is asked the link
+	// status of each vhost-user port (linkwatch.go); 0 turns the watch off.
+	LinkInterval time.Duration
+	// LinkDownLimit ends a generation (ErrPortDown) whose port has stayed down this long; 0
+	// never does.
+	LinkDownLimit time.Duration
 	// Logging chooses the log's format and level (--log-format, --log-level).
 	Logging logging.Options
 	// Restarts bounds the generations started in place (restart.go).

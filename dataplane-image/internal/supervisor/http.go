@@ -18,6 +18,9 @@ type health struct {
 	ready   atomic.Bool // every process up, shim placed
 	failed  atomic.Bool // a process died
 	message atomic.Value
+
+	// degraded withdraws readiness while a port's link is down (linkwatch.go).
+	degraded
 }
 
 func (h *health) set(msg string) { h.message.Store(msg) }
@@ -32,8 +35,8 @@ func (h *health) text() string {
 func (s *Supervisor) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc(podcontract.ReadyzPath, func(w http.ResponseWriter, r *http.Request) {
-		if !probeWait(r, s.health.ready.Load) {
-			http.Error(w, "not ready: "+s.health.text(), http.StatusServiceUnavailable)
+		if !probeWait(r, s.health.readyNow) {
+			http.Error(w, "not ready: "+s.health.notReadyReason(), http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = w.Write([]byte("ok\n"))

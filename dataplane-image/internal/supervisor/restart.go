@@ -51,6 +51,8 @@ func (s *Supervisor) restartReason(err error) string {
 		return ip.reason
 	case errors.Is(err, ErrRestartRequested):
 		return podcontract.DataplaneRestartContexts
+	case errors.Is(err, ErrPortDown):
+		return podcontract.DataplaneRestartPortDown
 	case errors.Is(err, errStartFailed) && s.served:
 		return podcontract.DataplaneRestartStartFailed
 	}
@@ -170,7 +172,7 @@ func (s *Supervisor) warnRecordOnce(container string, err error) {
 
 // status is /status's answer.
 func (s *Supervisor) status() podcontract.Status {
-	st := podcontract.Status{Ready: s.health.ready.Load(), Reason: s.health.text(), Ports: []podcontract.PortStatus{}}
+	st := podcontract.Status{Ready: s.health.readyNow(), Reason: s.health.notReadyReason(), Ports: []podcontract.PortStatus{}}
 	if b, err := fsutil.ReadFileBeneath(s.Cfg.Paths.ShimDir, podcontract.GenerationFile, maxGenerationBytes); err == nil {
 		st.Generation, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 	}

@@ -59,6 +59,8 @@ type Supervisor struct {
 	restartLog restartLog
 	ports      atomic.Pointer[[]podcontract.PortStatus]
 	badRecords sync.Map // containers whose restart record could not be read, logged once
+	// links are the port link metrics (linkwatch.go), kept across generations.
+	links linkMetrics
 }
 
 // New makes a supervisor that logs (its own lines and its children's) to out, in the format
@@ -164,7 +166,9 @@ func (s *Supervisor) Run(stop <-chan struct{}) error {
 	elapsed := s.Now().Sub(begin)
 	s.metrics.TimeToReady.Set(elapsed.Seconds())
 	s.log.Info("ready", logging.KeyGeneration, gen, "processes", len(procs), "elapsed", elapsed.Round(time.Millisecond).String())
-	return s.watch(procs, prefix, exited, stop, cw.restarts())
+	lw := s.watchLinks(res, prefix, gen)
+	defer lw.Stop()
+	return s.watch(procs, prefix, exited, stop, cw.restarts(), lw.failures())
 }
 
 // prepare loads the spec, gathers the facts, renders and writes config.ini.
@@ -343,9 +347,10 @@ func (s *Supervisor) publish(gen int) error {
 }
 
 // watch waits for the first process exit (an inPlaceError: RunInPlace starts the next
-// generation), a restart request, or a stop (nil). /healthz stays healthy meanwhile: the
-// container is not to be restarted for what a new generation fixes.
-func (s *Supervisor) watch(procs []*child, prefix string, exited <-chan *child, stop <-chan struct{}, restart <-chan struct{}) error {
+// generation), a restart request, a port down too long (ErrPortDown, restarted in place too), or
+// a stop (nil). /healthz stays healthy meanwhile: the container is not to be restarted for what
+// a new generation fixes.
+func (s *Supervisor) watch(procs []*child, prefix string, exited <-chan *child, stop <-chan struct{}, restart <-chan struct{}, portDown <-chan error) error {
 	done := make(chan struct{})
 	defer close(done)
 	select {
@@ -358,6 +363,10 @@ func (s *Supervisor) watch(procs []*child, prefix string, exited <-chan *child, 
 	case <-restart:
 		s.shutdown(procs, prefix)
 		return ErrRestartRequested
+	case err := <-portDown:
+		s.health.set(err.Error()) // the link watch logged it
+		s.shutdown(procs, prefix)
+		return err
 	case c := <-exited:
 		s.health.ready.Store(false)
 		msg := fmt.Sprintf("F-Stack process %d (%s) exited: %s", c.id, procType(c.id), c.status())

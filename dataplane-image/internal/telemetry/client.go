@@ -136,6 +136,34 @@ func (c *Client) EthdevStarted(port int) (bool, error) {
 	return *info.DevStarted == 1, nil
 }
 
+// EthdevLinkUp reports a port's link status (/ethdev/link_status,<port>). The primary answers it
+// with rte_eth_link_get_nowait, which is not only a read: a virtio-user port that is the
+// vhost-user server notices there that its peer went away, and on a later call accepts the
+// peer's new connection and renegotiates (DPDK's vhost_user_update_link_state). An application
+// that never asks its link, as F-Stack after start, never reconnects unless someone asks.
+func (c *Client) EthdevLinkUp(port int) (bool, error) {
+	cmd := "/ethdev/link_status," + strconv.Itoa(port)
+	v, err := c.Command(cmd)
+	if err != nil {
+		return false, err
+	}
+	var link struct {
+		Status *string `json:"status"`
+	}
+	if err := json.Unmarshal(v, &link); err != nil {
+		return false, fmt.Errorf("telemetry %s: %s: %w", cmd, v, err)
+	}
+	switch {
+	case link.Status == nil:
+		return false, fmt.Errorf("telemetry %s has no status: %s", cmd, v)
+	case *link.Status == "UP":
+		return true, nil
+	case *link.Status == "DOWN":
+		return false, nil
+	}
+	return false, fmt.Errorf("telemetry %s: status %q is neither UP nor DOWN", cmd, *link.Status)
+}
+
 // EthdevStats returns a port's scalar counters (ipackets, opackets, ibytes, obytes, imissed,
 // ierrors, oerrors, rx_nombuf); the per-queue arrays are left out.
 func (c *Client) EthdevStats(port int) (map[string]uint64, error) {

@@ -141,3 +141,28 @@ func TestEthdevStarted(t *testing.T) {
 		t.Error("an unknown port: no error")
 	}
 }
+
+func TestEthdevLinkUp(t *testing.T) {
+	path := fakeServer(t, map[string]string{
+		"/ethdev/link_status,0": `{"/ethdev/link_status": {"status": "UP", "speed": 10000, "duplex": "full-duplex"}}`,
+		"/ethdev/link_status,1": `{"/ethdev/link_status": {"status": "DOWN"}}`,
+		"/ethdev/link_status,2": `{"/ethdev/link_status": {"speed": 10000}}`,
+		"/ethdev/link_status,3": `{"/ethdev/link_status": {"status": "SIDEWAYS"}}`,
+		"/ethdev/link_status,4": `{"/ethdev/link_status": [1]}`,
+	})
+	c, err := Dial(path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for port, want := range map[int]bool{0: true, 1: false} {
+		if got, err := c.EthdevLinkUp(port); err != nil || got != want {
+			t.Errorf("EthdevLinkUp(%d) = %v, %v; want %v", port, got, err, want)
+		}
+	}
+	for port, want := range map[int]string{2: "has no status", 3: `"SIDEWAYS"`, 4: "/ethdev/link_status,4", 5: "null reply"} {
+		if _, err := c.EthdevLinkUp(port); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("EthdevLinkUp(%d): err %v, want one containing %q", port, err, want)
+		}
+	}
+}

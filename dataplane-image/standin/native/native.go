@@ -126,8 +126,10 @@ func Testpmd(testpmd string, a *Args) ([]string, error) {
 		}
 		argv = append(argv, e)
 	}
+	// --no-lsc-interrupt: F-Stack enables no link-status interrupt, and with one testpmd would
+	// reconnect to a restarted OVS by itself, where F-Stack needs the supervisor's link watch.
 	argv = append(argv, "--", "--rxq="+strconv.Itoa(n), "--txq="+strconv.Itoa(n), "--num-procs="+strconv.Itoa(n),
-		"--proc-id="+strconv.Itoa(a.ProcID), "--auto-start")
+		"--proc-id="+strconv.Itoa(a.ProcID), "--auto-start", "--no-lsc-interrupt")
 	if a.Primary {
 		return append(argv, "--total-num-mbufs=8192", "--forward-mode=icmpecho"), nil
 	}

@@ -61,7 +61,8 @@ func TestTestpmdMatchesProgramMode(t *testing.T) {
 		if eal := got[:slices.Index(got, "--")]; !slices.Equal(eal, want) {
 			t.Errorf("process %d:\n got %q\nwant %q", k, eal, want)
 		}
-		if !slices.Contains(got, "--proc-id="+string(rune('0'+k))) || !slices.Contains(got, "--num-procs=2") {
+		if !slices.Contains(got, "--proc-id="+string(rune('0'+k))) || !slices.Contains(got, "--num-procs=2") ||
+			!slices.Contains(got, "--no-lsc-interrupt") {
 			t.Errorf("process %d: testpmd's own arguments: %q", k, got)
 		}
 	}

@@ -230,11 +230,13 @@ func cpusetCgroup(t testing.TB, name, cpus string) string {
 }
 
 // startDataplane runs the supervisor as the dataplane container would, in a cpuset cgroup of
-// cpus, with dpdk-testpmd as every F-Stack process.
+// cpus, with dpdk-testpmd as every F-Stack process. Like F-Stack, testpmd gets no link-status
+// interrupt (--no-lsc-interrupt): with one it would reconnect to a restarted OVS by itself.
 func (p *pod) startDataplane(t testing.TB, cpus string, extra ...string) *dataplane {
 	t.Helper()
 	return p.startSupervisor(t, cpus, append([]string{"--program-mode", "--program=dpdk-testpmd", "--program-lcores-per-proc=2", "--ready-telemetry=/mempool/list~mb_pool_0",
-		"--primary-args=--total-num-mbufs=8192", "--primary-args=--forward-mode=icmpecho", "--primary-args=--auto-start"}, extra...))
+		"--primary-args=--total-num-mbufs=8192", "--primary-args=--forward-mode=icmpecho", "--primary-args=--auto-start",
+		"--primary-args=--no-lsc-interrupt", "--secondary-args=--no-lsc-interrupt"}, extra...))
 }
 
 // startSupervisor runs the supervisor as the dataplane container would, in a cpuset cgroup of

@@ -21,6 +21,8 @@ type OVS struct {
 	Netns  string // where ovs-vswitchd runs
 	Bridge string
 	Huge   *Hugepages
+	// prefix is ovs-vswitchd's DPDK file prefix: its hugepage files are <prefix>map_*.
+	prefix string
 	db     *exec.Cmd
 	vsd    *exec.Cmd
 }
@@ -30,7 +32,7 @@ const OVSPages = 260
 
 // StartOVS creates and starts an instance under dir with one netdev bridge.
 func StartOVS(dir, bridge string, huge *Hugepages) (*OVS, error) {
-	o := &OVS{Dir: dir, Netns: fmt.Sprintf("fsk-ovs-%d", os.Getpid()), Bridge: bridge, Huge: huge}
+	o := &OVS{Dir: dir, Netns: fmt.Sprintf("fsk-ovs-%d", os.Getpid()), Bridge: bridge, Huge: huge, prefix: fmt.Sprintf("fsk%d", os.Getpid())}
 	steps := []func() error{o.createDB, o.StartDB, o.configureDPDK, func() error { return AddNetns(o.Netns) }, o.StartVswitchd, o.addBridge}
 	for _, step := range steps {
 		if err := step(); err != nil {
@@ -85,7 +87,7 @@ func (o *OVS) configureDPDK() error {
 	_, err := o.Vsctl("--no-wait", "init", "--", "set", "Open_vSwitch", ".",
 		"other_config:dpdk-init=true", "other_config:dpdk-socket-mem=256", "other_config:dpdk-socket-limit=512",
 		"other_config:pmd-cpu-mask=0x2", "other_config:pmd-maxsleep=10000",
-		fmt.Sprintf("other_config:dpdk-extra=--no-pci --file-prefix=fsk%d --huge-dir=%s", os.Getpid(), o.Huge.Dir))
+		fmt.Sprintf("other_config:dpdk-extra=--no-pci --file-prefix=%s --huge-dir=%s", o.prefix, o.Huge.Dir))
 	return err
 }
 
@@ -104,8 +106,16 @@ func (o *OVS) StartVswitchd() error {
 	})
 }
 
-// StopVswitchd kills ovs-vswitchd and removes its hugepage files.
-func (o *OVS) StopVswitchd() { stop(o.vsd, syscall.SIGTERM); o.vsd = nil; o.Huge.Clean() }
+// StopVswitchd kills ovs-vswitchd and removes its hugepage files. The other DPDK programs'
+// files stay: a dataplane test's primary runs on across an OVS restart, as a pod's does.
+func (o *OVS) StopVswitchd() {
+	stop(o.vsd, syscall.SIGTERM)
+	o.vsd = nil
+	files, _ := filepath.Glob(filepath.Join(o.Huge.Dir, o.prefix+"*"))
+	for _, f := range files {
+		_ = os.Remove(f)
+	}
+}
 
 // Restart kills both daemons and starts them again on the same database.
 func (o *OVS) Restart() error {
