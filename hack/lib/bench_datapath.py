@@ -47,6 +47,11 @@ def kernel_pod(pod, cpu, name, app):
         if "--" not in cmd:
             sys.exit(f"container {app}: the launcher's command line has no -- before the app's command: {cmd}")
         c["command"] = cmd[cmd.index("--") + 1:]
+    # Under the shim the launcher adds `-g "daemon off;"` for Nginx (docs/nginx.md); on the kernel
+    # the container would exit as soon as Nginx forks into the background.
+    argv = c.get("command", []) + c.get("args", [])
+    if argv and argv[0].rsplit("/", 1)[-1] == "nginx" and not any("daemon" in a for a in argv):
+        c["args"] = c.get("args", []) + ["-g", "daemon off;"]
     c["volumeMounts"] = [m for m in src.get("volumeMounts", []) if m["name"] in vols]
     c["resources"] = {"requests": {"cpu": "100m", "memory": "64Mi"},
                       "limits": {"cpu": f"{cpu}m", "memory": src.get("resources", {}).get("limits", {}).get("memory", "256Mi")}}

@@ -90,6 +90,7 @@ func TestBenchDatapathKernelPod(t *testing.T) {
 			Containers []struct {
 				Name         string              `json:"name"`
 				Command      []string            `json:"command"`
+				Args         []string            `json:"args"`
 				Env          []any               `json:"env"`
 				VolumeMounts []map[string]string `json:"volumeMounts"`
 				Resources    struct {
@@ -115,8 +116,8 @@ func TestBenchDatapathKernelPod(t *testing.T) {
 		t.Fatalf("want the app container alone, without the injected environment: %s", out)
 	}
 	c := got.Spec.Containers[0]
-	if strings.Join(c.Command, " ") != "nginx -c /etc/nginx/kube-fstack/nginx.conf" {
-		t.Errorf("want the app's own command, not the shim's launcher: %q", c.Command)
+	if strings.Join(c.Command, " ") != "nginx -c /etc/nginx/kube-fstack/nginx.conf" || strings.Join(c.Args, " ") != "-g daemon off;" {
+		t.Errorf("want the app's own command, not the shim's launcher, with the daemon off the launcher adds: %q %q", c.Command, c.Args)
 	}
 	if len(c.VolumeMounts) != 1 || c.VolumeMounts[0]["name"] != "conf" || len(got.Spec.Volumes) != 1 {
 		t.Errorf("want only the ConfigMap volume and its mount: %s", out)
