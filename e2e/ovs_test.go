@@ -36,6 +36,7 @@ func checkOVSRestartLeaksNothing(t *testing.T) {
 	}
 	second := waitAppPod(t, string(first.UID))
 	checkPortConnected(t, second)
+	checkRulesBackAfterOVSRestart(t, second)
 	if _, err := env.Kubectl("delete", "deployment", appName, "-n", injectedNS, "--wait=true", "--timeout=90s"); err != nil {
 		t.Fatal(err)
 	}
