@@ -88,7 +88,7 @@ func (k *Keeper) Pass(ctx context.Context) bool {
 	if k.conns == nil {
 		k.conns, k.said = map[string]*openflow.Client{}, map[string]bool{}
 	}
-	ports, err := k.list(ctx)
+	ports, bridges, err := k.list(ctx)
 	if err != nil {
 		k.once("ovsdb", "cannot list fstack-cni's OVS ports; their anti-spoofing flows are checked again once OVSDB answers", logging.KeyErr, err)
 		return false
@@ -105,7 +105,12 @@ func (k *Keeper) Pass(ctx context.Context) bool {
 			applied = append(applied, p)
 		}
 	}
-	k.closeUnused(ports)
+	// A connection to every netdev bridge, ports or not: its end is how a restart is seen, and a
+	// port ADD makes before the next pass must not wait a period for its rules after one.
+	for _, b := range bridges {
+		_, _ = k.conn(ctx, b)
+	}
+	k.closeUnused(ports, bridges)
 	if len(applied) > 0 {
 		k.dropDeleted(ctx, applied)
 	}
@@ -156,7 +161,7 @@ func (k *Keeper) keep(ctx context.Context, p port) (ok, applied bool) {
 // dropDeleted removes the rules just applied to ports that are gone now: a DEL that removed its
 // port and rules between the keeper's read and its write would otherwise leave them behind.
 func (k *Keeper) dropDeleted(ctx context.Context, applied []port) {
-	ports, err := k.list(ctx)
+	ports, _, err := k.list(ctx)
 	if err != nil {
 		return // the next pass re-reads; the port's own DEL or GC removes by cookie again
 	}
@@ -224,10 +229,13 @@ func (k *Keeper) forget(bridge string) {
 	}
 }
 
-// closeUnused closes the connections of bridges that no longer have fstack-cni ports, and
-// forgets what was said about ports that are gone.
-func (k *Keeper) closeUnused(ports []port) {
+// closeUnused closes the connections of bridges that are gone or no longer netdev and have no
+// fstack-cni port, and forgets what was said about ports that are gone.
+func (k *Keeper) closeUnused(ports []port, bridges []string) {
 	used := map[string]bool{}
+	for _, b := range bridges {
+		used[b] = true
+	}
 	for _, p := range ports {
 		used[p.Bridge], used["mac/"+p.Name] = true, true
 	}
@@ -243,32 +251,37 @@ func (k *Keeper) closeUnused(ports []port) {
 	}
 }
 
-// list reads fstack-cni's ports, their bridges, ofports and MACs in one transaction.
-func (k *Keeper) list(ctx context.Context) ([]port, error) {
+// list reads fstack-cni's ports, their bridges, ofports and MACs, and the netdev bridges (the
+// only ones that take vhost-user ports), in one transaction.
+func (k *Keeper) list(ctx context.Context) ([]port, []string, error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	c, err := ovsdb.Dial(ctx, k.OVSDB)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer c.Close()
 	ours := [][]any{ovsdb.Cond("external_ids", "includes", ovsdb.Map(map[string]string{antispoof.ExternalIDOwner: antispoof.Owner}))}
 	res, err := c.Transact(ctx, "Open_vSwitch",
-		ovsdb.Select("Bridge", nil, "name", "ports"),
+		ovsdb.Select("Bridge", nil, "name", "ports", "datapath_type"),
 		ovsdb.Select("Port", ours, "_uuid", "name"),
 		ovsdb.Select("Interface", ours, "name", "ofport", "external_ids"))
 	if err != nil {
-		return nil, fmt.Errorf("OVSDB at %s: %w", k.OVSDB, err)
+		return nil, nil, fmt.Errorf("OVSDB at %s: %w", k.OVSDB, err)
 	}
 	bridgeOf := map[string]string{} // Port UUID -> bridge name
+	var netdev []string
 	for _, row := range res[0].Rows {
 		name, err := row.String("name")
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		if dt, err := row.String("datapath_type"); err == nil && dt == "netdev" {
+			netdev = append(netdev, name)
 		}
 		ids, err := row.UUIDs("ports")
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, id := range ids {
 			bridgeOf[id] = name
@@ -278,11 +291,11 @@ func (k *Keeper) list(ctx context.Context) ([]port, error) {
 	for _, row := range res[1].Rows {
 		id, err := row.UUID("_uuid")
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		name, err := row.String("name")
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if b, ok := bridgeOf[id]; ok {
 			portBridge[name] = b
@@ -292,14 +305,14 @@ func (k *Keeper) list(ctx context.Context) ([]port, error) {
 	for _, row := range res[2].Rows {
 		p, err := decode(row)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		var ok bool
 		if p.Bridge, ok = portBridge[p.Name]; ok { // fstack-cni names Port and Interface alike
 			ports = append(ports, p)
 		}
 	}
-	return ports, nil
+	return ports, netdev, nil
 }
 
 func decode(row ovsdb.Row) (port, error) {

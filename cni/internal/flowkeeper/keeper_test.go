@@ -71,7 +71,7 @@ func ovsRows(ports ...[3]any) func() []any { // name, ofport (nil: unset), mac (
 			}
 			ifaces = append(ifaces, map[string]any{"name": p[0], "ofport": ofport, "external_ids": []any{"map", ids}})
 		}
-		bridge := map[string]any{"name": "br-fstack", "ports": []any{"set", refs}}
+		bridge := map[string]any{"name": "br-fstack", "ports": []any{"set", refs}, "datapath_type": "netdev"}
 		return []any{map[string]any{"rows": []any{bridge}}, map[string]any{"rows": portRows}, map[string]any{"rows": ifaces}}
 	}
 }
@@ -247,11 +247,14 @@ func TestPassReappliesOnlyWhatIsMissing(t *testing.T) {
 }
 
 // Run notices ovs-vswitchd going away (its connection ends) and re-applies what the restart
-// lost without waiting for its period.
+// lost without waiting for its period, also for a port made after its last pass: it holds a
+// connection to the netdev bridge before the bridge has any port of ours.
 func TestRunReappliesWhenTheBridgeComesBack(t *testing.T) {
 	dir := t.TempDir()
 	bridge := newFakeBridge(t, dir)
-	k := &Keeper{OVSDB: fakeOVSDB(t, dir, ovsRows([3]any{"fskport", 3, "02:00:00:00:00:03"})),
+	var mu sync.Mutex
+	rows := ovsRows()
+	k := &Keeper{OVSDB: fakeOVSDB(t, dir, func() []any { mu.Lock(); defer mu.Unlock(); return rows() }),
 		Period: time.Hour, Retry: 10 * time.Millisecond, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -269,10 +272,24 @@ func TestRunReappliesWhenTheBridgeComesBack(t *testing.T) {
 		_, b := bridge.state()
 		t.Fatalf("%d bundles, want %d", len(b), n)
 	}
-	waitBundles(1)
+	for range 1000 { // until the first pass connected to the bridge, which has no port yet
+		bridge.mu.Lock()
+		n := len(bridge.conns)
+		bridge.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	rows = ovsRows([3]any{"fskport", 3, "02:00:00:00:00:03"}) // ADD made the port and its rules
+	mu.Unlock()
+	bridge.mu.Lock()
+	bridge.flows[cookie] = 10
+	bridge.mu.Unlock()
 	bridge.drop(cookie) // the restart: the rules are gone...
 	bridge.hangUp()     // ...and so is the keeper's connection
-	waitBundles(2)
+	waitBundles(1)
 	if flows, _ := bridge.state(); flows[cookie] != 10 {
 		t.Errorf("after the restart the port has %d rules, want 10", flows[cookie])
 	}
