@@ -38,6 +38,7 @@ func checkOVSRestartLeaksNothing(t *testing.T) {
 	second := waitAppPod(t, string(first.UID))
 	checkPortConnected(t, second)
 	checkOVSRestartWhileServing(t, second)
+	checkRulesBackAfterOVSRestart(t, second)
 	if _, err := env.Kubectl("delete", "deployment", appName, "-n", injectedNS, "--wait=true", "--timeout=90s"); err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,15 @@
 // Command fstack-cni-installer is the entrypoint of the node DaemonSet: it copies fstack-cni
 // into the host's CNI bin dir atomically, optionally merges it into a chained conflist, keeps
-// both in place, answers the node agent's OVS questions (ovs.go), and exits 0 on SIGTERM.
+// both in place, answers the node agent's OVS questions (ovs.go), puts fstack-cni's
+// anti-spoofing flows back when ovs-vswitchd restarts (internal/flowkeeper), and exits 0 on
+// SIGTERM.
 // `fstack-cni-installer node-agent` checks the node instead and publishes the result on its Node
 // (agent.go); `node-cleanup` removes what the agents published (the chart's uninstall hook).
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -14,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kube-fstack/kube-fstack/cni/internal/flowkeeper"
 	"github.com/kube-fstack/kube-fstack/cni/internal/installer"
 	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/nodecheck"
@@ -46,10 +50,14 @@ func run() error {
 	flag.BoolVar(&once, "once", false, "install once and exit")
 	asker := &ovsAsker{}
 	var ovsdbSocket string
-	flag.StringVar(&ovsdbSocket, "ovsdb-socket", "", "OVSDB's unix socket, to answer the node agent's OVS questions (empty: do not)")
+	flag.StringVar(&ovsdbSocket, "ovsdb-socket", "", "OVSDB's unix socket, to answer the node agent's OVS questions and keep the flows (empty: do neither)")
 	flag.StringVar(&asker.Bridge, "bridge", "br-fstack", "the OVS bridge fstack-cni adds ports to")
-	flag.StringVar(&asker.Path, "ovs-answers", "/run/kube-fstack-node/ovs.json", "the file (in a volume shared with the node agent) the answers go to")
+	flag.StringVar(&asker.Path, "ovs-answers", "/run/kube-fstack-node/ovs.json", "the file (in a volume shared with the node agent) the answers go to (empty: answer none)")
 	flag.DurationVar(&asker.Period, "ovs-period", time.Minute, "how often to ask OVS (the node agent's period)")
+	keeper := &flowkeeper.Keeper{Retry: time.Second}
+	var keepFlows bool
+	flag.BoolVar(&keepFlows, "keep-flows", false, "keep fstack-cni's anti-spoofing flows on its ports: put them back when ovs-vswitchd restarts (needs --ovsdb-socket)")
+	flag.DurationVar(&keeper.Period, "keep-flows-period", 30*time.Second, "how often to check every port's flows besides when ovs-vswitchd restarts")
 	flag.Parse()
 	in.Plugin = []byte(plugin)
 	log, err := logging.New(os.Stderr, logging.ComponentInstaller, logOpts)
@@ -60,7 +68,17 @@ func run() error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	if ovsdbSocket != "" && !once {
+	if keepFlows && !once {
+		if ovsdbSocket == "" {
+			return errors.New("--keep-flows needs --ovsdb-socket: the flows are rebuilt from the ports OVSDB holds")
+		}
+		if keeper.Period <= 0 {
+			return fmt.Errorf("--keep-flows-period %s: must be positive", keeper.Period)
+		}
+		keeper.OVSDB, keeper.Log = ovsdbSocket, log
+		go keeper.Run(ctx)
+	}
+	if ovsdbSocket != "" && asker.Path != "" && !once {
 		if asker.Period <= 0 {
 			return fmt.Errorf("--ovs-period %s: must be positive", asker.Period)
 		}

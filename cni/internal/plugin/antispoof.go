@@ -3,17 +3,16 @@ package plugin
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 
+	"github.com/kube-fstack/kube-fstack/cni/internal/antispoof"
+	"github.com/kube-fstack/kube-fstack/cni/internal/openflow"
 	"github.com/kube-fstack/kube-fstack/internal/ovsdb"
 )
 
@@ -28,6 +27,9 @@ type Flows interface {
 	// Unguard removes the port's rules, found by their cookie. No rules, no bridge or no running
 	// ovs-vswitchd (which keeps flows only in memory) is success.
 	Unguard(ctx context.Context, g *guard) error
+	// Check fails unless every one of the port's rules is on its ofport: after ovs-vswitchd
+	// restarted they are gone until the flow keeper puts them back.
+	Check(ctx context.Context, g *guard) error
 }
 
 // guard names one port's rules.
@@ -47,51 +49,17 @@ func (c *command) newGuard(a *attachment) *guard {
 // OVS's run directory.
 func (g *guard) mgmt() string { return filepath.Join(filepath.Dir(g.OVSDB), g.Bridge+".mgmt") }
 
-// cookie tags the port's rules, so removal is exact (no other rule has it) and idempotent, and
-// a port name's rules are found without its ofport, which OVS may give to another port later.
-// The top bit stays clear: an all-ones cookie is reserved in OpenFlow 1.3+.
-func (g *guard) cookie() uint64 {
-	s := sha256.Sum256([]byte("kube-fstack.io/flows/" + g.Port))
-	return binary.BigEndian.Uint64(s[:8]) &^ (1 << 63)
-}
+// cookie tags the port's rules (see antispoof.Cookie).
+func (g *guard) cookie() uint64 { return antispoof.Cookie(g.Port) }
 
-// Priorities above the bridge's default NORMAL flow (0): ARP and ND must carry the port's MAC
-// inside too, everything else needs only the source MAC; the rest of the port's frames drop.
-const (
-	prioLinkLayerOK = 40
-	prioLinkLayer   = 30
-	prioSourceOK    = 20
-	prioDrop        = 10
-)
-
-// rules is the ovs-ofctl add-flows input for the port: first the removal of its own rules from
-// an earlier ADD (whose port may have had another ofport) and of whatever a collected port left
-// on this ofport, then the port's rules.
+// rules is the ovs-ofctl add-flows input for the port (see antispoof.Ofctl): the keeper puts
+// the same list back after ovs-vswitchd restarts.
 func (g *guard) rules(ofport int64) (string, error) {
-	hw, err := net.ParseMAC(g.MAC)
-	if err != nil || len(hw) != 6 {
-		return "", fmt.Errorf("anti-spoofing rules for port %s: MAC %q is not an Ethernet address", g.Port, g.MAC)
+	rules, err := antispoof.Rules(g.Port, g.MAC)
+	if err != nil {
+		return "", err
 	}
-	mac, none := hw.String(), "00:00:00:00:00:00"
-	head := fmt.Sprintf("cookie=%#x,table=0,in_port=%d", g.cookie(), ofport)
-	own := head + ",dl_src=" + mac
-	nsol, nadv := "icmp6,icmp_type=135,icmp_code=0", "icmp6,icmp_type=136,icmp_code=0"
-	lines := []string{
-		fmt.Sprintf("delete cookie=%#x/-1", g.cookie()),
-		fmt.Sprintf("delete in_port=%d", ofport),
-		fmt.Sprintf("add %s,priority=%d,arp,arp_sha=%s,actions=NORMAL", own, prioLinkLayerOK, mac),
-		// ND options are optional: an absent one reads as all zeros.
-		fmt.Sprintf("add %s,priority=%d,%s,nd_sll=%s,actions=NORMAL", own, prioLinkLayerOK, nsol, mac),
-		fmt.Sprintf("add %s,priority=%d,%s,nd_sll=%s,actions=NORMAL", own, prioLinkLayerOK, nsol, none),
-		fmt.Sprintf("add %s,priority=%d,%s,nd_tll=%s,actions=NORMAL", own, prioLinkLayerOK, nadv, mac),
-		fmt.Sprintf("add %s,priority=%d,%s,nd_tll=%s,actions=NORMAL", own, prioLinkLayerOK, nadv, none),
-		fmt.Sprintf("add %s,priority=%d,arp,actions=drop", head, prioLinkLayer),
-		fmt.Sprintf("add %s,priority=%d,%s,actions=drop", head, prioLinkLayer, nsol),
-		fmt.Sprintf("add %s,priority=%d,%s,actions=drop", head, prioLinkLayer, nadv),
-		fmt.Sprintf("add %s,priority=%d,actions=NORMAL", own, prioSourceOK),
-		fmt.Sprintf("add %s,priority=%d,actions=drop", head, prioDrop),
-	}
-	return strings.Join(lines, "\n") + "\n", nil
+	return antispoof.Ofctl(g.Port, ofport, rules), nil
 }
 
 // ofctlFlows drives ovs-ofctl against the bridge's management socket. ovs-ofctl ships with
@@ -122,6 +90,30 @@ func (f ofctlFlows) Unguard(ctx context.Context, g *guard) error {
 		return nil // no ovs-vswitchd for the bridge: its flows went with it
 	}
 	return f.run(ctx, nil, "del-flows", "unix:"+g.mgmt(), fmt.Sprintf("cookie=%#x/-1", g.cookie()))
+}
+
+func (f ofctlFlows) Check(ctx context.Context, g *guard) error {
+	rules, err := antispoof.Rules(g.Port, g.MAC)
+	if err != nil {
+		return err
+	}
+	ofport, err := f.ofport(ctx, g)
+	if err != nil {
+		return err
+	}
+	c, err := openflow.Dial(ctx, g.mgmt())
+	if err != nil {
+		return fmt.Errorf("cannot check the anti-spoofing rules of port %s (is ovs-vswitchd running?): %w", g.Port, err)
+	}
+	defer c.Close()
+	n, err := c.FlowCount(ctx, openflow.TableAll, g.cookie(), ^uint64(0), antispoof.InPort(ofport))
+	if err != nil {
+		return fmt.Errorf("cannot check the anti-spoofing rules of port %s: %w", g.Port, err)
+	}
+	if int(n) != len(rules) {
+		return fmt.Errorf("port %s has %d of its %d anti-spoofing rules on ofport %d (ovs-vswitchd restarted?): the CNI DaemonSet's flow keeper puts them back (chart value cni.keepFlows.enabled); see ovs-ofctl dump-flows unix:%s cookie=%#x/-1", g.Port, n, len(rules), ofport, g.mgmt(), g.cookie())
+	}
+	return nil
 }
 
 // ofport waits until ovs-vswitchd has numbered the port (it does so after the commit that made

@@ -114,6 +114,7 @@ func (a *attachment) portSpec(mtu int) *portSpec {
 	return &portSpec{Name: a.PortName, Socket: a.Socket, MTU: mtu, IDs: map[string]string{
 		idOwner: pluginType, idNetwork: a.Network, idContainerID: a.ContainerID, idIfName: a.IfName,
 		idPodNamespace: a.Pod.Namespace, idPodName: a.Pod.Name, idPodUID: a.Pod.UID,
+		idMAC: a.MAC,
 	}}
 }
 

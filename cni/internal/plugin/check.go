@@ -13,7 +13,8 @@ import (
 )
 
 // Check verifies that what ADD made is still there: the port with the right type, socket, owner
-// and tx steering (hash), the pod directory and its device info, and the interface in prevResult.
+// and tx steering (hash), its anti-spoofing rules, the pod directory and its device info, and
+// the interface in prevResult.
 func (p *Plugin) Check(args *skel.CmdArgs) error {
 	c, err := p.start(args.StdinData, "CHECK")
 	if err != nil {
@@ -49,6 +50,9 @@ func (c *command) check(a *attachment) error {
 		return types.NewError(types.ErrInternal, err.Error(), "")
 	}
 	if err := checkTxSteering(port); err != nil {
+		return types.NewError(types.ErrInternal, err.Error(), "")
+	}
+	if err := c.flows.Check(c.ctx, c.newGuard(a)); err != nil {
 		return types.NewError(types.ErrInternal, err.Error(), "")
 	}
 	a.setPodDir(c.conf, filepath.Dir(port.Socket))

@@ -11,6 +11,7 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 	"github.com/containernetworking/cni/pkg/version"
 
+	"github.com/kube-fstack/kube-fstack/cni/internal/antispoof"
 	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
@@ -33,7 +34,7 @@ const (
 
 	// maxSocketPath is what fits in sockaddr_un.sun_path (108 bytes with the NUL).
 	maxSocketPath = 107
-	pluginType    = "fstack-cni"
+	pluginType    = antispoof.Owner
 )
 
 // NetConf is the plugin's configuration (the network config on stdin).

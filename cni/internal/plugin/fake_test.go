@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"net"
@@ -218,6 +219,15 @@ func (f *fakeFlows) Unguard(_ context.Context, g *guard) error {
 	defer f.mu.Unlock()
 	delete(f.guarded, g.Port)
 	f.unguards = append(f.unguards, g.Port)
+	return nil
+}
+
+func (f *fakeFlows) Check(_ context.Context, g *guard) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.guarded[g.Port]; !ok {
+		return fmt.Errorf("port %s has no anti-spoofing rules", g.Port)
+	}
 	return nil
 }
 

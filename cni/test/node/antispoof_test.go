@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -8,11 +9,16 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types"
 
+	"github.com/kube-fstack/kube-fstack/cni/internal/flowkeeper"
+	"github.com/kube-fstack/kube-fstack/internal/logging"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/test/nodetest"
 )
 
@@ -41,27 +47,35 @@ func TestForgedSourceMACIsDropped(t *testing.T) {
 	})
 
 	t.Run("another MAC is dropped", func(t *testing.T) {
-		forged := *info
-		forged.MAC = "02:fe:00:00:00:0a" // another pod's, e.g. the local cluster sample's
-		startTestpmd(t, podDir, &forged)
-		waitConnected(t)
-		peer := addVethPeer(t, "10.99.0.201/24")
-		_, dropped0 := guardCounts(t)
-		var answered bool
-		for range 10 { // until testpmd answers at all (the drop rules then count it)
-			_, err := nodetest.Run("ip", "netns", "exec", peer.Netns, "ping", "-c", "2", "-i", "0.2", "-W", "1", podIP)
-			answered = answered || err == nil
-			if _, dropped := guardCounts(t); dropped > dropped0 {
-				break
-			}
-		}
-		if answered {
-			t.Errorf("a pod sending with another MAC got its answers through")
-		}
-		if _, dropped := guardCounts(t); dropped <= dropped0 {
-			t.Errorf("the port's drop rules counted no forged frame (%d before, %d after)\n%s", dropped0, dropped, dumpFlows(t))
-		}
+		assertForgedDropped(t, podDir, info, "10.99.0.201/24")
 	})
+}
+
+// assertForgedDropped runs testpmd as the pod, sending with another pod's MAC, and asserts that
+// the peer at addr gets no answer and the port's drop rules count the forged frames.
+func assertForgedDropped(t *testing.T, podDir string, info *podcontract.DevInfo, addr string) {
+	t.Helper()
+	podIP := strings.Split(info.IPs[0], "/")[0]
+	forged := *info
+	forged.MAC = "02:fe:00:00:00:0a" // another pod's, e.g. the local cluster sample's
+	startTestpmd(t, podDir, &forged)
+	waitConnected(t)
+	peer := addVethPeer(t, addr)
+	_, dropped0 := guardCounts(t)
+	var answered bool
+	for range 10 { // until testpmd answers at all (the drop rules then count it)
+		_, err := nodetest.Run("ip", "netns", "exec", peer.Netns, "ping", "-c", "2", "-i", "0.2", "-W", "1", podIP)
+		answered = answered || err == nil
+		if _, dropped := guardCounts(t); dropped > dropped0 {
+			break
+		}
+	}
+	if answered {
+		t.Errorf("a pod sending with another MAC got its answers through")
+	}
+	if _, dropped := guardCounts(t); dropped <= dropped0 {
+		t.Errorf("the port's drop rules counted no forged frame (%d before, %d after)\n%s", dropped0, dropped, dumpFlows(t))
+	}
 }
 
 var nPackets = regexp.MustCompile(`n_packets=(\d+)`)
@@ -179,4 +193,125 @@ func TestGCRemovesTheRulesOfCollectedPorts(t *testing.T) {
 	}
 	n.mustDel(keep)
 	assertNoGuardRules(t)
+}
+
+// OVS keeps OpenFlow rules only in ovs-vswitchd's memory: after ovs-vswitchd restarts (here with
+// ovsdb-server too, as an OVS upgrade does) the port comes back from OVSDB without them. The
+// flow keeper the CNI DaemonSet runs puts back exactly the rules ADD made, on the port's
+// ofport, from OVSDB alone; and a pod sending with another MAC is dropped again. The keeper's
+// period is an hour: what brings the rules back is its noticing the restart.
+func TestFlowKeeperRestoresRulesAfterOVSRestart(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var logs bytes.Buffer
+	log, err := logging.New(&syncWriter{w: &logs}, logging.ComponentInstaller, logging.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &flowkeeper.Keeper{OVSDB: env.ovs.DBSock(), Period: time.Hour, Retry: 100 * time.Millisecond, Log: log}
+	done := make(chan struct{})
+	go func() { k.Run(ctx); close(done) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		if t.Failed() {
+			t.Logf("keeper log:\n%s", logs.String())
+		}
+	})
+
+	n, p := newNet(t, "1.1.0"), newPod(1104)
+	n.mustAdd(p)
+	t.Cleanup(func() { n.mustDel(p); n.assertNothingLeft(); assertNoGuardRules(t) })
+	made := ruleSet(t)
+	if len(made) == 0 {
+		t.Fatalf("no anti-spoofing rules after ADD:\n%s", dumpFlows(t))
+	}
+	if err := env.ovs.Restart(); err != nil {
+		t.Fatalf("restart OVS: %v", err)
+	}
+	var back []string
+	for range 600 { // a bound on a wait, not a timed assertion: the keeper is woken at once
+		// Until ovs-vswitchd has made the bridge again, its management socket is missing.
+		out, err := env.ovs.Ofctl("dump-flows", fmt.Sprintf("unix:%s/%s.mgmt", env.ovs.Dir, bridge))
+		if back = rulesOf(out); err == nil && slices.Equal(back, made) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !slices.Equal(back, made) {
+		t.Fatalf("the port's rules after the restart:\n%s\nwant those ADD made:\n%s", strings.Join(back, "\n"), strings.Join(made, "\n"))
+	}
+	port := ports(t)[0]
+	ofport := vsctlGet(t, "Interface", port, "ofport")
+	for _, l := range back {
+		if !strings.Contains(l, "in_port="+ofport+",") && !strings.Contains(l, "in_port="+ofport+" ") {
+			t.Errorf("rule not on the port's ofport %s: %s", ofport, l)
+		}
+	}
+	if !strings.Contains(logs.String(), "re-applied the port's anti-spoofing flows") || !strings.Contains(logs.String(), port) {
+		t.Errorf("the keeper did not log what it re-applied:\n%s", logs.String())
+	}
+	assertForgedDropped(t, filepath.Join(n.socketRoot(), p.uid), podDevInfo(t, n, p), "10.99.0.202/24")
+}
+
+// ruleSet is the bridge's rules with a cookie, without their counters and age, sorted: what
+// the rules are, not what they did.
+func ruleSet(t *testing.T) []string {
+	t.Helper()
+	return rulesOf(dumpFlows(t))
+}
+
+func rulesOf(dump string) []string {
+	var out []string
+	for _, l := range strings.Split(dump, "\n") {
+		if l = strings.TrimSpace(l); !strings.HasPrefix(l, "cookie=") || strings.HasPrefix(l, "cookie=0x0,") {
+			continue
+		}
+		var keep []string
+		for _, f := range strings.Split(strings.ReplaceAll(l, " ", ","), ",") {
+			if f == "" || strings.HasPrefix(f, "duration=") || strings.HasPrefix(f, "n_packets=") ||
+				strings.HasPrefix(f, "n_bytes=") || strings.HasPrefix(f, "idle_age=") || strings.HasPrefix(f, "hard_age=") {
+				continue
+			}
+			keep = append(keep, f)
+		}
+		out = append(out, strings.Join(keep, ","))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// syncWriter lets the keeper's goroutine log while the test reads the buffer.
+type syncWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(b)
+}
+
+// CHECK counts the port's rules on the bridge (OpenFlow, not ovs-ofctl): all there passes; with
+// them gone, as after an ovs-vswitchd restart without the keeper, it fails naming the port and
+// the keeper. The port records the MAC its rules pass, which is what the keeper rebuilds from.
+func TestCheckFailsWhenTheRulesAreGone(t *testing.T) {
+	n, p := newNet(t, "1.1.0"), newPod(1105)
+	n.mustAdd(p)
+	t.Cleanup(func() { n.mustDel(p); n.assertNothingLeft(); assertNoGuardRules(t) })
+	port := ports(t)[0]
+	if err := n.cni().CheckNetworkList(context.Background(), n.confList(), p.rt()); err != nil {
+		t.Fatalf("CHECK after ADD: %v", err)
+	}
+	if got, want := vsctlGet(t, "Interface", port, "external_ids:kube-fstack.io/mac"), podDevInfo(t, n, p).MAC; !strings.EqualFold(strings.Trim(got, `"`), want) {
+		t.Errorf("the port records MAC %s, the device info has %s", got, want)
+	}
+	catchAll := "priority=10,in_port=" + vsctlGet(t, "Interface", port, "ofport") // the port's last rule
+	if out, err := env.ovs.Ofctl("--strict", "del-flows", fmt.Sprintf("unix:%s/%s.mgmt", env.ovs.Dir, bridge), catchAll); err != nil {
+		t.Fatalf("ovs-ofctl del-flows: %v: %s", err, out)
+	}
+	err := n.cni().CheckNetworkList(context.Background(), n.confList(), p.rt())
+	if err == nil || !strings.Contains(err.Error(), port) || !strings.Contains(err.Error(), "9 of its 10 anti-spoofing rules") || !strings.Contains(err.Error(), "keepFlows") {
+		t.Fatalf("CHECK with a rule gone: %v", err)
+	}
 }
