@@ -30,7 +30,7 @@ func main() {
 func parseArgs(l *launcher.Launcher, args []string) ([]string, error) {
 	fs := flag.NewFlagSet("fstack-launcher", flag.ContinueOnError)
 	l.Logging.BindFlags(fs)
-	fs.IntVar(&l.MaxRestarts, "max-restarts", l.MaxRestarts, "restarts of the app in place (it exited, could not serve, the dataplane restarted, nginx reloaded) allowed within --restart-window; one more exits, so that the kubelet restarts the container with its back-off; 0: exit on the first")
+	fs.IntVar(&l.MaxRestarts, "max-restarts", l.MaxRestarts, "restarts of the app in place for its own failures (it exited, could not serve) allowed within --restart-window; one more exits, so that the kubelet restarts the container with its back-off; reloads and the dataplane's new generations restart it in place without counting; 0: no restart in place, exit on the first")
 	fs.DurationVar(&l.RestartWindow, "restart-window", l.RestartWindow, "the window of --max-restarts")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

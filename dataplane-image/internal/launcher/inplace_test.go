@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -236,6 +237,38 @@ while :; do wait; done
 	waitFor(t, "nginx started again", func() bool { return len(lines(starts)) == 2 })
 	if r := record(t, l); r.ByReason[podcontract.AppRestartReload] != 1 || !strings.Contains(r.Last.Message, "it was asked to reload") {
 		t.Errorf("record %+v, last %+v\n%s", r, r.Last, readable(t, log.String()))
+	}
+	cancel()
+	<-res
+}
+
+// Reloads are asked for, not crashes: more of them than the crash-loop budget allows still
+// restart Nginx in place. On real F-Stack a budget of 10 that counted them made the tenth of
+// ten reloads exit the container (70), and the kubelet restarted it.
+func TestReloadsDoNotSpendTheCrashLoopBudget(t *testing.T) {
+	l, dir, _ := inPlace(t, 1)
+	l.NginxTest = func(context.Context, []string) error { return nil }
+	ready(t, dir, "1")
+	bin, _, starts, pidPath := reloadNginx(t, l, dir)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res := make(chan int, 1)
+	go func() { res <- l.Run(ctx, []string{bin}) }()
+	self := strconv.Itoa(os.Getpid())
+	for i := 1; i <= 3; i++ {
+		waitFor(t, "the launcher's pid in nginx's pid file", func() bool { return strings.Join(lines(pidPath), "") == self })
+		if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, fmt.Sprintf("nginx started %d times", i+1), func() bool { return len(lines(starts)) == i+1 })
+	}
+	select {
+	case code := <-res:
+		t.Fatalf("the launcher exited %d after 3 reloads with a budget of 1", code)
+	default:
+	}
+	if r := record(t, l); r.ByReason[podcontract.AppRestartReload] != 3 {
+		t.Errorf("record %+v, want 3 reloads counted", r)
 	}
 	cancel()
 	<-res

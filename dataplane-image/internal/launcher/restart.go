@@ -20,8 +20,9 @@ import (
 // It still exits for what a restart cannot fix: a configuration the shim cannot run (78), a
 // command that cannot be started (127), a dataplane that never becomes ready or never has the
 // contexts (1), the app finishing on its own (its exit 0), the container's stop, and a crash
-// loop: more than MaxRestarts restarts within RestartWindow, after which the kubelet's restart
-// count and back-off show it, with the exit code of the last failure.
+// loop: more than MaxRestarts restarts for the app's own failures (exits, a broken Nginx) within
+// RestartWindow, after which the kubelet's restart count and back-off show it, with the exit
+// code of the last failure. Reloads and the dataplane's new generations do not count.
 
 // loadRestarts reads the container's record, to go on counting across its restarts.
 func (l *Launcher) loadRestarts() {
@@ -31,6 +32,14 @@ func (l *Launcher) loadRestarts() {
 		r = &podcontract.Restarts{}
 	}
 	l.restarts = r
+}
+
+// spendsBudget says whether a restart for reason counts towards the crash-loop budget: only the
+// app's own failures do. A reload is asked for (ten config changes are no crash loop: measured
+// on real F-Stack, a budget that counted them restarted the container at the tenth), and a move
+// of the dataplane's generation is bounded by the supervisor's own budget.
+func spendsBudget(reason string) bool {
+	return reason != podcontract.AppRestartReload && reason != podcontract.AppRestartDataplane
 }
 
 // restartInPlace records a restart for out and says whether the budget allows it.
@@ -43,13 +52,17 @@ func (l *Launcher) restartInPlace(out outcome) bool {
 		}
 	}
 	l.restartTimes = kept
-	if len(kept) >= l.MaxRestarts {
-		if l.MaxRestarts > 0 {
-			l.log().Error(fmt.Sprintf("%s; not restarting it in place: %d restarts within %s already, a crash loop: exiting %d, the kubelet restarts the container with its back-off", out.msg, len(kept), l.RestartWindow, out.code), "reason", out.reason)
-		}
+	if l.MaxRestarts <= 0 {
+		return false // restarts in place are off
+	}
+	spends := spendsBudget(out.reason)
+	if spends && len(kept) >= l.MaxRestarts {
+		l.log().Error(fmt.Sprintf("%s; not restarting it in place: %d restarts within %s already, a crash loop: exiting %d, the kubelet restarts the container with its back-off", out.msg, len(kept), l.RestartWindow, out.code), "reason", out.reason)
 		return false
 	}
-	l.restartTimes = append(l.restartTimes, now)
+	if spends {
+		l.restartTimes = append(l.restartTimes, now)
+	}
 	if l.restarts == nil {
 		l.restarts = &podcontract.Restarts{}
 	}
