@@ -96,6 +96,19 @@ type DPDKSpec struct {
 	// +optional
 	FStackLogLevel int32 `json:"fstackLogLevel,omitempty"`
 
+	// LcoresPerCPU is a LAB ONLY option: up to this many F-Stack processes (lcores) share one CPU
+	// of the dataplane container, which then asks for ceil(processes / lcoresPerCPU) CPUs instead
+	// of one per process. Each lcore busy-polls, so lcores sharing a CPU halve each other's
+	// throughput and add each other's time slices to every packet's latency: it exists to prove
+	// several F-Stack processes (RSS over queues, one Nginx worker per process) on a machine with
+	// fewer exclusive CPUs, never for production. Values above 1 need the KubeFStack flavor
+	// (an image patch pins each lcore to its CPU with DPDK's --lcores).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=8
+	// +kubebuilder:default=1
+	// +optional
+	LcoresPerCPU int32 `json:"lcoresPerCPU,omitempty"`
+
 	// FStackLogFilePrefix is the log file prefix (fstack_log_file_prefix); files are
 	// <prefix><proc id>.log.
 	// +kubebuilder:validation:Pattern=`^[^\s;]+$`
