@@ -15,7 +15,7 @@ import (
 func TestPropertyValidSpecsRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewSource(20261121))
 	var maxProcs int32
-	split := 0 // specs whose ports are served by different processes
+	split := 0  // specs whose ports are served by different processes
 	shared := 0 // specs whose lcores share CPUs (lab option lcoresPerCPU)
 	for i := 0; i < 2000; i++ {
 		data := make([]byte, 256)
