@@ -96,13 +96,12 @@ type DPDKSpec struct {
 	// +optional
 	FStackLogLevel int32 `json:"fstackLogLevel,omitempty"`
 
-	// LcoresPerCPU is a LAB ONLY option: up to this many F-Stack processes (lcores) share one CPU
-	// of the dataplane container, which then asks for ceil(processes / lcoresPerCPU) CPUs instead
-	// of one per process. Each lcore busy-polls, so lcores sharing a CPU halve each other's
-	// throughput and add each other's time slices to every packet's latency: it exists to prove
-	// several F-Stack processes (RSS over queues, one Nginx worker per process) on a machine with
-	// fewer exclusive CPUs, never for production. Values above 1 need the KubeFStack flavor
-	// (an image patch pins each lcore to its CPU with DPDK's --lcores).
+	// LcoresPerCPU, LAB ONLY, never for production: up to this many F-Stack processes share one
+	// CPU, and the dataplane asks for ceil(processes / lcoresPerCPU) CPUs. Busy-polling lcores on
+	// one CPU divide its throughput and wait for each other's time slices. It proves several
+	// processes (RSS, one Nginx worker each) on small machines. Above 1 needs flavor KubeFStack.
+	//
+	// The image's patch 0003 pins each lcore to its CPU with DPDK's --lcores (docs/stackinstance.md).
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=8
 	// +kubebuilder:default=1
