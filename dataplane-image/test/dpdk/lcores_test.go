@@ -21,7 +21,7 @@ import (
 // builds from it: both processes on CPU 1. Each launch mode: testpmd as the program, the stand-in
 // of a program linked with libfstack (PerProcess), the stand-in of F-Stack's Nginx. Both
 // processes come up (readiness waits for the secondary too), pings pass, and a killed secondary
-// stops the dataplane naming it, as with a CPU each. F-Stack itself cannot run here: the
+// is restarted in place naming it, as with a CPU each. F-Stack itself cannot run here: the
 // stand-ins read the environment as the patch does (internal/test/fstackini, EALWithEnv).
 func TestTwoProcessesShareOneCPU(t *testing.T) {
 	cases := []struct {
@@ -89,7 +89,7 @@ func TestTwoProcessesShareOneCPU(t *testing.T) {
 				t.Errorf("/metrics: %d, want fstack_processes_up 2:\n%s", code, body)
 			}
 			pingThrough(t, addVethPeer(t, tc.peer), p.ip)
-			killSecondary(t, d, tc.killed)
+			killSecondary(t, p, d, tc.killed)
 		})
 	}
 }
