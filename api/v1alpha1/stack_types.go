@@ -96,6 +96,18 @@ type DPDKSpec struct {
 	// +optional
 	FStackLogLevel int32 `json:"fstackLogLevel,omitempty"`
 
+	// LcoresPerCPU, LAB ONLY, never for production: up to this many F-Stack processes share one
+	// CPU, and the dataplane asks for ceil(processes / lcoresPerCPU) CPUs. Busy-polling lcores on
+	// one CPU divide its throughput and wait for each other's time slices. It proves several
+	// processes (RSS, one Nginx worker each) on small machines. Above 1 needs flavor KubeFStack.
+	//
+	// The image's patch 0003 pins each lcore to its CPU with DPDK's --lcores (docs/stackinstance.md).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=8
+	// +kubebuilder:default=1
+	// +optional
+	LcoresPerCPU int32 `json:"lcoresPerCPU,omitempty"`
+
 	// FStackLogFilePrefix is the log file prefix (fstack_log_file_prefix); files are
 	// <prefix><proc id>.log.
 	// +kubebuilder:validation:Pattern=`^[^\s;]+$`

@@ -60,7 +60,8 @@ func TestPatchStepRestoresTheKernelGuardSoDPDKConfiguresWithoutHeaders(t *testin
 	}
 	// kube-fstack's own patches went in too (--fuzz=0, onto the stand-in's ff_config.c).
 	cfg := r.read(filepath.Join(r.tree, "lib/ff_config.c"))
-	if strings.Contains(cfg, "--file-prefix=container") || !strings.Contains(cfg, `strdup("--single-file-segments")`) {
+	if strings.Contains(cfg, "--file-prefix=container") || !strings.Contains(cfg, `strdup("--single-file-segments")`) ||
+		!strings.Contains(cfg, `getenv("KUBE_FSTACK_LCORE_CPUS")`) {
 		t.Errorf("lib/ff_config.c is not patched:\n%s", cfg)
 	}
 	// The zone lock is taken per pass over the contexts, not around the drain window.

@@ -9,6 +9,7 @@ import (
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/render"
 )
 
 // dataplaneContainer is the native sidecar running the supervisor: it starts before the app
@@ -68,7 +69,8 @@ func (p *plan) dataplaneContainer() corev1.Container {
 // then restarts.
 const waitPlacedTimeout = "2m"
 
-// dataplaneResources: one exclusive CPU per F-Stack process, the hugepages, one device per PCI
+// dataplaneResources: one exclusive CPU per F-Stack process (per lcoresPerCPU of them in the
+// lab option spec.dpdk.lcoresPerCPU), the hugepages, one device per PCI
 // port of an SR-IOV resource, and whatever else the StackInstance adds, as limits that equal
 // requests (Guaranteed).
 func (p *plan) dataplaneResources() corev1.ResourceList {
@@ -80,7 +82,7 @@ func (p *plan) dataplaneResources() corev1.ResourceList {
 	for name, q := range dp.Resources.Limits {
 		out[name] = q.DeepCopy()
 	}
-	out[corev1.ResourceCPU] = *resource.NewQuantity(int64(p.spec.Processes), resource.DecimalSI)
+	out[corev1.ResourceCPU] = *resource.NewQuantity(int64(p.dataplaneCPUs()), resource.DecimalSI)
 	if _, ok := out[corev1.ResourceMemory]; !ok {
 		out[corev1.ResourceMemory] = p.cfg.DataplaneMemory.DeepCopy()
 	}
@@ -89,6 +91,11 @@ func (p *plan) dataplaneResources() corev1.ResourceList {
 		out[corev1.ResourceName(name)] = *resource.NewQuantity(n, resource.DecimalSI)
 	}
 	return out
+}
+
+// dataplaneCPUs is the exclusive CPUs the F-Stack processes need.
+func (p *plan) dataplaneCPUs() int {
+	return render.DataplaneCPUCount(int(p.spec.Processes), int(p.spec.DPDK.LcoresPerCPU))
 }
 
 // pciResources counts the devices each SR-IOV resource must give the pod.

@@ -87,7 +87,8 @@ func (p *plan) checkProgramContainer(c *corev1.Container, path *field.Path) fiel
 // checkProgramResources: the CPUs and hugepages are the stack's, anything else is the user's.
 func (p *plan) checkProgramResources(c *corev1.Container, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	want := resource.NewQuantity(int64(p.spec.Processes), resource.DecimalSI)
+	cpus := p.dataplaneCPUs()
+	want := resource.NewQuantity(int64(cpus), resource.DecimalSI)
 	for _, kind := range []string{"limits", "requests"} {
 		list := c.Resources.Limits
 		if kind == "requests" {
@@ -98,7 +99,7 @@ func (p *plan) checkProgramResources(c *corev1.Container, path *field.Path) fiel
 			switch {
 			case name == corev1.ResourceCPU && q.Cmp(*want) != 0:
 				errs = append(errs, field.Invalid(path.Child(kind).Key(string(name)), q.String(), fmt.Sprintf(
-					"the program runs one F-Stack process per exclusive CPU, spec.processes (%d): remove it or set it to %d", p.spec.Processes, p.spec.Processes)))
+					"the program runs the F-Stack processes, spec.processes (%d), on %d exclusive CPUs (spec.dpdk.lcoresPerCPU %d per CPU): remove it or set it to %d", p.spec.Processes, cpus, max(p.spec.DPDK.LcoresPerCPU, 1), cpus)))
 			case strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix):
 				errs = append(errs, field.Forbidden(path.Child(kind).Key(string(name)),
 					"the hugepages are the StackInstance's (spec.dataplane.hugePages): remove it here"))

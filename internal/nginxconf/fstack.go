@@ -19,8 +19,12 @@ type FStack struct {
 	// ConfDir is the directory of nginx's configuration file, against which nginx resolves a
 	// relative fstack_conf.
 	ConfDir string
-	// CPUs are the container's CPUs: process k runs on CPUs[k].
+	// CPUs are the processes' CPUs: process k runs on CPUs[k] (several share one with the lab
+	// option spec.dpdk.lcoresPerCPU).
 	CPUs []int
+	// Env names the supervisor's variables every worker needs (render.Result.FStackEnv): nginx
+	// replaces a worker's environment by what env directives keep, before ff_mod_init.
+	Env []string
 }
 
 // CheckFStack judges the main context (the -g directives first, then the file, as nginx reads
@@ -38,6 +42,10 @@ func CheckFStack(main []*Directive, f FStack) *Plan {
 	p.fstackWorkers(top["worker_processes"], f)
 	p.fstackConf(top["fstack_conf"], f)
 	p.fstackAffinity(top["worker_cpu_affinity"], f)
+	for _, name := range f.Env {
+		p.Globals = append(p.Globals, "env "+name+";")
+		p.FixUps = append(p.FixUps, "env "+name+" (the supervisor's, for F-Stack in every worker: nginx clears a worker's environment but for env directives)")
+	}
 	switch d := top["daemon"]; {
 	case d == nil:
 		p.Globals = append(p.Globals, "daemon off;")

@@ -31,6 +31,19 @@ func TestCheckFStackAddsWhatTheStackDecides(t *testing.T) {
 	}
 }
 
+// With lcores sharing CPUs (lab option) every worker needs the supervisor's KUBE_FSTACK_LCORE_CPUS,
+// which nginx would clear before ff_mod_init without an env directive.
+func TestCheckFStackKeepsTheLcoreEnvironment(t *testing.T) {
+	main, err := ParseString("/etc/nginx/nginx.conf", "events {}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := CheckFStack(main, FStack{Processes: 2, Config: "/c.ini", ConfDir: "/etc/nginx", CPUs: []int{1, 1}, Env: []string{"KUBE_FSTACK_LCORE_CPUS"}})
+	if len(p.Refusals) > 0 || !strings.Contains(strings.Join(p.Globals, " "), "env KUBE_FSTACK_LCORE_CPUS;") {
+		t.Fatalf("globals %q, refusals %v: want env KUBE_FSTACK_LCORE_CPUS;", p.Globals, p.Refusals)
+	}
+}
+
 func TestCheckFStackRefusesWhatCannotWork(t *testing.T) {
 	for src, want := range map[string]string{
 		"worker_processes 4;":            `nginx.conf:1: "worker_processes 4": F-Stack's Nginx runs worker i as F-Stack process i, and the StackInstance has 2`,

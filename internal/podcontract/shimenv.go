@@ -40,3 +40,11 @@ const MaxInstances = 64
 func ShimEnvNames() []string {
 	return []string{EnvPreload, EnvShimInstances, EnvShimProcID, EnvShimInitialLcore}
 }
+
+// EnvLcoreCPUs is what the supervisor gives every F-Stack process of a stack whose lcores share
+// CPUs (spec.dpdk.lcoresPerCPU > 1, lab only): the CPU of each process, decimal, comma-separated,
+// process k's at k (render.Result.FStackEnv). The image's patch 0003 to F-Stack
+// (dataplane-image/patches) then passes EAL --lcores=<lcore>@<that CPU> instead of -c<lcore>;
+// the native stand-in reads it the same way. F-Stack's Nginx gets it through an env directive,
+// since Nginx clears its workers' environment before they call ff_init.
+const EnvLcoreCPUs = "KUBE_FSTACK_LCORE_CPUS"

@@ -33,11 +33,45 @@ func assertConforms(t testing.TB, s *fsv1.StackInstanceSpec, f *render.Facts, in
 	ck.freebsd()
 	ck.profile(res.Profile)
 	patched := s.Dataplane.Flavor == fsv1.FlavorKubeFStack
+	_, cpus := ck.wantLcores()
+	env, set := "", false
+	if s.DPDK.LcoresPerCPU > 1 {
+		// The supervisor gives every process the whole list (docs/stackinstance.md, lab option).
+		list := make([]string, len(cpus))
+		for k, c := range cpus {
+			list[k] = strconv.Itoa(c)
+		}
+		env, set = strings.Join(list, ","), true
+		want := []render.EnvVar{{Name: "KUBE_FSTACK_LCORE_CPUS", Value: env}}
+		if !reflect.DeepEqual(res.FStackEnv, want) {
+			t.Errorf("F-Stack's environment: got %v, want %v", res.FStackEnv, want)
+		}
+	} else if res.FStackEnv != nil {
+		t.Errorf("F-Stack's environment without lcoresPerCPU: got %v, want none", res.FStackEnv)
+	}
+	ck.eq("CPU of each process", res.CPUs, cpus)
 	for k := range c.Lcores {
-		if want := c.EAL(k, patched); !reflect.DeepEqual(res.EAL[k], want) {
+		if want := c.EALWithEnv(k, patched, env, set); !reflect.DeepEqual(res.EAL[k], want) {
 			t.Errorf("EAL argv of process %d:\n got %q\nwant %q (built from the file as F-Stack does)", k, res.EAL[k], want)
 		}
 	}
+}
+
+// wantLcores is docs/stackinstance.md's lab option: process k runs on CPU k mod (the CPUs); the
+// first process on each CPU has the CPU's number as lcore, the others the top ids below 128
+// in process order.
+func (ck *checker) wantLcores() (lcores, cpus []int) {
+	n, dp := int(ck.s.Processes), ck.f.DataplaneCPUs
+	m := min(n, len(dp))
+	for k := 0; k < n; k++ {
+		cpus = append(cpus, dp[k%m])
+		if k < m {
+			lcores = append(lcores, dp[k])
+		} else {
+			lcores = append(lcores, 128-(n-k))
+		}
+	}
+	return lcores, cpus
 }
 
 type checker struct {
@@ -56,7 +90,8 @@ func (ck *checker) eq(what string, got, want any) {
 
 func (ck *checker) lcoresAndDPDK() {
 	s, c := ck.s, ck.c
-	ck.eq("lcores", c.Lcores, ck.f.DataplaneCPUs[:s.Processes])
+	lcores, _ := ck.wantLcores()
+	ck.eq("lcores", c.Lcores, lcores)
 	d := c.DPDK
 	ck.eq("channel", d["channel"], strconv.Itoa(int(s.DPDK.Channels)))
 	ck.eq("pkt_tx_delay", d["pkt_tx_delay"], strconv.Itoa(int(*s.DPDK.PktTxDelayMicroseconds)))
@@ -178,9 +213,10 @@ func (ck *checker) vdev(where string, id int, vu *fsv1.VhostUserDevice, att rend
 
 func (ck *checker) lcoresOf(procs []int32) []int {
 	var out []int
+	lcores, _ := ck.wantLcores()
 	for k := 0; k < int(ck.s.Processes); k++ {
 		if len(procs) == 0 || contains32(procs, int32(k)) {
-			out = append(out, ck.f.DataplaneCPUs[k])
+			out = append(out, lcores[k])
 		}
 	}
 	return out

@@ -17,15 +17,21 @@ const (
 )
 
 // ealArgs is the argv F-Stack's dpdk_args_setup builds from the config for one process, in its
-// order. The KubeFStack flavor differs in two places, both patches of the dataplane image: it
-// keeps DPDK's default file prefix with vdevs and it adds --single-file-segments.
+// order. The KubeFStack flavor differs in three places, all patches of the dataplane image: it
+// keeps DPDK's default file prefix with vdevs, it adds --single-file-segments, and with
+// lcoresPerCPU > 1 it pins the lcore with --lcores=<lcore>@<CPU> instead of -c.
 func (p *plan) ealArgs(proc int) []string {
 	s, d := p.spec, &p.spec.DPDK
 	args := []string{"f-stack"}
 	if d.NoHuge {
 		args = append(args, "--no-huge")
 	}
-	args = append(args, "-c"+hexMask(p.lcores[proc:proc+1]))
+	if p.lcoresShareCPUs() {
+		// Patch 0003, from podcontract.EnvLcoreCPUs (fstackEnv): in -c's slot.
+		args = append(args, fmt.Sprintf("--lcores=%d@%d", p.lcores[proc], p.cpus[proc]))
+	} else {
+		args = append(args, "-c"+hexMask(p.lcores[proc:proc+1]))
+	}
 	if d.Channels != 0 {
 		args = append(args, fmt.Sprintf("-n%d", d.Channels))
 	}

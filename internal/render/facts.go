@@ -15,7 +15,8 @@ import (
 // operator and the CLI use placeholders or what the user passes.
 type Facts struct {
 	// DataplaneCPUs are the CPUs of the dataplane container's cpuset (the exclusive CPUs kubelet
-	// gave it), ascending. F-Stack process k runs on DataplaneCPUs[k].
+	// gave it), ascending. F-Stack process k runs on DataplaneCPUs[k], or, with lcores sharing
+	// CPUs (spec.dpdk.lcoresPerCPU, lab only), on DataplaneCPUs[k mod len(DataplaneCPUs)].
 	DataplaneCPUs []int
 	// AppCPUs are the CPUs of the app container, ascending; the launcher pins the shim's DPDK
 	// secondary to the first (ShimEAL shows it). Empty when unknown.
@@ -107,15 +108,27 @@ func PCIResourceEnvNames(resource string) []string {
 // plugin's device info), `kubectl fstack render` from its flags (--cpus, --pci, --vhost, --addr).
 // One function per fact keeps what the CLI refuses what the dataplane refuses, in its words.
 
+// DataplaneCPUCount is the number of exclusive CPUs the dataplane container needs for processes
+// F-Stack processes, lcoresPerCPU of them sharing each (spec.dpdk.lcoresPerCPU; 1 in production).
+func DataplaneCPUCount(processes, lcoresPerCPU int) int {
+	lcoresPerCPU = max(lcoresPerCPU, 1)
+	return (processes + lcoresPerCPU - 1) / lcoresPerCPU
+}
+
 // CheckDataplaneCPUs says whether the dataplane container's CPUs can run processes F-Stack
-// processes, one exclusive CPU each.
-func CheckDataplaneCPUs(cpus []int, processes int) error {
-	if len(cpus) >= processes {
+// processes, one exclusive CPU each, or lcoresPerCPU each (lab only).
+func CheckDataplaneCPUs(cpus []int, processes, lcoresPerCPU int) error {
+	need := DataplaneCPUCount(processes, lcoresPerCPU)
+	if len(cpus) >= need {
 		return nil
 	}
-	return fmt.Errorf("the dataplane container has CPUs %s but the StackInstance asks for %d processes; "+
+	shared := ""
+	if lcoresPerCPU > 1 {
+		shared = fmt.Sprintf(" (%d processes per CPU, spec.dpdk.lcoresPerCPU)", lcoresPerCPU)
+	}
+	return fmt.Errorf("the dataplane container has CPUs %s but the StackInstance asks for %d processes%s; "+
 		"kubelet's static CPU manager must give it %d exclusive CPUs (Guaranteed pod, integer cpu), or lower spec.processes",
-		FormatCPUList(cpus), processes, processes)
+		FormatCPUList(cpus), processes, shared, need)
 }
 
 // ParsePCIDevices parses the PCI addresses of a device-plugin resource as the SR-IOV device

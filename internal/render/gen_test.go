@@ -66,6 +66,25 @@ func (g *gen) build() {
 		s.Processes = []int32{-5, 0, 65, 1<<31 - 1}[g.intn(4)]
 	}
 	g.profile()
+	g.lab()
+}
+
+// lab draws after the profile, for the same reason (no lab option once the bytes run out): now
+// and then up to 8 lcores share each CPU, and the container has only the CPUs that needs, unless
+// the CPUs' numbers would reach the ids the sharing lcores take (the renderer refuses that).
+func (g *gen) lab() {
+	s := &g.spec
+	if g.intn(4) != 3 || s.Dataplane.Flavor == fsv1.FlavorUpstream || s.Processes < 1 || s.Processes > 64 {
+		return
+	}
+	per := 2 + g.intn(7)
+	n := int(s.Processes)
+	m := min((n+per-1)/per, len(g.facts.DataplaneCPUs))
+	if m == 0 || g.facts.DataplaneCPUs[m-1] >= 128-(n-m) {
+		return
+	}
+	s.DPDK.LcoresPerCPU = int32(per)
+	g.facts.DataplaneCPUs = g.facts.DataplaneCPUs[:m]
 }
 
 // profile draws last, so the inputs saved before profiles existed decode as they did (no

@@ -110,6 +110,9 @@ func ealText(res *render.Result) []byte {
 	for k, argv := range res.EAL {
 		fmt.Fprintf(&b, "proc %d: %s\n", k, strings.Join(argv, " "))
 	}
+	for _, e := range res.FStackEnv {
+		fmt.Fprintf(&b, "fstack env: %s=%s\n", e.Name, e.Value)
+	}
 	for _, e := range res.ShimEnv {
 		fmt.Fprintf(&b, "launcher env: %s=%s\n", e.Name, e.Value)
 	}

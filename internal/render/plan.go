@@ -18,7 +18,8 @@ import (
 // that config.ini and the EAL argv are written from.
 type plan struct {
 	spec   *fsv1.StackInstanceSpec
-	lcores []int // lcore (= CPU) of process k
+	lcores []int // lcore of process k: its CPU, except lcores sharing a CPU (lab; lcoreIDs)
+	cpus   []int // CPU of process k
 	ports  []portPlan
 	vdevs  []vdevPlan
 	bonds  []bondPlan
@@ -86,15 +87,21 @@ func (p *plan) resolveLcores(f *Facts) field.ErrorList {
 	n := int(p.spec.Processes)
 	path := field.NewPath("spec", "processes")
 	cpus := f.DataplaneCPUs
-	if err := CheckDataplaneCPUs(cpus, n); err != nil {
+	perCPU := int(p.spec.DPDK.LcoresPerCPU)
+	if err := CheckDataplaneCPUs(cpus, n, perCPU); err != nil {
 		return field.ErrorList{field.Invalid(path, n, err.Error())}
 	}
-	p.lcores = cpus[:n]
+	p.lcores, p.cpus = lcoreIDs(cpus, n)
 	var errs field.ErrorList
-	for _, c := range p.lcores {
+	shared := min(len(cpus), n) // the lcores numbered as their CPU
+	for _, c := range p.lcores[:shared] {
 		if c >= maxLcore {
 			errs = append(errs, field.Invalid(path, n, fmt.Sprintf(
 				"CPU %d is beyond DPDK's RTE_MAX_LCORE (%d): F-Stack cannot use it as an lcore", c, maxLcore)))
+		} else if shared < n && c >= p.lcores[shared] {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "dpdk", "lcoresPerCPU"), perCPU, fmt.Sprintf(
+				"CPU %d is at or above lcore %d, the first of the ids lcores sharing a CPU take (%d-%d): "+
+					"use lcoresPerCPU 1 on this node", c, p.lcores[shared], p.lcores[shared], maxLcore-1)))
 		}
 	}
 	if len(f.AppCPUs) > 0 {
@@ -106,6 +113,28 @@ func (p *plan) resolveLcores(f *Facts) field.ErrorList {
 
 // maxLcore is RTE_MAX_LCORE of DPDK's default x86 build.
 const maxLcore = 128
+
+// lcoreIDs numbers the lcores of n processes on the container's CPUs and gives each its CPU,
+// round robin. Without sharing (one CPU per process) lcore k is CPU k, as F-Stack expects.
+// Lcores sharing a CPU (spec.dpdk.lcoresPerCPU, lab only) need ids of their own: F-Stack maps
+// process k to the k-th bit of lcore_mask and ports' lcore_list and queues are by lcore id, and
+// DPDK keeps per-lcore state (mempool caches) in shared memory, so no two processes of the
+// stack, nor a shim (FF_INITIAL_LCORE_ID names a CPU up to podcontract.MaxShimLcore), nor
+// F-Stack's tools (lcore 0), may have the same id. The first process on each CPU keeps the CPU's
+// number; the others take the highest ids, below RTE_MAX_LCORE, in process order, so the ids
+// ascend with k and stay above any shim's. Patch 0003 then pins each to its CPU with --lcores.
+func lcoreIDs(cpus []int, n int) (lcores, onCPU []int) {
+	m := min(len(cpus), n)
+	for k := 0; k < n; k++ {
+		onCPU = append(onCPU, cpus[k%m])
+		if k < m {
+			lcores = append(lcores, cpus[k])
+		} else {
+			lcores = append(lcores, maxLcore-n+k)
+		}
+	}
+	return lcores, onCPU
+}
 
 func (p *plan) checkAppCPU() field.ErrorList {
 	if !*p.spec.Shim.Enabled {

@@ -15,7 +15,8 @@ import (
 func TestPropertyValidSpecsRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewSource(20261121))
 	var maxProcs int32
-	split := 0 // specs whose ports are served by different processes
+	split := 0  // specs whose ports are served by different processes
+	shared := 0 // specs whose lcores share CPUs (lab option lcoresPerCPU)
 	for i := 0; i < 2000; i++ {
 		data := make([]byte, 256)
 		rng.Read(data)
@@ -27,6 +28,9 @@ func TestPropertyValidSpecsRoundTrip(t *testing.T) {
 			t.Fatalf("case %d: a valid spec was refused: %v\nspec: %+v", i, err, g.spec)
 		}
 		maxProcs = max(maxProcs, g.spec.Processes)
+		if len(g.facts.DataplaneCPUs) < int(g.spec.Processes) {
+			shared++
+		}
 		if len(g.spec.Ports) > 1 && !reflect.DeepEqual(g.spec.Ports[0].Processes, g.spec.Ports[1].Processes) {
 			split++
 		}
@@ -45,8 +49,8 @@ func TestPropertyValidSpecsRoundTrip(t *testing.T) {
 			t.Fatalf("case %d failed; config:\n%s", i, res.Config)
 		}
 	}
-	if maxProcs != 64 || split < 200 {
-		t.Errorf("the generator must reach the CRD's 64 processes and split ports between processes: max %d processes, %d split specs", maxProcs, split)
+	if maxProcs != 64 || split < 200 || shared < 100 {
+		t.Errorf("the generator must reach the CRD's 64 processes, split ports between processes and share CPUs between lcores: max %d processes, %d split specs, %d shared", maxProcs, split, shared)
 	}
 }
 

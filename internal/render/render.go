@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -34,6 +35,14 @@ type Result struct {
 	ShimEnv []EnvVar
 	// ShimEAL is the argv the shim passes to DPDK as a secondary; nil when the app's CPU is unknown.
 	ShimEAL []string
+	// CPUs[k] is the CPU process k runs on; several processes share one with
+	// spec.dpdk.lcoresPerCPU > 1 (lab only).
+	CPUs []int
+	// FStackEnv is what the supervisor adds to the environment of every F-Stack process (a
+	// native program's, and F-Stack's Nginx's workers through an env directive): with
+	// spec.dpdk.lcoresPerCPU > 1, podcontract.EnvLcoreCPUs, which patch 0003 turns into EAL's
+	// --lcores=<lcore>@<CPU>. EAL already shows the argv it gives.
+	FStackEnv []EnvVar
 	// Spec is the spec with every default applied.
 	Spec *fsv1.StackInstanceSpec
 	// Profile is what the spec's tuning profile set, for display only: Config already holds it.
@@ -81,6 +90,8 @@ func Render(spec *fsv1.StackInstanceSpec, facts *Facts) (*Result, error) {
 	}
 	res.ShimEnv = p.shimEnv()
 	res.ShimEAL = p.shimEAL()
+	res.CPUs = p.cpus
+	res.FStackEnv = p.fstackEnv()
 	return res, nil
 }
 
@@ -112,10 +123,12 @@ func Validate(spec *fsv1.StackInstanceSpec) field.ErrorList {
 func PlaceholderFacts(spec *fsv1.StackInstanceSpec) *Facts {
 	s := Defaults(spec)
 	f := &Facts{PCIResources: map[string][]string{}, Attachments: map[string]Attachment{}}
-	for i := 0; i < min(int(s.Processes), maxProcesses); i++ {
+	// As many CPUs as the injection asks for (fewer than processes with lcoresPerCPU > 1).
+	cpus := DataplaneCPUCount(min(int(s.Processes), maxProcesses), int(s.DPDK.LcoresPerCPU))
+	for i := 0; i < cpus; i++ {
 		f.DataplaneCPUs = append(f.DataplaneCPUs, 1+i)
 	}
-	f.AppCPUs = []int{1 + int(s.Processes)}
+	f.AppCPUs = []int{1 + cpus}
 	dev := 0
 	addDev := func(d *fsv1.PCIDevice) {
 		if d.Resource != "" {
@@ -157,6 +170,24 @@ func (p *plan) shimEnv() []EnvVar {
 	}
 	return []EnvVar{{Name: podcontract.EnvInstances, Value: strconv.Itoa(len(p.lcores))}}
 }
+
+// fstackEnv gives patch 0003 every process's CPU when lcores share CPUs. Always the whole
+// list, the same for every process: F-Stack's Nginx forks all its workers from one master with
+// one environment, and each picks its own entry by its proc id.
+func (p *plan) fstackEnv() []EnvVar {
+	if !p.lcoresShareCPUs() {
+		return nil
+	}
+	list := make([]string, len(p.cpus))
+	for k, c := range p.cpus {
+		list[k] = strconv.Itoa(c)
+	}
+	return []EnvVar{{Name: podcontract.EnvLcoreCPUs, Value: strings.Join(list, ",")}}
+}
+
+// lcoresShareCPUs is the lab option in effect: every process's lcore is pinned with --lcores
+// (patch 0003), even when the container happens to have a CPU for each.
+func (p *plan) lcoresShareCPUs() bool { return p.spec.DPDK.LcoresPerCPU > 1 }
 
 // dedupe drops repeated errors (the same check reached from two places).
 func dedupe(errs field.ErrorList) field.ErrorList {

@@ -25,7 +25,19 @@ func checkSpec(s *fsv1.StackInstanceSpec) field.ErrorList {
 	errs = append(errs, checkKNI(s)...)
 	errs = append(errs, checkPcap(s)...)
 	errs = append(errs, checkRSS(s)...)
+	errs = append(errs, checkLcoresPerCPU(s)...)
 	return errs
+}
+
+// checkLcoresPerCPU: lcores share a CPU only through patch 0003 (--lcores=<lcore>@<CPU>); an
+// unpatched F-Stack would pass -c with lcore ids that are no CPU of the container.
+func checkLcoresPerCPU(s *fsv1.StackInstanceSpec) field.ErrorList {
+	if s.DPDK.LcoresPerCPU > 1 && s.Dataplane.Flavor == fsv1.FlavorUpstream {
+		return field.ErrorList{field.Forbidden(field.NewPath("spec", "dpdk", "lcoresPerCPU"),
+			"lcores share a CPU only with the KubeFStack flavor's patch 0003 (EAL --lcores); "+
+				"upstream F-Stack pins lcore k to CPU k: use lcoresPerCPU 1 or flavor KubeFStack")}
+	}
+	return nil
 }
 
 func checkVersion(s *fsv1.StackInstanceSpec) field.ErrorList {

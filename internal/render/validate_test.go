@@ -44,6 +44,18 @@ func TestValidationNamesFieldAndRemedy(t *testing.T) {
 			"spec.processes", "static CPU manager", "R1"},
 		{"CPU beyond RTE_MAX_LCORE", func(s *fsv1.StackInstanceSpec, f *render.Facts) { f.DataplaneCPUs = []int{127, 128} },
 			"spec.processes", "RTE_MAX_LCORE", "R1"},
+		{"too few CPUs for lcores sharing them", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
+			s.Processes, s.DPDK.LcoresPerCPU, s.Ports[0].Processes = 5, 2, nil
+			f.DataplaneCPUs = []int{2, 3}
+		}, "spec.processes", "3 exclusive CPUs", "R1"},
+		{"shared lcores on an unpatched F-Stack", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
+			s.DPDK.LcoresPerCPU, s.Dataplane.Flavor = 2, fsv1.FlavorUpstream
+			f.DataplaneCPUs = []int{2}
+		}, "spec.dpdk.lcoresPerCPU", "patch 0003", "R1"},
+		{"CPU number among the shared lcores' ids", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
+			s.DPDK.LcoresPerCPU = 2
+			f.DataplaneCPUs = []int{127}
+		}, "spec.dpdk.lcoresPerCPU", "lcore 127", "R1"},
 		{"process serving no port", func(s *fsv1.StackInstanceSpec, f *render.Facts) { s.Ports[0].Processes = []int32{0} },
 			"spec.ports", "process 1 serves no port", "R4"},
 		{"65 VIPs", func(s *fsv1.StackInstanceSpec, f *render.Facts) {

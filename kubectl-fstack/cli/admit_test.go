@@ -32,7 +32,7 @@ func TestRenderFlagsFailAsTheDataplane(t *testing.T) {
 		want  string
 	}{
 		"--cpus not a list":   {"vhost-user.yaml", []string{"--cpus", "8-a"}, msg(badList)},
-		"--cpus too few":      {"vhost-user.yaml", []string{"--cpus", "3"}, msg(render.CheckDataplaneCPUs([]int{3}, 2))},
+		"--cpus too few":      {"vhost-user.yaml", []string{"--cpus", "3"}, msg(render.CheckDataplaneCPUs([]int{3}, 2, 1))},
 		"--pci not a PCI BDF": {"sriov.yaml", []string{"--pci", "intel.com/sriov_dpdk=5e:02"}, msg(badBDF)},
 		"--vhost no path":     {"vhost-user.yaml", []string{"--vhost", "data="}, "devinfo: vhost-user.path is missing"},
 		"--addr no prefix": {"sriov.yaml", []string{"--addr", "vf=10.1.2.3,10.1.2.1"},

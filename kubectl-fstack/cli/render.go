@@ -233,6 +233,12 @@ func (o *renderOptions) printEAL(w io.Writer, res *render.Result) error {
 			}
 		}
 	}
+	// spec.dpdk.lcoresPerCPU (lab only): the --lcores above come from this variable.
+	for _, e := range res.FStackEnv {
+		if _, err := fmt.Fprintf(w, "# fstack env (lab: lcores share CPUs): %s=%s\n", e.Name, e.Value); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

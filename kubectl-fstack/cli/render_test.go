@@ -55,6 +55,25 @@ func TestRenderFactsFromFlags(t *testing.T) {
 	}
 }
 
+// The lab sample of two processes on the local cluster's one CPU: without --cpus the
+// placeholders have the one CPU the injection asks for, and --eal shows both lcores on it.
+func TestRenderShowsLcoresSharingACPU(t *testing.T) {
+	out, errOut, code := run(t, "render", "-f", sample(t, "local-cluster/stack-two-processes.yaml"), "--eal")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"lcore_mask=80000000000000000000000000000002",
+		"# eal proc 0: f-stack --lcores=1@1 -n4 --proc-type=primary", "# eal proc 1: f-stack --lcores=127@1 -n4 --proc-type=secondary",
+		"# fstack env (lab: lcores share CPUs): KUBE_FSTACK_LCORE_CPUS=1,1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := fstackini.Parse([]byte(out), fstackini.V125); err != nil {
+		t.Errorf("output with --eal must stay a config F-Stack reads: %v", err)
+	}
+}
+
 func TestRenderVhostFlagAndNotes(t *testing.T) {
 	out, errOut, code := run(t, "render", "-f", sample(t, "vhost-user.yaml"), "--cpus", "2-3", "--vhost", "data=/x/net1.sock")
 	if code != 0 {

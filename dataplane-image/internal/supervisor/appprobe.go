@@ -3,7 +3,6 @@ package supervisor
 import (
 	"errors"
 	"fmt"
-	"math/bits"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -141,15 +140,16 @@ func (s *Supervisor) agentEnv(res *render.Result) ([]string, int, string) {
 	return env, cpu, note
 }
 
-// agentCPU picks the agent's CPU among the F-Stack processes' (their EAL -c masks): the last
+// agentCPU picks the agent's CPU among the F-Stack processes' (their EAL -c masks, or
+// --lcores=<lcore>@<CPU> when lcores share CPUs): the last
 // process's first, process 0's last, none above podcontract.MaxShimLcore if it can (ok false
 // otherwise).
 func agentCPU(res *render.Result) (int, bool) {
 	var cpus []int
 	for k := len(res.EAL) - 1; k >= 0; k-- {
 		for _, a := range res.EAL[k] {
-			if m, err := strconv.ParseUint(strings.TrimPrefix(a, "-c"), 16, 64); strings.HasPrefix(a, "-c") && err == nil && m != 0 {
-				cpus = append(cpus, 63-bits.LeadingZeros64(m))
+			if c, ok, err := ealCPU(a); ok && err == nil {
+				cpus = append(cpus, c)
 			}
 		}
 	}

@@ -48,12 +48,12 @@ func (l *Launch) Argv(res *render.Result, configFile string, k int) ([]string, e
 	return argv, nil
 }
 
-// eal is F-Stack's EAL argv without argv[0], with the one substitution LcoresPerProc asks for.
+// eal is F-Stack's EAL argv without argv[0], with the one substitution LcoresPerProc asks for
+// (of -c, or of patch 0003's --lcores=<lcore>@<CPU> when lcores share CPUs: the CPU is kept).
 func (l *Launch) eal(argv []string) ([]string, error) {
 	out := make([]string, 0, len(argv))
 	for _, a := range argv[1:] {
-		if l.LcoresPerProc > 1 && strings.HasPrefix(a, "-c") {
-			cpu, err := singleCPU(strings.TrimPrefix(a, "-c"))
+		if cpu, isLcore, err := ealCPU(a); l.LcoresPerProc > 1 && isLcore {
 			if err != nil {
 				return nil, err
 			}

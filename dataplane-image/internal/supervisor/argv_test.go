@@ -42,6 +42,47 @@ func TestArgv(t *testing.T) {
 	}
 }
 
+// Lcores sharing a CPU (lab option): the renderer's argv has patch 0003's --lcores=<lcore>@<CPU>;
+// program mode keeps the CPU, F-Stack and native programs get the environment the patch reads.
+func TestArgvAndEnvWithLcoresSharingACPU(t *testing.T) {
+	res := &render.Result{
+		EAL: [][]string{
+			{"f-stack", "--lcores=1@1", "-n4", "--proc-type=primary"},
+			{"f-stack", "--lcores=127@1", "-n4", "--proc-type=secondary"},
+		},
+		FStackEnv: []render.EnvVar{{Name: "KUBE_FSTACK_LCORE_CPUS", Value: "1,1"}},
+	}
+	prog := &Launch{ProgramMode: true, Program: "dpdk-testpmd", LcoresPerProc: 2}
+	for k := range 2 {
+		got, err := prog.Argv(res, "c", k)
+		if err != nil || got[1] != "--lcores=0@1,1@1" {
+			t.Errorf("process %d: %q %v, want testpmd's two lcores on CPU 1", k, got, err)
+		}
+	}
+	cpus, err := ealCPUs(res)
+	if err != nil || !reflect.DeepEqual(cpus, []int{1, 1}) {
+		t.Errorf("ealCPUs: %v %v, want [1 1]", cpus, err)
+	}
+	if cpu, ok := agentCPU(res); cpu != 1 || !ok {
+		t.Errorf("agentCPU: %d %v, want CPU 1", cpu, ok)
+	}
+	s := &Supervisor{Env: []string{"PATH=/bin"}}
+	if env := s.fstackEnv(res); !reflect.DeepEqual(env, append(s.childEnv(), "KUBE_FSTACK_LCORE_CPUS=1,1")) {
+		t.Errorf("fstackEnv: %q", env)
+	}
+	if names := fstackEnvNames(res); !reflect.DeepEqual(names, []string{"KUBE_FSTACK_LCORE_CPUS"}) {
+		t.Errorf("fstackEnvNames: %q", names)
+	}
+	for _, bad := range []string{"--lcores=1@x", "--lcores=1", "--lcores=a@1", "--lcores=1@-2"} {
+		if _, ok, err := ealCPU(bad); !ok || err == nil {
+			t.Errorf("ealCPU(%q) accepted", bad)
+		}
+	}
+	if _, ok, _ := ealCPU("--lcore-x"); ok {
+		t.Error("ealCPU took an argument that names no lcore")
+	}
+}
+
 func TestFilePrefix(t *testing.T) {
 	for _, tc := range []struct {
 		eal  []string

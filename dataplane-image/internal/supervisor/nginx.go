@@ -71,7 +71,8 @@ func (s *Supervisor) prepareNginx(res *render.Result) ([]string, error) {
 		return nil, err
 	}
 	plan := nginxconf.CheckFStack(append(globals, file...), nginxconf.FStack{
-		Processes: len(res.EAL), Config: s.Cfg.Paths.ConfigFile, ConfDir: filepath.Dir(conf), CPUs: cpus})
+		Processes: len(res.EAL), Config: s.Cfg.Paths.ConfigFile, ConfDir: filepath.Dir(conf), CPUs: cpus,
+		Env: fstackEnvNames(res)})
 	if len(plan.Refusals) > 0 {
 		return nil, fmt.Errorf("F-Stack's Nginx cannot run this stack with %s:\n  %s", conf, strings.Join(plan.Refusals, "\n  "))
 	}
@@ -81,15 +82,16 @@ func (s *Supervisor) prepareNginx(res *render.Result) ([]string, error) {
 	return cmd.WithGlobals(strings.Join(plan.Globals, " ")), nil
 }
 
-// ealCPUs are the CPUs of the rendered processes, process k's at k (its EAL -c mask).
+// ealCPUs are the CPUs of the rendered processes, process k's at k (its EAL -c mask, or
+// --lcores=<lcore>@<CPU> when lcores share CPUs).
 func ealCPUs(res *render.Result) ([]int, error) {
 	cpus := make([]int, len(res.EAL))
 	for k, eal := range res.EAL {
-		i := slices.IndexFunc(eal, func(a string) bool { return strings.HasPrefix(a, "-c") })
+		i := slices.IndexFunc(eal, func(a string) bool { _, ok, _ := ealCPU(a); return ok })
 		if i < 0 {
-			return nil, fmt.Errorf("process %d: the rendered EAL argv has no -c", k)
+			return nil, fmt.Errorf("process %d: the rendered EAL argv has no -c or --lcores", k)
 		}
-		cpu, err := singleCPU(strings.TrimPrefix(eal[i], "-c"))
+		cpu, _, err := ealCPU(eal[i])
 		if err != nil {
 			return nil, fmt.Errorf("process %d: %w", k, err)
 		}
@@ -107,7 +109,7 @@ func (s *Supervisor) startNginx(res *render.Result, prefix string, exited chan<-
 	}
 	s.log.Info("starting F-Stack's Nginx master", "argv", strings.Join(argv, " "))
 	// The master's output is its workers' too (they inherit it): it is Nginx's, not process 0's.
-	c, err := startChild(0, argv, s.childEnv(), s.log.With(logging.KeyProgram, "nginx"), exited)
+	c, err := startChild(0, argv, s.fstackEnv(res), s.log.With(logging.KeyProgram, "nginx"), exited)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -275,7 +275,7 @@ func (s *Supervisor) startAll(res *render.Result, prefix string, exited chan<- *
 			return procs, err
 		}
 		s.log.Info("starting process", logging.KeyProcess, k, "argv", strings.Join(argv, " "))
-		c, err := startChild(k, argv, s.childEnv(), s.log.With(logging.KeyProcess, k), exited)
+		c, err := startChild(k, argv, s.fstackEnv(res), s.log.With(logging.KeyProcess, k), exited)
 		if err != nil {
 			return procs, err
 		}

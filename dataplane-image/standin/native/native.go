@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/test/fstackini"
 )
 
@@ -27,6 +28,16 @@ type Args struct {
 	ProcID   int
 	Own      []string
 	procType string
+	// LcoreCPUs is podcontract.EnvLcoreCPUs as this process sees it (LcoreCPUsSet: at all), which
+	// the image's patch 0003 reads in dpdk_args_setup: the stand-in builds the same argv.
+	LcoreCPUs    string
+	LcoreCPUsSet bool
+}
+
+// WithLcoreCPUs fills LcoreCPUs from lookup (os.LookupEnv, or what an Nginx worker keeps).
+func (a *Args) WithLcoreCPUs(lookup func(string) (string, bool)) *Args {
+	a.LcoreCPUs, a.LcoreCPUsSet = lookup(podcontract.EnvLcoreCPUs)
+	return a
 }
 
 // ParseArgs splits argv (without argv[0]) as ff_init's getopt_long does: --conf, --proc-type
@@ -113,18 +124,27 @@ func Testpmd(testpmd string, a *Args) ([]string, error) {
 	if (a.ProcID == 0) != a.Primary {
 		return nil, fmt.Errorf("proc-id %d with proc-type %s: process 0 is the primary, every other a secondary", a.ProcID, map[bool]string{true: "primary", false: "secondary"}[a.Primary])
 	}
-	eal := cfg.EAL(a.ProcID, true)
+	eal := cfg.EALWithEnv(a.ProcID, true, a.LcoreCPUs, a.LcoreCPUsSet)
 	argv := []string{testpmd}
 	for _, e := range eal[1:] {
-		if strings.HasPrefix(e, "-c") {
-			// testpmd needs a forwarding lcore besides its main one: both on the process's CPU.
-			cpu, err := oneCPU(strings.TrimPrefix(e, "-c"))
-			if err != nil {
+		var cpu int
+		switch {
+		case strings.HasPrefix(e, "-c"):
+			if cpu, err = oneCPU(strings.TrimPrefix(e, "-c")); err != nil {
 				return nil, err
 			}
-			e = fmt.Sprintf("--lcores=0@%d,1@%d", cpu, cpu)
+		case strings.HasPrefix(e, "--lcores="):
+			// Patch 0003's form, --lcores=<lcore>@<CPU>: the CPU is what matters here.
+			_, c, ok := strings.Cut(strings.TrimPrefix(e, "--lcores="), "@")
+			if cpu, err = strconv.Atoi(c); !ok || err != nil {
+				return nil, fmt.Errorf("EAL %s is not --lcores=<lcore>@<CPU>", e)
+			}
+		default:
+			argv = append(argv, e)
+			continue
 		}
-		argv = append(argv, e)
+		// testpmd needs a forwarding lcore besides its main one: both on the process's CPU.
+		argv = append(argv, fmt.Sprintf("--lcores=0@%d,1@%d", cpu, cpu))
 	}
 	// --no-lsc-interrupt: F-Stack enables no link-status interrupt, and with one testpmd would
 	// reconnect to a restarted OVS by itself, where F-Stack needs the supervisor's link watch.

@@ -93,3 +93,58 @@ func TestReadNginx(t *testing.T) {
 		t.Errorf("no fstack_conf: got %v", err)
 	}
 }
+
+// Lcores sharing a CPU (lab option): the stand-in reads KUBE_FSTACK_LCORE_CPUS as patch 0003 does
+// and runs testpmd on the CPU it names, as program mode does from the renderer's argv; without
+// the variable it builds F-Stack's -c of lcore 127, which no CPU of a one-CPU container is, and
+// fails. Its Nginx passes the variable to a worker only through an env directive, as nginx does.
+func TestTestpmdHonoursTheLcoreCPUs(t *testing.T) {
+	si := fixtures.StackInstance("vhost", fixtures.WithProcesses(2), fixtures.WithVhostPort("data", "net1", 2), fixtures.WithShim(false))
+	si.Spec.DPDK.LcoresPerCPU = 2
+	facts := render.PlaceholderFacts(&si.Spec)
+	facts.DataplaneCPUs = []int{3}
+	res, err := render.Render(&si.Spec, facts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(t.TempDir(), "config.ini")
+	if err := os.WriteFile(conf, res.Config, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{res.FStackEnv[0].Name: res.FStackEnv[0].Value}
+	lookup := func(n string) (string, bool) { v, ok := env[n]; return v, ok }
+	l := supervisor.Launch{ProgramMode: true, Program: "testpmd", LcoresPerProc: 2, PrimaryArgs: []string{"x"}, SecondaryArgs: []string{"x"}}
+	for k := range 2 {
+		want, err := l.Argv(res, conf, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = want[:slices.Index(want, "--")]
+		a := &native.Args{Conf: conf, ProcID: k, Primary: k == 0}
+		got, err := native.Testpmd("testpmd", a.WithLcoreCPUs(lookup))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if eal := got[:slices.Index(got, "--")]; !slices.Equal(eal, want) || eal[1] != "--lcores=0@3,1@3" {
+			t.Errorf("process %d:\n got %q\nwant %q", k, eal, want)
+		}
+	}
+	a := &native.Args{Conf: conf, ProcID: 1}
+	if _, err := native.Testpmd("testpmd", a.WithLcoreCPUs(func(string) (string, bool) { return "", false })); err == nil {
+		t.Error("without KUBE_FSTACK_LCORE_CPUS process 1 has lcore 127's -c and must fail")
+	}
+
+	nginxConf := filepath.Join(t.TempDir(), "nginx.conf")
+	if err := os.WriteFile(nginxConf, []byte("fstack_conf /c.ini;\nevents {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for g, kept := range map[string]bool{"": false, "env KUBE_FSTACK_LCORE_CPUS;": true, "env KUBE_FSTACK_LCORE_CPUS=9,9;": false} {
+		n, err := native.ReadNginx([]string{"nginx", "-c", nginxConf, "-g", g})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := n.WorkerEnv(lookup)("KUBE_FSTACK_LCORE_CPUS"); ok != kept {
+			t.Errorf("-g %q: a worker sees the variable %v, want %v", g, ok, kept)
+		}
+	}
+}

@@ -19,6 +19,21 @@ type Nginx struct {
 	Workers int
 	Conf    string
 	Daemon  bool
+	// Env names the variables of the master's environment the workers keep (env directives):
+	// nginx replaces a worker's environment by them (and TZ) before F-Stack's ff_mod_init.
+	Env []string
+}
+
+// WorkerEnv looks a variable up as a worker sees it: only what an env directive kept.
+func (n *Nginx) WorkerEnv(lookup func(string) (string, bool)) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		for _, e := range n.Env {
+			if e == name {
+				return lookup(name)
+			}
+		}
+		return "", false
+	}
 }
 
 // ReadNginx reads `nginx [-c file] [-g directives]` (argv[0] is nginx) the way nginx does: -g
@@ -61,6 +76,11 @@ func ReadNginx(argv []string) (*Nginx, error) {
 			}
 		case "daemon":
 			n.Daemon = len(d.Args) != 1 || d.Args[0] != "off"
+		case "env":
+			// "env NAME=value" sets a value; the stand-in only keeps inherited ones.
+			if len(d.Args) == 1 && !strings.Contains(d.Args[0], "=") {
+				n.Env = append(n.Env, d.Args[0])
+			}
 		}
 	}
 	if n.Conf == "" {

@@ -102,3 +102,37 @@ func TestEALFromConfig(t *testing.T) {
 		t.Errorf("patched EAL keeps prefix rte and adds --single-file-segments, got %q", got)
 	}
 }
+
+// Patch 0003 reads KUBE_FSTACK_LCORE_CPUS as its C does (each case was run through the patched
+// dpdk_args_setup compiled on its own): entry proc of a list of digits and commas, 1-4 digits,
+// else -c with a warning; the upstream build ignores it.
+func TestEALWithLcoreCPUs(t *testing.T) {
+	c, err := Parse([]byte(minimal), V125)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		value string
+		set   bool
+		want  string // argv[1] of process 1 (lcore 3)
+	}{
+		{"", false, "-c8"},
+		{"1,1", true, "--lcores=3@1"},
+		{"3,7", true, "--lcores=3@7"},
+		{"12345,1", true, "--lcores=3@1"},
+		{"1", true, "-c8"},
+		{"1,x", true, "-c8"},
+		{"1,", true, "-c8"},
+		{",", true, "-c8"},
+		{"", true, "-c8"},
+		{"0,12345", true, "-c8"},
+	}
+	for _, tc := range cases {
+		if got := c.EALWithEnv(1, true, tc.value, tc.set); got[1] != tc.want {
+			t.Errorf("KUBE_FSTACK_LCORE_CPUS=%q (set %v): argv[1] %q, want %q", tc.value, tc.set, got[1], tc.want)
+		}
+		if got := c.EALWithEnv(1, false, tc.value, tc.set); got[1] != "-c8" {
+			t.Errorf("unpatched with %q: argv[1] %q, want -c8", tc.value, got[1])
+		}
+	}
+}

@@ -57,7 +57,7 @@ func (f *FactSource) Gather(spec *fsv1.StackInstanceSpec) (*render.Facts, error)
 	}
 	var errs []error
 	var err error
-	if facts.DataplaneCPUs, err = f.cpus(int(s.Processes)); err != nil {
+	if facts.DataplaneCPUs, err = f.cpus(int(s.Processes), int(s.DPDK.LcoresPerCPU)); err != nil {
 		errs = append(errs, err)
 	}
 	errs = append(errs, f.attachments(s, facts)...)
@@ -81,7 +81,7 @@ func joinLines(errs []error) error {
 	return errors.New(strings.Join(msgs, "\n  "))
 }
 
-func (f *FactSource) cpus(processes int) ([]int, error) {
+func (f *FactSource) cpus(processes, lcoresPerCPU int) ([]int, error) {
 	cpus, err := f.Affinity()
 	if err != nil {
 		return nil, fmt.Errorf("dataplane CPUs: %w", err)
@@ -89,7 +89,7 @@ func (f *FactSource) cpus(processes int) ([]int, error) {
 	if err := f.crossCheckCpuset(cpus); err != nil {
 		return nil, err
 	}
-	if err := render.CheckDataplaneCPUs(cpus, processes); err != nil {
+	if err := render.CheckDataplaneCPUs(cpus, processes, lcoresPerCPU); err != nil {
 		return nil, fmt.Errorf("dataplane CPUs: %w", err)
 	}
 	return cpus, nil

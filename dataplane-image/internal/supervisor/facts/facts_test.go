@@ -36,6 +36,22 @@ func TestGatherReadsEveryFact(t *testing.T) {
 	}
 }
 
+// Lab option spec.dpdk.lcoresPerCPU: two processes in a container of one CPU are accepted.
+func TestGatherAcceptsOneCPUForTwoSharingLcores(t *testing.T) {
+	spec := vhostSpec(2)
+	spec.DPDK.LcoresPerCPU = 2
+	h := newHarness(t, spec)
+	h.writeDevinfo()
+	h.cpus = []int{1}
+	facts, err := h.facts().Gather(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(facts.DataplaneCPUs, []int{1}) {
+		t.Errorf("CPUs = %v", facts.DataplaneCPUs)
+	}
+}
+
 func TestGatherNamesEachBadFact(t *testing.T) {
 	cases := map[string]struct {
 		mutate func(*harness, *fsv1.StackInstanceSpec)
@@ -43,6 +59,10 @@ func TestGatherNamesEachBadFact(t *testing.T) {
 	}{
 		"too few CPUs": {func(h *harness, _ *fsv1.StackInstanceSpec) { h.cpus = []int{3} },
 			[]string{"the dataplane container has CPUs 3 but the StackInstance asks for 2 processes; kubelet's static CPU manager must give it 2 exclusive CPUs (Guaranteed pod, integer cpu)"}},
+		"too few CPUs for lcores sharing them": {func(h *harness, s *fsv1.StackInstanceSpec) {
+			s.Processes, s.DPDK.LcoresPerCPU = 5, 2
+			h.cpus = []int{3, 4}
+		}, []string{"the dataplane container has CPUs 3-4 but the StackInstance asks for 5 processes (2 processes per CPU, spec.dpdk.lcoresPerCPU); kubelet's static CPU manager must give it 3 exclusive CPUs"}},
 		"no device info": {func(h *harness, _ *fsv1.StackInstanceSpec) {
 			_ = os.Remove(filepath.Join(h.paths.PodSocketDir, "net1.json"))
 		},

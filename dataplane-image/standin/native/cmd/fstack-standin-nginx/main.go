@@ -79,7 +79,8 @@ func main() {
 
 // spawn forks worker i: F-Stack's Nginx calls ff_mod_init(fstack_conf, i, i == 0) in it.
 func (m *master) spawn(i int) error {
-	argv, err := native.Testpmd(testpmd, &native.Args{Conf: m.conf.Conf, ProcID: i, Primary: i == 0})
+	a := &native.Args{Conf: m.conf.Conf, ProcID: i, Primary: i == 0}
+	argv, err := native.Testpmd(testpmd, a.WithLcoreCPUs(m.conf.WorkerEnv(os.LookupEnv)))
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,7 @@ func main() {
 	a, err := native.ParseArgs(os.Args[1:])
 	if err == nil {
 		var argv []string
-		if argv, err = native.Testpmd(testpmd, a); err == nil {
+		if argv, err = native.Testpmd(testpmd, a.WithLcoreCPUs(os.LookupEnv)); err == nil {
 			fmt.Printf("stand-in F-Stack program (not F-Stack): process %d as %s\n", a.ProcID, strings.Join(argv, " "))
 			// exec, not a child: the supervisor watches this PID as the F-Stack process.
 			err = syscall.Exec(argv[0], argv, os.Environ())
