@@ -139,16 +139,16 @@ func TestAppCrashLoopSpendsTheBudget(t *testing.T) {
 // reloadNginx is a stand-in for Nginx's master: it writes its pid where the configuration's pid
 // directive says (as nginx does), notes each start with its configuration's version line, and
 // leaves on SIGQUIT removing its pid file.
-func reloadNginx(t *testing.T, l *Launcher, dir string) (bin, conf, starts, pidPath string) {
+func reloadNginx(t *testing.T, l *Launcher, dir string) (bin, starts, pidPath string) {
 	t.Helper()
 	starts, pidPath = filepath.Join(dir, "starts"), filepath.Join(dir, "nginx.pid")
-	conf = filepath.Join(dir, "nginx.conf")
+	conf := filepath.Join(dir, "nginx.conf")
 	bin = fakeNginx(t, l, dir, `echo $$ > `+pidPath+`
 head -1 `+conf+` | tr -d '# ' >> `+starts+`
 trap 'rm -f `+pidPath+`; exit 0' QUIT
 while :; do sleep 0.05; done
 `, "# v1\npid "+pidPath+";\n"+goodConf)
-	return bin, conf, starts, pidPath
+	return bin, starts, pidPath
 }
 
 // `nginx -s reload` signals the pid in nginx's pid file, which the launcher has taken over: the
@@ -159,7 +159,7 @@ func TestReloadRestartsNginxInPlaceWithTheNewConfiguration(t *testing.T) {
 	l, dir, log := inPlace(t, 5)
 	l.NginxTest = func(context.Context, []string) error { return nil }
 	ready(t, dir, "1")
-	bin, conf, starts, pidPath := reloadNginx(t, l, dir)
+	bin, starts, pidPath := reloadNginx(t, l, dir)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	res := make(chan int, 1)
@@ -187,7 +187,6 @@ func TestReloadRestartsNginxInPlaceWithTheNewConfiguration(t *testing.T) {
 	}
 
 	// A refused configuration: nginx goes on with v2, nothing restarts.
-	_ = conf
 	write(t, dir, "nginx.conf", "# v3\npid "+pidPath+";\nevents {}\nhttp { sendfile on; server { listen 80 reuseport; } }\n")
 	reload()
 	waitFor(t, "the refusal logged", func() bool {
@@ -249,7 +248,7 @@ func TestReloadsDoNotSpendTheCrashLoopBudget(t *testing.T) {
 	l, dir, _ := inPlace(t, 1)
 	l.NginxTest = func(context.Context, []string) error { return nil }
 	ready(t, dir, "1")
-	bin, _, starts, pidPath := reloadNginx(t, l, dir)
+	bin, starts, pidPath := reloadNginx(t, l, dir)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	res := make(chan int, 1)

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/time/rate"
@@ -370,21 +369,7 @@ func downPorts(st *podcontract.DataplaneStatus) string {
 // note makes text from a pod fit an Event's note: printable (kubectl describe prints it raw, and
 // the pod wrote it), and within the API's limit.
 func note(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, w := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && w == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case unicode.IsPrint(r):
-			b.WriteRune(r)
-		default:
-			q := strconv.QuoteRuneToASCII(r)
-			b.WriteString(q[1 : len(q)-1])
-		}
-		i += w
-	}
-	out := b.String()
+	out := podcontract.Printable(s)
 	if len(out) > eventNoteMax {
 		cut := eventNoteMax - 3
 		for cut > 0 && !utf8.RuneStart(out[cut]) {
