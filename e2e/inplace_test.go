@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -136,9 +137,14 @@ func checkPrimaryKillsRecoverInPlace(t *testing.T, p *corev1.Pod) *corev1.Pod {
 				t.Fatal(err)
 			}
 		}
-	}, func(st *podcontract.Status, _ *corev1.Pod) (bool, string) {
+	}, func(st *podcontract.Status, p *corev1.Pod) (bool, string) {
+		// The app counts as back once its launcher started it against the new generation:
+		// a kill that lands while the app is still starting moves the generation under a
+		// launcher that has nothing running to restart, so the count alone can lag.
 		app := st.Restarts.Apps[appCont].ByReason[podcontract.AppRestartDataplane]
-		return st.Generation > gen && st.Ready && app > appRestarts, fmt.Sprintf("generation %d (was %d), ready %t, app restarts for the dataplane %d", st.Generation, gen, st.Ready, app)
+		started := appStartedGeneration(p)
+		return st.Generation > gen && st.Ready && app > appRestarts && started == strconv.Itoa(st.Generation),
+			fmt.Sprintf("generation %d (was %d), ready %t, app restarts for the dataplane %d, app started against generation %q", st.Generation, gen, st.Ready, app, started)
 	})
 	st := mustStatus(t, p)
 	if d := st.Restarts.Dataplane.ByReason[podcontract.DataplaneRestartProcessExit] - st0.Restarts.Dataplane.ByReason[podcontract.DataplaneRestartProcessExit]; d != 3 {
@@ -299,4 +305,16 @@ func checkReloadsRestartNginxInPlace(t *testing.T) {
 		t.Error(err)
 	}
 	deleteNginxSample(t, p)
+}
+
+// appStartedGeneration is the generation the demo app's launcher last started the app against
+// (podcontract.AppStartedFile in its directory of the app-state volume), read on the node; ""
+// when there is none yet.
+func appStartedGeneration(p *corev1.Pod) string {
+	b, err := os.ReadFile(filepath.Join("/var/lib/kubelet/pods", string(p.UID), "volumes/kubernetes.io~empty-dir",
+		podcontract.AppStateVolume, appCont, podcontract.AppStartedFile))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
