@@ -151,20 +151,38 @@ while :; do sleep 0.05; done
 	return bin, starts, pidPath
 }
 
+// reloadable is a launcher running reloadNginx's stand-in with a restart budget, its
+// configuration always passing nginx -t.
+type reloadable struct {
+	l               *Launcher
+	dir             string
+	log             *syncbuf.Buffer
+	starts, pidPath string
+	res             chan int
+	cancel          context.CancelFunc
+	self            string // the launcher's pid, as nginx's pid file holds it once taken over
+}
+
+func runReloadable(t *testing.T, budget int) *reloadable {
+	t.Helper()
+	l, dir, log := inPlace(t, budget)
+	l.NginxTest = func(context.Context, []string) error { return nil }
+	ready(t, dir, "1")
+	bin, starts, pidPath := reloadNginx(t, l, dir)
+	ctx, cancel := context.WithCancel(context.Background())
+	res := make(chan int, 1)
+	go func() { res <- l.Run(ctx, []string{bin}) }()
+	return &reloadable{l: l, dir: dir, log: log, starts: starts, pidPath: pidPath, res: res, cancel: cancel, self: strconv.Itoa(os.Getpid())}
+}
+
 // `nginx -s reload` signals the pid in nginx's pid file, which the launcher has taken over: the
 // new configuration is judged, and nginx is restarted in place with it; a configuration the
 // shim cannot run is refused and the running nginx keeps serving. On main the SIGHUP went to
 // the master, whose re-forked workers under the shim serve nothing.
 func TestReloadRestartsNginxInPlaceWithTheNewConfiguration(t *testing.T) {
-	l, dir, log := inPlace(t, 5)
-	l.NginxTest = func(context.Context, []string) error { return nil }
-	ready(t, dir, "1")
-	bin, starts, pidPath := reloadNginx(t, l, dir)
-	ctx, cancel := context.WithCancel(context.Background())
+	rl := runReloadable(t, 5)
+	l, dir, log, starts, pidPath, res, cancel, self := rl.l, rl.dir, rl.log, rl.starts, rl.pidPath, rl.res, rl.cancel, rl.self
 	defer cancel()
-	res := make(chan int, 1)
-	go func() { res <- l.Run(ctx, []string{bin}) }()
-	self := strconv.Itoa(os.Getpid())
 	waitFor(t, "the launcher's pid in nginx's pid file", func() bool { return strings.Join(lines(pidPath), "") == self })
 
 	// What `nginx -s reload` does: SIGHUP to the pid in the file.
@@ -245,15 +263,9 @@ while :; do wait; done
 // restart Nginx in place. On real F-Stack a budget of 10 that counted them made the tenth of
 // ten reloads exit the container (70), and the kubelet restarted it.
 func TestReloadsDoNotSpendTheCrashLoopBudget(t *testing.T) {
-	l, dir, _ := inPlace(t, 1)
-	l.NginxTest = func(context.Context, []string) error { return nil }
-	ready(t, dir, "1")
-	bin, starts, pidPath := reloadNginx(t, l, dir)
-	ctx, cancel := context.WithCancel(context.Background())
+	rl := runReloadable(t, 1)
+	l, starts, pidPath, res, cancel, self := rl.l, rl.starts, rl.pidPath, rl.res, rl.cancel, rl.self
 	defer cancel()
-	res := make(chan int, 1)
-	go func() { res <- l.Run(ctx, []string{bin}) }()
-	self := strconv.Itoa(os.Getpid())
 	for i := 1; i <= 3; i++ {
 		waitFor(t, "the launcher's pid in nginx's pid file", func() bool { return strings.Join(lines(pidPath), "") == self })
 		if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
