@@ -1,0 +1,56 @@
+package podcontract
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+func TestAddressesRoundTrip(t *testing.T) {
+	in := []ServedAddress{
+		{Port: 0, Addr: netip.MustParseAddr("10.56.0.11")},
+		{Port: 0, Addr: netip.MustParseAddr("2001:db8::11")},
+		{Port: 1, Addr: netip.MustParseAddr("10.57.0.11")},
+	}
+	v := FormatAddresses(in)
+	if v != "0=10.56.0.11,0=2001:db8::11,1=10.57.0.11" {
+		t.Fatalf("FormatAddresses = %q", v)
+	}
+	out, err := ParseAddresses(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != len(in) {
+		t.Fatalf("ParseAddresses = %v, want %v", out, in)
+	}
+	for i := range in {
+		if out[i] != in[i] {
+			t.Errorf("entry %d = %v, want %v", i, out[i], in[i])
+		}
+	}
+	if out, err := ParseAddresses(""); err != nil || out != nil {
+		t.Errorf("ParseAddresses(\"\") = %v, %v; want nothing", out, err)
+	}
+}
+
+func TestParseAddressesRefusesWhatAPodMightWrite(t *testing.T) {
+	for _, v := range []string{
+		"10.56.0.11",
+		"0=10.56.0.11,x",
+		"-1=10.56.0.11",
+		"64=10.56.0.11",
+		"01=10.56.0.11",
+		"0=10.56.0.0/24",
+		"0=fe80::1%eth0",
+		"0=127.0.0.1",
+		"0=224.0.0.1",
+		"0=0.0.0.0",
+		"0=255.255.255.255",
+		"0=10.56.0.11\n",
+		strings.Repeat("0=10.56.0.11,", 128) + "0=10.56.0.12",
+	} {
+		if out, err := ParseAddresses(v); err == nil {
+			t.Errorf("ParseAddresses(%q) = %v, want an error", v, out)
+		}
+	}
+}
