@@ -116,7 +116,7 @@ func assertSecondaryReadsCounters(t *testing.T, p *pod) {
 
 func assertTelemetryAndMetrics(t *testing.T, p *pod, d *dataplane) {
 	t.Helper()
-	ports, err := telemetry.AllEthdevStats(telemetry.SocketPath(p.runDir, "rte"), 5*time.Second)
+	ports, err := telemetry.AllEthdevStats(telemetry.SocketPath(p.runDir, "rte"), 5*time.Second, telemetry.ProcessOf(d.cmd.Process.Pid))
 	if err != nil {
 		t.Fatalf("telemetry of the real primary: %v", err)
 	}
