@@ -73,8 +73,9 @@ func serviceEndpoints(svc string) ([]sliceEndpoint, error) {
 	return out, nil
 }
 
-// waitSlice waits until the Service's slices hold exactly want.
-func waitSlice(t *testing.T, svc, what string, want ...sliceEndpoint) {
+// waitSlice waits until the suite's Service's slices hold exactly want.
+func waitSlice(t *testing.T, what string, want ...sliceEndpoint) {
+	svc := serviceName
 	t.Helper()
 	err := framework.Poll("EndpointSlice of "+svc+": "+what, 30*time.Second, 200*time.Millisecond, func() (bool, string, error) {
 		got, err := serviceEndpoints(svc)
@@ -96,13 +97,13 @@ func waitSlice(t *testing.T, svc, what string, want ...sliceEndpoint) {
 func checkServiceReachesStack(t *testing.T, pod *corev1.Pod) *corev1.Pod {
 	ctx := context.Background()
 	mustApply(t, fixtures.YAML(stackService(serviceName, stackName)))
-	waitSlice(t, serviceName, "the Ready pod", sliceEndpoint{addr: stackAddr, pod: pod.Name, ready: true, serving: true})
+	waitSlice(t, "the Ready pod", sliceEndpoint{addr: stackAddr, pod: pod.Name, ready: true, serving: true})
 
 	// Unready (the workload's readiness probe reads /tmp/attach.rc), then ready again.
 	execIn(t, pod, appCont, "sh", "-c", "cp /tmp/attach.rc /tmp/attach.rc.ok && echo 1 >/tmp/attach.rc")
-	waitSlice(t, serviceName, "the unready pod", sliceEndpoint{addr: stackAddr, pod: pod.Name})
+	waitSlice(t, "the unready pod", sliceEndpoint{addr: stackAddr, pod: pod.Name})
 	execIn(t, pod, appCont, "sh", "-c", "cp /tmp/attach.rc.ok /tmp/attach.rc")
-	waitSlice(t, serviceName, "the pod ready again", sliceEndpoint{addr: stackAddr, pod: pod.Name, ready: true, serving: true})
+	waitSlice(t, "the pod ready again", sliceEndpoint{addr: stackAddr, pod: pod.Name, ready: true, serving: true})
 
 	svc := &corev1.Service{}
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: injectedNS, Name: serviceName}, svc); err != nil {
@@ -153,11 +154,11 @@ func checkServiceReachesStack(t *testing.T, pod *corev1.Pod) *corev1.Pod {
 		t.Fatal(err)
 	}
 	next := waitAppPod(t, string(pod.UID))
-	waitSlice(t, serviceName, "the replacement pod only", sliceEndpoint{addr: stackAddr, pod: next.Name, ready: true, serving: true})
+	waitSlice(t, "the replacement pod only", sliceEndpoint{addr: stackAddr, pod: next.Name, ready: true, serving: true})
 	if _, err := env.Kubectl("delete", "service", serviceName, "-n", injectedNS, "--wait=true"); err != nil {
 		t.Fatal(err)
 	}
-	waitSlice(t, serviceName, "none once the Service is gone")
+	waitSlice(t, "none once the Service is gone")
 	return next
 }
 

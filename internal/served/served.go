@@ -80,7 +80,7 @@ func podSpecSnapshot(pod *corev1.Pod) (*fsv1.StackInstanceSpec, error) {
 	}
 	spec := &fsv1.StackInstanceSpec{}
 	if err := json.Unmarshal([]byte(raw), spec); err != nil {
-		return nil, fmt.Errorf("annotation %s: %v", podcontract.SpecAnnotation, err)
+		return nil, fmt.Errorf("annotation %s: %w", podcontract.SpecAnnotation, err)
 	}
 	return spec, nil
 }
@@ -116,14 +116,14 @@ func staticAddresses(spec *fsv1.StackInstanceSpec, idx int) ([]netip.Addr, error
 		}
 		p, err := netip.ParsePrefix(a.IPv4.Address)
 		if err != nil {
-			return nil, fmt.Errorf("annotation %s: port %d: ipv4 address %q: %v", podcontract.SpecAnnotation, idx, podcontract.Printable(a.IPv4.Address), err)
+			return nil, fmt.Errorf("annotation %s: port %d: ipv4 address %q: %w", podcontract.SpecAnnotation, idx, podcontract.Printable(a.IPv4.Address), err)
 		}
 		out = append(out, p.Addr())
 	}
 	if a.IPv6 != nil && a.IPv6.From != fsv1.AddressAttachment {
 		p, err := netip.ParsePrefix(a.IPv6.Address)
 		if err != nil {
-			return nil, fmt.Errorf("annotation %s: port %d: ipv6 address %q: %v", podcontract.SpecAnnotation, idx, podcontract.Printable(a.IPv6.Address), err)
+			return nil, fmt.Errorf("annotation %s: port %d: ipv6 address %q: %w", podcontract.SpecAnnotation, idx, podcontract.Printable(a.IPv6.Address), err)
 		}
 		out = append(out, p.Addr())
 	}

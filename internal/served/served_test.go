@@ -13,7 +13,7 @@ import (
 )
 
 // specPod is a bound pod whose snapshot has the given ports' addressing, and annotations.
-func specPod(t *testing.T, name string, ports []fsv1.Addressing, ann map[string]string) corev1.Pod {
+func specPod(t *testing.T, ports []fsv1.Addressing, ann map[string]string) corev1.Pod {
 	t.Helper()
 	spec := fsv1.StackInstanceSpec{}
 	for i, a := range ports {
@@ -28,7 +28,7 @@ func specPod(t *testing.T, name string, ports []fsv1.Addressing, ann map[string]
 	}
 	ann[podcontract.SpecAnnotation] = string(raw)
 	return corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: name, UID: "uid-" + "name", Annotations: ann,
+		ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "a", UID: "uid-a", Annotations: ann,
 			Labels: map[string]string{fsv1.StackLabel: "s"}},
 		Spec:   corev1.PodSpec{NodeName: "node-a"},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
@@ -53,20 +53,20 @@ func TestServedAddresses(t *testing.T) {
 		want string
 		err  string
 	}{
-		{name: "static fallback", pod: specPod(t, "a", []fsv1.Addressing{dual}, nil), want: "10.56.0.10 2001:db8::10"},
-		{name: "annotation", pod: specPod(t, "a", []fsv1.Addressing{static4, static4},
+		{name: "static fallback", pod: specPod(t, []fsv1.Addressing{dual}, nil), want: "10.56.0.10 2001:db8::10"},
+		{name: "annotation", pod: specPod(t, []fsv1.Addressing{static4, static4},
 			map[string]string{podcontract.AddressesAnnotation: "0=10.56.0.11,1=10.57.0.11,0=2001:db8::11"}), want: "10.56.0.11 2001:db8::11"},
-		{name: "annotation, second port by name", pod: specPod(t, "a", []fsv1.Addressing{static4, static4},
+		{name: "annotation, second port by name", pod: specPod(t, []fsv1.Addressing{static4, static4},
 			map[string]string{podcontract.AddressesAnnotation: "0=10.56.0.11,1=10.57.0.11"}), port: "mgmt", want: "10.57.0.11"},
-		{name: "second port by index", pod: specPod(t, "a", []fsv1.Addressing{static4, dual}, nil), port: "1", want: "10.56.0.10 2001:db8::10"},
-		{name: "attachment without annotation", pod: specPod(t, "a", []fsv1.Addressing{attach}, nil),
+		{name: "second port by index", pod: specPod(t, []fsv1.Addressing{static4, dual}, nil), port: "1", want: "10.56.0.10 2001:db8::10"},
+		{name: "attachment without annotation", pod: specPod(t, []fsv1.Addressing{attach}, nil),
 			err: "takes its address from the attachment and the pod has no kubefstack.io/addresses annotation"},
-		{name: "attachment with annotation", pod: specPod(t, "a", []fsv1.Addressing{attach},
+		{name: "attachment with annotation", pod: specPod(t, []fsv1.Addressing{attach},
 			map[string]string{podcontract.AddressesAnnotation: "0=10.56.0.12"}), want: "10.56.0.12"},
-		{name: "no such port", pod: specPod(t, "a", []fsv1.Addressing{static4}, nil), port: "2", err: `its stack has no port named "2"`},
-		{name: "malformed annotation", pod: specPod(t, "a", []fsv1.Addressing{static4},
+		{name: "no such port", pod: specPod(t, []fsv1.Addressing{static4}, nil), port: "2", err: `its stack has no port named "2"`},
+		{name: "malformed annotation", pod: specPod(t, []fsv1.Addressing{static4},
 			map[string]string{podcontract.AddressesAnnotation: "0=10.56.0.11,0=224.0.0.1"}), err: "is not a unicast address"},
-		{name: "annotation without the port", pod: specPod(t, "a", []fsv1.Addressing{static4, static4},
+		{name: "annotation without the port", pod: specPod(t, []fsv1.Addressing{static4, static4},
 			map[string]string{podcontract.AddressesAnnotation: "1=10.57.0.11"}), err: "names no address of stack port 0"},
 		{name: "not injected", pod: corev1.Pod{}, err: "it has no kubefstack.io/spec annotation"},
 	} {
