@@ -16,12 +16,13 @@ import (
 // sandbox.
 
 // ADD links <socketRoot>/<uid> to the emptyDir the kubelet root and the pod's UID name, and
-// nothing else: not the pod's name or namespace, not podSocketDir, not an earlier link. The
-// device info is a regular file in the emptyDir itself.
+// nothing else: not the pod's name, not podSocketDir, not an earlier link (the namespace is one
+// the node serves, so a name: nodeconf refuses a path there). The device info is a regular file
+// in the emptyDir itself.
 func TestAddLinksThePodsEmptyDir(t *testing.T) {
 	f := newFakeOVSDB(t, nil)
 	n := newNode(t, f.path, map[string]any{"podSocketDir": "/elsewhere"})
-	n.args.Args = "K8S_POD_NAMESPACE=../../etc;K8S_POD_NAME=/tmp;K8S_POD_UID=u1"
+	n.args.Args = "K8S_POD_NAMESPACE=ns;K8S_POD_NAME=../../etc/tmp;K8S_POD_UID=u1"
 	other := filepath.Join(t.TempDir(), "old-kubelet", "pods", "u1", "volumes", "kubernetes.io~empty-dir", "fstack-vhost")
 	mustOK(t, os.MkdirAll(n.root, 0o755))
 	mustOK(t, os.Symlink(other, filepath.Join(n.root, "u1"))) // made under an earlier kubeletRootDir
@@ -143,7 +144,7 @@ func TestGCRemovesLinksOfPodsThatAreGone(t *testing.T) {
 	mustOK(t, os.WriteFile(filepath.Join(n.volume(), "planted"), make([]byte, 1<<20), 0o644))
 	mustOK(t, os.RemoveAll(filepath.Join(n.kubelet, "pods", "u1"))) // as the kubelet does with the pod
 	live := newNode(t, f.path, n.shared(nil))
-	live.args.ContainerID, live.args.Args = "c2", "K8S_POD_UID=u2"
+	live.args.ContainerID, live.args.Args = "c2", "K8S_POD_NAMESPACE=ns;K8S_POD_UID=u2"
 	mustOK(t, os.MkdirAll(filepath.Join(n.kubelet, "pods/u2/volumes/kubernetes.io~empty-dir/fstack-vhost"), 0o755))
 	if _, _, err := live.add(); err != nil {
 		t.Fatal(err)
