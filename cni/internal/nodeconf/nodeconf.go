@@ -76,7 +76,10 @@ func (c *Conf) Paths() []Field {
 }
 
 func (c *Conf) applyDefaults() {
-	for _, d := range []struct{ v *string; def string }{{&c.OVSDBSocket, DefaultOVSDBSocket}, {&c.SocketRoot, DefaultSocketRoot},
+	for _, d := range []struct {
+		v   *string
+		def string
+	}{{&c.OVSDBSocket, DefaultOVSDBSocket}, {&c.SocketRoot, DefaultSocketRoot},
 		{&c.KubeletRootDir, DefaultKubeletRootDir}, {&c.DeviceInfoDir, DefaultDeviceInfoDir}, {&c.LogFile, DefaultLogFile}} {
 		if *d.v == "" {
 			*d.v = d.def
