@@ -2,13 +2,18 @@ package plugin
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/kube-fstack/kube-fstack/internal/fsutil"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // The pod's socket directory is its emptyDir (the kubelet's); the socket root holds only a link
@@ -220,4 +225,40 @@ func TestAKilledAddsLinkIsRemovedByDelOrGC(t *testing.T) {
 	if _, err := os.Lstat(link); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("GC left the link of a killed ADD whose pod is gone: %v", err)
 	}
+}
+
+// DEL decides whether to keep the pod's link under the node-wide lock, which every ADD and DEL
+// of the node waits for, in a directory the pod fills as it likes: 5000 planted *.json files
+// (of names ADD could write, and others) must not be read, only a bounded few. The link of such
+// a pod stays until the kubelet removes its emptyDir; GC then removes it.
+func TestDelReadsABoundedFewOfWhatThePodPlanted(t *testing.T) {
+	f := newFakeOVSDB(t, nil)
+	n := newNode(t, f.path, nil)
+	if _, _, err := n.add(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5000 {
+		name := fmt.Sprintf("p%d.json", i)
+		if i%2 == 1 {
+			name = fmt.Sprintf("not-an-ifname-%d.json", i)
+		}
+		mustOK(t, os.WriteFile(filepath.Join(n.volume(), name), []byte(`{"type":"planted"}`), 0o644))
+	}
+	var reads atomic.Int64
+	defer func(orig func(*fsutil.Dir, string) (*podcontract.DevInfo, error)) { readDevInfoIn = orig }(readDevInfoIn)
+	readDevInfoIn = func(d *fsutil.Dir, name string) (*podcontract.DevInfo, error) {
+		reads.Add(1)
+		return podcontract.ReadDevInfoIn(d, name)
+	}
+	mustOK(t, n.p.Del(n.args))
+	if r := reads.Load(); r > maxHeldReads {
+		t.Fatalf("DEL read %d of the pod's planted files under the root lock, want at most %d", r, maxHeldReads)
+	}
+	if _, err := os.Lstat(filepath.Join(n.volume(), "net1.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the attachment's own device info is left: %v", err)
+	}
+	mustOK(t, os.RemoveAll(filepath.Join(n.kubelet, "pods", "u1"))) // as the kubelet does with the pod
+	mustOK(t, n.p.GC(&skel.CmdArgs{StdinData: confJSON(t, n.shared(map[string]any{
+		"ovsdbSocket": f.path, "cni.dev/valid-attachments": []any{}}))}))
+	n.assertNoFiles()
 }
