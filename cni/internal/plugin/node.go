@@ -117,3 +117,10 @@ func (p *Plugin) nodeConfigName() string {
 	}
 	return "the node config " + p.NodeConfig
 }
+
+// NodeConfigLDFlag is the -ldflags argument that builds fstack-cni reading its node config at
+// path instead of nodeconf.Path: for the node tests and the benchmark, which run the plugin on
+// a node of their own beside the machine's.
+func NodeConfigLDFlag(path string) string {
+	return "-X github.com/kube-fstack/kube-fstack/cni/internal/plugin.nodeConfigPath=" + path
+}
