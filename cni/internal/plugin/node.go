@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/containernetworking/cni/pkg/types"
 
@@ -43,12 +44,16 @@ func (c *NetConf) nodeConflicts(node *nodeconf.Conf, from string) error {
 	for _, f := range node.Paths() {
 		have[f.Name] = f.Value
 	}
+	var wrong []string
 	for _, f := range c.named {
 		if filepath.Clean(f.Value) != have[f.Name] {
-			return fmt.Errorf("%s %q in the network config is not this node's %s %q (%s): fstack-cni takes the node's paths from "+
+			wrong = append(wrong, fmt.Sprintf("%s %q in the network config is not this node's %s %q (%s): fstack-cni takes the node's paths from "+
 				"the node only; remove %s from the network config (the NetworkAttachmentDefinition's spec.config, or the node's "+
-				"conflist), and set it on the node (chart values: see the kube-fstack chart's cni.nodeConfig)", f.Name, f.Value, f.Name, have[f.Name], from, f.Name)
+				"conflist), and set it on the node (chart values: see the kube-fstack chart's cni.nodeConfig)", f.Name, f.Value, f.Name, have[f.Name], from, f.Name))
 		}
+	}
+	if len(wrong) > 0 {
+		return errors.New(strings.Join(wrong, "; "))
 	}
 	if file := c.RuntimeConfig.CNIDeviceInfoFile; file != "" && !inDeviceInfoDir(file, node.DeviceInfoDir) {
 		return fmt.Errorf("runtimeConfig.CNIDeviceInfoFile %q is not a file directly in the node's device-info directory %s (%s): "+
