@@ -260,6 +260,7 @@ cni_config() {
     {"type": "portmap", "capabilities": {"portMappings": true}},
     {
       "type": "fstack-cni", "bridge": "$OVS_BRIDGE", "ovsdbSocket": "$OVS_DB_SOCK",
+      "capabilities": {"io.kubernetes.cri.pod-annotations": true},
       "socketRoot": "$SOCKET_ROOT", "kubeletRootDir": "/var/lib/kubelet", "skipUnprepared": true,
       "deviceInfoDir": "/var/run/kube-fstack/devinfo",
       "logFile": "$LOGS/fstack-cni.log",
