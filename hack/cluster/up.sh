@@ -270,6 +270,7 @@ EOF
     {"type": "portmap", "capabilities": {"portMappings": true}},
     {
       "type": "fstack-cni", "bridge": "$OVS_BRIDGE", "skipUnprepared": true,
+      "capabilities": {"io.kubernetes.cri.pod-annotations": true},
       "ipam": {"type": "host-local", "subnet": "$FSTACK_SUBNET", "gateway": "10.99.0.1",
                "rangeStart": "10.99.0.100", "dataDir": "$CNI_DATA/fstack"}
     }

@@ -86,16 +86,25 @@ func (p *Plugin) add(c *command, a *attachment, stdin []byte) (res *current.Resu
 	if err != nil {
 		return nil, err
 	}
+	spec, claims, err := c.binding(a, stdin, ipamRes)
+	if err != nil {
+		return nil, err
+	}
+	a.Binding = spec
 	res, err = buildResult(c.conf, a, ipamRes)
 	if err != nil {
 		return nil, err
 	}
+	a.claims = claims
 	undo = append(undo, func() error { return removeFiles(a) })
 	if err := writeFiles(c.conf.SocketRoot, a, deviceInfo(c.conf, a, ipamRes)); err != nil {
 		return nil, cniErr(types.ErrIOFailure, "write the attachment's files", err)
 	}
 	undo = append(undo, func() error { return c.ovs.deletePort(c.ctx, a.PortName) })
 	if err := c.createPort(a); err != nil {
+		if isClaimWait(err) {
+			return nil, c.claimHolder(a)
+		}
 		return nil, ovsErr(err)
 	}
 	// Before the runtime starts the pod's containers, so nothing the pod sends is unguarded.
@@ -122,6 +131,8 @@ func (c *command) createPort(a *attachment) error {
 			return err
 		}
 		version, err = c.ovs.addPort(c.ctx, c.conf.Bridge, spec)
+	case isClaimWait(err):
+		return err // add names the holder
 	case ovsdb.IsConditionFailed(err):
 		if berr := c.ovs.checkBridge(c.ctx, c.conf.Bridge); berr != nil {
 			return berr

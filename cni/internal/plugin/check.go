@@ -55,7 +55,11 @@ func (c *command) check(a *attachment) error {
 	if err := checkTxSteering(port); err != nil {
 		return types.NewError(types.ErrInternal, err.Error(), "")
 	}
-	if err := c.flows.Check(c.ctx, c.newGuard(a)); err != nil {
+	g, err := c.guardOfPort(port.Name, port.IDs)
+	if err != nil {
+		return types.NewError(types.ErrInternal, err.Error(), "")
+	}
+	if err := c.flows.Check(c.ctx, g); err != nil {
 		return types.NewError(types.ErrInternal, err.Error(), "")
 	}
 	a.setPodDir(c.conf, filepath.Dir(port.Socket))

@@ -212,7 +212,7 @@ func (f *fakeFlows) Guard(_ context.Context, g *guard) error {
 	if f.guarded == nil {
 		f.guarded = map[string]string{}
 	}
-	f.guarded[g.Port] = g.MAC
+	f.guarded[g.Port] = g.Spec.MAC
 	return nil
 }
 
