@@ -18,7 +18,8 @@ import (
 
 var nPackets = regexp.MustCompile(`n_packets=(\d+)`)
 
-// checkPortGuarded: the pod's port carries fstack-cni's anti-spoofing rules, the dataplane's
+// checkPortGuarded: the pod's port carries fstack-cni's anti-spoofing rules, bound to the
+// StackInstance's address, the dataplane's
 // answers went through their pass rules (it sends with the device info's MAC, which the
 // supervisor puts in the vdev) and none of its frames hit a drop rule.
 func checkPortGuarded(t *testing.T, p *corev1.Pod) {
@@ -32,6 +33,15 @@ func checkPortGuarded(t *testing.T, p *corev1.Pod) {
 		t.Fatal(err)
 	}
 	ofport = strings.TrimSpace(ofport)
+	// The rules bind the StackInstance's address, which reached fstack-cni in the networks entry
+	// (Multus) or the pod's binding annotation (chained, the pod-annotations capability).
+	bound, err := env.Vsctl("get", "Interface", ports[0], "external_ids:kube-fstack.io/ips")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(strings.Split(strings.Trim(strings.TrimSpace(bound), `"`), ","), stackAddr) {
+		t.Fatalf("port %s binds addresses %s, not the stack's %s: did the runtime pass the pod's annotations (capability io.kubernetes.cri.pod-annotations in the conflist)?", ports[0], bound, stackAddr)
+	}
 	mgmt := filepath.Join(filepath.Dir(env.OVSDBSock), env.OVSBridge+".mgmt")
 	out, err := exec.Command("ovs-ofctl", "dump-flows", "unix:"+mgmt, "in_port="+ofport).CombinedOutput()
 	if err != nil {

@@ -232,6 +232,7 @@ func (p *plan) apply() {
 	pod.Annotations[podcontract.ConfigHashAnnotation] = p.hash
 	pod.Annotations[fsv1.StatusAnnotation] = string(raw)
 	setNetworks(pod, p.networksValue)
+	setBinding(pod, p.spec)
 }
 
 func ptr[T any](v T) *T { return &v }
