@@ -46,6 +46,7 @@ func checkDataplaneConfined(t *testing.T, p *corev1.Pod) {
 			sc.SeccompProfile.LocalhostProfile == nil || *sc.SeccompProfile.LocalhostProfile != podcontract.SeccompLocalhostProfile {
 			t.Fatalf("the dataplane's seccomp profile is %+v, want Localhost %s", sc, podcontract.SeccompLocalhostProfile)
 		}
+		checkDataplaneRootReadOnly(t, p)
 		return
 	}
 	t.Fatalf("pod %s has no %s container", p.Name, podcontract.DataplaneContainer)
@@ -69,4 +70,27 @@ func procStatus(t *testing.T, pid int) map[string]string {
 		}
 	}
 	return out
+}
+
+// checkDataplaneRootReadOnly tries what shareProcessNamespace offers a root app container:
+// writing the dataplane's root filesystem through /proc/<supervisor pid>/root. The root is
+// read-only; the scratch volume's config directory, where config.ini is, stays writable.
+func checkDataplaneRootReadOnly(t *testing.T, p *corev1.Pod) {
+	t.Helper()
+	through := func(path string) string {
+		return `for d in /proc/[0-9]*; do
+  if [ "$(cat "$d/comm" 2>/dev/null)" = fstack-supervis ]; then
+    touch "$d/root` + path + `" && rm -f "$d/root` + path + `"; exit $?
+  fi
+done
+echo "no fstack-supervisor in the pod's process namespace" >&2; exit 2`
+	}
+	out, err := env.Kubectl("exec", "-n", p.Namespace, p.Name, "-c", appCont, "--", "sh", "-c", through("/usr/local/bin/kfs-rw-probe"))
+	if err == nil || !strings.Contains(err.Error(), "Read-only file system") {
+		t.Fatalf("an app container wrote the dataplane's root through /proc/<pid>/root (err %v):\n%s", err, out)
+	}
+	if out, err := env.Kubectl("exec", "-n", p.Namespace, p.Name, "-c", appCont, "--", "sh", "-c", through(podcontract.DataplaneConfigDir+"/kfs-rw-probe")); err != nil {
+		t.Fatalf("the dataplane's %s (scratch volume) is not writable: %v\n%s", podcontract.DataplaneConfigDir, err, out)
+	}
+	t.Logf("the dataplane's root filesystem is read-only through /proc/<pid>/root; %s is writable", podcontract.DataplaneConfigDir)
 }

@@ -69,6 +69,11 @@ func TestPatchStepRestoresTheKernelGuardSoDPDKConfiguresWithoutHeaders(t *testin
 	if strings.Count(ops, "rte_spinlock_lock(&ff_so_zone->lock);") != 1 || !strings.Contains(ops, "kube-fstack: hold the zone lock for one pass") {
 		t.Errorf("adapter/syscall/ff_socket_ops.c is not patched:\n%s", ops)
 	}
+	// The shim's secondary probes no PCI device.
+	hook := r.read(filepath.Join(r.tree, "adapter/syscall/ff_hook_syscall.c"))
+	if !strings.Contains(hook, "\"--proc-type=secondary\",\n") || !strings.Contains(hook, "\"--no-pci\",\n            /* RTE_LOG_WARNING */") {
+		t.Errorf("adapter/syscall/ff_hook_syscall.c is not patched:\n%s", hook)
+	}
 
 	r.mustRun("dpdk")
 	args := r.read(filepath.Join(r.tree, "dpdk/build/meson-args"))

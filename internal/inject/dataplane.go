@@ -27,6 +27,11 @@ func (p *plan) dataplaneContainer() corev1.Container {
 		mounts = append(mounts, corev1.VolumeMount{
 			Name: podcontract.VhostVolume, MountPath: podcontract.PodSocketDir})
 	}
+	workDir := ""
+	if p.program < 0 {
+		mounts = append(mounts, scratchMounts()...)
+		workDir = podcontract.DataplaneWorkDir
+	}
 	limits := p.dataplaneResources()
 	return corev1.Container{
 		Name:            podcontract.DataplaneContainer,
@@ -44,6 +49,7 @@ func (p *plan) dataplaneContainer() corev1.Container {
 			Limits: limits, Requests: limits.DeepCopy(),
 		},
 		VolumeMounts: mounts,
+		WorkingDir:   workDir,
 		// No startup probe: it cost the pod one kubelet relist (about 1 s) before the apps
 		// started. The postStart hook returns once the launcher is in the shim volume; the
 		// kubelet runs it inside the container's start and starts the app containers (whose
@@ -139,7 +145,7 @@ func httpProbe(path string, period, failures int32) *corev1.Probe {
 // files, and without a PCI device EAL uses IOVA as VA (no /proc/self/pagemap). So such a pod
 // meets Pod Security "baseline".
 func (p *plan) dataplaneSecurity() *corev1.SecurityContext {
-	return &corev1.SecurityContext{
+	sc := &corev1.SecurityContext{
 		RunAsUser:                ptr(int64(0)),
 		RunAsNonRoot:             ptr(false),
 		AllowPrivilegeEscalation: ptr(false),
@@ -155,6 +161,16 @@ func (p *plan) dataplaneSecurity() *corev1.SecurityContext {
 			LocalhostProfile: ptr(podcontract.SeccompLocalhostProfile)},
 		Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: p.dataplaneCapabilities()},
 	}
+	// shareProcessNamespace lets every root container of the pod reach the dataplane's root
+	// filesystem through /proc/<pid>/root; read-only, it offers nothing to write there (its
+	// volumes stay writable: docs/security.md). What the supervisor, DPDK and F-Stack write
+	// goes to the scratch volume's mounts. A program container (spec.program) keeps its image's
+	// writable root: its program's own files (Nginx's logs, pid and temp directories) are the
+	// user's to place.
+	if p.program < 0 {
+		sc.ReadOnlyRootFilesystem = ptr(true)
+	}
+	return sc
 }
 
 // dataplaneCapabilities are the capabilities beyond "baseline" that the stack's features need;

@@ -12,6 +12,9 @@ func (p *plan) volumeNames() []string {
 	if p.vhost {
 		names = append(names, podcontract.VhostVolume)
 	}
+	if p.program < 0 {
+		names = append(names, podcontract.DataplaneScratchVolume)
+	}
 	return names
 }
 
@@ -31,7 +34,21 @@ func (p *plan) volumes() []corev1.Volume {
 		vols = append(vols, corev1.Volume{Name: podcontract.VhostVolume, VolumeSource: corev1.VolumeSource{
 			EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	}
+	if p.program < 0 {
+		vols = append(vols, corev1.Volume{Name: podcontract.DataplaneScratchVolume, VolumeSource: corev1.VolumeSource{
+			EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	}
 	return vols
+}
+
+// scratchMounts are the dataplane container's writable places beside its volumes (its root
+// filesystem is read-only), one subPath of the scratch emptyDir each.
+func scratchMounts() []corev1.VolumeMount {
+	return []corev1.VolumeMount{
+		{Name: podcontract.DataplaneScratchVolume, MountPath: podcontract.DataplaneConfigDir, SubPath: "etc-f-stack"},
+		{Name: podcontract.DataplaneScratchVolume, MountPath: podcontract.DataplaneTmpDir, SubPath: "tmp"},
+		{Name: podcontract.DataplaneScratchVolume, MountPath: podcontract.DataplaneWorkDir, SubPath: "log"},
+	}
 }
 
 func podInfoItems() []corev1.DownwardAPIVolumeFile {

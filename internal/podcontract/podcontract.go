@@ -84,13 +84,23 @@ const (
 	// pod's identity (files named below).
 	PodInfoVolume = "fstack-podinfo"
 	PodInfoDir    = "/etc/kube-fstack/podinfo"
+
+	// DataplaneScratchVolume holds what the injected dataplane container writes beyond the
+	// volumes above, its root filesystem being read-only (shareProcessNamespace lets any root
+	// container of the pod write another's root through /proc/<pid>/root): config.ini in
+	// DataplaneConfigDir, /tmp, and DataplaneWorkDir, its working directory, where F-Stack's
+	// log files go with the default relative fstack_log_file_prefix. Each is a subPath of it.
+	DataplaneScratchVolume = "fstack-dataplane-scratch"
+	DataplaneConfigDir     = "/etc/f-stack"
+	DataplaneTmpDir        = "/tmp"
+	DataplaneWorkDir       = "/var/log/f-stack"
 )
 
 // InjectedVolumes are the names of every volume the injector may add. They are reserved: a pod
 // may neither declare nor mount them itself (they hold the pod's DPDK state and its vhost-user
 // sockets, which only the dataplane and the shim's containers may touch).
 func InjectedVolumes() []string {
-	return []string{HugePagesVolume, DPDKRuntimeVolume, ShimVolume, AppStateVolume, PodInfoVolume, VhostVolume}
+	return []string{HugePagesVolume, DPDKRuntimeVolume, ShimVolume, AppStateVolume, PodInfoVolume, VhostVolume, DataplaneScratchVolume}
 }
 
 // The dataplane container's Localhost seccomp profile, which the node agent installs on every

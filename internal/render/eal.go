@@ -138,12 +138,18 @@ func checkEAL(args []string) field.ErrorList {
 }
 
 // shimEAL is the argv libff_syscall.so passes to rte_eal_init as a DPDK secondary: hard-coded in
-// F-Stack, so nothing but the lcore comes from the config. No flavor changes it: a secondary
-// takes --single-file-segments from the primary's shared config when it attaches (measured with
-// Debian's DPDK, dataplane-image/test/dpdk/NOTES-single-file-segments.md), so the shim needs no patch.
+// F-Stack, so nothing but the lcore comes from the config. A secondary takes
+// --single-file-segments from the primary's shared config when it attaches (measured with
+// Debian's DPDK, dataplane-image/test/dpdk/NOTES-single-file-segments.md). The KubeFStack
+// flavor's shim adds --no-pci (dataplane-image/patches/0005-shim-secondary-no-pci.patch): it
+// never polls a port, and without it EAL scans the node's PCI bus from the app's container.
 func (p *plan) shimEAL() []string {
 	if p.appCPU < 0 {
 		return nil
 	}
-	return []string{"ff-adapter", "-c" + hexMask([]int{p.appCPU}), "-n4", "--proc-type=secondary", "--log-level=5"}
+	args := []string{"ff-adapter", "-c" + hexMask([]int{p.appCPU}), "-n4", "--proc-type=secondary"}
+	if p.spec.Dataplane.Flavor != fsv1.FlavorUpstream {
+		args = append(args, "--no-pci")
+	}
+	return append(args, "--log-level=5")
 }

@@ -2,6 +2,7 @@ package chart
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -82,8 +83,9 @@ func dashboards(objs []*unstructured.Unstructured) []*unstructured.Unstructured 
 
 // TestPrometheusRule: the PrometheusRule carries the rule file as it is, with the labels asked
 // for, and every alert has a for, a severity, a summary and description that name the pod
-// (or node) it is about, and a runbook citing a section of docs/alerts.md (which
-// hack/check-doc-refs.sh resolves).
+// (or node) it is about, a runbook citing a section of docs/alerts.md (which
+// hack/check-doc-refs.sh resolves) and a runbook_url linking that section's anchor for the
+// alert (checkRunbookURL).
 func TestPrometheusRule(t *testing.T) {
 	rendered := find(objects(t, render(t, "monitoring-alerts")), "PrometheusRule")[0]
 	if rendered.GetLabels()["release"] != "prometheus" {
@@ -104,6 +106,11 @@ func TestPrometheusRule(t *testing.T) {
 	}
 	rules := readRules(t)
 	runbook := regexp.MustCompile(`^docs/alerts\.md §[0-9]+$`)
+	doc, err := os.ReadFile(alertsDocFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alertsDoc := string(doc)
 	n := 0
 	for _, g := range rules.Groups {
 		for _, r := range g.Rules {
@@ -121,6 +128,9 @@ func TestPrometheusRule(t *testing.T) {
 			a := r.Annotations
 			if a["summary"] == "" || a["description"] == "" || !runbook.MatchString(a["runbook"]) {
 				t.Errorf("%s: want summary, description and a runbook `docs/alerts.md §N`, got %v", r.Alert, a)
+			}
+			if err := checkRunbookURL(r.Alert, a, alertsDoc); err != nil {
+				t.Errorf("%s: %v", r.Alert, err)
 			}
 			names := []string{"$labels.pod", "$labels.stack", "$labels.node"}
 			switch {
@@ -140,6 +150,38 @@ func TestPrometheusRule(t *testing.T) {
 	if n == 0 {
 		t.Fatal("no alerts")
 	}
+}
+
+// runbookBase is where the runbooks are published: docs/alerts.md on the project's main branch.
+const runbookBase = "https://github.com/kube-fstack/kube-fstack/blob/main/docs/alerts.md#"
+
+var alertsDocFile = filepath.Join("..", "..", "docs", "alerts.md")
+
+// checkRunbookURL: the alert's runbook_url is runbookBase and the alert's name in lower case,
+// and doc (docs/alerts.md) has that anchor inside the section the runbook annotation cites, so
+// the link lands on what to do about this alert.
+func checkRunbookURL(alert string, annotations map[string]string, doc string) error {
+	url, ok := annotations["runbook_url"]
+	if !ok {
+		return fmt.Errorf("no runbook_url annotation: Alertmanager and Grafana link nothing")
+	}
+	anchor := strings.ToLower(alert)
+	if url != runbookBase+anchor {
+		return fmt.Errorf("runbook_url %q, want %q", url, runbookBase+anchor)
+	}
+	sec := strings.TrimPrefix(annotations["runbook"], "docs/alerts.md ")
+	start := strings.Index(doc, "\n## "+sec+" ")
+	if start < 0 {
+		return fmt.Errorf("docs/alerts.md has no section %s (the runbook annotation)", sec)
+	}
+	body := doc[start+1:]
+	if end := strings.Index(body[1:], "\n## "); end >= 0 {
+		body = body[:end+1]
+	}
+	if !strings.Contains(body, `<a id="`+anchor+`"></a>`) {
+		return fmt.Errorf("docs/alerts.md %s has no anchor <a id=%q></a> for runbook_url", sec, anchor)
+	}
+	return nil
 }
 
 func readRules(t *testing.T) *ruleFile {
@@ -393,4 +435,25 @@ func TestDashboardValuesRefused(t *testing.T) {
 	schemaRefuses(t, []string{"monitoring.dashboard.label.name=bad label"}, []string{"label", "name"})
 	schemaRefuses(t, []string{"monitoring.dashboard.namespace=Bad_NS"}, []string{"namespace"})
 	schemaRefuses(t, []string{"monitoring.prometheusRule.enable=true"}, []string{"enable"})
+}
+
+// TestRunbookURLCheckFails: the check refuses an alert without runbook_url, with another page's
+// or another alert's anchor, and an anchor outside the cited section.
+func TestRunbookURLCheckFails(t *testing.T) {
+	doc := "# Alerts\n## §1 A\n<a id=\"fstacka\"></a>\ntext\n## §2 B\n<a id=\"fstackb\"></a>\n"
+	ok := map[string]string{"runbook": "docs/alerts.md §1", "runbook_url": runbookBase + "fstacka"}
+	if err := checkRunbookURL("FStackA", ok, doc); err != nil {
+		t.Fatalf("a good runbook_url refused: %v", err)
+	}
+	for name, a := range map[string]map[string]string{
+		"missing":         {"runbook": "docs/alerts.md §1"},
+		"another page":    {"runbook": "docs/alerts.md §1", "runbook_url": "https://example.invalid/runbooks#fstacka"},
+		"another alert":   {"runbook": "docs/alerts.md §1", "runbook_url": runbookBase + "fstackb"},
+		"outside section": {"runbook": "docs/alerts.md §2", "runbook_url": runbookBase + "fstacka"},
+		"no such section": {"runbook": "docs/alerts.md " + "§9", "runbook_url": runbookBase + "fstacka"},
+	} {
+		if err := checkRunbookURL("FStackA", a, doc); err == nil {
+			t.Errorf("%s: accepted %v", name, a)
+		}
+	}
 }

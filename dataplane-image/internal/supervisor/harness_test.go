@@ -13,6 +13,7 @@ import (
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/facts"
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/telemetry"
 	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
@@ -94,9 +95,23 @@ func (h *harness) supervisor(primary, secondary string) *Supervisor {
 		Logging: h.logging,
 	}
 	s := New(cfg, h.facts(), h.log)
+	s.telemetryPeer = fakeTelemetryPeer
 	// GORACE: under -race the fake would otherwise linger a second at exit, past the grace.
 	s.Env = append(os.Environ(), fakeEnv+"=1", fakeHugeEnv+"="+h.paths.HugePagesDir, "GORACE=atexit_sleep_ms=0")
 	return s
+}
+
+// fakeTelemetryPeer accepts the primary's process tree, as the supervisor does, and this test
+// process, where the unit tier's fake telemetry servers run (the fake primary is a re-executed
+// test binary that serves none).
+func fakeTelemetryPeer(primary int) telemetry.Peer {
+	real := telemetry.ProcessOf(primary)
+	return func(cred *unix.Ucred) error {
+		if int(cred.Pid) == os.Getpid() {
+			return nil
+		}
+		return real(cred)
+	}
 }
 
 // run starts Run in the background; the result arrives on the channel.

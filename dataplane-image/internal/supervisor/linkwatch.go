@@ -170,7 +170,7 @@ func (w *linkWatch) check() error {
 // late reply would otherwise answer the next question).
 func (w *linkWatch) read(port int) (bool, error) {
 	if w.conn == nil {
-		c, err := telemetry.Dial(w.socket, linkTelemetryTimeout)
+		c, err := telemetry.Dial(w.socket, linkTelemetryTimeout, w.s.primaryPeer())
 		if err != nil {
 			return false, err
 		}

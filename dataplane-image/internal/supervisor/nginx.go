@@ -114,6 +114,7 @@ func (s *Supervisor) startNginx(res *render.Result, prefix string, exited chan<-
 		return nil, nil, err
 	}
 	procs, ng := []*child{c}, &nginxMaster{master: c}
+	s.primaryPID.Store(int64(c.cmd.Process.Pid))
 	primary := s.readyCheck(prefix, portIDs(res), c)
 	if err := waitUntil("worker 0 (the primary): "+s.readyWhat(0), c, s.Cfg.Timing, stop, func() error {
 		if err := primary(); err != nil {

@@ -61,6 +61,12 @@ type Supervisor struct {
 	badRecords sync.Map // containers whose restart record could not be read, logged once
 	// links are the port link metrics (linkwatch.go), kept across generations.
 	links linkMetrics
+	// primaryPID is the process this generation started as its primary (Nginx: the master, whose
+	// worker 0 is the primary); 0 when none runs. Only that process tree may serve telemetry.
+	primaryPID atomic.Int64
+	// telemetryPeer says which processes may serve the telemetry socket, given primaryPID; the
+	// unit tier's fake telemetry runs in the test process and widens it.
+	telemetryPeer func(primary int) telemetry.Peer
 }
 
 // New makes a supervisor that logs (its own lines and its children's) to out, in the format
@@ -74,7 +80,7 @@ func New(cfg Config, fs *facts.FactSource, out io.Writer) *Supervisor {
 	log := slog.New(h).With(append([]any{logging.KeyComponent, logging.ComponentSupervisor}, podIdentity(cfg.Paths.PodInfoDir)...)...)
 	s := &Supervisor{Cfg: cfg, Facts: fs, Env: os.Environ(), Now: time.Now,
 		log: log, metrics: metrics.New(), app: newAppProbing(cfg.AppProbes),
-		httpLimits: defaultHTTPLimits}
+		httpLimits: defaultHTTPLimits, telemetryPeer: telemetry.ProcessOf}
 	s.metrics.Reg.MustRegister(&metrics.AppRestartsCollector{Read: s.appRestarts})
 	if fs != nil && fs.Logf == nil {
 		fs.Logf = func(format string, args ...any) { s.log.Info(fmt.Sprintf(format, args...)) }
@@ -230,11 +236,18 @@ func (s *Supervisor) placeShimFirst(res *render.Result) error {
 // restart an app asked for.
 func (s *Supervisor) registerCollectors(prefix string, procs int) {
 	s.collectorsOnce.Do(func() {
-		s.metrics.Reg.MustRegister(metrics.NewNICCollector(telemetry.SocketPath(s.Cfg.Paths.RuntimeDir, prefix)))
+		s.metrics.Reg.MustRegister(metrics.NewNICCollector(telemetry.SocketPath(s.Cfg.Paths.RuntimeDir, prefix), s.primaryPeer))
 		if s.Traffic != nil {
 			s.metrics.Reg.MustRegister(metrics.NewTrafficCollector(s.Traffic, procs))
 		}
 	})
+}
+
+// primaryPeer vets the telemetry socket's server against the running generation's primary: the
+// runtime directory is shared with the app containers, and any of them can bind the socket's
+// name.
+func (s *Supervisor) primaryPeer() telemetry.Peer {
+	return s.telemetryPeer(int(s.primaryPID.Load()))
 }
 
 // resolveFStack picks the fstack binary built with the spec's shim mode when none is given:
@@ -280,6 +293,9 @@ func (s *Supervisor) startAll(res *render.Result, prefix string, exited chan<- *
 			return procs, err
 		}
 		procs = append(procs, c)
+		if k == 0 {
+			s.primaryPID.Store(int64(c.cmd.Process.Pid))
+		}
 		s.metrics.Starts.WithLabelValues(fmt.Sprint(k)).Inc()
 		if err := waitUntil(s.readyWhat(k), c, s.Cfg.Timing, stop, s.readyCheck(prefix, portIDs(res), c)); err != nil {
 			return procs, err
@@ -304,7 +320,7 @@ func (s *Supervisor) readyCheck(prefix string, ports []int, c *child) func() err
 		if c.id == 0 {
 			err = readiness.PrimaryState(rd, prefix)
 			if sock := telemetry.SocketPath(rd, prefix); err == nil && (exists(sock) || len(s.Cfg.ReadyTelemetry) > 0) {
-				err = readiness.TelemetryAnswers(rd, prefix, ports, s.Cfg.ReadyTelemetry)
+				err = readiness.TelemetryAnswers(rd, prefix, ports, s.Cfg.ReadyTelemetry, s.telemetryPeer(c.cmd.Process.Pid))
 			}
 		} else {
 			err = readiness.SecondaryJoined(rd, s.hugeDirIfUsed(), prefix, c.cmd.Process.Pid)
@@ -397,6 +413,7 @@ func (s *Supervisor) shutdown(procs []*child, prefix string) {
 	order := slices.Clone(procs)
 	slices.Reverse(order)
 	stopAll(order, s.Cfg.Timing.Grace)
+	s.primaryPID.Store(0)
 	s.nginx.killGroup() // workers a killed master left behind
 	s.metrics.AllDown()
 	files, _ := filepath.Glob(filepath.Join(s.Cfg.Paths.HugePagesDir, prefix+"map_*"))

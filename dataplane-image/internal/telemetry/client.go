@@ -15,10 +15,22 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // SocketName is the telemetry socket's file name in the runtime directory.
 const SocketName = "dpdk_telemetry.v2"
+
+// MaxOutputLen is the longest reply DPDK's telemetry sends: MAX_OUTPUT_LEN in lib/telemetry,
+// fixed at 16 KiB in DPDK 23.11 and announced in the greeting as max_output_len.
+const MaxOutputLen = 16 * 1024
+
+// bufLen is what the client reads a packet into. It never grows: the greeting's max_output_len
+// comes from whoever bound the socket, and the runtime directory is shared with the app
+// containers, so sizing by it let an app make the supervisor allocate what it announced. Four
+// times DPDK's own limit leaves room for a build that raised it; a greeting above is refused.
+const bufLen = 4 * MaxOutputLen
 
 // Greeting is what the server sends on connect.
 type Greeting struct {
@@ -33,6 +45,8 @@ type Client struct {
 	buf      []byte
 	timeout  time.Duration
 	Greeting Greeting
+	// Peer is the server process as the kernel recorded it when the socket was listened on.
+	Peer unix.Ucred
 }
 
 // SocketPath is the telemetry socket of the primary whose runtime directory is runtimeDir/prefix.
@@ -40,13 +54,21 @@ func SocketPath(runtimeDir, prefix string) string {
 	return filepath.Join(runtimeDir, prefix, SocketName)
 }
 
-// Dial connects and reads the greeting; every later read and write is bounded by timeout.
-func Dial(path string, timeout time.Duration) (*Client, error) {
+// Dial connects, vets the process serving the socket with peer (from SO_PEERCRED, before a byte
+// of its is read) and reads the greeting; every later read and write is bounded by timeout.
+func Dial(path string, timeout time.Duration, peer Peer) (*Client, error) {
+	if peer == nil {
+		return nil, fmt.Errorf("telemetry %s: no peer check given (a caller must say which process may serve it)", path)
+	}
 	conn, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: path, Net: "unixpacket"})
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: %w", err)
 	}
-	c := &Client{conn: conn, buf: make([]byte, 64*1024), timeout: timeout}
+	c := &Client{conn: conn, buf: make([]byte, bufLen), timeout: timeout}
+	if err := c.checkPeer(peer); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("telemetry %s: %w", path, err)
+	}
 	data, err := c.read()
 	if err != nil {
 		conn.Close()
@@ -56,22 +78,47 @@ func Dial(path string, timeout time.Duration) (*Client, error) {
 		conn.Close()
 		return nil, fmt.Errorf("telemetry greeting from %s: %w", path, err)
 	}
-	if c.Greeting.MaxOutputLen > len(c.buf) {
-		c.buf = make([]byte, c.Greeting.MaxOutputLen)
+	if c.Greeting.MaxOutputLen > bufLen {
+		conn.Close()
+		return nil, fmt.Errorf("telemetry greeting from %s announces max_output_len %d, above the %d bytes this client reads (DPDK 23.11 sends at most %d): not a DPDK primary this supervisor can read",
+			path, c.Greeting.MaxOutputLen, bufLen, MaxOutputLen)
 	}
 	return c, nil
+}
+
+func (c *Client) checkPeer(peer Peer) error {
+	raw, err := c.conn.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var cred *unix.Ucred
+	var credErr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return err
+	}
+	if credErr != nil {
+		return fmt.Errorf("SO_PEERCRED: %w", credErr)
+	}
+	c.Peer = *cred
+	return peer(cred)
 }
 
 // Close closes the connection.
 func (c *Client) Close() error { return c.conn.Close() }
 
+// read reads one packet; one longer than the buffer is an error, never a truncated reply parsed.
 func (c *Client) read() ([]byte, error) {
 	if err := c.conn.SetReadDeadline(time.Now().Add(c.timeout)); err != nil {
 		return nil, err
 	}
-	n, err := c.conn.Read(c.buf)
+	n, _, flags, _, err := c.conn.ReadMsgUnix(c.buf, nil)
 	if err != nil {
 		return nil, err
+	}
+	if flags&unix.MSG_TRUNC != 0 {
+		return nil, fmt.Errorf("a packet longer than the %d bytes this client reads (DPDK 23.11 sends at most %d)", len(c.buf), MaxOutputLen)
 	}
 	return c.buf[:n], nil
 }
@@ -91,12 +138,12 @@ func (c *Client) Command(cmd string) (json.RawMessage, error) {
 	}
 	var reply map[string]json.RawMessage
 	if err := json.Unmarshal(data, &reply); err != nil {
-		return nil, fmt.Errorf("telemetry %s: reply %q: %w", cmd, data, err)
+		return nil, fmt.Errorf("telemetry %s: reply %.200q: %w", cmd, data, err)
 	}
 	name, _, _ := strings.Cut(cmd, ",")
 	v, ok := reply[name]
 	if !ok {
-		return nil, fmt.Errorf("telemetry %s: reply %q has no member %q", cmd, data, name)
+		return nil, fmt.Errorf("telemetry %s: reply %.200q has no member %q", cmd, data, name)
 	}
 	if string(v) == "null" {
 		return nil, fmt.Errorf("telemetry %s: the server does not know it (null reply)", cmd)
@@ -112,7 +159,10 @@ func (c *Client) EthdevList() ([]int, error) {
 	}
 	var ids []int
 	if err := json.Unmarshal(v, &ids); err != nil {
-		return nil, fmt.Errorf("telemetry /ethdev/list: %s: %w", v, err)
+		return nil, fmt.Errorf("telemetry /ethdev/list: %.200s: %w", v, err)
+	}
+	if len(ids) > MaxArrayEntries {
+		return nil, fmt.Errorf("telemetry /ethdev/list lists %d ports, more than a DPDK telemetry array holds (%d): refused", len(ids), MaxArrayEntries)
 	}
 	return ids, nil
 }
@@ -128,10 +178,10 @@ func (c *Client) EthdevStarted(port int) (bool, error) {
 		DevStarted *int `json:"dev_started"`
 	}
 	if err := json.Unmarshal(v, &info); err != nil {
-		return false, fmt.Errorf("telemetry /ethdev/info,%d: %s: %w", port, v, err)
+		return false, fmt.Errorf("telemetry /ethdev/info,%d: %.200s: %w", port, v, err)
 	}
 	if info.DevStarted == nil {
-		return false, fmt.Errorf("telemetry /ethdev/info,%d has no dev_started: %s", port, v)
+		return false, fmt.Errorf("telemetry /ethdev/info,%d has no dev_started: %.200s", port, v)
 	}
 	return *info.DevStarted == 1, nil
 }
@@ -151,11 +201,11 @@ func (c *Client) EthdevLinkUp(port int) (bool, error) {
 		Status *string `json:"status"`
 	}
 	if err := json.Unmarshal(v, &link); err != nil {
-		return false, fmt.Errorf("telemetry %s: %s: %w", cmd, v, err)
+		return false, fmt.Errorf("telemetry %s: %.200s: %w", cmd, v, err)
 	}
 	switch {
 	case link.Status == nil:
-		return false, fmt.Errorf("telemetry %s has no status: %s", cmd, v)
+		return false, fmt.Errorf("telemetry %s has no status: %.200s", cmd, v)
 	case *link.Status == "UP":
 		return true, nil
 	case *link.Status == "DOWN":
@@ -173,7 +223,7 @@ func (c *Client) EthdevStats(port int) (map[string]uint64, error) {
 	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(v, &raw); err != nil {
-		return nil, fmt.Errorf("telemetry /ethdev/stats,%d: %s: %w", port, v, err)
+		return nil, fmt.Errorf("telemetry /ethdev/stats,%d: %.200s: %w", port, v, err)
 	}
 	stats := map[string]uint64{}
 	for k, r := range raw {
@@ -191,9 +241,9 @@ type PortStats struct {
 	Stats map[string]uint64
 }
 
-// AllEthdevStats connects to path, lists the ports and reads each port's counters.
-func AllEthdevStats(path string, timeout time.Duration) ([]PortStats, error) {
-	c, err := Dial(path, timeout)
+// AllEthdevStats connects to path (served by a process peer accepts), lists the ports and reads each port's counters.
+func AllEthdevStats(path string, timeout time.Duration, peer Peer) ([]PortStats, error) {
+	c, err := Dial(path, timeout, peer)
 	if err != nil {
 		return nil, err
 	}

@@ -1,12 +1,17 @@
 package telemetry
 
 import (
+	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 )
+
+// self accepts the test process, where the fake servers run.
+var self = ProcessOf(os.Getpid())
 
 // fakeServer answers like DPDK's telemetry: a greeting, then one reply packet per request. It
 // is a fake because the unit tier runs without DPDK; the dataplane tier checks the client
@@ -33,7 +38,7 @@ func fakeServer(t *testing.T, replies map[string]string) string {
 
 func serve(conn *net.UnixConn, replies map[string]string) {
 	defer conn.Close()
-	_, _ = conn.Write([]byte(`{"version": "DPDK 22.11.11", "pid": 42, "max_output_len": 16384}`))
+	_, _ = fmt.Fprintf(conn, `{"version": "DPDK 23.11.0", "pid": %d, "max_output_len": 16384}`, os.Getpid())
 	buf := make([]byte, 1024)
 	for {
 		n, err := conn.Read(buf)
@@ -55,7 +60,7 @@ func TestAllEthdevStats(t *testing.T) {
 		"/ethdev/stats,0": `{"/ethdev/stats": {"ipackets": 12, "opackets": 7, "ibytes": 1200, "obytes": 700, "imissed": 0, "ierrors": 1, "oerrors": 0, "rx_nombuf": 0, "q_ipackets": [12, 0]}}`,
 		"/ethdev/stats,1": `{"/ethdev/stats": {"ipackets": 3, "opackets": 0}}`,
 	})
-	ports, err := AllEthdevStats(path, time.Second)
+	ports, err := AllEthdevStats(path, time.Second, self)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,18 +79,18 @@ func TestAllEthdevStats(t *testing.T) {
 }
 
 func TestGreeting(t *testing.T) {
-	c, err := Dial(fakeServer(t, nil), time.Second)
+	c, err := Dial(fakeServer(t, nil), time.Second, self)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if c.Greeting.PID != 42 || !strings.HasPrefix(c.Greeting.Version, "DPDK") {
+	if c.Greeting.PID != os.Getpid() || !strings.HasPrefix(c.Greeting.Version, "DPDK") || c.Peer.Pid != int32(os.Getpid()) {
 		t.Errorf("greeting = %+v", c.Greeting)
 	}
 }
 
 func TestUnknownCommandIsAnError(t *testing.T) {
-	c, err := Dial(fakeServer(t, nil), time.Second)
+	c, err := Dial(fakeServer(t, nil), time.Second, self)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +101,7 @@ func TestUnknownCommandIsAnError(t *testing.T) {
 }
 
 func TestNoServer(t *testing.T) {
-	_, err := Dial(filepath.Join(t.TempDir(), SocketName), time.Second)
+	_, err := Dial(filepath.Join(t.TempDir(), SocketName), time.Second, self)
 	if err == nil {
 		t.Fatal("dial of a missing socket succeeded")
 	}
@@ -110,7 +115,7 @@ func TestSilentServerTimesOut(t *testing.T) {
 	}
 	defer l.Close()
 	start := time.Now()
-	if _, err := Dial(path, 200*time.Millisecond); err == nil {
+	if _, err := Dial(path, 200*time.Millisecond, self); err == nil {
 		t.Fatal("a server that never greets must fail the dial")
 	}
 	if time.Since(start) > 5*time.Second {
@@ -124,7 +129,7 @@ func TestEthdevStarted(t *testing.T) {
 		"/ethdev/info,1": `{"/ethdev/info":{"name":"virtio_user1","port_id":1,"dev_started":0}}`,
 		"/ethdev/info,2": `{"/ethdev/info":{"name":"old","port_id":2}}`,
 	})
-	c, err := Dial(path, time.Second)
+	c, err := Dial(path, time.Second, self)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +155,7 @@ func TestEthdevLinkUp(t *testing.T) {
 		"/ethdev/link_status,3": `{"/ethdev/link_status": {"status": "SIDEWAYS"}}`,
 		"/ethdev/link_status,4": `{"/ethdev/link_status": [1]}`,
 	})
-	c, err := Dial(path, time.Second)
+	c, err := Dial(path, time.Second, self)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,13 @@ type Memzone struct {
 	Address uint64 // the virtual address, the same in the primary and every secondary
 }
 
-// MemzoneList returns the ids of the primary's memzones (/eal/memzone_list).
+// MaxArrayEntries is the most entries a DPDK telemetry array holds (RTE_TEL_MAX_ARRAY_ENTRIES,
+// 512 in DPDK 23.11): /eal/memzone_list never lists more, whatever RTE_MAX_MEMZONE is.
+const MaxArrayEntries = 512
+
+// MemzoneList returns the ids of the primary's memzones (/eal/memzone_list). FindMemzones asks
+// once per id, so a list longer than DPDK can send, or with an id twice or negative, is refused
+// rather than walked.
 func (c *Client) MemzoneList() ([]int, error) {
 	v, err := c.Command("/eal/memzone_list")
 	if err != nil {
@@ -23,7 +29,17 @@ func (c *Client) MemzoneList() ([]int, error) {
 	}
 	var ids []int
 	if err := json.Unmarshal(v, &ids); err != nil {
-		return nil, fmt.Errorf("telemetry /eal/memzone_list: %s: %w", v, err)
+		return nil, fmt.Errorf("telemetry /eal/memzone_list: %.200s: %w", v, err)
+	}
+	if len(ids) > MaxArrayEntries {
+		return nil, fmt.Errorf("telemetry /eal/memzone_list lists %d memzones, more than a DPDK telemetry array holds (%d): refused", len(ids), MaxArrayEntries)
+	}
+	seen := make(map[int]bool, len(ids))
+	for _, id := range ids {
+		if id < 0 || seen[id] {
+			return nil, fmt.Errorf("telemetry /eal/memzone_list: id %d is negative or listed twice: refused", id)
+		}
+		seen[id] = true
 	}
 	return ids, nil
 }
@@ -41,7 +57,7 @@ func (c *Client) MemzoneInfo(id int) (*Memzone, error) {
 		Address string `json:"Address"`
 	}
 	if err := json.Unmarshal(v, &info); err != nil {
-		return nil, fmt.Errorf("telemetry %s: %s: %w", cmd, v, err)
+		return nil, fmt.Errorf("telemetry %s: %.200s: %w", cmd, v, err)
 	}
 	addr, err := strconv.ParseUint(strings.TrimPrefix(info.Address, "0x"), 16, 64)
 	if err != nil || addr == 0 {

@@ -107,7 +107,9 @@ func WaitPrimary(runtimeDir string, timeout time.Duration, alive func() bool) er
 }
 
 func primaryUp(runtimeDir string) error {
-	c, err := telemetry.Dial(telemetry.SocketPath(runtimeDir, "rte"), time.Second)
+	// Worker 0, the primary, is this master's child; any other process that bound the socket in
+	// the shared runtime directory is not asked.
+	c, err := telemetry.Dial(telemetry.SocketPath(runtimeDir, "rte"), time.Second, telemetry.ProcessOf(os.Getpid()))
 	if err != nil {
 		return err
 	}

@@ -62,7 +62,7 @@ func TestMemzoneReadThroughProcMem(t *testing.T) {
 	p := newPod(t, "fsdp7", "10.99.7.17", 1)
 	d := p.startDataplane(t, "1")
 	d.waitReady(t)
-	c, err := telemetry.Dial(telemetry.SocketPath(p.runDir, "rte"), 5*time.Second)
+	c, err := telemetry.Dial(telemetry.SocketPath(p.runDir, "rte"), 5*time.Second, telemetry.ProcessOf(d.cmd.Process.Pid))
 	must(t, err)
 	defer c.Close()
 	found, err := c.FindMemzones("MP_mb_pool_0")

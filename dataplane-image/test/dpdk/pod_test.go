@@ -28,9 +28,15 @@ import (
 // path in every container, as kubelet does with emptyDirs.
 const (
 	podHugeDir   = "/run/kube-fstack/hugepages"
-	podConfig    = "/run/f-stack/config.ini"
+	podConfigDir = "/run/f-stack"
+	podConfig    = podConfigDir + "/config.ini"
 	podSocketDir = podcontract.PodSocketDir // /var/run -> /run
 )
+
+// readOnlyRootEnv, set for containerScript, makes every mount of the container read-only but the
+// pod's volumes, /proc, /sys, /dev and a tmpfs at podConfigDir (the injected dataplane's scratch
+// volume holding config.ini), as readOnlyRootFilesystem does.
+const readOnlyRootEnv = "KFS_READONLY_ROOT"
 
 // containerScript sets up a container's mounts: $1 socket dir, $2 shim dir, $3 DPDK runtime
 // dir, $4 hugetlbfs; every other hugetlbfs mount of the machine is hidden, as in a pod, because
@@ -48,6 +54,17 @@ mount --bind "$6" /run/kube-fstack/app
 mount --bind "$3" /run/dpdk
 mount --bind "$4" ` + podHugeDir + `
 for m in $(awk '$3=="hugetlbfs"{print $2}' /proc/mounts); do [ "$m" = ` + podHugeDir + ` ] || umount -l "$m"; done
+if [ -n "${` + readOnlyRootEnv + `:-}" ]; then
+  mkdir -p ` + podConfigDir + ` && mount -t tmpfs tmpfs ` + podConfigDir + `
+  mount -o remount,bind,ro /
+  for m in $(awk '{print $2}' /proc/self/mounts); do
+    case "$m" in /|/proc|/proc/*|/sys|/sys/*|/dev|/dev/*|/run/kube-fstack/*|/run/dpdk|` + podConfigDir + `) ;;
+    *) mount -o remount,bind,ro "$m" 2>/dev/null || true ;;
+    esac
+  done
+  if touch /kfs-rw-probe /tmp/kfs-rw-probe /run/kfs-rw-probe 2>/dev/null; then echo "the root filesystem is still writable" >&2; exit 1; fi
+  unset ` + readOnlyRootEnv + `
+fi
 cpus=$5; shift 7
 if [ -n "$cpus" ]; then exec taskset -c "$cpus" "$@"; fi
 exec "$@"`
@@ -234,7 +251,8 @@ func cpusetCgroup(t testing.TB, name, cpus string) string {
 // interrupt (--no-lsc-interrupt): with one it would reconnect to a restarted OVS by itself.
 func (p *pod) startDataplane(t testing.TB, cpus string, extra ...string) *dataplane {
 	t.Helper()
-	return p.startSupervisor(t, cpus, append([]string{"--program-mode", "--program=dpdk-testpmd", "--program-lcores-per-proc=2", "--ready-telemetry=/mempool/list~mb_pool_0",
+	// The injected dataplane container's root filesystem is read-only.
+	return p.startSupervisorIn(t, cpus, true, append([]string{"--program-mode", "--program=dpdk-testpmd", "--program-lcores-per-proc=2", "--ready-telemetry=/mempool/list~mb_pool_0",
 		"--primary-args=--total-num-mbufs=8192", "--primary-args=--forward-mode=icmpecho", "--primary-args=--auto-start",
 		"--primary-args=--no-lsc-interrupt", "--secondary-args=--no-lsc-interrupt"}, extra...))
 }
@@ -242,6 +260,12 @@ func (p *pod) startDataplane(t testing.TB, cpus string, extra ...string) *datapl
 // startSupervisor runs the supervisor as the dataplane container would, in a cpuset cgroup of
 // cpus, with launch saying what it starts as the F-Stack processes.
 func (p *pod) startSupervisor(t testing.TB, cpus string, launch []string) *dataplane {
+	t.Helper()
+	return p.startSupervisorIn(t, cpus, false, launch)
+}
+
+// startSupervisorIn is startSupervisor with the container's root filesystem read-only or not.
+func (p *pod) startSupervisorIn(t testing.TB, cpus string, readOnlyRoot bool, launch []string) *dataplane {
 	t.Helper()
 	cg := cpusetCgroup(t, fmt.Sprintf("fsk-dp-%s-%d", p.name, time.Now().UnixNano()), cpus)
 	d := &dataplane{addr: freeAddr(t), done: make(chan struct{}),
@@ -251,6 +275,9 @@ func (p *pod) startSupervisor(t testing.TB, cpus string, launch []string) *datap
 		env.supervisor, "--spec-file="+p.specFile, "--shim-contexts=standin", "--cpuset-file="+filepath.Join(cg, "cpuset.cpus"), "--hugepages-dir="+podHugeDir, "--config-file="+podConfig,
 		"--image-shim-dir="+p.imgShim, "--listen="+d.addr, "--start-timeout=90s", "--grace=5s")
 	d.cmd = exec.Command("sh", append(args, launch...)...)
+	if readOnlyRoot {
+		d.cmd.Env = append(os.Environ(), readOnlyRootEnv+"=1")
+	}
 	logFile, err := os.Create(d.logPath)
 	must(t, err)
 	d.cmd.Stdout, d.cmd.Stderr = logFile, logFile

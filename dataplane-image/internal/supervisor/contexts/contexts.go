@@ -115,7 +115,8 @@ func (z *zoneSource) Reset(pid, instances int) error {
 }
 
 func (z *zoneSource) lookup() error {
-	c, err := telemetry.Dial(z.socket, 2*time.Second)
+	// Only the primary this source reads the memory of may say where its zones are.
+	c, err := telemetry.Dial(z.socket, 2*time.Second, telemetry.ProcessOf(z.pid))
 	if err != nil {
 		return err
 	}

@@ -56,7 +56,7 @@ func DefaultPaths() Paths {
 		ShimDir:      podcontract.ShimDir,
 		AppStateDir:  podcontract.AppStateDir,
 		ImageShimDir: podcontract.ImageShimDir,
-		ConfigFile:   "/etc/f-stack/config.ini",
+		ConfigFile:   filepath.Join(podcontract.DataplaneConfigDir, "config.ini"),
 		RouteV4:      "/proc/net/route",
 		RouteV6:      "/proc/net/ipv6_route",
 	}

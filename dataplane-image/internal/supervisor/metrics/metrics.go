@@ -150,6 +150,7 @@ func (m *Metrics) SetGeneration(gen int) {
 // nicCollector reads NIC counters from the primary's DPDK telemetry at scrape time.
 type nicCollector struct {
 	socket string
+	peer   func() telemetry.Peer
 	up     *prometheus.Desc
 	descs  map[string]*prometheus.Desc
 }
@@ -162,9 +163,11 @@ var nicCounters = map[string]string{
 	"oerrors": "fstack_nic_tx_errors_total", "rx_nombuf": "fstack_nic_rx_nombuf_total",
 }
 
-// NewNICCollector reads the ports' counters from the primary's telemetry socket at scrape time.
-func NewNICCollector(socket string) prometheus.Collector {
-	c := &nicCollector{socket: socket, descs: map[string]*prometheus.Desc{},
+// NewNICCollector reads the ports' counters from the primary's telemetry socket at scrape time,
+// if the process serving it is one peer (asked at each scrape: the primary changes with each
+// generation) accepts; fstack_nic_telemetry_up is 0 otherwise.
+func NewNICCollector(socket string, peer func() telemetry.Peer) prometheus.Collector {
+	c := &nicCollector{socket: socket, peer: peer, descs: map[string]*prometheus.Desc{},
 		up: prometheus.NewDesc("fstack_nic_telemetry_up", "1 if the DPDK telemetry socket answered this scrape.", nil, nil)}
 	for key, name := range nicCounters {
 		c.descs[key] = prometheus.NewDesc(name, "DPDK ethdev counter "+key+" (telemetry /ethdev/stats).", []string{"port"}, nil)
@@ -180,7 +183,7 @@ func (c *nicCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *nicCollector) Collect(ch chan<- prometheus.Metric) {
-	ports, err := telemetry.AllEthdevStats(c.socket, 2*time.Second)
+	ports, err := telemetry.AllEthdevStats(c.socket, 2*time.Second, c.peer())
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
 		return

@@ -65,13 +65,13 @@ func LockHeld(f *os.File) bool {
 
 // TelemetryAnswers checks the primary serves its telemetry socket, has started every port of
 // the rendered port_list, and, for each check ("command" or "command~text"), answers the command
-// with a reply (containing text).
+// with a reply (containing text). peer says which process may serve the socket: the primary.
 //
 // The ports matter because a primary creates its shared pools and rings before it starts its
 // ports (F-Stack's ff_msg_pool, testpmd's mb_pool_0): a secondary let in at that point would
 // poll queues the primary is still setting up.
-func TelemetryAnswers(runtimeDir, prefix string, ports []int, checks []string) error {
-	c, err := telemetry.Dial(telemetry.SocketPath(runtimeDir, prefix), time.Second)
+func TelemetryAnswers(runtimeDir, prefix string, ports []int, checks []string, peer telemetry.Peer) error {
+	c, err := telemetry.Dial(telemetry.SocketPath(runtimeDir, prefix), time.Second, peer)
 	if err != nil {
 		return err
 	}
