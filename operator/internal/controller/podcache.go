@@ -2,32 +2,42 @@ package controller
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
-// TrimPod is the transform of the manager's pod cache: it keeps what the controller reads from a
-// pod (its metadata without managed fields, its phase, and the name and readiness of its init
-// containers' statuses and of a program's dataplane container, the node it runs on, which the
-// node check metrics read, and its IP, where the dataplane health events read /status) and drops
-// the rest. Every pod create with the stack label reaches the
-// cache, and each reconcile lists the pods of its StackInstance: trimmed, they cost a fraction
-// of the memory, the garbage collector's scanning, and the CPU the operator shares with the
-// webhook. Anything that reads pods from the manager's cache sees only these fields.
+// maxCachedHash bounds the config-hash annotation a cached object keeps. The operator's hashes
+// are 16 hex digits; a pod writes its own annotations, up to 256 KiB of them, and a longer value
+// is kept cut short, which still differs from every hash (countPods counts it as another config).
+const maxCachedHash = 64
+
+// TrimPod is the transform of the manager's pod cache: it keeps what the controllers read from a
+// pod and drops the rest. That is its name, namespace, UID, resource version and deletion
+// timestamp, the stack label alone among its labels, the config-hash annotation alone among its
+// annotations (cut to maxCachedHash), its phase, the node it runs on (the node check metrics),
+// its IP (the dataplane health events read /status there) and the name and readiness of the
+// dataplane's status, an init container's or a program's regular one. Every pod with the stack
+// label reaches the cache, in any namespace, and a pod writes its own labels and annotations
+// (256 KiB of annotations each): kept whole, a tenant's thousand such pods would be a quarter
+// GiB of the operator's heap and crash-loop it, and with failurePolicy Fail stop injection
+// everywhere. Trimmed, a pod costs the same few hundred bytes whatever it carries. Anything that
+// reads pods from the manager's cache sees only these fields.
 func TrimPod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
 		return obj, nil
 	}
-	t := &corev1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: p.ObjectMeta}
-	t.ManagedFields = nil
+	t := &corev1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: trimMeta(&p.ObjectMeta)}
+	t.Labels = keep(p.Labels, fsv1.StackLabel, len(p.Labels[fsv1.StackLabel]))
+	t.Annotations = keep(p.Annotations, podcontract.ConfigHashAnnotation, maxCachedHash)
 	t.Spec.NodeName = p.Spec.NodeName
 	t.Status.Phase = p.Status.Phase
 	t.Status.PodIP = p.Status.PodIP
-	if n := len(p.Status.InitContainerStatuses); n > 0 {
-		t.Status.InitContainerStatuses = make([]corev1.ContainerStatus, n)
-		for i, s := range p.Status.InitContainerStatuses {
-			t.Status.InitContainerStatuses[i] = corev1.ContainerStatus{Name: s.Name, Ready: s.Ready}
+	for _, s := range p.Status.InitContainerStatuses {
+		if s.Name == podcontract.DataplaneContainer {
+			t.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: s.Name, Ready: s.Ready}}
 		}
 	}
 	// A program's dataplane (spec.program) is a regular container: its readiness only.
@@ -37,4 +47,60 @@ func TrimPod(obj any) (any, error) {
 		}
 	}
 	return t, nil
+}
+
+// TrimConfigMap is the transform of the manager's ConfigMap cache (metadata only: the
+// controller compares the hash annotation, never the data). Any namespace's ConfigMap that
+// carries the operator's managed-by label reaches it, and anyone who may write a ConfigMap may
+// set that label: only one named <stack>-fstack with a StackInstance of that name as its
+// controller, as the operator writes them, keeps its labels, hash annotation and controller
+// reference, and every other is kept as a bare name, which the controller takes for what it
+// is, a ConfigMap that is not a StackInstance's (a *ConflictError for a name it wants). Either
+// costs the same few hundred bytes whatever the object carries.
+func TrimConfigMap(obj any) (any, error) {
+	var meta *metav1.ObjectMeta
+	var tm metav1.TypeMeta
+	switch o := obj.(type) {
+	case *metav1.PartialObjectMetadata:
+		meta, tm = &o.ObjectMeta, o.TypeMeta
+	case *corev1.ConfigMap:
+		meta, tm = &o.ObjectMeta, o.TypeMeta
+	default:
+		return obj, nil
+	}
+	t := &metav1.PartialObjectMetadata{TypeMeta: tm, ObjectMeta: trimMeta(meta)}
+	stack := meta.Labels[fsv1.StackLabel]
+	owner := metav1.GetControllerOfNoCopy(meta)
+	if stack == "" || meta.Name != ConfigMapName(stack) || owner == nil || owner.Kind != "StackInstance" ||
+		owner.Name != stack || owner.APIVersion != fsv1.GroupVersion.String() {
+		if _, typed := obj.(*corev1.ConfigMap); typed {
+			return &corev1.ConfigMap{TypeMeta: tm, ObjectMeta: t.ObjectMeta}, nil
+		}
+		return t, nil
+	}
+	t.Labels = map[string]string{ManagedByLabel: ManagedBy, fsv1.StackLabel: stack}
+	t.Annotations = keep(meta.Annotations, podcontract.ConfigHashAnnotation, maxCachedHash)
+	t.OwnerReferences = []metav1.OwnerReference{*owner}
+	if _, typed := obj.(*corev1.ConfigMap); typed {
+		return &corev1.ConfigMap{TypeMeta: tm, ObjectMeta: t.ObjectMeta}, nil
+	}
+	return t, nil
+}
+
+// trimMeta is the identity of an object: what a cache, a reconcile and an Event about it need.
+func trimMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		Generation: m.Generation, DeletionTimestamp: m.DeletionTimestamp}
+}
+
+// keep is m's value of key alone, cut to n bytes, or nil when m has none.
+func keep(m map[string]string, key string, n int) map[string]string {
+	v, ok := m[key]
+	if !ok {
+		return nil
+	}
+	if len(v) > n {
+		v = v[:n]
+	}
+	return map[string]string{key: v}
 }

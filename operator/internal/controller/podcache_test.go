@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,5 +56,68 @@ func TestTrimPodKeepsWhatCountPodsReads(t *testing.T) {
 	}
 	if out, _ := TrimPod("not a pod"); out != "not a pod" {
 		t.Fatal("a non-pod (a tombstone) must pass through")
+	}
+}
+
+// A pod writes its own labels and annotations: whatever it carries, the cached copy keeps the
+// stack label and a bounded config hash only, and still counts as the whole pod.
+func TestTrimPodDropsWhatATenantWrites(t *testing.T) {
+	big := strings.Repeat("x", 250<<10)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "web", UID: "u", ResourceVersion: "7",
+		Labels:          map[string]string{"kubefstack.io/stack": "web", "team": "a", strings.Repeat("k", 60): "v"},
+		Annotations:     map[string]string{"filler": big, podcontract.ConfigHashAnnotation: "a" + big},
+		OwnerReferences: []metav1.OwnerReference{{Name: big}}, Finalizers: []string{big}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, InitContainerStatuses: []corev1.ContainerStatus{
+			{Name: "other", Ready: true}, {Name: podcontract.DataplaneContainer, Ready: true}}}}
+	out, err := TrimPod(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := out.(*corev1.Pod)
+	if len(tp.Labels) != 1 || tp.Labels["kubefstack.io/stack"] != "web" || len(tp.Annotations) != 1 ||
+		len(tp.Annotations[podcontract.ConfigHashAnnotation]) != maxCachedHash || tp.OwnerReferences != nil || tp.Finalizers != nil ||
+		tp.UID != "u" || tp.ResourceVersion != "7" || len(tp.Status.InitContainerStatuses) != 1 || !dataplaneReady(tp) {
+		t.Fatalf("trimmed pod: labels %v, %d annotations, owners %d, finalizers %d, statuses %+v", tp.Labels,
+			len(tp.Annotations), len(tp.OwnerReferences), len(tp.Finalizers), tp.Status.InitContainerStatuses)
+	}
+	if got := countPods([]corev1.Pod{*tp}, "a"); got.Older != 1 || got.Bound != 1 || got.Ready != 1 {
+		t.Fatalf("a hash cut short must still count as another config: %+v", got)
+	}
+	if size := len(tp.String()); size > 2048 {
+		t.Fatalf("the trimmed pod prints as %d bytes; want a few hundred", size)
+	}
+}
+
+// Only a ConfigMap shaped as the operator writes it (<stack>-fstack, controlled by that
+// StackInstance) keeps its labels, hash and controller; any other with the label is a bare name.
+func TestTrimConfigMapKeepsOnlyTheOperatorsOwn(t *testing.T) {
+	big := strings.Repeat("x", 250<<10)
+	ctl := true
+	owner := metav1.OwnerReference{APIVersion: "kubefstack.io/v1alpha1", Kind: "StackInstance", Name: "web", UID: "s", Controller: &ctl}
+	cm := func(name string, owners ...metav1.OwnerReference) *metav1.PartialObjectMetadata {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "web", UID: "c",
+			Labels:          map[string]string{ManagedByLabel: ManagedBy, "kubefstack.io/stack": "web", "extra": "y"},
+			Annotations:     map[string]string{podcontract.ConfigHashAnnotation: "0123456789abcdef", "filler": big},
+			OwnerReferences: owners}}
+	}
+	out, _ := TrimConfigMap(cm("web-fstack", owner, metav1.OwnerReference{Name: big}))
+	own := out.(*metav1.PartialObjectMetadata)
+	if len(own.Labels) != 2 || len(own.Annotations) != 1 || own.Annotations[podcontract.ConfigHashAnnotation] != "0123456789abcdef" ||
+		len(own.OwnerReferences) != 1 || own.OwnerReferences[0].UID != "s" {
+		t.Fatalf("the operator's ConfigMap trimmed to labels %v, %d annotations, owners %v", own.Labels, len(own.Annotations), own.OwnerReferences)
+	}
+	notOurs := owner
+	notOurs.Kind = "Deployment"
+	for name, o := range map[string]*metav1.PartialObjectMetadata{
+		"other name": cm("tenant", owner), "no controller": cm("web-fstack"), "other controller": cm("web-fstack", notOurs),
+	} {
+		out, _ := TrimConfigMap(o)
+		got := out.(*metav1.PartialObjectMetadata)
+		if got.Labels != nil || got.Annotations != nil || got.OwnerReferences != nil || got.Name != o.Name {
+			t.Errorf("%s: kept %+v, want the bare name", name, got.ObjectMeta)
+		}
+	}
+	if out, _ := TrimConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}, Data: map[string]string{"k": big}}); len(out.(*corev1.ConfigMap).Data) != 0 {
+		t.Fatal("a typed ConfigMap kept its data")
 	}
 }
