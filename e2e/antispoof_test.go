@@ -65,12 +65,20 @@ func checkPortGuarded(t *testing.T, p *corev1.Pod) {
 // very rules ADD made, on the port's ofport, within seconds. The pod stays; only OVS restarts.
 func checkRulesBackAfterOVSRestart(t *testing.T, p *corev1.Pod) {
 	t.Helper()
-	port, before := portRules(t, p)
-	if len(before) == 0 {
-		t.Fatalf("port %s has no anti-spoofing rules before the restart", port)
+	// The step before restarted OVS too, and its /readyz and pings can be back before the
+	// keeper's bundle is (without the rules the bridge forwards NORMAL): wait for that bundle,
+	// which lands whole or not at all, before taking it as the rules to see again.
+	var port string
+	var before []string
+	err := framework.Poll("the port's anti-spoofing rules back from the previous OVS restart", time.Minute, 500*time.Millisecond, func() (bool, string, error) {
+		port, before = portRules(t, p)
+		return len(before) > 0, fmt.Sprintf("port %s has no anti-spoofing rules", port), nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	restartOVS(t)
-	err := framework.Poll("the port's anti-spoofing rules back after the OVS restart", time.Minute, 500*time.Millisecond, func() (bool, string, error) {
+	err = framework.Poll("the port's anti-spoofing rules back after the OVS restart", time.Minute, 500*time.Millisecond, func() (bool, string, error) {
 		_, now := portRules(t, p)
 		return slices.Equal(now, before), fmt.Sprintf("port %s: rules now\n%s\nwant\n%s", port, strings.Join(now, "\n"), strings.Join(before, "\n")), nil
 	})

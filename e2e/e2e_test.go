@@ -182,6 +182,10 @@ func TestEndToEnd(t *testing.T) {
 		})
 	})
 
+	step(t, "a selector-less Service annotated kubefstack.io/stack: the operator's EndpointSlice follows the pod (ready, unready, terminating, replaced), and a client pod's TCP to the ClusterIP reaches the dataplane's NIC", func(t *testing.T) {
+		pod = checkServiceReachesStack(t, pod)
+	})
+
 	step(t, "three kill -9 of the dataplane's primary within two minutes: each a new generation in place and the app restarted in place, no container restart, /status counts them", func(t *testing.T) {
 		pod = checkPrimaryKillsRecoverInPlace(t, pod)
 	})
@@ -226,6 +230,8 @@ func TestEndToEnd(t *testing.T) {
 			return si.Status.BoundPods == 0 && c != nil && c.Reason == fstackv1.ReasonNoBoundPods, condString(si)
 		})
 	})
+
+	step(t, "a rolling update of 2 replicas (pool addresses, lab CPU policy Shared) while a client pings every ready endpoint of the Service's slices: no ping lost, never no ready endpoint", checkRolloutLosesNothing)
 
 	step(t, "a native program (spec.program PerProcess, the stand-in of F-Stack's helloworld) is the pod's dataplane: Ready, answering ping, metrics up",
 		checkNativeProgram("PerProcess", "--conf /etc/f-stack/config.ini --proc-type=primary --proc-id=0", "stand-in F-Stack program (not F-Stack)"))

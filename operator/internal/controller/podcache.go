@@ -13,12 +13,19 @@ import (
 // is kept cut short, which still differs from every hash (countPods counts it as another config).
 const maxCachedHash = 64
 
+// maxCachedServed bounds the served-address annotations a cached pod keeps: one byte over the
+// largest spec snapshot served.Addresses reads. An injected pod's snapshot is the largest field
+// left in the cache (inject.MaxSpecSnapshot, 128 KiB at most; a few KiB for most stacks).
+const maxCachedServed = 256<<10 + 1
+
 // TrimPod is the transform of the manager's pod cache: it keeps what the controllers read from a
 // pod and drops the rest. That is its name, namespace, UID, resource version and deletion
 // timestamp, the stack label alone among its labels, the config-hash annotation alone among its
 // annotations (cut to maxCachedHash), its phase, the node it runs on (the node check metrics),
 // its IP (the dataplane health events read /status there) and the name and readiness of the
-// dataplane's status, an init container's or a program's regular one. Every pod with the stack
+// dataplane's status, an init container's or a program's regular one; for the EndpointSlice
+// controller its Ready condition, its containers' named ports and the served-address and spec
+// snapshot annotations (cut to maxCachedServed). Every pod with the stack
 // label reaches the cache, in any namespace, and a pod writes its own labels and annotations
 // (256 KiB of annotations each): kept whole, a tenant's thousand such pods would be a quarter
 // GiB of the operator's heap and crash-loop it, and with failurePolicy Fail stop injection
@@ -32,12 +39,40 @@ func TrimPod(obj any) (any, error) {
 	t := &corev1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: trimMeta(&p.ObjectMeta)}
 	t.Labels = keep(p.Labels, fsv1.StackLabel, len(p.Labels[fsv1.StackLabel]))
 	t.Annotations = keep(p.Annotations, podcontract.ConfigHashAnnotation, maxCachedHash)
+	// The EndpointSlice controller reads the served addresses from these two (served.Addresses,
+	// which refuses a value over its bound, so one cut short here is refused as the whole was).
+	for _, k := range []string{podcontract.AddressesAnnotation, podcontract.SpecAnnotation} {
+		if v, ok := p.Annotations[k]; ok {
+			if t.Annotations == nil {
+				t.Annotations = map[string]string{}
+			}
+			t.Annotations[k] = v[:min(len(v), maxCachedServed)]
+		}
+	}
 	t.Spec.NodeName = p.Spec.NodeName
 	t.Status.Phase = p.Status.Phase
 	t.Status.PodIP = p.Status.PodIP
 	for _, s := range p.Status.InitContainerStatuses {
 		if s.Name == podcontract.DataplaneContainer {
 			t.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: s.Name, Ready: s.Ready}}
+		}
+	}
+	// The EndpointSlice controller reads the pod's Ready condition and the app containers' named
+	// ports (a Service's named targetPort).
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			t.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status}}
+		}
+	}
+	for _, c := range p.Spec.Containers {
+		var ports []corev1.ContainerPort
+		for _, cp := range c.Ports {
+			if cp.Name != "" {
+				ports = append(ports, corev1.ContainerPort{Name: cp.Name, ContainerPort: cp.ContainerPort, Protocol: cp.Protocol})
+			}
+		}
+		if len(ports) > 0 {
+			t.Spec.Containers = append(t.Spec.Containers, corev1.Container{Name: c.Name, Ports: ports})
 		}
 	}
 	// A program's dataplane (spec.program) is a regular container: its readiness only.

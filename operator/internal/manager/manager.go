@@ -132,6 +132,10 @@ func New(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
 	if err := rec.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
+	endpoints := &controller.EndpointSliceReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kube-fstack")}
+	if err := endpoints.SetupWithManager(context.Background(), mgr); err != nil {
+		return nil, err
+	}
 	instance, _ := os.Hostname() // the pod's name, as the recorder names its replica
 	health := &controller.PodHealthReconciler{Reader: mgr.GetClient(), Writer: mgr.GetClient(), Instance: "kube-fstack-" + instance,
 		Port: o.PodStatusPort}
@@ -224,6 +228,10 @@ func cacheOptions(o Options, hasStack *labels.Requirement) cache.Options {
 		&corev1.Pod{}: {Label: labels.NewSelector().Add(*hasStack), Transform: controller.TrimPod},
 		&corev1.ConfigMap{}: {Label: labels.SelectorFromSet(labels.Set{controller.ManagedByLabel: controller.ManagedBy}),
 			Transform: controller.TrimConfigMap},
+	}
+	// The Services and EndpointSlices of the Services that reach F-Stack: see EndpointSliceCache.
+	for obj, by := range controller.EndpointSliceCache() {
+		byObject[obj] = by
 	}
 	if o.Certs.SecretName != "" {
 		byObject[&corev1.Secret{}] = cache.ByObject{Namespaces: map[string]cache.Config{o.Namespace: {}},
