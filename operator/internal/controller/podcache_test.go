@@ -1,13 +1,17 @@
 package controller
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/served"
 )
 
 // A trimmed pod counts as the whole pod does, and carries nothing else of the spec or status.
@@ -130,5 +134,64 @@ func TestTrimConfigMapKeepsOnlyTheOperatorsOwn(t *testing.T) {
 	}
 	if out, _ := TrimConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}, Data: map[string]string{"k": big}}); len(out.(*corev1.ConfigMap).Data) != 0 {
 		t.Fatal("a typed ConfigMap kept its data")
+	}
+}
+
+// The EndpointSlice controller reads the served addresses from the cached pod: the reduced
+// snapshot gives the same addresses as the whole one, and a pod's hostile snapshot costs the
+// cache a few KiB at most, refused as it was.
+func TestTrimPodKeepsTheServedAddresses(t *testing.T) {
+	spec := fsv1.StackInstanceSpec{Ports: []fsv1.PortSpec{
+		{Name: "svc", Addressing: fsv1.Addressing{IPv4: &fsv1.IPv4Address{Address: "10.0.0.5/24", Gateway: "10.0.0.1"},
+			IPv6: &fsv1.IPv6Address{Address: "fd00::5/64"}, VIPs: []string{"10.0.0.9"}}},
+		{Name: "data", Addressing: fsv1.Addressing{IPv4: &fsv1.IPv4Address{Address: "192.168.7.2/24"}}},
+	}}
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := func(snapshot string, extra map[string]string) *corev1.Pod {
+		a := map[string]string{podcontract.SpecAnnotation: snapshot}
+		for k, v := range extra {
+			a[k] = v
+		}
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: a}}
+	}
+	trim := func(p *corev1.Pod) *corev1.Pod {
+		out, err := TrimPod(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.(*corev1.Pod)
+	}
+	for _, extra := range []map[string]string{nil, {podcontract.AddressesAnnotation: "0=10.0.0.7,1=192.168.7.9"}} {
+		whole := pod(string(raw), extra)
+		cached := trim(whole)
+		for _, port := range []string{"", "data", "1", "nope"} {
+			want, werr := served.Addresses(whole, port)
+			got, gerr := served.Addresses(cached, port)
+			if fmt.Sprint(want) != fmt.Sprint(got) || (werr == nil) != (gerr == nil) {
+				t.Errorf("port %q: cached pod serves %v (%v), the whole pod %v (%v)", port, got, gerr, want, werr)
+			}
+		}
+	}
+	hostile := spec
+	hostile.Ports = append([]fsv1.PortSpec(nil), spec.Ports...)
+	hostile.Ports[0].VIPs = []string{strings.Repeat("1", 250<<10)}
+	raw, _ = json.Marshal(hostile)
+	cached := trim(pod(string(raw), map[string]string{podcontract.AddressesAnnotation: strings.Repeat("0=10.0.0.7,", 20<<10)}))
+	if n := len(cached.Annotations[podcontract.SpecAnnotation]) + len(cached.Annotations[podcontract.AddressesAnnotation]); n > 12<<10 {
+		t.Errorf("a hostile snapshot and addresses cost the cache %d bytes", n)
+	}
+	if _, err := served.Addresses(cached, ""); err == nil {
+		t.Error("the cut addresses annotation was read as valid")
+	}
+	many := fsv1.StackInstanceSpec{Ports: make([]fsv1.PortSpec, 65)}
+	raw, _ = json.Marshal(many)
+	for _, snap := range []string{string(raw), "{not json", strings.Repeat(" ", 300<<10) + "{}"} {
+		cached := trim(pod(snap, nil))
+		if _, err := served.Addresses(cached, ""); err == nil || len(cached.Annotations[podcontract.SpecAnnotation]) > 64 {
+			t.Errorf("a snapshot no injector wrote (%d bytes) is cached as %q and read as %v", len(snap), cached.Annotations[podcontract.SpecAnnotation], err)
+		}
 	}
 }
