@@ -68,8 +68,12 @@ func (p *Plugin) add(c *command, a *attachment, stdin []byte) (res *current.Resu
 			c.rollback(undo)
 		}
 	}()
-	// A pod the injector did not prepare has no emptyDir to serve its socket from: say so
-	// before anything is taken.
+	// A pod of a namespace the node does not serve, or a node without its node config, and a
+	// pod the injector did not prepare (no emptyDir to serve its socket from): say so before
+	// anything is taken.
+	if err := c.servable(a); err != nil {
+		return nil, err
+	}
 	if err := checkVolume(a); err != nil {
 		return nil, cniErr(types.ErrIOFailure, "", err)
 	}

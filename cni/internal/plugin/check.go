@@ -26,6 +26,9 @@ func (p *Plugin) Check(args *skel.CmdArgs) error {
 	if a.PodDir != "" && c.skipped(a) {
 		return c.logResult(nil)
 	}
+	if c.nodeErr != nil {
+		return c.logResult(types.NewError(types.ErrInvalidNetworkConfig, "fstack-cni serves no pod on this node: "+c.nodeErr.Error(), ""))
+	}
 	if err := c.check(a); err != nil {
 		return c.logResult(err)
 	}
