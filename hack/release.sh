@@ -91,9 +91,10 @@ package_chart() {
     || die "helm package failed"
   TGZ="$OUT/kube-fstack-$CHART_VERSION.tgz"
   [ -f "$TGZ" ] || die "helm package wrote no $TGZ"
-  "$HELM" lint --strict "$TGZ" >/dev/null || die "helm lint --strict $TGZ failed"
+  # The chart refuses the default namespace (templates/operator-policy.yaml): check it as installed.
+  "$HELM" lint --strict "$TGZ" --namespace kube-fstack-system >/dev/null || die "helm lint --strict $TGZ failed"
   # The oldest Kubernetes the chart supports (Chart.yaml kubeVersion); helm's own default is older.
-  got="$("$HELM" template kube-fstack "$TGZ" --kube-version 1.30.0 | grep -oE "(image: |--dataplane-image=)[^ \"]+" | sed 's/^image: //; s/^--dataplane-image=//' | sort -u | xargs)"
+  got="$("$HELM" template kube-fstack "$TGZ" --namespace kube-fstack-system --kube-version 1.30.0 | grep -oE "(image: |--dataplane-image=)[^ \"]+" | sed 's/^image: //; s/^--dataplane-image=//' | sort -u | xargs)"
   want="$IMAGE_REPO/cni:$VERSION $IMAGE_REPO/dataplane:$VERSION $IMAGE_REPO/operator:$VERSION"
   [ "$got" = "$want" ] || die "the packaged chart renders images '$got', want '$want'"
   say "chart: $TGZ (version $CHART_VERSION, appVersion $VERSION; images $want)"

@@ -173,3 +173,22 @@ serves it.
 {{- end }}
 {{- toJson (dict "ovsdbSocket" .Values.cni.nodeAgent.ovsdbSocket "socketRoot" .Values.vhostSocketRoot "kubeletRootDir" .Values.kubeletRootDir "deviceInfoDir" $nc.deviceInfoDir "logFile" $nc.logFile "namespaces" $nc.namespaces) }}
 {{- end }}
+
+{{- /*
+kube-fstack.webhookClientCAPEM is the CA the webhook server requires its callers' certificates
+from: webhook.clientCA, or else (webhook.clientCAFrom.enabled) the key of a ConfigMap the cluster
+already publishes, read at install and upgrade. Empty: any caller is answered.
+*/ -}}
+{{- define "kube-fstack.webhookClientCAPEM" -}}
+{{- $from := .Values.webhook.clientCAFrom }}
+{{- if .Values.webhook.clientCA }}
+{{- .Values.webhook.clientCA }}
+{{- else if $from.enabled }}
+{{- $cm := lookup "v1" "ConfigMap" $from.namespace $from.name }}
+{{- $pem := dig "data" $from.key "" $cm }}
+{{- if not (contains "-----BEGIN CERTIFICATE-----" $pem) }}
+{{- fail (printf "webhook.clientCAFrom: ConfigMap %s/%s has no PEM certificate under %q (or the chart cannot read the cluster: helm template and a client dry run cannot; use --dry-run=server). Name the ConfigMap and key that hold the CA your API server's webhook client certificate is signed by, or give the CA itself with --set-file webhook.clientCA=ca.crt" $from.namespace $from.name $from.key) }}
+{{- end }}
+{{- $pem }}
+{{- end }}
+{{- end }}

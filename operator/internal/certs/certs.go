@@ -41,15 +41,17 @@ type Options struct {
 	ControllerName string
 }
 
-// cert-controller reads the webhook configurations and the Secret through an informer (list and
-// watch, which a name cannot limit: its informer has no field selector) and writes them with
-// Update. Writes are limited to the objects the operator manages; the names here are the flags'
+// cert-controller reads the webhook configurations through an informer (list and watch, which a
+// name cannot limit: its informer has no field selector) and the Secret through one narrowed to
+// its name (withSecretByName, so RBAC grants list and watch of that Secret alone), and writes
+// them with Update. Writes are limited to the objects the operator manages; the names here are the flags'
 // defaults, and the chart replaces them with the release's (charts/kube-fstack/templates/_helpers.tpl).
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=list;watch
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=update,resourceNames=kube-fstack-injector
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=update,resourceNames=kube-fstack-validator
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=create;list;watch,namespace=kube-fstack-system
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=update,resourceNames=kube-fstack-webhook-cert,namespace=kube-fstack-system
+// A create cannot be limited to a name (EnsureSecret makes the Secret when it is missing).
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=create,namespace=kube-fstack-system
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=list;watch;update,resourceNames=kube-fstack-webhook-cert,namespace=kube-fstack-system
 
 // EnsureSecret creates the empty secret the rotator fills: cert-controller only updates an
 // existing one, and an install that forgot it would otherwise never serve its webhooks.
@@ -67,7 +69,7 @@ func EnsureSecret(ctx context.Context, c client.Client, o Options) error {
 // webhook's name, so it would keep serving it until it expires and scrapers that verify the
 // metrics Service's name would fail until then. Without it the rotator issues a new one under
 // the same CA at once; the CA, which the webhook configurations trust, is kept. The Secret is
-// listed, not got: the operator may list its namespace's Secrets but get none.
+// listed by name, not got: the operator may list and watch that one Secret but get none.
 func dropCertWithoutMetrics(ctx context.Context, c client.Client, o Options) error {
 	if o.MetricsServiceName == "" {
 		return nil
@@ -104,7 +106,7 @@ func AddRotator(mgr ctrl.Manager, o Options, ready chan struct{}) error {
 		mdns := fmt.Sprintf("%s.%s.svc", m, o.Namespace)
 		extra = append(extra, mdns, mdns+".cluster.local", m+"."+o.Namespace)
 	}
-	return rotator.AddRotator(mgr, &rotator.CertRotator{
+	return rotator.AddRotator(withSecretByName(mgr, o.Namespace, o.SecretName), &rotator.CertRotator{
 		SecretKey:      types.NamespacedName{Namespace: o.Namespace, Name: o.SecretName},
 		CertDir:        o.CertDir,
 		CAName:         "kube-fstack-ca",

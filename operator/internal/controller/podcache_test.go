@@ -1,12 +1,17 @@
 package controller
 
 import (
+	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/served"
 )
 
 // A trimmed pod counts as the whole pod does, and carries nothing else of the spec or status.
@@ -66,5 +71,127 @@ func TestTrimPodKeepsWhatCountPodsReads(t *testing.T) {
 	}
 	if out, _ := TrimPod("not a pod"); out != "not a pod" {
 		t.Fatal("a non-pod (a tombstone) must pass through")
+	}
+}
+
+// A pod writes its own labels and annotations: whatever it carries, the cached copy keeps the
+// stack label and a bounded config hash only, and still counts as the whole pod.
+func TestTrimPodDropsWhatATenantWrites(t *testing.T) {
+	big := strings.Repeat("x", 250<<10)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "web", UID: "u", ResourceVersion: "7",
+		Labels:          map[string]string{"kubefstack.io/stack": "web", "team": "a", strings.Repeat("k", 60): "v"},
+		Annotations:     map[string]string{"filler": big, podcontract.ConfigHashAnnotation: "a" + big},
+		OwnerReferences: []metav1.OwnerReference{{Name: big}}, Finalizers: []string{big}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, InitContainerStatuses: []corev1.ContainerStatus{
+			{Name: "other", Ready: true}, {Name: podcontract.DataplaneContainer, Ready: true}}}}
+	out, err := TrimPod(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := out.(*corev1.Pod)
+	if len(tp.Labels) != 1 || tp.Labels["kubefstack.io/stack"] != "web" || len(tp.Annotations) != 1 ||
+		len(tp.Annotations[podcontract.ConfigHashAnnotation]) != maxCachedHash || tp.OwnerReferences != nil || tp.Finalizers != nil ||
+		tp.UID != "u" || tp.ResourceVersion != "7" || len(tp.Status.InitContainerStatuses) != 1 || !dataplaneReady(tp) {
+		t.Fatalf("trimmed pod: labels %v, %d annotations, owners %d, finalizers %d, statuses %+v", tp.Labels,
+			len(tp.Annotations), len(tp.OwnerReferences), len(tp.Finalizers), tp.Status.InitContainerStatuses)
+	}
+	if got := countPods([]corev1.Pod{*tp}, "a"); got.Older != 1 || got.Bound != 1 || got.Ready != 1 {
+		t.Fatalf("a hash cut short must still count as another config: %+v", got)
+	}
+	if size := len(tp.String()); size > 2048 {
+		t.Fatalf("the trimmed pod prints as %d bytes; want a few hundred", size)
+	}
+}
+
+// Only a ConfigMap shaped as the operator writes it (<stack>-fstack, controlled by that
+// StackInstance) keeps its labels, hash and controller; any other with the label is a bare name.
+func TestTrimConfigMapKeepsOnlyTheOperatorsOwn(t *testing.T) {
+	big := strings.Repeat("x", 250<<10)
+	ctl := true
+	owner := metav1.OwnerReference{APIVersion: "kubefstack.io/v1alpha1", Kind: "StackInstance", Name: "web", UID: "s", Controller: &ctl}
+	cm := func(name string, owners ...metav1.OwnerReference) *metav1.PartialObjectMetadata {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "web", UID: "c",
+			Labels:          map[string]string{ManagedByLabel: ManagedBy, "kubefstack.io/stack": "web", "extra": "y"},
+			Annotations:     map[string]string{podcontract.ConfigHashAnnotation: "0123456789abcdef", "filler": big},
+			OwnerReferences: owners}}
+	}
+	out, _ := TrimConfigMap(cm("web-fstack", owner, metav1.OwnerReference{Name: big}))
+	own := out.(*metav1.PartialObjectMetadata)
+	if len(own.Labels) != 2 || len(own.Annotations) != 1 || own.Annotations[podcontract.ConfigHashAnnotation] != "0123456789abcdef" ||
+		len(own.OwnerReferences) != 1 || own.OwnerReferences[0].UID != "s" {
+		t.Fatalf("the operator's ConfigMap trimmed to labels %v, %d annotations, owners %v", own.Labels, len(own.Annotations), own.OwnerReferences)
+	}
+	notOurs := owner
+	notOurs.Kind = "Deployment"
+	for name, o := range map[string]*metav1.PartialObjectMetadata{
+		"other name": cm("tenant", owner), "no controller": cm("web-fstack"), "other controller": cm("web-fstack", notOurs),
+	} {
+		out, _ := TrimConfigMap(o)
+		got := out.(*metav1.PartialObjectMetadata)
+		if got.Labels != nil || got.Annotations != nil || got.OwnerReferences != nil || got.Name != o.Name {
+			t.Errorf("%s: kept %+v, want the bare name", name, got.ObjectMeta)
+		}
+	}
+	if out, _ := TrimConfigMap(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}, Data: map[string]string{"k": big}}); len(out.(*corev1.ConfigMap).Data) != 0 {
+		t.Fatal("a typed ConfigMap kept its data")
+	}
+}
+
+// The EndpointSlice controller reads the served addresses from the cached pod: the reduced
+// snapshot gives the same addresses as the whole one, and a pod's hostile snapshot costs the
+// cache a few KiB at most, refused as it was.
+func TestTrimPodKeepsTheServedAddresses(t *testing.T) {
+	spec := fsv1.StackInstanceSpec{Ports: []fsv1.PortSpec{
+		{Name: "svc", Addressing: fsv1.Addressing{IPv4: &fsv1.IPv4Address{Address: "10.0.0.5/24", Gateway: "10.0.0.1"},
+			IPv6: &fsv1.IPv6Address{Address: "fd00::5/64"}, VIPs: []string{"10.0.0.9"}}},
+		{Name: "data", Addressing: fsv1.Addressing{IPv4: &fsv1.IPv4Address{Address: "192.168.7.2/24"}}},
+	}}
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := func(snapshot string, extra map[string]string) *corev1.Pod {
+		a := map[string]string{podcontract.SpecAnnotation: snapshot}
+		for k, v := range extra {
+			a[k] = v
+		}
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: a}}
+	}
+	trim := func(p *corev1.Pod) *corev1.Pod {
+		out, err := TrimPod(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.(*corev1.Pod)
+	}
+	for _, extra := range []map[string]string{nil, {podcontract.AddressesAnnotation: "0=10.0.0.7,1=192.168.7.9"}} {
+		whole := pod(string(raw), extra)
+		cached := trim(whole)
+		for _, port := range []string{"", "data", "1", "nope"} {
+			want, werr := served.Addresses(whole, port)
+			got, gerr := served.Addresses(cached, port)
+			if fmt.Sprint(want) != fmt.Sprint(got) || (werr == nil) != (gerr == nil) {
+				t.Errorf("port %q: cached pod serves %v (%v), the whole pod %v (%v)", port, got, gerr, want, werr)
+			}
+		}
+	}
+	hostile := spec
+	hostile.Ports = append([]fsv1.PortSpec(nil), spec.Ports...)
+	hostile.Ports[0].VIPs = []string{strings.Repeat("1", 250<<10)}
+	raw, _ = json.Marshal(hostile)
+	cached := trim(pod(string(raw), map[string]string{podcontract.AddressesAnnotation: strings.Repeat("0=10.0.0.7,", 20<<10)}))
+	if n := len(cached.Annotations[podcontract.SpecAnnotation]) + len(cached.Annotations[podcontract.AddressesAnnotation]); n > 12<<10 {
+		t.Errorf("a hostile snapshot and addresses cost the cache %d bytes", n)
+	}
+	if _, err := served.Addresses(cached, ""); err == nil {
+		t.Error("the cut addresses annotation was read as valid")
+	}
+	many := fsv1.StackInstanceSpec{Ports: make([]fsv1.PortSpec, 65)}
+	raw, _ = json.Marshal(many)
+	for _, snap := range []string{string(raw), "{not json", strings.Repeat(" ", 300<<10) + "{}"} {
+		cached := trim(pod(snap, nil))
+		if _, err := served.Addresses(cached, ""); err == nil || len(cached.Annotations[podcontract.SpecAnnotation]) > 64 {
+			t.Errorf("a snapshot no injector wrote (%d bytes) is cached as %q and read as %v", len(snap), cached.Annotations[podcontract.SpecAnnotation], err)
+		}
 	}
 }

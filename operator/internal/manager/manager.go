@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
@@ -203,13 +204,6 @@ func closeAfterResponse(h http.Handler) http.Handler {
 
 func ctrlOptions(o Options, webhookTLS []func(*tls.Config)) ctrl.Options {
 	hasStack, _ := labels.NewRequirement(fsv1.StackLabel, selection.Exists, nil)
-	byObject := map[client.Object]cache.ByObject{
-		&corev1.Pod{}:       {Label: labels.NewSelector().Add(*hasStack), Transform: controller.TrimPod},
-		&corev1.ConfigMap{}: {Label: labels.SelectorFromSet(labels.Set{controller.ManagedByLabel: controller.ManagedBy})},
-	}
-	for obj, by := range controller.EndpointSliceCache() {
-		byObject[obj] = by
-	}
 	return ctrl.Options{
 		Controller:              ctrlconfig.Controller{SkipNameValidation: &o.SecondInProcess},
 		Scheme:                  Scheme(),
@@ -220,11 +214,30 @@ func ctrlOptions(o Options, webhookTLS []func(*tls.Config)) ctrl.Options {
 		LeaderElectionNamespace: o.Namespace,
 		WebhookServer: webhook.NewServer(webhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.CertDir,
 			TLSOpts: webhookTLS}),
-		// Only the pods and ConfigMaps that concern a StackInstance are cached: the operator's
-		// memory stays flat however many other pods the cluster runs.
-		// The Services and EndpointSlices of the Services that reach F-Stack: see EndpointSliceCache.
-		Cache: cache.Options{ByObject: byObject},
+		Cache: cacheOptions(o, hasStack),
 	}
+}
+
+// cacheOptions: only the pods and ConfigMaps that concern a StackInstance are cached, each
+// trimmed to what the controllers read (a tenant writes its pods' and ConfigMaps' labels and
+// annotations, so selecting by label bounds how many, trimming how large): the operator's memory
+// stays flat however many other pods the cluster runs and whatever its tenants write. Secrets:
+// only the webhook certificate's, should anything read one through this cache.
+func cacheOptions(o Options, hasStack *labels.Requirement) cache.Options {
+	byObject := map[client.Object]cache.ByObject{
+		&corev1.Pod{}: {Label: labels.NewSelector().Add(*hasStack), Transform: controller.TrimPod},
+		&corev1.ConfigMap{}: {Label: labels.SelectorFromSet(labels.Set{controller.ManagedByLabel: controller.ManagedBy}),
+			Transform: controller.TrimConfigMap},
+	}
+	// The Services and EndpointSlices of the Services that reach F-Stack: see EndpointSliceCache.
+	for obj, by := range controller.EndpointSliceCache() {
+		byObject[obj] = by
+	}
+	if o.Certs.SecretName != "" {
+		byObject[&corev1.Secret{}] = cache.ByObject{Namespaces: map[string]cache.Config{o.Namespace: {}},
+			Field: fields.OneTermEqualSelector("metadata.name", o.Certs.SecretName)}
+	}
+	return cache.Options{ByObject: byObject}
 }
 
 // metricsOptions serves metrics over HTTPS (the webhook's certificate when MetricsCertDir is

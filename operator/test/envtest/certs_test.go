@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-fstack/kube-fstack/operator/internal/certs"
 	"github.com/kube-fstack/kube-fstack/operator/internal/manager"
@@ -44,6 +45,10 @@ func TestOperatorManagesWebhookCertificates(t *testing.T) {
 	mut, val := decoyWebhooks(t, "certs-test-injector", "certs-test-validator")
 	user := operatorUser(t, map[string]string{"kube-fstack-injector": mut.Name, "kube-fstack-validator": val.Name,
 		"kube-fstack-webhook-cert": "certs-test", leaseName: leaseName})
+	// It reads one Secret, the certificate's: the other Secrets of its namespace are not its to list.
+	if err := user.List(ctx, &corev1.SecretList{}, client.InNamespace(operatorNS)); !apierrors.IsForbidden(err) {
+		t.Fatalf("the operator may list every Secret of its namespace: %v, want forbidden", err)
+	}
 	other, _ := decoyWebhooks(t, "certs-test-other", "certs-test-other")
 	other.Webhooks[0].TimeoutSeconds = ptr(int32(3))
 	if err := user.Update(ctx, other); !apierrors.IsForbidden(err) {

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -46,6 +47,8 @@ var (
 	metricsAddr string
 	// webhookClient is the client certificate the API server presents to the webhooks.
 	webhookClient testenv.WebhookClient
+	// operatorCache is the suite's operator's cache: what the controllers and webhook read.
+	operatorCache cache.Cache
 	root          = filepath.Join("..", "..", "..")
 )
 
@@ -137,6 +140,7 @@ func startManager(cfg *rest.Config, wh *envtest.WebhookInstallOptions) (func(), 
 		return nil, err
 	}
 	k8s = mgr.GetClient()
+	operatorCache = mgr.GetCache()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()

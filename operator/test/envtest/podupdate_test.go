@@ -2,6 +2,7 @@ package envtest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -67,5 +68,32 @@ func updatePod(ctx context.Context, name string, change func(*corev1.Pod)) error
 		if err := k8s.Update(ctx, p); !apierrors.IsConflict(err) {
 			return err
 		}
+	}
+}
+
+// A program linked with libfstack (spec.program) runs its dataplane as a regular container, not
+// an init container: `kubectl set image` on it must reach the update webhook too (the
+// matchConditions select a changed dataplane image in either list) and meet the same allow-list.
+func TestProgramDataplaneImageUpdateRefused(t *testing.T) {
+	ctx := context.Background()
+	ensureStack(t, stack(t, "native", "native"))
+	pod := fixtures.LoadPod(t, "native-helloworld")
+	pod.Name = "program-updated"
+	if err := k8s.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	idx := -1
+	for i, c := range pod.Spec.Containers {
+		if c.Name == podcontract.DataplaneContainer {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		t.Fatalf("the injected program pod has no regular %s container: %+v", podcontract.DataplaneContainer, pod.Spec.Containers)
+	}
+	wantErr(t, updatePod(ctx, pod.Name, func(p *corev1.Pod) { p.Spec.Containers[idx].Image = "evil.example/fstack/dataplane:v1" }),
+		fmt.Sprintf("spec.containers[%d].image: Invalid value", idx), "--allowed-dataplane-images")
+	if err := updatePod(ctx, pod.Name, func(p *corev1.Pod) { p.Spec.Containers[idx].Image = allowedImages + "dataplane:v1.25" }); err != nil {
+		t.Fatalf("an allowed dataplane image was refused: %v", err)
 	}
 }

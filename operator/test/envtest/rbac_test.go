@@ -71,7 +71,8 @@ func operatorUser(t *testing.T, names map[string]string) *restrictedClient {
 		if err := c.List(ctx, &admissionregistrationv1.MutatingWebhookConfigurationList{}); err != nil {
 			return err
 		}
-		return c.List(ctx, &corev1.SecretList{}, client.InNamespace(operatorNS))
+		return c.List(ctx, &corev1.SecretList{}, client.InNamespace(operatorNS),
+			client.MatchingFields{"metadata.name": names["kube-fstack-webhook-cert"]})
 	})
 	return &restrictedClient{Client: c, cfg: u.Config()}
 }
