@@ -104,9 +104,7 @@ func poolAddress(pool *fsv1.IPPool, gw string, v4 bool, path *field.Path) (strin
 	}
 	if g, err := netip.ParseAddr(gw); err == nil {
 		p, _ := ParsePool(pool, v4, path.Child("pool"))
-		in := false
-		p.Addresses(func(a netip.Addr) bool { in = a == g; return !in })
-		if in {
+		if p.Contains(g) {
 			return "", field.ErrorList{field.Invalid(path.Child("gateway"), gw,
 				"is one of the pool's addresses, which a pod could be given: take it out of pool.ranges")}
 		}

@@ -38,11 +38,24 @@ func (p *Pool) Size() int { return p.size }
 func (p *Pool) Addresses(yield func(netip.Addr) bool) {
 	for _, r := range p.ranges {
 		for a := r.first; ; a = a.Next() {
-			if !yield(a) || a == r.last {
+			if !yield(a) {
+				return
+			}
+			if a == r.last {
 				break
 			}
 		}
 	}
+}
+
+// Contains says whether a is one of the pool's addresses.
+func (p *Pool) Contains(a netip.Addr) bool {
+	for _, r := range p.ranges {
+		if r.first.Compare(a) <= 0 && a.Compare(r.last) <= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Prefix is addr with the pool's prefix length, as a port's address is written (10.56.0.11/24).
