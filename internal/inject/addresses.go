@@ -134,6 +134,21 @@ func (p *Prepared) withAddresses(addrs []netip.Addr) (*Prepared, error) {
 	return &pp, nil
 }
 
+// FirstAddresses are the addresses of the stack's first pod: the static ones and each pool's
+// first. Admission injects a pod with them to check it before it claims any (the checks do not
+// depend on the addresses).
+func (p *Prepared) FirstAddresses() []netip.Addr {
+	out := make([]netip.Addr, 0, len(p.needs))
+	for _, n := range p.needs {
+		a := n.Static.Addr()
+		if n.Pool != nil {
+			n.Pool.Addresses(func(x netip.Addr) bool { a = x; return false })
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
 // staticAddresses are the addresses of a stack without pools: its static ones.
 func (p *Prepared) staticAddresses() ([]netip.Addr, error) {
 	out := make([]netip.Addr, 0, len(p.needs))

@@ -79,19 +79,26 @@ func (h *PodInjector) Handle(ctx context.Context, req admission.Request) admissi
 	if ns == "" {
 		pod.Namespace = req.Namespace
 	}
-	held, err := h.claim(ctx, req, pod, prep)
+	// Every check first, with the first pod's addresses (no check depends on them): a pod
+	// refused for anything else claims nothing.
+	out, _, err := prep.InjectAddresses(pod, prep.FirstAddresses())
 	if err != nil {
-		return refuse(pod, err, "address-taken")
-	}
-	out, _, err := prep.InjectAddresses(pod, held.Addrs)
-	if err != nil {
-		h.Claims.Release(ctx, held)
 		return refuse(pod, err, "pod-invalid")
 	}
 	out.Namespace = ns
 	if resp := h.podSecurity(ctx, req.Namespace, pod, out); resp != nil {
-		h.Claims.Release(ctx, held)
 		return *resp
+	}
+	if len(prep.AddressNeeds()) > 0 {
+		held, err := h.claim(ctx, req, pod, prep)
+		if err != nil {
+			return refuse(pod, err, "address-taken")
+		}
+		if out, _, err = prep.InjectAddresses(pod, held.Addrs); err != nil {
+			h.Claims.Release(ctx, held)
+			return refuse(pod, err, "pod-invalid")
+		}
+		out.Namespace = ns
 	}
 	raw, err := json.Marshal(out)
 	if err != nil {
@@ -107,9 +114,6 @@ func (h *PodInjector) Handle(ctx context.Context, req admission.Request) admissi
 // holds nothing.
 func (h *PodInjector) claim(ctx context.Context, req admission.Request, pod *corev1.Pod, prep *inject.Prepared) (*claims.Claimed, error) {
 	needs := prep.AddressNeeds()
-	if len(needs) == 0 {
-		return &claims.Claimed{}, nil
-	}
 	if h.Claims == nil {
 		return nil, errors.New("the injector has no address claimer")
 	}

@@ -29,7 +29,7 @@ import (
 // here: the test writes the pods' node and container statuses as the scheduler and kubelet would.
 func TestCLIStatusShowsPods(t *testing.T) {
 	ctx := context.Background()
-	si := stack(t, "vhost-user", "shown")
+	si := fixtures.Stack(t, "vhost-user", fixtures.InNamespace(optedInNS, "shown"), withPool(4)) // two pods
 	ensureStack(t, si)
 	oldPod := statusPod(t, "shown-old", si.Name, "node-a", corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}, true, 2)
 	oldHash := oldPod.Annotations[podcontract.ConfigHashAnnotation]
@@ -112,6 +112,7 @@ func statusPod(t *testing.T, name, stack, node string, state corev1.ContainerSta
 	if err := k8s.Create(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
+	deleteAtEnd(t, pod)
 	pod.Status.Phase = corev1.PodRunning
 	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: podcontract.DataplaneContainer, State: state,
 		Ready: ready, RestartCount: restarts, Image: "x", ImageID: "x"}}
