@@ -41,7 +41,7 @@ func (p *plan) dataplaneContainer() corev1.Container {
 			fieldEnv(podcontract.EnvPodNamespace, "metadata.namespace"),
 			fieldEnv(podcontract.EnvNodeIPs, "status.hostIPs"),
 		}, p.cfg.logEnv()...),
-		Ports: []corev1.ContainerPort{{Name: podcontract.MetricsPortName, ContainerPort: podcontract.SupervisorPort, Protocol: corev1.ProtocolTCP}},
+		Ports:        []corev1.ContainerPort{{Name: podcontract.MetricsPortName, ContainerPort: podcontract.SupervisorPort, Protocol: corev1.ProtocolTCP}},
 		Resources:    res,
 		VolumeMounts: mounts,
 		// No startup probe: it cost the pod one kubelet relist (about 1 s) before the apps
