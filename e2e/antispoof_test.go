@@ -18,7 +18,8 @@ import (
 
 var nPackets = regexp.MustCompile(`n_packets=(\d+)`)
 
-// checkPortGuarded: the pod's port carries fstack-cni's anti-spoofing rules, the dataplane's
+// checkPortGuarded: the pod's port carries fstack-cni's anti-spoofing rules, bound to the
+// StackInstance's address, the dataplane's
 // answers went through their pass rules (it sends with the device info's MAC, which the
 // supervisor puts in the vdev) and none of its frames hit a drop rule.
 func checkPortGuarded(t *testing.T, p *corev1.Pod) {
@@ -32,6 +33,15 @@ func checkPortGuarded(t *testing.T, p *corev1.Pod) {
 		t.Fatal(err)
 	}
 	ofport = strings.TrimSpace(ofport)
+	// The rules bind the StackInstance's address, which reached fstack-cni in the networks entry
+	// (Multus) or the pod's binding annotation (chained, the pod-annotations capability).
+	bound, err := env.Vsctl("get", "Interface", ports[0], "external_ids:kube-fstack.io/ips")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(strings.Split(strings.Trim(strings.TrimSpace(bound), `"`), ","), stackAddr) {
+		t.Fatalf("port %s binds addresses %s, not the stack's %s: did the runtime pass the pod's annotations (capability io.kubernetes.cri.pod-annotations in the conflist)?", ports[0], bound, stackAddr)
+	}
 	mgmt := filepath.Join(filepath.Dir(env.OVSDBSock), env.OVSBridge+".mgmt")
 	out, err := exec.Command("ovs-ofctl", "dump-flows", "unix:"+mgmt, "in_port="+ofport).CombinedOutput()
 	if err != nil {
@@ -65,12 +75,20 @@ func checkPortGuarded(t *testing.T, p *corev1.Pod) {
 // very rules ADD made, on the port's ofport, within seconds. The pod stays; only OVS restarts.
 func checkRulesBackAfterOVSRestart(t *testing.T, p *corev1.Pod) {
 	t.Helper()
-	port, before := portRules(t, p)
-	if len(before) == 0 {
-		t.Fatalf("port %s has no anti-spoofing rules before the restart", port)
+	// The step before restarted OVS too, and its /readyz and pings can be back before the
+	// keeper's bundle is (without the rules the bridge forwards NORMAL): wait for that bundle,
+	// which lands whole or not at all, before taking it as the rules to see again.
+	var port string
+	var before []string
+	err := framework.Poll("the port's anti-spoofing rules back from the previous OVS restart", time.Minute, 500*time.Millisecond, func() (bool, string, error) {
+		port, before = portRules(t, p)
+		return len(before) > 0, fmt.Sprintf("port %s has no anti-spoofing rules", port), nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	restartOVS(t)
-	err := framework.Poll("the port's anti-spoofing rules back after the OVS restart", time.Minute, 500*time.Millisecond, func() (bool, string, error) {
+	err = framework.Poll("the port's anti-spoofing rules back after the OVS restart", time.Minute, 500*time.Millisecond, func() (bool, string, error) {
 		_, now := portRules(t, p)
 		return slices.Equal(now, before), fmt.Sprintf("port %s: rules now\n%s\nwant\n%s", port, strings.Join(now, "\n"), strings.Join(before, "\n")), nil
 	})

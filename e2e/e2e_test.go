@@ -159,6 +159,7 @@ func TestEndToEnd(t *testing.T) {
 		checkPlainPodUntouched(t)
 	})
 
+	step(t, "a pod of a namespace fstack-cni does not serve, declaring an emptyDir fstack-vhost as injected pods do, gets no port: its sandbox is refused naming the namespace", checkUnservedNamespaceRefused)
 	step(t, "fstack-cni made a vhost-user port that OVS reports connected, and the pod directory", func(t *testing.T) {
 		checkPortConnected(t, pod)
 	})
@@ -180,6 +181,10 @@ func TestEndToEnd(t *testing.T) {
 			c := meta.FindStatusCondition(si.Status.Conditions, fstackv1.ConditionReady)
 			return si.Status.BoundPods == 1 && si.Status.ReadyPods == 1 && si.Status.Ready == "1/1" && c != nil && c.Status == metav1.ConditionTrue, condString(si)
 		})
+	})
+
+	step(t, "a selector-less Service annotated kubefstack.io/stack: the operator's EndpointSlice follows the pod (ready, unready, terminating, replaced), and a client pod's TCP to the ClusterIP reaches the dataplane's NIC", func(t *testing.T) {
+		pod = checkServiceReachesStack(t, pod)
 	})
 
 	step(t, "three kill -9 of the dataplane's primary within two minutes: each a new generation in place and the app restarted in place, no container restart, /status counts them", func(t *testing.T) {
@@ -226,6 +231,8 @@ func TestEndToEnd(t *testing.T) {
 			return si.Status.BoundPods == 0 && c != nil && c.Reason == fstackv1.ReasonNoBoundPods, condString(si)
 		})
 	})
+
+	step(t, "a rolling update of 2 replicas (pool addresses, lab CPU policy Shared) while a client pings every ready endpoint of the Service's slices: no ping lost, never no ready endpoint", checkRolloutLosesNothing)
 
 	step(t, "a native program (spec.program PerProcess, the stand-in of F-Stack's helloworld) is the pod's dataplane: Ready, answering ping, metrics up",
 		checkNativeProgram("PerProcess", "--conf /etc/f-stack/config.ini --proc-type=primary --proc-id=0", "stand-in F-Stack program (not F-Stack)"))
@@ -511,6 +518,59 @@ spec:
 			len(p.Spec.InitContainers), len(p.Spec.Containers), p.Spec.Volumes, p.Annotations)
 	}
 	if _, err := env.Kubectl("delete", "pod", "plain", "-n", plainNS, "--wait=false"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkUnservedNamespaceRefused: in chained mode fstack-cni runs for every pod of the node, so a
+// pod outside the served namespaces (e2e-plain is not in the node config's namespaces) that
+// declares the injected emptyDir's name must be refused at ADD, not given a port and a lease.
+// Under Multus the pod names the network, and fstack-cni (or Multus's namespace isolation)
+// refuses it; either way no OVS port is made for it.
+func checkUnservedNamespaceRefused(t *testing.T) {
+	t.Helper()
+	annotations := "{}"
+	if env.Networks != "" {
+		annotations = fmt.Sprintf("{k8s.v1.cni.cncf.io/networks: %q}", env.Networks)
+	}
+	doc := fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: posing, namespace: %s, annotations: %s}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: nginx, image: localhost/nginx:1.22, imagePullPolicy: IfNotPresent, resources: {requests: {cpu: 50m, memory: 32Mi}},
+     volumeMounts: [{name: %s, mountPath: /var/run/kube-fstack/vhost}]}
+  volumes:
+  - {name: %s, emptyDir: {}}
+`, plainNS, annotations, podcontract.VhostVolume, podcontract.VhostVolume)
+	mustApply(t, doc)
+	defer env.Kubectl("delete", "pod", "posing", "-n", plainNS, "--wait=false") //nolint:errcheck // cleanup
+	ctx := context.Background()
+	err := framework.Poll("the pod's sandbox refused by fstack-cni", 2*time.Minute, time.Second, func() (bool, string, error) {
+		p := &corev1.Pod{}
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: plainNS, Name: "posing"}, p); err != nil {
+			return false, err.Error(), nil
+		}
+		if p.Status.Phase == corev1.PodRunning {
+			return false, "", fmt.Errorf("pod %s/posing runs: %s", plainNS, framework.PodSummary(p))
+		}
+		if ports, err := env.PortsOfPod(string(p.UID)); err != nil || len(ports) != 0 {
+			return false, "", fmt.Errorf("fstack-cni made ports %v for a pod of a namespace it does not serve (%v)", ports, err)
+		}
+		evs, err := env.Clientset.CoreV1().Events(plainNS).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=posing"})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		for _, e := range evs.Items {
+			if e.Reason == "FailedCreatePodSandBox" && (env.Networks != "" || strings.Contains(e.Message, `namespace "`+plainNS+`" is not one fstack-cni serves`)) {
+				t.Logf("%s: %s", e.Reason, e.Message)
+				return true, "", nil
+			}
+		}
+		return false, fmt.Sprintf("%d events, none FailedCreatePodSandBox naming the namespace", len(evs.Items)), nil
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }

@@ -25,7 +25,11 @@ cleanup() { ip netns del "$ns" 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
 echo "bench-cni: building fstack-cni and the vsctl-cni baseline, and installing the reference bridge and host-local plugins"
-go build -o "$work/build/" ./cni/cmd/fstack-cni ./cni/test/bench/vsctl-cni
+# Every fstack-cni build reads the bench's node config, never the machine's /etc/kube-fstack/cni.json
+# (a build from before the node config ignores the flag and takes the network config's paths).
+nodeconf="$work/etc-kube-fstack/cni.json"
+ldflags="-X github.com/kube-fstack/kube-fstack/cni/internal/plugin.nodeConfigPath=$nodeconf"
+go build -ldflags "$ldflags" -o "$work/build/" ./cni/cmd/fstack-cni ./cni/test/bench/vsctl-cni
 GOBIN="$work/build" go install github.com/containernetworking/plugins/plugins/main/bridge@v1.9.1 \
   github.com/containernetworking/plugins/plugins/ipam/host-local@v1.9.1
 go build -o "$work/bench" ./cni/test/bench
@@ -46,9 +50,9 @@ for rev in ${BENCH_CNI_BASE:-}; do
   src="$work/base-src/$label"
   mkdir -p "$src" "$work/base-bin/$label"
   if [[ -d "$rev" ]]; then cp -a "$rev/." "$src/"; else git archive "$rev" | tar -x -C "$src"; fi
-  (cd "$src" && go build -o "$work/base-build/$label/" ./cni/cmd/fstack-cni)
+  (cd "$src" && go build -ldflags "$ldflags" -o "$work/base-build/$label/" ./cni/cmd/fstack-cni)
   cp "$work/base-build/$label/fstack-cni" "$work/build/host-local" "$work/base-bin/$label/"
   base+=(-base "$label=$work/base-bin/$label")
 done
 
-ip netns exec "$ns" "$work/bench" -bin "$work/bin" "${base[@]}" "$@"
+ip netns exec "$ns" "$work/bench" -bin "$work/bin" -node-config "$nodeconf" "${base[@]}" "$@"

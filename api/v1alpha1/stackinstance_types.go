@@ -88,6 +88,16 @@ type StackInstanceSpec struct {
 	// shim in the app containers.
 	// +optional
 	Program *ProgramSpec `json:"program,omitempty"`
+
+	// DrainSeconds is how long a deleted pod keeps serving before its apps and dataplane stop:
+	// each container gets a preStop sleep of this long (unless it has its own preStop) while its
+	// EndpointSlice endpoints are terminating, and the grace period is raised to cover it. 0:
+	// no drain.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=300
+	// +kubebuilder:default=10
+	// +optional
+	DrainSeconds *int32 `json:"drainSeconds,omitempty"`
 }
 
 // StackInstanceStatus is what the operator observed of the spec and the pods bound to it.

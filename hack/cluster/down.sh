@@ -162,7 +162,9 @@ files_down() {
     done
   fi
   if marked created-var-lib-cni; then rm -rf /var/lib/cni; fi
-  rm -rf "${SOCKET_ROOT:?}"/* /var/run/kube-fstack/devinfo
+  rm -f "$CNI_NODE_CONFIG"
+  if marked created-etc-kube-fstack; then rmdir "$(dirname "$CNI_NODE_CONFIG")" 2>/dev/null || true; fi
+  rm -rf "${SOCKET_ROOT:?}"/* "${DEVINFO_DIR:?}"
   if marked created-var-run-kube-fstack; then rm -rf /var/run/kube-fstack; fi
   rm -rf /var/lib/kubelet
   # containerd's root and state hold only this cluster's k8s.io namespace when up.sh made them.

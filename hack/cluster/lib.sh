@@ -32,6 +32,12 @@ CNI_BIN=/opt/cni/bin
 CNI_DATA=/var/lib/cni/$NET_NAME
 FSTACK_SUBNET=10.99.0.0/24
 SOCKET_ROOT=/var/run/kube-fstack/vhost
+# fstack-cni's node config (cni/internal/nodeconf), which up.sh writes (the chart's installer
+# leaves it alone here: values.yaml), and the namespaces whose pods fstack-cni serves: the smoke
+# test's, the e2e suite's and SR-IOV test's, the benchmark's and hack/run.sh's demo.
+CNI_NODE_CONFIG=/etc/kube-fstack/cni.json
+FSTACK_NAMESPACES="default e2e-fstack e2e-sriov bench-fstack fstack-demo"
+DEVINFO_DIR=/var/run/kube-fstack/devinfo
 
 OVS_DIR="$RUN/ovs"
 OVS_NETNS=fsk-cluster-ovs

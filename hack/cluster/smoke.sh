@@ -142,7 +142,7 @@ nothing_left() {
   [ -e "$CNI_CONFLIST" ] && leftovers+=("$CNI_CONFLIST")
   [ -e /var/lib/kubelet ] && leftovers+=(/var/lib/kubelet)
   [ -e "$RUN" ] && leftovers+=("$RUN")
-  for p in /etc/cni /opt/cni /var/lib/cni /var/run/kube-fstack /run/containerd /var/lib/containerd; do
+  for p in /etc/cni /etc/kube-fstack /opt/cni /var/lib/cni /var/run/kube-fstack /run/containerd /var/lib/containerd; do
     case " $PATHS_BEFORE " in *" $p "*) ;; *) [ -e "$p" ] && leftovers+=("$p") ;; esac
   done
   [ "$HUGETLB_WAS_MOUNTED" = no ] && mountpoint -q "$HUGETLB_CGROUP" && leftovers+=("hugetlb cgroup mount")
@@ -163,7 +163,7 @@ HUGETLB_WAS_MOUNTED=no; mountpoint -q "$HUGETLB_CGROUP" && HUGETLB_WAS_MOUNTED=y
 HUGEPAGES_BEFORE="$(cat "$NR_HUGEPAGES")"
 CHAINS_BEFORE="$(iptables_chains)"
 RESULTS_BEFORE="$(cni_results)"
-PATHS_BEFORE="$(for p in /etc/cni /opt/cni /var/lib/cni /var/run/kube-fstack /run/containerd /var/lib/containerd; do
+PATHS_BEFORE="$(for p in /etc/cni /etc/kube-fstack /opt/cni /var/lib/cni /var/run/kube-fstack /run/containerd /var/lib/containerd; do
   [ -e "$p" ] && printf '%s ' "$p"; done || true)"
 
 up_timed "first"

@@ -247,6 +247,16 @@ cni_config() {
   [ -e /var/run/kube-fstack ] || mark created-var-run-kube-fstack
   mkdir -p "$(dirname "$CNI_CONFLIST")" "$SOCKET_ROOT"
   [ -f "$MARKS/ip-forward" ] || mark ip-forward "$(sysctl -n net.ipv4.ip_forward)"
+  # The node's paths are fstack-cni's node config's, root-owned (the plugin refuses any other),
+  # never the conflist's.
+  [ -e "$(dirname "$CNI_NODE_CONFIG")" ] || mark created-etc-kube-fstack
+  mkdir -p -m 0755 "$(dirname "$CNI_NODE_CONFIG")"
+  local ns
+  ns="$(printf '"%s",' $FSTACK_NAMESPACES)"
+  write_if_changed "$CNI_NODE_CONFIG" <<EOF
+{"ovsdbSocket": "$OVS_DB_SOCK", "socketRoot": "$SOCKET_ROOT", "kubeletRootDir": "/var/lib/kubelet",
+ "deviceInfoDir": "$DEVINFO_DIR", "logFile": "$LOGS/fstack-cni.log", "namespaces": [${ns%,}]}
+EOF
   write_if_changed "$CNI_CONFLIST" <<EOF
 {
   "cniVersion": "1.0.0",
@@ -259,10 +269,8 @@ cni_config() {
     },
     {"type": "portmap", "capabilities": {"portMappings": true}},
     {
-      "type": "fstack-cni", "bridge": "$OVS_BRIDGE", "ovsdbSocket": "$OVS_DB_SOCK",
-      "socketRoot": "$SOCKET_ROOT", "kubeletRootDir": "/var/lib/kubelet", "skipUnprepared": true,
-      "deviceInfoDir": "/var/run/kube-fstack/devinfo",
-      "logFile": "$LOGS/fstack-cni.log",
+      "type": "fstack-cni", "bridge": "$OVS_BRIDGE", "skipUnprepared": true,
+      "capabilities": {"io.kubernetes.cri.pod-annotations": true},
       "ipam": {"type": "host-local", "subnet": "$FSTACK_SUBNET", "gateway": "10.99.0.1",
                "rangeStart": "10.99.0.100", "dataDir": "$CNI_DATA/fstack"}
     }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // NetworksAnnotation is Multus's pod annotation that selects the pod's additional networks.
@@ -26,7 +27,9 @@ type portNetwork struct {
 	Interface string   `json:"interface"`
 	IPs       []string `json:"ips,omitempty"`
 	MAC       string   `json:"mac,omitempty"`
-	port      int      // index in spec.ports, for messages
+	// CNIArgs carries the port's VIPs and VLANs to fstack-cni (binding.go).
+	CNIArgs map[string]podcontract.PortBinding `json:"cni-args,omitempty"`
+	port    int                                // index in spec.ports, for messages
 }
 
 // portNetworks lists the entries of the spec's ports (defaults applied) that name a network.
@@ -46,6 +49,7 @@ func portNetworks(s *fsv1.StackInstanceSpec) []portNetwork {
 		}
 		if vu := ps.Device.VhostUser; vu != nil {
 			n.MAC = strings.ToLower(vu.MAC)
+			n.CNIArgs = cniArgs(s, i)
 		}
 		out = append(out, n)
 	}

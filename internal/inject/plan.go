@@ -209,7 +209,7 @@ func (p *plan) apply() {
 	}
 	pod.Labels[fsv1.StackLabel] = p.stack
 	pod.Spec.ShareProcessNamespace = ptr(true)
-	coverStop(&pod.Spec)
+	coverStop(&pod.Spec, p.drainSeconds())
 	if p.cfg.NodeAffinity {
 		addNodeAffinity(&pod.Spec, p.NodeRequirements())
 	}
@@ -235,6 +235,7 @@ func (p *plan) apply() {
 	} else {
 		pod.Spec.InitContainers = append(pod.Spec.InitContainers, dp)
 	}
+	p.addDrain(&pod.Spec)
 	raw, _ := json.Marshal(status)
 	pod.Annotations[podcontract.SpecAnnotation] = p.specJSON
 	pod.Annotations[podcontract.SpecVersionAnnotation] = fsv1.GroupVersion.String()
@@ -248,17 +249,20 @@ func (p *plan) apply() {
 		delete(pod.Annotations, podcontract.AddressesAnnotation)
 	}
 	setNetworks(pod, p.networksValue)
+	setBinding(pod, p.spec)
 }
 
 func ptr[T any](v T) *T { return &v }
 
-// coverStop raises a grace period shorter than the pod needs to stop (the launcher's escalation,
-// then the dataplane's stop): a kubelet SIGKILL before that kills shim clients, and each leaks a
-// shim context. A longer one is the user's and stays; none means the API's default (30 s),
-// which covers it.
-func coverStop(spec *corev1.PodSpec) {
-	if g := spec.TerminationGracePeriodSeconds; g != nil && *g < podcontract.TerminationGracePeriodSeconds() {
-		spec.TerminationGracePeriodSeconds = ptr(podcontract.TerminationGracePeriodSeconds())
+// coverStop raises a grace period shorter than the pod needs to stop (the drain, then the
+// launcher's escalation, then the dataplane's stop): a kubelet SIGKILL before that kills shim
+// clients, and each leaks a shim context, and cuts the drain short. A longer one is the user's
+// and stays; none means the API's default (30 s), kept when it covers it.
+func coverStop(spec *corev1.PodSpec, drain int64) {
+	need := drain + podcontract.TerminationGracePeriodSeconds()
+	g := spec.TerminationGracePeriodSeconds
+	if g == nil && need > corev1.DefaultTerminationGracePeriodSeconds || g != nil && *g < need {
+		spec.TerminationGracePeriodSeconds = ptr(need)
 	}
 }
 

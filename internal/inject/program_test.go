@@ -55,8 +55,8 @@ func TestProgramLeavesOtherContainers(t *testing.T) {
 	if dp.Command != nil || strings.Join(dp.Args, " ") != strings.Join(want, " ") {
 		t.Errorf("the program runs under the image's entrypoint with %q, got command %q args %q", want, dp.Command, dp.Args)
 	}
-	if dp.Lifecycle != nil || dp.RestartPolicy != nil {
-		t.Errorf("a program's dataplane waits for no shim placement and is a regular container: %+v %+v", dp.Lifecycle, dp.RestartPolicy)
+	if dp.Lifecycle == nil || dp.Lifecycle.PostStart != nil || dp.Lifecycle.PreStop.Sleep == nil || dp.RestartPolicy != nil {
+		t.Errorf("a program's dataplane waits for no shim placement, is a regular container, and drains: %+v %+v", dp.Lifecycle, dp.RestartPolicy)
 	}
 	st, err := ReadStatus(out)
 	if err != nil || st.Program == nil || st.Program.Container != "web" || len(st.ShimContainers) != 0 {

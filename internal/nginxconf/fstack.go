@@ -64,7 +64,29 @@ func CheckFStack(main []*Directive, f FStack) *Plan {
 	if d := top["master_process"]; d != nil && isOff(d) {
 		p.refuse(d, "without a master nginx forks no workers, and F-Stack's Nginx makes its workers the F-Stack processes; remove it")
 	}
+	if f.Processes > 1 {
+		p.fstackReuseport(main, f.Processes)
+	}
 	return p
+}
+
+// fstackReuseport refuses reuseport on a listen when there are several workers. Each worker of
+// F-Stack's Nginx opens every listening socket in its own stack after ff_mod_init, the reuseport
+// clones of the other workers included, and polls only its own; F-Stack's stack hands a
+// connection to the first clone of the address, so in every worker but worker 0 the
+// connections land on a socket nobody accepts from (seen on F-Stack v1.25 with 2 workers:
+// worker 1 completed the handshakes and acked the requests, and they sat in CLOSE_WAIT, unread).
+// Without reuseport every worker opens and polls the one socket in its own stack, which is all
+// that reuseport gives nginx on the kernel: RSS already spreads the connections over the stacks.
+func (p *Plan) fstackReuseport(dirs []*Directive, processes int) {
+	for _, d := range dirs {
+		if d.Name == "listen" && len(d.Args) > 1 && hasArg(d.Args[1:], "reuseport") {
+			p.refuse(d, "with %d F-Stack processes each worker of F-Stack's Nginx opens every reuseport clone in its own stack and accepts from its own only, so the connections of all workers but the first are never accepted; remove reuseport (each worker already has its own stack, and RSS spreads connections over them)", processes)
+		}
+		if d.IsBlock && !dataBlocks[d.Name] {
+			p.fstackReuseport(d.Block, processes)
+		}
+	}
 }
 
 func isOff(d *Directive) bool { return len(d.Args) == 1 && d.Args[0] == "off" }

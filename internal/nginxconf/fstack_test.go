@@ -53,10 +53,23 @@ func TestCheckFStackRefusesWhatCannotWork(t *testing.T) {
 		"worker_cpu_affinity 01 10;":     `write "worker_cpu_affinity 1000 100000;"`,
 		"daemon on;":                     `"daemon on": a daemonised master`,
 		"master_process off;":            `"master_process off": without a master`,
+		"http { server { listen 80 reuseport default_server; } }": `nginx.conf:1: "listen 80 reuseport default_server": with 2 F-Stack processes each worker`,
+		"stream { server { listen 443 quic reuseport; } }":        `"listen 443 quic reuseport": with 2 F-Stack processes`,
 	} {
 		p := checkFStack(t, src)
 		if len(p.Refusals) != 1 || !strings.Contains(p.Refusals[0], want) {
 			t.Errorf("%s: refusals %q, want one containing %q", src, p.Refusals, want)
 		}
+	}
+}
+
+// One process has one clone of each address, which it polls: reuseport is harmless there.
+func TestCheckFStackTakesReuseportWithOneProcess(t *testing.T) {
+	main, err := ParseString("/etc/nginx/nginx.conf", "http { server { listen 80 reuseport; listen 443 quic reuseport; } }\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := CheckFStack(main, FStack{Processes: 1, Config: "/c.ini", ConfDir: "/etc/nginx", CPUs: []int{1}}); len(p.Refusals) > 0 {
+		t.Fatalf("one process: refused %v", p.Refusals)
 	}
 }

@@ -34,3 +34,8 @@ func TerminationGracePeriodSeconds() int64 {
 	d := AppGrace + ProbeAgentStopGrace + DataplaneStopGrace + stopMargin
 	return int64((d + time.Second - 1) / time.Second)
 }
+
+// DefaultDrainSeconds is the drain of a StackInstance that sets no spec.drainSeconds: long
+// enough for every kube-proxy to see the endpoint terminating (its sync period is a second) and
+// for short requests in flight to finish.
+const DefaultDrainSeconds = 10

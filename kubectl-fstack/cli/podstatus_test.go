@@ -151,11 +151,11 @@ func TestStatusShowsInPlaceRestartsAndReason(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, re := range []string{
-		`STACK +READY +POD +NODE +CONFIG-HASH +CONFIG +DATAPLANE +RESTARTS +APP-RESTARTS\n`,
-		`\ns +0/0 +p +- +- +unknown \(not injected\) +Running, not ready: port 0 \(attachment net1\): link down for 12s: the vhost-user peer \(OVS\) went away; reconnecting +3 \(2 in place\) +4 \(1 in place\)\n`,
-		`\ns +0/0 +ready +- +- +unknown \(not injected\) +Running, ready +3 \(2 in place\) +4 \(1 in place\)\n`,
+		`STACK +READY +POD +NODE +ADDRESSES +CONFIG-HASH +CONFIG +DATAPLANE +RESTARTS +APP-RESTARTS\n`,
+		`\ns +0/0 +p +- +- +- +unknown \(not injected\) +Running, not ready: port 0 \(attachment net1\): link down for 12s: the vhost-user peer \(OVS\) went away; reconnecting +3 \(2 in place\) +4 \(1 in place\)\n`,
+		`\ns +0/0 +ready +- +- +- +unknown \(not injected\) +Running, ready +3 \(2 in place\) +4 \(1 in place\)\n`,
 		// What cannot be read falls back to the containers' counts.
-		`\ns +0/0 +unread +- +- +unknown \(not injected\) +Running, not ready +1 +3\n`,
+		`\ns +0/0 +unread +- +- +- +unknown \(not injected\) +Running, not ready +1 +3\n`,
 	} {
 		if !regexp.MustCompile(re).MatchString(out.String()) {
 			t.Errorf("table does not match %q:\n%s", re, out.String())

@@ -14,6 +14,7 @@ import (
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/inject"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/served"
 )
 
 // hashLen is how much of a config hash the table shows, as git shows commits.
@@ -33,6 +34,9 @@ type StackStatus struct {
 	Ready string `json:"ready"`
 	// ConfigHash is the hash of the config the StackInstance's spec renders now (status.configHash).
 	ConfigHash string `json:"configHash,omitempty"`
+	// VIPs are the stack's shared addresses (every port's and VLAN's vips and vips6): each of
+	// its pods serves them too.
+	VIPs []string `json:"vips,omitempty"`
 	// Pods are the pods labelled kubefstack.io/stack with its name, by name.
 	Pods []PodStatus `json:"pods"`
 }
@@ -42,7 +46,14 @@ type PodStatus struct {
 	Name string `json:"name"`
 	// Node is spec.nodeName, empty while unscheduled.
 	Node string `json:"node,omitempty"`
-	IP   string `json:"ip,omitempty"`
+	// Addresses are what the pod's F-Stack serves (its kubefstack.io/addresses annotation, or
+	// the static addresses of its spec snapshot): where clients and Services reach it.
+	Addresses []ServedAddress `json:"addresses,omitempty"`
+	// AddressError says why (some of) the served addresses are not known.
+	AddressError string `json:"addressError,omitempty"`
+	// IP is the pod's kernel IP (status.podIP): the cluster network's, where F-Stack does not
+	// listen.
+	IP string `json:"ip,omitempty"`
 	// ConfigHash is the hash the injector admitted the pod with, empty if it was not injected.
 	ConfigHash string `json:"configHash,omitempty"`
 	// Config is "current" (the StackInstance's hash), "old" (recreate the pod to apply the
@@ -59,6 +70,12 @@ type PodStatus struct {
 	// StatusError says why the supervisor's /status (in-place restarts, health, ports) could not
 	// be read for a running pod: then those fields are absent.
 	StatusError string `json:"statusError,omitempty"`
+}
+
+// ServedAddress is one address a pod's F-Stack serves, on the stack port of that index.
+type ServedAddress struct {
+	Port    int    `json:"port"`
+	Address string `json:"address"`
 }
 
 // AppStatus is one app container (or an app the supervisor's /status names that is no container).
@@ -102,7 +119,8 @@ func (l *StackStatusList) addStack(si *fsv1.StackInstance, pods []corev1.Pod, st
 	if ready == "" {
 		ready = fmt.Sprintf("%d/%d", si.Status.ReadyPods, si.Status.BoundPods)
 	}
-	s := StackStatus{Namespace: si.Namespace, Name: si.Name, Ready: ready, ConfigHash: si.Status.ConfigHash, Pods: []PodStatus{}}
+	s := StackStatus{Namespace: si.Namespace, Name: si.Name, Ready: ready, ConfigHash: si.Status.ConfigHash, Pods: []PodStatus{},
+		VIPs: served.VIPs(&si.Spec)}
 	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
 	for i := range pods {
 		p := &pods[i]
@@ -117,6 +135,7 @@ func (l *StackStatusList) addStack(si *fsv1.StackInstance, pods []corev1.Pod, st
 			ps.Config = "old"
 		}
 		ps.Dataplane = dataplaneStatus(p)
+		ps.addAddresses(p)
 		if st, err := inject.ReadStatus(p); err == nil && st != nil {
 			ps.Program = st.Program
 		}
@@ -130,6 +149,42 @@ func (l *StackStatusList) addStack(si *fsv1.StackInstance, pods []corev1.Pod, st
 		s.Pods = append(s.Pods, ps)
 	}
 	l.Items = append(l.Items, s)
+}
+
+// addAddresses adds the pod's served addresses; a pod that was not injected has none to show.
+func (ps *PodStatus) addAddresses(p *corev1.Pod) {
+	if _, injected := p.Annotations[podcontract.SpecAnnotation]; !injected {
+		return
+	}
+	addrs, err := served.All(p)
+	for _, a := range addrs {
+		ps.Addresses = append(ps.Addresses, ServedAddress{Port: a.Port, Address: a.Addr.String()})
+	}
+	if err != nil {
+		ps.AddressError = err.Error()
+	}
+}
+
+// addressColumn is the served addresses, those of port 0 bare and the others with their port,
+// then the stack's VIPs; "-" when none is known.
+func addressColumn(p PodStatus, vips []string) string {
+	var parts []string
+	for _, a := range p.Addresses {
+		if a.Port == 0 {
+			parts = append(parts, a.Address)
+		} else {
+			parts = append(parts, fmt.Sprintf("%s (port %d)", a.Address, a.Port))
+		}
+	}
+	if p.AddressError != "" {
+		parts = append(parts, "unknown: "+clip(p.AddressError, maxReasonText))
+	}
+	if len(parts) > 0 {
+		for _, v := range vips {
+			parts = append(parts, "vip "+v)
+		}
+	}
+	return orDash(strings.Join(parts, ", "))
 }
 
 func dataplaneStatus(p *corev1.Pod) DataplaneStatus {
@@ -279,13 +334,13 @@ func clip(s string, n int) string {
 	return string(r[:n-3]) + "..."
 }
 
-// writeTable prints the list as the table; wide adds the pod's IP and the dataplane's image and
-// shows whole config hashes.
+// writeTable prints the list as the table, with each pod's served addresses; wide adds the
+// pod's kernel IP and the dataplane's image and shows whole config hashes.
 func (l *StackStatusList) writeTable(w io.Writer, withNamespace, wide bool) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-	head := []string{"STACK", "READY", "POD", "NODE", "CONFIG-HASH", "CONFIG", "DATAPLANE", "RESTARTS", "APP-RESTARTS"}
+	head := []string{"STACK", "READY", "POD", "NODE", "ADDRESSES", "CONFIG-HASH", "CONFIG", "DATAPLANE", "RESTARTS", "APP-RESTARTS"}
 	if wide {
-		head = append(head, "IP", "IMAGE")
+		head = append(head, "KERNEL-IP", "IMAGE")
 	}
 	if withNamespace {
 		head = append([]string{"NAMESPACE"}, head...)
@@ -305,7 +360,7 @@ func (l *StackStatusList) writeTable(w io.Writer, withNamespace, wide bool) erro
 	}
 	for _, s := range l.Items {
 		if len(s.Pods) == 0 {
-			cols := []string{"<none>", "", "", "", "", "", ""}
+			cols := []string{"<none>", "", "", "", "", "", "", ""}
 			if wide {
 				cols = append(cols, "", "")
 			}
@@ -315,7 +370,7 @@ func (l *StackStatusList) writeTable(w io.Writer, withNamespace, wide bool) erro
 		for _, p := range s.Pods {
 			hash, config := configColumns(p, s.ConfigHash, wide)
 			state, restarts := dataplaneColumns(p)
-			cols := []string{p.Name, orDash(p.Node), hash, config, state, restarts, appRestarts(p)}
+			cols := []string{p.Name, orDash(p.Node), addressColumn(p, s.VIPs), hash, config, state, restarts, appRestarts(p)}
 			if wide {
 				cols = append(cols, orDash(p.IP), orDash(p.Dataplane.Image))
 			}

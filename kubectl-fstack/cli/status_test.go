@@ -104,9 +104,9 @@ func TestStatusWideAndStructured(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, re := range []string{
-		`^STACK +READY +POD +NODE +CONFIG-HASH +CONFIG +DATAPLANE +RESTARTS +APP-RESTARTS +IP +IMAGE\n`,
-		`\nshown +1/2 +shown-old +node-a +0123456789abcdef +old \(current fedcba9876543210\) +Terminated: OOMKilled \(exit 137\) +2 +0 +10\.0\.0\.7 +localhost/kube-fstack/dataplane:dev\n`,
-		`\nshown +1/2 +shown-new +- +fedcba9876543210 +current +no status \(pod Pending\) +0 +0 +- +-\n`,
+		`^STACK +READY +POD +NODE +ADDRESSES +CONFIG-HASH +CONFIG +DATAPLANE +RESTARTS +APP-RESTARTS +KERNEL-IP +IMAGE\n`,
+		`\nshown +1/2 +shown-old +node-a +- +0123456789abcdef +old \(current fedcba9876543210\) +Terminated: OOMKilled \(exit 137\) +2 +0 +10\.0\.0\.7 +localhost/kube-fstack/dataplane:dev\n`,
+		`\nshown +1/2 +shown-new +- +- +fedcba9876543210 +current +no status \(pod Pending\) +0 +0 +- +-\n`,
 	} {
 		if !regexp.MustCompile(re).MatchString(wide.String()) {
 			t.Errorf("-o wide does not match %q:\n%s", re, wide.String())
@@ -140,5 +140,35 @@ func TestOutputFormatRefused(t *testing.T) {
 	_, errOut, code := run(t, "status", "-o", "xml", "--kubeconfig", filepath.Join(t.TempDir(), "none"))
 	if code != 1 || !strings.Contains(errOut, `--output "xml"`) || !strings.Contains(errOut, "json, yaml") {
 		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+// The table shows each pod's served addresses (the annotation's, or the snapshot's static ones),
+// other ports' with their index, and the stack's VIPs; -o json has them as fields.
+func TestStatusServedAddresses(t *testing.T) {
+	si := &fsv1.StackInstance{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "web"}}
+	si.Spec.Ports = []fsv1.PortSpec{{Addressing: fsv1.Addressing{VIPs: []string{"10.99.0.100"}}}}
+	snapshot := `{"ports":[{"name":"data","ipv4":{"from":"Static","address":"10.99.0.10/24"}},{"name":"b","ipv4":{"from":"Attachment"}}]}`
+	pods := []corev1.Pod{
+		{ObjectMeta: metav1.ObjectMeta{Name: "a", Annotations: map[string]string{podcontract.SpecAnnotation: snapshot,
+			podcontract.AddressesAnnotation: "0=10.99.0.11,1=10.57.0.11"}}, Status: corev1.PodStatus{PodIP: "10.244.0.9"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "b", Annotations: map[string]string{podcontract.SpecAnnotation: snapshot}}},
+	}
+	l := newStackStatusList()
+	l.addStack(si, pods, podStatuses{})
+	var out bytes.Buffer
+	if err := l.writeTable(&out, false, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, re := range []string{
+		`\ns +0/0 +a +- +10\.99\.0\.11, 10\.57\.0\.11 \(port 1\), vip 10\.99\.0\.100 +- .* 10\.244\.0\.9 +-\n`,
+		`\ns +0/0 +b +- +10\.99\.0\.10, unknown: stack port 1 takes its address from the attachment .*, vip 10\.99\.0\.100 +`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out.String()) {
+			t.Errorf("table does not match %q:\n%s", re, out.String())
+		}
+	}
+	if a := l.Items[0].Pods[0].Addresses; len(a) != 2 || a[1] != (ServedAddress{Port: 1, Address: "10.57.0.11"}) || l.Items[0].VIPs[0] != "10.99.0.100" {
+		t.Errorf("addresses %+v, VIPs %v", a, l.Items[0].VIPs)
 	}
 }

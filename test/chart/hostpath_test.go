@@ -9,7 +9,7 @@ import (
 )
 
 // Every host path the chart mounts, in every value set, is one the DaemonSet's work needs: the
-// CNI's own directories, kube-fstack's root, OVSDB's socket directory, the kubelet's CPU
+// CNI's own directories, fstack-cni's node config directory, kube-fstack's root, OVSDB's socket directory, the kubelet's CPU
 // manager checkpoint as a single file, and kube-fstack's own directory beneath the kubelet's
 // seccomp root (the dataplane's Localhost profile; never the seccomp root itself). Never the kubelet's root dir (its client key, every pod's
 // secret volumes), never a directory above what is needed.
@@ -17,6 +17,7 @@ func TestHostPathsConfined(t *testing.T) {
 	allowed := map[string]bool{
 		"/opt/cni/bin":                         true,
 		"/etc/cni/net.d":                       true,
+		"/etc/kube-fstack":                     true,
 		"/var/run/kube-fstack/vhost":           true,
 		"/var/run/kube-fstack":                 true,
 		"/var/run/openvswitch":                 true,

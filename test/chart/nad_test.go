@@ -13,10 +13,10 @@ import (
 
 // TestNetworkAttachmentDefinitionMatchesLocalCluster renders the chart as hack/cluster/install.sh
 // installs it (its values file and its one --set of the node's OVSDB socket) with the
-// NetworkAttachmentDefinition turned on: its network config must name the local cluster's OVS
-// socket, bridge, socket root and fstack subnet (hack/cluster/lib.sh), so the Multus path works
-// there as the chained conflist does, and declare the ips and mac capabilities Multus needs to
-// pass a port's static addresses and MAC.
+// NetworkAttachmentDefinition turned on: its network config must name the local cluster's bridge
+// and fstack subnet (hack/cluster/lib.sh), so the Multus path works there as the chained conflist
+// does, declare the ips and mac capabilities Multus needs to pass a port's static addresses and
+// MAC, and name no node path (fstack-cni refuses one other than its node config's).
 func TestNetworkAttachmentDefinitionMatchesLocalCluster(t *testing.T) {
 	lib := shellVars(t, filepath.Join(root, "hack", "cluster", "lib.sh"))
 	const ovsdb = "/work/x/.cache/cluster/run/ovs/db.sock" // what install.sh passes: readlink -f $OVS_DIR/db.sock
@@ -32,9 +32,9 @@ func TestNetworkAttachmentDefinitionMatchesLocalCluster(t *testing.T) {
 	}
 	raw, _, _ := unstructured.NestedString(nads[0].Object, "spec", "config")
 	var conf struct {
-		Type, Bridge, OVSDBSocket, SocketRoot string
-		Capabilities                          map[string]bool
-		IPAM                                  struct{ Type, Subnet, Gateway string }
+		Type, Bridge string
+		Capabilities map[string]bool
+		IPAM         struct{ Type, Subnet, Gateway string }
 	}
 	if err := json.Unmarshal([]byte(raw), &conf); err != nil {
 		t.Fatalf("spec.config is not JSON: %v\n%s", err, raw)
@@ -42,9 +42,7 @@ func TestNetworkAttachmentDefinitionMatchesLocalCluster(t *testing.T) {
 	gateway := regexp.MustCompile(`/.*$`).ReplaceAllString(lib["NODE_SENDER_ADDR"], "")
 	for _, c := range []struct{ what, got, want string }{
 		{"type", conf.Type, "fstack-cni"},
-		{"ovsdbSocket", conf.OVSDBSocket, ovsdb},
 		{"bridge", conf.Bridge, lib["OVS_BRIDGE"]},
-		{"socketRoot", conf.SocketRoot, lib["SOCKET_ROOT"]},
 		{"ipam.subnet", conf.IPAM.Subnet, lib["FSTACK_SUBNET"]},
 		{"ipam.gateway", conf.IPAM.Gateway, gateway},
 	} {
@@ -54,6 +52,27 @@ func TestNetworkAttachmentDefinitionMatchesLocalCluster(t *testing.T) {
 	}
 	if !conf.Capabilities["ips"] || !conf.Capabilities["mac"] {
 		t.Errorf("capabilities %v, want ips and mac", conf.Capabilities)
+	}
+	assertNoNodePaths(t, "the NetworkAttachmentDefinition's spec.config", raw)
+	// up.sh writes the local cluster's node config; the chart's installer leaves it alone there.
+	if strings.Contains(out, "--node-config") {
+		t.Error("the installer writes the node config on the local cluster, where up.sh does")
+	}
+}
+
+// nodePathKeys are what fstack-cni takes from its node config only.
+var nodePathKeys = []string{"ovsdbSocket", "socketRoot", "kubeletRootDir", "deviceInfoDir", "logFile"}
+
+func assertNoNodePaths(t *testing.T, what, raw string) {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(raw), &m); err != nil {
+		t.Fatalf("%s is not JSON: %v\n%s", what, err, raw)
+	}
+	for _, k := range nodePathKeys {
+		if _, ok := m[k]; ok {
+			t.Errorf("%s names %s (%v): fstack-cni refuses a node path other than its node config's", what, k, m[k])
+		}
 	}
 }
 

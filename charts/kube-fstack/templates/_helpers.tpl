@@ -147,3 +147,29 @@ its defaults (text, info), so a network config says nothing it need not.
 {{- if ne .Values.logging.level "info" }}{{ $_ := set $log "logLevel" .Values.logging.level }}{{ end }}
 {{- toJson $log }}
 {{- end }}
+
+{{/*
+kube-fstack.noCNINodePaths refuses an fstack-cni network config (dict "config" "path") that names
+a node path: fstack-cni (root on the host) takes them from its node config (cni.nodeConfig) and
+refuses, at every ADD, a network config naming another value.
+*/ -}}
+{{- define "kube-fstack.noCNINodePaths" -}}
+{{- range $key := list "ovsdbSocket" "socketRoot" "kubeletRootDir" "deviceInfoDir" "logFile" }}
+{{- if hasKey $.config $key }}
+{{- fail (printf "%s.%s: fstack-cni takes the node's paths from its node config, not from a network config (it refuses a network config naming another value); remove it, and set the node's value in cni.nodeConfig (or vhostSocketRoot, kubeletRootDir, cni.nodeAgent.ovsdbSocket)" $.path $key) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+kube-fstack.cniNodeConfig is fstack-cni's node config as JSON (cni/internal/nodeconf): the node's
+paths and the namespaces it serves. The release namespace is refused, as the injector never
+serves it.
+*/ -}}
+{{- define "kube-fstack.cniNodeConfig" -}}
+{{- $nc := .Values.cni.nodeConfig }}
+{{- if has .Release.Namespace $nc.namespaces }}
+{{- fail (printf "cni.nodeConfig.namespaces: %s is the release namespace, whose pods the injector never serves; remove it" .Release.Namespace) }}
+{{- end }}
+{{- toJson (dict "ovsdbSocket" .Values.cni.nodeAgent.ovsdbSocket "socketRoot" .Values.vhostSocketRoot "kubeletRootDir" .Values.kubeletRootDir "deviceInfoDir" $nc.deviceInfoDir "logFile" $nc.logFile "namespaces" $nc.namespaces) }}
+{{- end }}

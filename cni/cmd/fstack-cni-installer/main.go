@@ -19,6 +19,7 @@ import (
 
 	"github.com/kube-fstack/kube-fstack/cni/internal/flowkeeper"
 	"github.com/kube-fstack/kube-fstack/cni/internal/installer"
+	"github.com/kube-fstack/kube-fstack/cni/internal/nodeconf"
 	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/nodecheck"
 )
@@ -48,6 +49,9 @@ func run() error {
 	flag.StringVar(&plugin, "plugin-config", `{"type":"fstack-cni"}`, "the plugin's JSON object for the conflist")
 	flag.DurationVar(&in.Interval, "interval", 10*time.Second, "how often to re-check and re-install")
 	flag.BoolVar(&once, "once", false, "install once and exit")
+	var nodeConf string
+	flag.StringVar(&in.NodeConfig, "node-config", "", "where fstack-cni's node config goes (the host's /etc/kube-fstack/cni.json, mounted; empty: leave it to the node's administrator)")
+	flag.StringVar(&nodeConf, "node-config-data", "{}", "fstack-cni's node config as JSON: the node's paths and the namespaces served (cni/README.md)")
 	asker := &ovsAsker{}
 	var ovsdbSocket string
 	flag.StringVar(&ovsdbSocket, "ovsdb-socket", "", "OVSDB's unix socket, to answer the node agent's OVS questions and keep the flows (empty: do neither)")
@@ -61,6 +65,12 @@ func run() error {
 	flag.Parse()
 	in.Plugin = []byte(plugin)
 	log, err := logging.New(os.Stderr, logging.ComponentInstaller, logOpts)
+	if err == nil && in.NodeConfig != "" {
+		in.NodeConf, err = nodeconf.Parse([]byte(nodeConf))
+		if err != nil {
+			err = fmt.Errorf("--node-config-data: %w", err)
+		}
+	}
 	if err != nil {
 		return err
 	}

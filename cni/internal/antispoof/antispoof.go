@@ -9,6 +9,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
+	"net/netip"
+	"strconv"
 	"strings"
 
 	"github.com/kube-fstack/kube-fstack/cni/internal/openflow"
@@ -32,58 +34,268 @@ func Cookie(port string) uint64 {
 	return binary.BigEndian.Uint64(s[:8]) &^ (1 << 63)
 }
 
-// Priorities above the bridge's default NORMAL flow (0): ARP and ND must carry the port's MAC
-// inside too, everything else needs only the source MAC; the rest of the port's frames drop.
+// ExternalIDAddrs and ExternalIDVLANs are, beside ExternalIDMAC, what the port's rules are
+// made of: the addresses it may send from (its own, its stack's VIPs and VLAN addresses;
+// comma-separated) and the 802.1Q VLAN ids it may send tagged frames on (comma-separated; none:
+// untagged only). ADD stores them with the port, and the keeper rebuilds the very same rules
+// from them. A port without ExternalIDAddrs was made by an fstack-cni that bound the MAC alone
+// (LegacyRules).
 const (
+	ExternalIDAddrs = "kube-fstack.io/ips"
+	ExternalIDVLANs = "kube-fstack.io/vlans"
+)
+
+// Limits on what one port's rules bind, so its rule count stays in the hundreds: a stack port has
+// an address of each family, VIPs and VLAN sub-interfaces (64 VIPs per family, 16 VLANs).
+const (
+	MaxAddrs = 256
+	MaxVLANs = 128
+)
+
+// Spec is what a port's rules bind: its MAC, every address it may send from, and the tagged
+// VLANs it may send on.
+type Spec struct {
+	MAC   string
+	Addrs []netip.Addr
+	VLANs []uint16
+}
+
+// IDs is the spec as the port's external_ids keep it.
+func (s Spec) IDs() map[string]string {
+	addrs := make([]string, len(s.Addrs))
+	for i, a := range s.Addrs {
+		addrs[i] = a.String()
+	}
+	vlans := make([]string, len(s.VLANs))
+	for i, v := range s.VLANs {
+		vlans[i] = strconv.Itoa(int(v))
+	}
+	return map[string]string{ExternalIDMAC: s.MAC, ExternalIDAddrs: strings.Join(addrs, ","), ExternalIDVLANs: strings.Join(vlans, ",")}
+}
+
+// SpecFromIDs reads a port's spec back from its external_ids. legacy says the port has no
+// ExternalIDAddrs: an older fstack-cni made it, whose rules bound the MAC alone.
+func SpecFromIDs(ids map[string]string) (s Spec, legacy bool, err error) {
+	s.MAC = ids[ExternalIDMAC]
+	raw, ok := ids[ExternalIDAddrs]
+	if !ok {
+		return s, true, nil
+	}
+	for _, f := range splitList(raw) {
+		a, err := netip.ParseAddr(f)
+		if err != nil {
+			return s, false, fmt.Errorf("%s: %q is not an address", ExternalIDAddrs, f)
+		}
+		s.Addrs = append(s.Addrs, a)
+	}
+	for _, f := range splitList(ids[ExternalIDVLANs]) {
+		v, err := strconv.Atoi(f)
+		if err != nil {
+			return s, false, fmt.Errorf("%s: %q is not a VLAN id", ExternalIDVLANs, f)
+		}
+		s.VLANs = append(s.VLANs, uint16(v))
+	}
+	return s, false, nil
+}
+
+func splitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+// The rules run in three stages, each a table: 0 admits untagged frames and those of the
+// declared VLANs (and drops router advertisements and redirects, which only routers send);
+// 1 admits ARP, IPv4 and IPv6 whose sender is the port's MAC and one of its addresses; 2 admits
+// neighbour advertisements whose target is one of its addresses. Anything else is dropped by
+// each stage's last rule, so a frame passes only when every stage admitted it. Stages keep the
+// rule count linear in the addresses and VLANs: one table would need their cross product.
+const (
+	TableVLAN   = 0
+	TableSource = 1
+	TableTarget = 2
+)
+
+// Priorities above the bridge's default NORMAL flow (0, table 0).
+const (
+	prioRouterOnly = 60 // router advertisements and redirects: dropped before anything else
+	prioBound      = 50 // ARP, ND and the VLAN admission: sender and link-layer address bound
+	prioUnbound    = 45 // ARP and ND that matched no bound rule: dropped, not passed as IP
+	prioSource     = 40 // IPv4 and IPv6 by source address
+	prioDrop       = 10
+	// The legacy (MAC-only) rule set's.
 	prioLinkLayerOK = 40
 	prioLinkLayer   = 30
 	prioSourceOK    = 20
-	prioDrop        = 10
 )
 
 // Proto is the kind of frame a rule matches beyond its source.
 type Proto uint8
 
-// The frames whose payload names a link-layer address of its sender.
+// The kinds of frame rules tell apart.
 const (
 	AnyFrame Proto = iota
 	ARP
 	NeighborSolicit // ICMPv6 type 135, option source link-layer address
 	NeighborAdvert  // ICMPv6 type 136, option target link-layer address
+	IPv4
+	IPv6
+	RouterAdvert // ICMPv6 type 134
+	Redirect     // ICMPv6 type 137
 )
 
-// Rule is one flow on the port's ofport, in table 0 under the port's cookie.
+// Action is what a rule does with the frames it matches.
+type Action uint8
+
+// Drop is the zero Action.
+const (
+	Drop Action = iota
+	Pass        // to OVS's NORMAL switching
+	Next        // on to the next stage's table
+)
+
+// VLAN values of a rule: any frame, or only untagged ones; 1..4094 is that VLAN.
+const (
+	AnyVLAN  = -1
+	Untagged = 0
+)
+
+// Rule is one flow on the port's ofport, under the port's cookie.
 type Rule struct {
+	Table    uint8
 	Priority uint16
+	VLAN     int // AnyVLAN, Untagged or a VLAN id
 	// Source is the source MAC the frame must have; nil matches any.
 	Source net.HardwareAddr
 	Proto  Proto
+	// Sender is the ARP sender IP (arp_spa) or the IP source; invalid matches any.
+	Sender netip.Addr
+	// Target is the ND target; invalid matches any.
+	Target netip.Addr
 	// LinkLayer is the address inside ARP (sender hardware address) or the ND option; nil does
 	// not match on it. An all-zero one matches an absent ND option.
 	LinkLayer net.HardwareAddr
-	// Pass hands the frame to NORMAL switching; otherwise it is dropped.
-	Pass bool
+	Action    Action
 }
 
-// Rules is the port's rule set for its MAC, from most to least specific.
-func Rules(port, mac string) ([]Rule, error) {
+// Rules is the port's rule set for spec: every frame the port sends must carry the port's MAC
+// as its source (and in ARP's sender hardware address and the ND link-layer options, when
+// present), one of spec's addresses as its ARP sender, IPv4 or IPv6 source and as the target of
+// its neighbour advertisements, and no VLAN tag but those of spec. Other EtherTypes, router
+// advertisements and redirects are dropped.
+func Rules(port string, spec Spec) ([]Rule, error) {
+	hw, err := net.ParseMAC(spec.MAC)
+	if err != nil || len(hw) != 6 {
+		return nil, fmt.Errorf("anti-spoofing rules for port %s: MAC %q is not an Ethernet address", port, spec.MAC)
+	}
+	if len(spec.Addrs) > MaxAddrs || len(spec.VLANs) > MaxVLANs {
+		return nil, fmt.Errorf("anti-spoofing rules for port %s: %d addresses and %d VLANs, at most %d and %d", port, len(spec.Addrs), len(spec.VLANs), MaxAddrs, MaxVLANs)
+	}
+	var v4, v6 []netip.Addr
+	seen := map[netip.Addr]bool{}
+	for _, a := range spec.Addrs {
+		a = a.Unmap()
+		switch {
+		case !a.IsValid() || a.IsUnspecified() || a.IsMulticast() || a.Zone() != "":
+			return nil, fmt.Errorf("anti-spoofing rules for port %s: %q is not a unicast address", port, a)
+		case seen[a]:
+			continue
+		case a.Is4():
+			v4 = append(v4, a)
+		default:
+			v6 = append(v6, a)
+		}
+		seen[a] = true
+	}
+	if len(v6) > 0 {
+		// The stack's IPv6 sends neighbour discovery from the link-local address its MAC gives
+		// (EUI-64), which no one declares.
+		if ll := LinkLocal(hw); !seen[ll] {
+			v6 = append(v6, ll)
+		}
+	}
+	none := make(net.HardwareAddr, 6)
+	rules := []Rule{
+		{Table: TableVLAN, Priority: prioRouterOnly, VLAN: AnyVLAN, Proto: RouterAdvert},
+		{Table: TableVLAN, Priority: prioRouterOnly, VLAN: AnyVLAN, Proto: Redirect},
+		{Table: TableVLAN, Priority: prioBound, VLAN: Untagged, Action: Next},
+	}
+	vlanSeen := map[uint16]bool{}
+	for _, v := range spec.VLANs {
+		if v < 1 || v > 4094 {
+			return nil, fmt.Errorf("anti-spoofing rules for port %s: VLAN id %d is not 1..4094", port, v)
+		}
+		if !vlanSeen[v] {
+			vlanSeen[v] = true
+			rules = append(rules, Rule{Table: TableVLAN, Priority: prioBound, VLAN: int(v), Action: Next})
+		}
+	}
+	rules = append(rules, Rule{Table: TableVLAN, Priority: prioDrop, VLAN: AnyVLAN})
+	src := func(r Rule) Rule { r.Table, r.VLAN, r.Source = TableSource, AnyVLAN, hw; return r }
+	for _, a := range v4 {
+		rules = append(rules,
+			src(Rule{Priority: prioBound, Proto: ARP, Sender: a, LinkLayer: hw, Action: Pass}),
+			src(Rule{Priority: prioSource, Proto: IPv4, Sender: a, Action: Pass}))
+	}
+	for _, a := range v6 {
+		rules = append(rules,
+			src(Rule{Priority: prioBound, Proto: NeighborSolicit, Sender: a, LinkLayer: hw, Action: Pass}),
+			src(Rule{Priority: prioBound, Proto: NeighborSolicit, Sender: a, LinkLayer: none, Action: Pass}),
+			// Duplicate address detection: from the unspecified address, for an address of
+			// the port's own, without the option.
+			src(Rule{Priority: prioBound, Proto: NeighborSolicit, Sender: netip.IPv6Unspecified(), Target: a, LinkLayer: none, Action: Pass}),
+			src(Rule{Priority: prioBound, Proto: NeighborAdvert, Sender: a, Action: Next}),
+			src(Rule{Priority: prioSource, Proto: IPv6, Sender: a, Action: Pass}))
+	}
+	for _, p := range []Proto{ARP, NeighborSolicit, NeighborAdvert} {
+		rules = append(rules, Rule{Table: TableSource, Priority: prioUnbound, VLAN: AnyVLAN, Proto: p})
+	}
+	rules = append(rules, Rule{Table: TableSource, Priority: prioDrop, VLAN: AnyVLAN})
+	for _, a := range v6 {
+		for _, ll := range []net.HardwareAddr{hw, none} {
+			rules = append(rules, Rule{Table: TableTarget, Priority: prioBound, VLAN: AnyVLAN, Proto: NeighborAdvert, Target: a, LinkLayer: ll, Action: Pass})
+		}
+	}
+	return append(rules, Rule{Table: TableTarget, Priority: prioDrop, VLAN: AnyVLAN}), nil
+}
+
+// LinkLocal is the IPv6 link-local address of mac by modified EUI-64 (RFC 4291 appendix A).
+func LinkLocal(mac net.HardwareAddr) netip.Addr {
+	var b [16]byte
+	b[0], b[1] = 0xfe, 0x80
+	b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15] = mac[0]^0x02, mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]
+	return netip.AddrFrom16(b)
+}
+
+// LegacyRules is the rule set of a port made before ports recorded their addresses
+// (ExternalIDAddrs): its source MAC and ARP/ND link-layer addresses only. The keeper puts these
+// back for such a port after an OVS restart, as its ADD made them; recreating the pod gives it
+// the full rules.
+func LegacyRules(port, mac string) ([]Rule, error) {
 	hw, err := net.ParseMAC(mac)
 	if err != nil || len(hw) != 6 {
 		return nil, fmt.Errorf("anti-spoofing rules for port %s: MAC %q is not an Ethernet address", port, mac)
 	}
 	none := make(net.HardwareAddr, 6)
+	r := func(prio uint16, src net.HardwareAddr, p Proto, ll net.HardwareAddr, pass bool) Rule {
+		a := Drop
+		if pass {
+			a = Pass
+		}
+		return Rule{Priority: prio, VLAN: AnyVLAN, Source: src, Proto: p, LinkLayer: ll, Action: a}
+	}
 	return []Rule{
-		{Priority: prioLinkLayerOK, Source: hw, Proto: ARP, LinkLayer: hw, Pass: true},
-		// ND options are optional: an absent one reads as all zeros.
-		{Priority: prioLinkLayerOK, Source: hw, Proto: NeighborSolicit, LinkLayer: hw, Pass: true},
-		{Priority: prioLinkLayerOK, Source: hw, Proto: NeighborSolicit, LinkLayer: none, Pass: true},
-		{Priority: prioLinkLayerOK, Source: hw, Proto: NeighborAdvert, LinkLayer: hw, Pass: true},
-		{Priority: prioLinkLayerOK, Source: hw, Proto: NeighborAdvert, LinkLayer: none, Pass: true},
-		{Priority: prioLinkLayer, Proto: ARP},
-		{Priority: prioLinkLayer, Proto: NeighborSolicit},
-		{Priority: prioLinkLayer, Proto: NeighborAdvert},
-		{Priority: prioSourceOK, Source: hw, Pass: true},
-		{Priority: prioDrop},
+		r(prioLinkLayerOK, hw, ARP, hw, true),
+		r(prioLinkLayerOK, hw, NeighborSolicit, hw, true),
+		r(prioLinkLayerOK, hw, NeighborSolicit, none, true),
+		r(prioLinkLayerOK, hw, NeighborAdvert, hw, true),
+		r(prioLinkLayerOK, hw, NeighborAdvert, none, true),
+		r(prioLinkLayer, nil, ARP, nil, false),
+		r(prioLinkLayer, nil, NeighborSolicit, nil, false),
+		r(prioLinkLayer, nil, NeighborAdvert, nil, false),
+		r(prioSourceOK, hw, AnyFrame, nil, true),
+		r(prioDrop, nil, AnyFrame, nil, false),
 	}, nil
 }
 
@@ -92,28 +304,47 @@ func Rules(port, mac string) ([]Rule, error) {
 // a collected port left on this ofport, then the rules.
 func Ofctl(port string, ofport int64, rules []Rule) string {
 	cookie := Cookie(port)
-	head := fmt.Sprintf("cookie=%#x,table=0,in_port=%d", cookie, ofport)
 	lines := []string{fmt.Sprintf("delete cookie=%#x/-1", cookie), fmt.Sprintf("delete in_port=%d", ofport)}
 	for _, r := range rules {
-		l := "add " + head
+		l := fmt.Sprintf("add cookie=%#x,table=%d,in_port=%d", cookie, r.Table, ofport)
 		if r.Source != nil {
 			l += ",dl_src=" + r.Source.String()
 		}
 		l += fmt.Sprintf(",priority=%d", r.Priority)
+		switch {
+		case r.VLAN == Untagged:
+			l += ",vlan_tci=0x0000/0x1fff"
+		case r.VLAN > 0:
+			l += fmt.Sprintf(",dl_vlan=%d", r.VLAN)
+		}
 		switch r.Proto {
 		case ARP:
 			l += ",arp"
-		case NeighborSolicit:
-			l += ",icmp6,icmp_type=135,icmp_code=0"
-		case NeighborAdvert:
-			l += ",icmp6,icmp_type=136,icmp_code=0"
+		case IPv4:
+			l += ",ip"
+		case IPv6:
+			l += ",ipv6"
+		case NeighborSolicit, NeighborAdvert, RouterAdvert, Redirect:
+			l += fmt.Sprintf(",icmp6,icmp_type=%d", icmpv6Type[r.Proto])
+			if r.Proto == NeighborSolicit || r.Proto == NeighborAdvert {
+				l += ",icmp_code=0"
+			}
+		}
+		if r.Sender.IsValid() {
+			l += "," + senderField[r.Proto] + "=" + r.Sender.String()
+		}
+		if r.Target.IsValid() {
+			l += ",nd_target=" + r.Target.String()
 		}
 		if r.LinkLayer != nil {
 			l += "," + linkLayerField[r.Proto] + "=" + r.LinkLayer.String()
 		}
-		if r.Pass {
+		switch r.Action {
+		case Pass:
 			l += ",actions=NORMAL"
-		} else {
+		case Next:
+			l += fmt.Sprintf(",actions=goto_table:%d", r.Table+1)
+		default:
 			l += ",actions=drop"
 		}
 		lines = append(lines, l)
@@ -121,7 +352,11 @@ func Ofctl(port string, ofport int64, rules []Rule) string {
 	return strings.Join(lines, "\n") + "\n"
 }
 
-var linkLayerField = map[Proto]string{ARP: "arp_sha", NeighborSolicit: "nd_sll", NeighborAdvert: "nd_tll"}
+var (
+	linkLayerField = map[Proto]string{ARP: "arp_sha", NeighborSolicit: "nd_sll", NeighborAdvert: "nd_tll"}
+	senderField    = map[Proto]string{ARP: "arp_spa", IPv4: "nw_src", IPv6: "ipv6_src", NeighborSolicit: "ipv6_src", NeighborAdvert: "ipv6_src"}
+	icmpv6Type     = map[Proto]uint8{RouterAdvert: 134, NeighborSolicit: 135, NeighborAdvert: 136, Redirect: 137}
+)
 
 // FlowMods is Ofctl's list as OpenFlow flow mods, for one atomic bundle.
 func FlowMods(port string, ofport int64, rules []Rule) []openflow.FlowMod {
@@ -136,27 +371,53 @@ func FlowMods(port string, ofport int64, rules []Rule) []openflow.FlowMod {
 		if r.Source != nil {
 			m = append(m, openflow.OXM{Field: openflow.FieldEthSrc, Value: r.Source})
 		}
+		switch {
+		case r.VLAN == Untagged:
+			m = append(m, openflow.OXM{Field: openflow.FieldVLANVID, Value: openflow.U16(0)})
+		case r.VLAN > 0:
+			m = append(m, openflow.OXM{Field: openflow.FieldVLANVID, Value: openflow.U16(openflow.VLANPresent | uint16(r.VLAN))})
+		}
 		switch r.Proto {
 		case ARP:
 			m = append(m, openflow.OXM{Field: openflow.FieldEthType, Value: openflow.U16(0x0806)})
+			if r.Sender.IsValid() {
+				m = append(m, openflow.OXM{Field: openflow.FieldARPSPA, Value: r.Sender.AsSlice()})
+			}
 			if r.LinkLayer != nil {
 				m = append(m, openflow.OXM{Field: openflow.FieldARPSHA, Value: r.LinkLayer})
 			}
-		case NeighborSolicit, NeighborAdvert:
-			typ, field := uint8(135), uint8(openflow.FieldNDSLL)
-			if r.Proto == NeighborAdvert {
-				typ, field = 136, openflow.FieldNDTLL
+		case IPv4:
+			m = append(m, openflow.OXM{Field: openflow.FieldEthType, Value: openflow.U16(0x0800)},
+				openflow.OXM{Field: openflow.FieldIPv4Src, Value: r.Sender.AsSlice()})
+		case IPv6:
+			m = append(m, openflow.OXM{Field: openflow.FieldEthType, Value: openflow.U16(0x86dd)},
+				openflow.OXM{Field: openflow.FieldIPv6Src, Value: r.Sender.AsSlice()})
+		case NeighborSolicit, NeighborAdvert, RouterAdvert, Redirect:
+			m = append(m, openflow.OXM{Field: openflow.FieldEthType, Value: openflow.U16(0x86dd)})
+			if r.Sender.IsValid() {
+				m = append(m, openflow.OXM{Field: openflow.FieldIPv6Src, Value: r.Sender.AsSlice()})
 			}
-			m = append(m,
-				openflow.OXM{Field: openflow.FieldEthType, Value: openflow.U16(0x86dd)},
-				openflow.OXM{Field: openflow.FieldIPProto, Value: openflow.U8(58)},
-				openflow.OXM{Field: openflow.FieldICMPv6Type, Value: openflow.U8(typ)},
-				openflow.OXM{Field: openflow.FieldICMPv6Code, Value: openflow.U8(0)})
+			m = append(m, openflow.OXM{Field: openflow.FieldIPProto, Value: openflow.U8(58)},
+				openflow.OXM{Field: openflow.FieldICMPv6Type, Value: openflow.U8(icmpv6Type[r.Proto])})
+			if r.Proto == NeighborSolicit || r.Proto == NeighborAdvert {
+				m = append(m, openflow.OXM{Field: openflow.FieldICMPv6Code, Value: openflow.U8(0)})
+			}
+			if r.Target.IsValid() {
+				m = append(m, openflow.OXM{Field: openflow.FieldNDTarget, Value: r.Target.AsSlice()})
+			}
 			if r.LinkLayer != nil {
+				field := uint8(openflow.FieldNDSLL)
+				if r.Proto == NeighborAdvert {
+					field = openflow.FieldNDTLL
+				}
 				m = append(m, openflow.OXM{Field: field, Value: r.LinkLayer})
 			}
 		}
-		mods = append(mods, openflow.FlowMod{Command: openflow.FlowAdd, Cookie: cookie, Priority: r.Priority, Match: m, Normal: r.Pass})
+		mod := openflow.FlowMod{Command: openflow.FlowAdd, Table: r.Table, Cookie: cookie, Priority: r.Priority, Match: m, Normal: r.Action == Pass}
+		if r.Action == Next {
+			mod.GotoTable = r.Table + 1
+		}
+		mods = append(mods, mod)
 	}
 	return mods
 }

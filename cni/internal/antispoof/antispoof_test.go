@@ -3,15 +3,17 @@ package antispoof
 import (
 	"encoding/binary"
 	"net"
+	"net/netip"
+	"reflect"
 	"testing"
 
 	"github.com/kube-fstack/kube-fstack/cni/internal/openflow"
 )
 
-// The ovs-ofctl input is exactly what fstack-cni set before the rules moved here (issue 31 will
-// change what they match; until then a restart must bring back the same rules).
-func TestOfctlIsUnchanged(t *testing.T) {
-	rules, err := Rules("fsk0123456789ab", "02:AA:bb:cc:dd:ee")
+// The legacy rules are exactly what fstack-cni set before ports recorded their addresses: the
+// keeper puts those back for such a port after a restart.
+func TestLegacyOfctlIsUnchanged(t *testing.T) {
+	rules, err := LegacyRules("fsk0123456789ab", "02:AA:bb:cc:dd:ee")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,11 +33,13 @@ add cookie=0x36a169c56b77279e,table=0,in_port=7,priority=10,actions=drop
 	if got := Ofctl("fsk0123456789ab", 7, rules); got != want {
 		t.Errorf("ovs-ofctl input:\n%s\nwant:\n%s", got, want)
 	}
-	if _, err := Rules("p", "nonsense"); err == nil {
-		t.Error("a malformed MAC gave rules")
-	}
-	if _, err := Rules("p", "02:00:00:00:00:00:00:01"); err == nil {
-		t.Error("an EUI-64 gave rules")
+	for _, mac := range []string{"nonsense", "02:00:00:00:00:00:00:01"} {
+		if _, err := LegacyRules("p", mac); err == nil {
+			t.Errorf("MAC %q gave legacy rules", mac)
+		}
+		if _, err := Rules("p", Spec{MAC: mac}); err == nil {
+			t.Errorf("MAC %q gave rules", mac)
+		}
 	}
 }
 
@@ -44,7 +48,7 @@ add cookie=0x36a169c56b77279e,table=0,in_port=7,priority=10,actions=drop
 // needs it, NORMAL exactly for the pass rules. (The node test compares what OVS then holds
 // with what ovs-ofctl made.)
 func TestFlowModsFollowTheRules(t *testing.T) {
-	rules, err := Rules("fsk0123456789ab", "02:aa:bb:cc:dd:ee")
+	rules, err := Rules("fsk0123456789ab", testSpec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,12 +63,17 @@ func TestFlowModsFollowTheRules(t *testing.T) {
 	if d := mods[1]; d.Command != openflow.FlowDelete || d.CookieMask != 0 || len(d.Match) != 1 || d.Match[0].Field != openflow.FieldInPort || binary.BigEndian.Uint32(d.Match[0].Value) != 7 {
 		t.Errorf("second mod %+v, want a delete of every rule on ofport 7", d)
 	}
-	needs := map[uint8]uint8{openflow.FieldARPSHA: openflow.FieldEthType, openflow.FieldIPProto: openflow.FieldEthType,
+	needs := map[uint8]uint8{openflow.FieldARPSHA: openflow.FieldEthType, openflow.FieldARPSPA: openflow.FieldEthType,
+		openflow.FieldIPv4Src: openflow.FieldEthType, openflow.FieldIPv6Src: openflow.FieldEthType, openflow.FieldIPProto: openflow.FieldEthType,
 		openflow.FieldICMPv6Type: openflow.FieldIPProto, openflow.FieldICMPv6Code: openflow.FieldIPProto,
-		openflow.FieldNDSLL: openflow.FieldICMPv6Type, openflow.FieldNDTLL: openflow.FieldICMPv6Type}
+		openflow.FieldNDSLL: openflow.FieldICMPv6Type, openflow.FieldNDTLL: openflow.FieldICMPv6Type, openflow.FieldNDTarget: openflow.FieldICMPv6Type}
 	for i, m := range mods[2:] {
 		r := rules[i]
-		if m.Command != openflow.FlowAdd || m.Cookie != cookie || m.Table != 0 || m.Priority != r.Priority || m.Normal != r.Pass {
+		goTo := uint8(0)
+		if r.Action == Next {
+			goTo = r.Table + 1
+		}
+		if m.Command != openflow.FlowAdd || m.Cookie != cookie || m.Table != r.Table || m.Priority != r.Priority || m.Normal != (r.Action == Pass) || m.GotoTable != goTo {
 			t.Errorf("mod %d %+v does not add rule %+v", i, m, r)
 		}
 		if m.Match[0].Field != openflow.FieldInPort {
@@ -80,8 +89,8 @@ func TestFlowModsFollowTheRules(t *testing.T) {
 				t.Errorf("mod %d passes source %s", i, net.HardwareAddr(f.Value))
 			}
 		}
-		if r.Pass != seen[openflow.FieldEthSrc] {
-			t.Errorf("mod %d: only frames from the port's MAC may pass", i)
+		if r.Table == TableSource && (r.Action != Drop) != seen[openflow.FieldEthSrc] {
+			t.Errorf("mod %d: only frames from the port's MAC may pass the source stage", i)
 		}
 	}
 }
@@ -90,5 +99,179 @@ func TestCookie(t *testing.T) {
 	a, b := Cookie("fsk0123456789ab"), Cookie("fsk0123456789ac")
 	if a == b || a != Cookie("fsk0123456789ab") || a>>63 != 0 || b>>63 != 0 {
 		t.Errorf("cookies %#x %#x: want distinct per port, stable, top bit clear", a, b)
+	}
+}
+
+var testSpec = Spec{MAC: "02:aa:bb:cc:dd:ee", VLANs: []uint16{100},
+	Addrs: []netip.Addr{netip.MustParseAddr("10.99.0.10"), netip.MustParseAddr("2001:db8::10"), netip.MustParseAddr("10.99.0.50"), netip.MustParseAddr("10.100.0.10")}}
+
+// frame is what the rules can see of a frame a pod sends.
+type frame struct {
+	vlan      int // 0: untagged
+	src       string
+	proto     Proto // AnyFrame: another EtherType
+	sender    string
+	target    string
+	linkLayer string // "" absent (all zeros)
+}
+
+// verdict runs f through rules as OVS would: in each table the highest-priority match acts;
+// table 0 without a match falls to the bridge's default NORMAL flow, other tables drop.
+func verdict(rules []Rule, f frame) bool {
+	table := uint8(0)
+	for {
+		var best *Rule
+		for i := range rules {
+			r := &rules[i]
+			if r.Table == table && matches(r, f) && (best == nil || r.Priority > best.Priority) {
+				best = r
+			}
+		}
+		switch {
+		case best == nil:
+			return table == 0
+		case best.Action == Next:
+			table++
+		default:
+			return best.Action == Pass
+		}
+	}
+}
+
+func matches(r *Rule, f frame) bool {
+	ll := f.linkLayer
+	if ll == "" {
+		ll = "00:00:00:00:00:00"
+	}
+	isICMPv6 := f.proto == NeighborSolicit || f.proto == NeighborAdvert || f.proto == RouterAdvert || f.proto == Redirect
+	switch {
+	case r.VLAN != AnyVLAN && r.VLAN != f.vlan,
+		r.Source != nil && r.Source.String() != f.src,
+		r.Proto != AnyFrame && r.Proto != f.proto && (r.Proto != IPv6 || !isICMPv6),
+		r.Sender.IsValid() && r.Sender.String() != f.sender,
+		r.Target.IsValid() && r.Target.String() != f.target,
+		r.LinkLayer != nil && r.LinkLayer.String() != ll:
+		return false
+	}
+	return true
+}
+
+const own, other = "02:aa:bb:cc:dd:ee", "02:fe:00:00:00:0a"
+
+// legitFrames are what the stack of testSpec sends.
+var legitFrames = map[string]frame{
+	"gratuitous ARP for its address":     {src: own, proto: ARP, sender: "10.99.0.10", linkLayer: own},
+	"ARP for its VIP":                    {src: own, proto: ARP, sender: "10.99.0.50", linkLayer: own},
+	"ARP on its VLAN":                    {vlan: 100, src: own, proto: ARP, sender: "10.100.0.10", linkLayer: own},
+	"IPv4 from its address":              {src: own, proto: IPv4, sender: "10.99.0.10"},
+	"IPv4 from its VIP":                  {src: own, proto: IPv4, sender: "10.99.0.50"},
+	"IPv6 from its address":              {src: own, proto: IPv6, sender: "2001:db8::10"},
+	"NS from its address":                {src: own, proto: NeighborSolicit, sender: "2001:db8::10", target: "2001:db8::1", linkLayer: own},
+	"NS from its link-local":             {src: own, proto: NeighborSolicit, sender: "fe80::aa:bbff:fecc:ddee", target: "fe80::1", linkLayer: own},
+	"DAD NS for its address":             {src: own, proto: NeighborSolicit, sender: "::", target: "2001:db8::10"},
+	"NA for its address":                 {src: own, proto: NeighborAdvert, sender: "2001:db8::10", target: "2001:db8::10", linkLayer: own},
+	"NA for its address, without option": {src: own, proto: NeighborAdvert, sender: "fe80::aa:bbff:fecc:ddee", target: "2001:db8::10"},
+}
+
+// forgedFrames are what issue 31 found passing, and more; each with the port's own MAC unless
+// it is the MAC that is forged.
+var forgedFrames = map[string]frame{
+	"gratuitous ARP claiming the gateway": {src: own, proto: ARP, sender: "10.99.0.1", linkLayer: own},
+	"unsolicited NA claiming another":     {src: own, proto: NeighborAdvert, sender: "2001:db8::10", target: "2001:db8::1", linkLayer: own},
+	"NA from a foreign source":            {src: own, proto: NeighborAdvert, sender: "2001:db8::1", target: "2001:db8::10", linkLayer: own},
+	"NS from a foreign source":            {src: own, proto: NeighborSolicit, sender: "2001:db8::1", target: "2001:db8::99", linkLayer: own},
+	"DAD NS for another's address":        {src: own, proto: NeighborSolicit, sender: "::", target: "2001:db8::1"},
+	"IPv4 from a foreign source":          {src: own, proto: IPv4, sender: "10.99.0.77"},
+	"IPv6 from a foreign source":          {src: own, proto: IPv6, sender: "2001:db8::77"},
+	"frame tagged with another VLAN":      {vlan: 200, src: own, proto: IPv4, sender: "10.99.0.10"},
+	"router advertisement":                {src: own, proto: RouterAdvert, sender: "fe80::aa:bbff:fecc:ddee"},
+	"redirect":                            {src: own, proto: Redirect, sender: "fe80::aa:bbff:fecc:ddee"},
+	"another EtherType":                   {src: own, proto: AnyFrame},
+	"another MAC":                         {src: other, proto: IPv4, sender: "10.99.0.10"},
+	"ARP naming another MAC inside":       {src: own, proto: ARP, sender: "10.99.0.10", linkLayer: other},
+}
+
+// The rules pass what the stack sends and drop each forged frame; today's (legacy, MAC-only)
+// rules passed the forged frames that carry the port's MAC, which is what issue 31 reported.
+func TestRulesBindAddressesVLANsAndDropRouterMessages(t *testing.T) {
+	rules, err := Rules("fsk0123456789ab", testSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy, err := LegacyRules("fsk0123456789ab", own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, f := range legitFrames {
+		if !verdict(rules, f) {
+			t.Errorf("%s: dropped, want passed", name)
+		}
+	}
+	legacyPassed := 0
+	for name, f := range forgedFrames {
+		if verdict(rules, f) {
+			t.Errorf("%s: passed, want dropped", name)
+		}
+		if verdict(legacy, f) {
+			legacyPassed++
+		}
+	}
+	if legacyPassed < 8 {
+		t.Errorf("the MAC-only rules passed %d forged frames; the evaluator is wrong", legacyPassed)
+	}
+	// Without VLANs the port is an access port; without IPv6 addresses no IPv6 passes.
+	plain, err := Rules("p", Spec{MAC: own, Addrs: []netip.Addr{netip.MustParseAddr("10.99.0.10")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, f := range map[string]frame{"tagged": legitFrames["ARP on its VLAN"], "priority-tagged": {vlan: 100, src: own, proto: IPv4, sender: "10.99.0.10"},
+		"IPv6 link-local NS": legitFrames["NS from its link-local"]} {
+		if verdict(plain, f) {
+			t.Errorf("%s passed a port without VLANs or IPv6", name)
+		}
+	}
+	if !verdict(plain, legitFrames["IPv4 from its address"]) {
+		t.Error("a port without VLANs dropped its untagged IPv4")
+	}
+}
+
+func TestRulesRefuseWhatCannotBeBound(t *testing.T) {
+	for name, spec := range map[string]Spec{
+		"multicast":   {MAC: own, Addrs: []netip.Addr{netip.MustParseAddr("224.0.0.1")}},
+		"unspecified": {MAC: own, Addrs: []netip.Addr{netip.IPv4Unspecified()}},
+		"VLAN 0":      {MAC: own, VLANs: []uint16{0}},
+		"VLAN 4095":   {MAC: own, VLANs: []uint16{4095}},
+		"too many":    {MAC: own, Addrs: make([]netip.Addr, MaxAddrs+1)},
+	} {
+		if _, err := Rules("p", spec); err == nil {
+			t.Errorf("%s: rules made", name)
+		}
+	}
+}
+
+// The port's external_ids give back the spec ADD bound, so the keeper rebuilds the same rules;
+// a port without the addresses key is a legacy one.
+func TestSpecRoundTripsThroughExternalIDs(t *testing.T) {
+	back, legacy, err := SpecFromIDs(testSpec.IDs())
+	if err != nil || legacy || !reflect.DeepEqual(back, testSpec) {
+		t.Errorf("spec back %+v legacy %v err %v, want %+v", back, legacy, err, testSpec)
+	}
+	empty := Spec{MAC: own}
+	if back, legacy, err := SpecFromIDs(empty.IDs()); err != nil || legacy || back.MAC != own || len(back.Addrs) != 0 || len(back.VLANs) != 0 {
+		t.Errorf("a port binding no address: %+v legacy %v err %v", back, legacy, err)
+	}
+	if _, legacy, _ := SpecFromIDs(map[string]string{ExternalIDMAC: own}); !legacy {
+		t.Error("a port with a MAC and no addresses key is not legacy")
+	}
+	if _, _, err := SpecFromIDs(map[string]string{ExternalIDMAC: own, ExternalIDAddrs: "10.0.0.1,bogus"}); err == nil {
+		t.Error("a malformed addresses key was read")
+	}
+}
+
+// The link-local address is the modified EUI-64 one FreeBSD's stack gives the interface.
+func TestLinkLocal(t *testing.T) {
+	mac, _ := net.ParseMAC(own)
+	if got := LinkLocal(mac).String(); got != "fe80::aa:bbff:fecc:ddee" {
+		t.Errorf("link-local %s", got)
 	}
 }

@@ -46,9 +46,10 @@ type Keeper struct {
 
 // port is one of fstack-cni's ports as OVSDB has it.
 type port struct {
-	Name, Bridge, MAC string
-	OFPort            int64 // 0: not numbered yet (or ovs-vswitchd could not create it)
-	Namespace, Pod    string
+	Name, Bridge   string
+	IDs            map[string]string // what the rules are made of (antispoof.SpecFromIDs)
+	OFPort         int64             // 0: not numbered yet (or ovs-vswitchd could not create it)
+	Namespace, Pod string
 }
 
 // requestTimeout bounds one question to OVSDB or a bridge, so a hung daemon delays the keeper
@@ -121,12 +122,12 @@ func (k *Keeper) Pass(ctx context.Context) bool {
 // when the port could not be checked yet.
 func (k *Keeper) keep(ctx context.Context, p port) (ok, applied bool) {
 	log := k.Log.With(logging.KeyPort, p.Name, "bridge", p.Bridge, logging.KeyNamespace, p.Namespace, logging.KeyPod, p.Pod)
-	if p.MAC == "" {
+	if p.IDs[antispoof.ExternalIDMAC] == "" {
 		k.once("mac/"+p.Name, "port has no "+antispoof.ExternalIDMAC+" (made by an older fstack-cni): its anti-spoofing flows cannot be restored after an OVS restart; recreate the pod to renew the port",
 			logging.KeyPort, p.Name, logging.KeyNamespace, p.Namespace, logging.KeyPod, p.Pod)
 		return true, false
 	}
-	rules, err := antispoof.Rules(p.Name, p.MAC)
+	rules, err := rulesOf(p)
 	if err != nil {
 		k.once("mac/"+p.Name, "port's anti-spoofing flows cannot be restored", logging.KeyPort, p.Name, logging.KeyErr, err)
 		return true, false
@@ -156,6 +157,19 @@ func (k *Keeper) keep(ctx context.Context, p port) (ok, applied bool) {
 	}
 	log.Info("re-applied the port's anti-spoofing flows", "ofport", p.OFPort, "flowsFound", n, "flows", len(rules))
 	return true, true
+}
+
+// rulesOf rebuilds the rules ADD made for p from its external_ids: a port an fstack-cni made
+// before ports recorded their addresses gets back the MAC-only rules its ADD set.
+func rulesOf(p port) ([]antispoof.Rule, error) {
+	spec, legacy, err := antispoof.SpecFromIDs(p.IDs)
+	if err != nil {
+		return nil, err
+	}
+	if legacy {
+		return antispoof.LegacyRules(p.Name, spec.MAC)
+	}
+	return antispoof.Rules(p.Name, spec)
 }
 
 // dropDeleted removes the rules just applied to ports that are gone now: a DEL that removed its
@@ -332,7 +346,7 @@ func decode(row ovsdb.Row) (port, error) {
 	if err != nil {
 		return p, err
 	}
-	p.MAC, p.Namespace, p.Pod = ids[antispoof.ExternalIDMAC], ids["kube-fstack.io/pod-namespace"], ids["kube-fstack.io/pod-name"]
+	p.IDs, p.Namespace, p.Pod = ids, ids["kube-fstack.io/pod-namespace"], ids["kube-fstack.io/pod-name"]
 	return p, nil
 }
 

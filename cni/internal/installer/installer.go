@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/kube-fstack/kube-fstack/cni/internal/nodeconf"
 	"github.com/kube-fstack/kube-fstack/internal/fsutil"
 )
 
@@ -24,6 +25,10 @@ type Installer struct {
 	Plugin   []byte        // the plugin's JSON object for the conflist
 	Interval time.Duration // how often to re-check
 	Log      *slog.Logger
+	// NodeConfig is where fstack-cni's node config goes on the host (empty: the installer
+	// leaves it to the node's administrator), NodeConf what it holds.
+	NodeConfig string
+	NodeConf   *nodeconf.Conf
 }
 
 // Run installs, then re-installs whatever went missing every Interval, until ctx ends.
@@ -50,6 +55,9 @@ func (in *Installer) Once() error {
 	if err := in.installBinary(); err != nil {
 		return err
 	}
+	if err := in.writeNodeConfig(); err != nil {
+		return err
+	}
 	if in.Conflist == "" {
 		return nil
 	}
@@ -69,5 +77,27 @@ func (in *Installer) installBinary() error {
 		return err
 	}
 	in.Log.Info("installed", "path", dst)
+	return nil
+}
+
+// writeNodeConfig keeps fstack-cni's node config what the chart says, and checks that the plugin
+// will take it: owned by this installer's user (root on a node) and writable by it alone.
+func (in *Installer) writeNodeConfig() error {
+	if in.NodeConfig == "" {
+		return nil
+	}
+	want, err := in.NodeConf.Encode()
+	if err != nil {
+		return err
+	}
+	if have, err := os.ReadFile(in.NodeConfig); err != nil || !bytes.Equal(have, want) {
+		if err := fsutil.WriteAtomic(in.NodeConfig, want, 0o644); err != nil {
+			return fmt.Errorf("write fstack-cni's node config: %w", err)
+		}
+		in.Log.Info("installed", "path", in.NodeConfig)
+	}
+	if _, err := nodeconf.Load(in.NodeConfig, os.Getuid()); err != nil {
+		return fmt.Errorf("fstack-cni would refuse its node config: %w", err)
+	}
 	return nil
 }

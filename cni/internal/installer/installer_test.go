@@ -7,8 +7,11 @@ import (
 	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/kube-fstack/kube-fstack/cni/internal/nodeconf"
 )
 
 func newInstaller(t *testing.T) *Installer {
@@ -100,4 +103,44 @@ func waitExists(t *testing.T, path string) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Fatalf("%s never appeared", path)
+}
+
+// The installer writes fstack-cni's node config (the node's paths and namespaces, from the
+// chart) as a file the plugin takes: owned by the installer's user, mode 0644; it puts back
+// what someone changed, and says so when the plugin would refuse the file.
+func TestOnceWritesTheNodeConfig(t *testing.T) {
+	in := newInstaller(t)
+	in.Conflist = ""
+	etc := filepath.Join(t.TempDir(), "etc-kube-fstack")
+	mustMkdir(t, etc)
+	in.NodeConfig = filepath.Join(etc, "cni.json")
+	in.NodeConf = &nodeconf.Conf{SocketRoot: "/var/run/kube-fstack/vhost", LogFile: "/var/log/x.log", Namespaces: []string{"web"}}
+	for range 2 {
+		if err := in.Once(); err != nil {
+			t.Fatal(err)
+		}
+		got, err := nodeconf.Load(in.NodeConfig, os.Getuid())
+		if err != nil || got.LogFile != "/var/log/x.log" || !got.Serves("web") || got.Serves("other") || got.OVSDBSocket != nodeconf.DefaultOVSDBSocket {
+			t.Fatalf("node config %+v, %v", got, err)
+		}
+		if err := os.WriteFile(in.NodeConfig, []byte(`{"namespaces":["other"]}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, _ := os.Stat(in.NodeConfig); st.Mode().Perm() != 0o644 {
+		t.Errorf("mode %v, want 0644", st.Mode())
+	}
+	if err := os.Chmod(etc, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Once(); err == nil || !strings.Contains(err.Error(), "would refuse its node config") {
+		t.Fatalf("a world-writable directory: got %v, want the installer to say the plugin refuses it", err)
+	}
+}
+
+func mustMkdir(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -77,13 +77,22 @@ const (
 	FieldInPort     = 0
 	FieldEthSrc     = 4
 	FieldEthType    = 5
+	FieldVLANVID    = 6
 	FieldIPProto    = 10
+	FieldIPv4Src    = 11
+	FieldARPSPA     = 22
 	FieldARPSHA     = 24
+	FieldIPv6Src    = 26
 	FieldICMPv6Type = 29
 	FieldICMPv6Code = 30
+	FieldNDTarget   = 31
 	FieldNDSLL      = 32
 	FieldNDTLL      = 33
 )
+
+// VLANPresent is set in a VLAN_VID value that matches a tagged frame (OFPVID_PRESENT); a value
+// of 0 exactly matches a frame without an 802.1Q header.
+const VLANPresent = 0x1000
 
 // OXM is one exact-match field. Prerequisites (the EtherType before an ARP field, and so on)
 // are the caller's: a match lists them before the fields that need them.
@@ -126,6 +135,8 @@ type FlowMod struct {
 	Match      []OXM
 	// Normal sends matched frames to OVS's NORMAL switching; false is no action, a drop.
 	Normal bool
+	// GotoTable, when not 0, continues matching in that table instead (Normal is then false).
+	GotoTable uint8
 }
 
 // Encode frames the flow mod (xid 0; the client numbers what it sends).
@@ -152,6 +163,10 @@ func (f FlowMod) Encode() []byte {
 		b = binary.BigEndian.AppendUint32(b, PortNormal)
 		b = binary.BigEndian.AppendUint16(b, 0) // max_len: only for the controller port
 		b = append(b, 0, 0, 0, 0, 0, 0)
+	} else if f.GotoTable != 0 {
+		b = binary.BigEndian.AppendUint16(b, 1) // OFPIT_GOTO_TABLE
+		b = binary.BigEndian.AppendUint16(b, 8)
+		b = append(b, f.GotoTable, 0, 0, 0)
 	}
 	return message(TypeFlowMod, 0, b)
 }

@@ -68,8 +68,12 @@ func (p *Plugin) add(c *command, a *attachment, stdin []byte) (res *current.Resu
 			c.rollback(undo)
 		}
 	}()
-	// A pod the injector did not prepare has no emptyDir to serve its socket from: say so
-	// before anything is taken.
+	// A pod of a namespace the node does not serve, or a node without its node config, and a
+	// pod the injector did not prepare (no emptyDir to serve its socket from): say so before
+	// anything is taken.
+	if err := c.servable(a); err != nil {
+		return nil, err
+	}
 	if err := checkVolume(a); err != nil {
 		return nil, cniErr(types.ErrIOFailure, "", err)
 	}
@@ -82,16 +86,25 @@ func (p *Plugin) add(c *command, a *attachment, stdin []byte) (res *current.Resu
 	if err != nil {
 		return nil, err
 	}
+	spec, claims, err := c.binding(a, stdin, ipamRes)
+	if err != nil {
+		return nil, err
+	}
+	a.Binding = spec
 	res, err = buildResult(c.conf, a, ipamRes)
 	if err != nil {
 		return nil, err
 	}
+	a.claims = claims
 	undo = append(undo, func() error { return removeFiles(a) })
 	if err := writeFiles(c.conf.SocketRoot, a, deviceInfo(c.conf, a, ipamRes)); err != nil {
 		return nil, cniErr(types.ErrIOFailure, "write the attachment's files", err)
 	}
 	undo = append(undo, func() error { return c.ovs.deletePort(c.ctx, a.PortName) })
 	if err := c.createPort(a); err != nil {
+		if isClaimWait(err) {
+			return nil, c.claimHolder(a)
+		}
 		return nil, ovsErr(err)
 	}
 	// Before the runtime starts the pod's containers, so nothing the pod sends is unguarded.
@@ -118,6 +131,8 @@ func (c *command) createPort(a *attachment) error {
 			return err
 		}
 		version, err = c.ovs.addPort(c.ctx, c.conf.Bridge, spec)
+	case isClaimWait(err):
+		return err // add names the holder
 	case ovsdb.IsConditionFailed(err):
 		if berr := c.ovs.checkBridge(c.ctx, c.conf.Bridge); berr != nil {
 			return berr

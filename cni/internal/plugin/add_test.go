@@ -14,7 +14,9 @@ import (
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
-var insertTxn = []string{"wait Bridge", "wait Interface", "insert Interface", "insert Port", "mutate Bridge", "select Open_vSwitch"}
+// insertTxn is ADD's port transaction; its last waits refuse the MAC and the address (the fake
+// IPAM's one) when another pod's port holds them.
+var insertTxn = []string{"wait Bridge", "wait Interface", "insert Interface", "insert Port", "mutate Bridge", "select Open_vSwitch", "wait Interface", "wait Interface"}
 
 func assertTxns(t *testing.T, f *fakeOVSDB, want ...[]string) {
 	t.Helper()

@@ -21,8 +21,9 @@ import (
 // addresses in ARP or IPv6 neighbour discovery).
 type Flows interface {
 	// Guard replaces every rule on the port's ofport with rules that pass only frames whose
-	// source MAC is the port's (and whose ARP/ND link-layer address, when present, is the same)
-	// and drop the rest.
+	// source MAC is the port's (and whose ARP/ND link-layer address, when present, is the same),
+	// whose ARP sender, IP source and ND target are the port's addresses, untagged or on the
+	// port's VLANs, and drop the rest (antispoof.Rules).
 	Guard(ctx context.Context, g *guard) error
 	// Unguard removes the port's rules, found by their cookie. No rules, no bridge or no running
 	// ovs-vswitchd (which keeps flows only in memory) is success.
@@ -37,12 +38,32 @@ type guard struct {
 	OVSDB  string // OVSDB's socket, to learn the port's ofport
 	Bridge string
 	Port   string
-	MAC    string
+	Spec   antispoof.Spec
+	// Legacy: the port was made by an fstack-cni whose rules bound the MAC alone.
+	Legacy bool
 }
 
 // newGuard is the guard of a's port on the configured bridge.
 func (c *command) newGuard(a *attachment) *guard {
-	return &guard{OVSDB: c.conf.OVSDBSocket, Bridge: c.conf.Bridge, Port: a.PortName, MAC: a.MAC}
+	return &guard{OVSDB: c.conf.OVSDBSocket, Bridge: c.conf.Bridge, Port: a.PortName, Spec: a.Binding}
+}
+
+// guardOfPort is the guard of an existing port, from what its ADD recorded in its external_ids
+// (as the flow keeper rebuilds its rules).
+func (c *command) guardOfPort(name string, ids map[string]string) (*guard, error) {
+	spec, legacy, err := antispoof.SpecFromIDs(ids)
+	if err != nil {
+		return nil, fmt.Errorf("port %s: %w", name, err)
+	}
+	return &guard{OVSDB: c.conf.OVSDBSocket, Bridge: c.conf.Bridge, Port: name, Spec: spec, Legacy: legacy}, nil
+}
+
+// ruleSet is the port's rules (see antispoof.Rules).
+func (g *guard) ruleSet() ([]antispoof.Rule, error) {
+	if g.Legacy {
+		return antispoof.LegacyRules(g.Port, g.Spec.MAC)
+	}
+	return antispoof.Rules(g.Port, g.Spec)
 }
 
 // mgmt is the bridge's OpenFlow management socket, which ovs-vswitchd makes beside OVSDB's in
@@ -55,7 +76,7 @@ func (g *guard) cookie() uint64 { return antispoof.Cookie(g.Port) }
 // rules is the ovs-ofctl add-flows input for the port (see antispoof.Ofctl): the keeper puts
 // the same list back after ovs-vswitchd restarts.
 func (g *guard) rules(ofport int64) (string, error) {
-	rules, err := antispoof.Rules(g.Port, g.MAC)
+	rules, err := g.ruleSet()
 	if err != nil {
 		return "", err
 	}
@@ -93,7 +114,7 @@ func (f ofctlFlows) Unguard(ctx context.Context, g *guard) error {
 }
 
 func (f ofctlFlows) Check(ctx context.Context, g *guard) error {
-	rules, err := antispoof.Rules(g.Port, g.MAC)
+	rules, err := g.ruleSet()
 	if err != nil {
 		return err
 	}

@@ -3,9 +3,12 @@ package plugin
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/kube-fstack/kube-fstack/cni/internal/antispoof"
 )
 
 // ADD guards the port with the MAC it hands the pod in the device info; DEL removes the guard of
@@ -55,8 +58,10 @@ func TestAddRollsBackWhenThePortCannotBeGuarded(t *testing.T) {
 
 // The rules pass the port's MAC only, as source and inside ARP/ND, under one cookie that is a
 // pure function of the port; they first clear whatever sits on the port's ofport.
+// (internal/antispoof's tests say what the rules pass and drop.)
 func TestGuardRules(t *testing.T) {
-	g := &guard{OVSDB: "/run/ovs/db.sock", Bridge: "br-fstack", Port: "fsk0123456789ab", MAC: "02:AA:bb:cc:dd:ee"}
+	g := &guard{OVSDB: "/run/ovs/db.sock", Bridge: "br-fstack", Port: "fsk0123456789ab",
+		Spec: antispoof.Spec{MAC: "02:aa:bb:cc:dd:ee", Addrs: []netip.Addr{netip.MustParseAddr("10.99.0.10")}}}
 	rules, err := g.rules(7)
 	if err != nil {
 		t.Fatal(err)
@@ -72,8 +77,8 @@ func TestGuardRules(t *testing.T) {
 		if !strings.HasPrefix(l, "add cookie=") || !strings.Contains(l, ",in_port=7,") {
 			t.Errorf("rule %q is not an add on the port with the cookie", l)
 		}
-		pass := strings.HasSuffix(l, "actions=NORMAL")
-		if pass != strings.Contains(l, "dl_src=02:aa:bb:cc:dd:ee") {
+		pass := strings.HasSuffix(l, "actions=NORMAL") || strings.Contains(l, "goto_table")
+		if strings.Contains(l, "table=1,") && pass != strings.Contains(l, "dl_src=02:aa:bb:cc:dd:ee") {
 			t.Errorf("rule %q: only frames from the port's MAC may pass", l)
 		}
 		if pass && strings.Contains(l, "arp") && !strings.Contains(l, "arp_sha=02:aa:bb:cc:dd:ee") {
@@ -91,7 +96,7 @@ func TestGuardRules(t *testing.T) {
 	if g.mgmt() != "/run/ovs/br-fstack.mgmt" {
 		t.Errorf("mgmt socket %s", g.mgmt())
 	}
-	if _, err := (&guard{Port: "p", MAC: "nonsense"}).rules(1); err == nil {
+	if _, err := (&guard{Port: "p", Spec: antispoof.Spec{MAC: "nonsense"}}).rules(1); err == nil {
 		t.Error("a malformed MAC gave rules")
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/containernetworking/cni/pkg/skel"
+
+	"github.com/kube-fstack/kube-fstack/cni/internal/antispoof"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
@@ -28,7 +30,10 @@ type attachment struct {
 	PodSocket   string // the same socket as the pod sees it
 	DevInfoFile string // the NPWG CNI device-info file
 	MAC         string
-	podDirErr   error // why PodDir is empty: the directory asked for is not beneath the root
+	// Binding is what the port's anti-spoofing rules bind (ADD decides it, binding.go).
+	Binding   antispoof.Spec
+	claims    []claim // Binding's addresses and where each came from
+	podDirErr error   // why PodDir is empty: the directory asked for is not beneath the root
 }
 
 // portName is short (15 bytes, like a kernel ifname) and a pure function of the attachment, so
@@ -111,11 +116,22 @@ func (a *attachment) checkSocketPath() error {
 }
 
 func (a *attachment) portSpec(mtu int) *portSpec {
-	return &portSpec{Name: a.PortName, Socket: a.Socket, MTU: mtu, IDs: map[string]string{
+	spec := &portSpec{Name: a.PortName, Socket: a.Socket, MTU: mtu, IDs: map[string]string{
 		idOwner: pluginType, idNetwork: a.Network, idContainerID: a.ContainerID, idIfName: a.IfName,
 		idPodNamespace: a.Pod.Namespace, idPodName: a.Pod.Name, idPodUID: a.Pod.UID,
 		idMAC: a.MAC,
 	}}
+	// The port records what its rules bind, which the flow keeper rebuilds them from.
+	if a.Binding.MAC == "" {
+		return spec // not decided (ADD decides it before it makes the port)
+	}
+	for k, v := range a.Binding.IDs() {
+		spec.IDs[k] = v
+	}
+	for _, addr := range a.Binding.Addrs {
+		spec.IDs[idHolds+addr.String()] = idHeld
+	}
+	return spec
 }
 
 // portSpec is the OVS port an ADD creates.

@@ -26,6 +26,9 @@ func (p *Plugin) Check(args *skel.CmdArgs) error {
 	if a.PodDir != "" && c.skipped(a) {
 		return c.logResult(nil)
 	}
+	if c.nodeErr != nil {
+		return c.logResult(types.NewError(types.ErrInvalidNetworkConfig, "fstack-cni serves no pod on this node: "+c.nodeErr.Error(), ""))
+	}
 	if err := c.check(a); err != nil {
 		return c.logResult(err)
 	}
@@ -52,7 +55,11 @@ func (c *command) check(a *attachment) error {
 	if err := checkTxSteering(port); err != nil {
 		return types.NewError(types.ErrInternal, err.Error(), "")
 	}
-	if err := c.flows.Check(c.ctx, c.newGuard(a)); err != nil {
+	g, err := c.guardOfPort(port.Name, port.IDs)
+	if err != nil {
+		return types.NewError(types.ErrInternal, err.Error(), "")
+	}
+	if err := c.flows.Check(c.ctx, g); err != nil {
 		return types.NewError(types.ErrInternal, err.Error(), "")
 	}
 	a.setPodDir(c.conf, filepath.Dir(port.Socket))

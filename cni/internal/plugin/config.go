@@ -12,6 +12,7 @@ import (
 	"github.com/containernetworking/cni/pkg/version"
 
 	"github.com/kube-fstack/kube-fstack/cni/internal/antispoof"
+	"github.com/kube-fstack/kube-fstack/cni/internal/nodeconf"
 	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
@@ -22,14 +23,14 @@ import (
 // injector mounts: a second definition here could drift from them.
 const (
 	DefaultBridge        = "br-fstack"
-	DefaultOVSDBSocket   = "/var/run/openvswitch/db.sock"
-	DefaultSocketRoot    = podcontract.HostSocketRoot
+	DefaultOVSDBSocket   = nodeconf.DefaultOVSDBSocket
+	DefaultSocketRoot    = nodeconf.DefaultSocketRoot
 	DefaultPodSocketDir  = podcontract.PodSocketDir
-	DefaultDeviceInfoDir = "/var/run/k8s.cni.cncf.io/devinfo/cni"
+	DefaultDeviceInfoDir = nodeconf.DefaultDeviceInfoDir
 	// DefaultKubeletRootDir is the kubelet's --root-dir, where it keeps the pod's emptyDir
 	// VhostVolume that the socket root's link of the pod leads to.
-	DefaultKubeletRootDir = "/var/lib/kubelet"
-	DefaultLogFile        = "/var/log/kube-fstack/fstack-cni.log"
+	DefaultKubeletRootDir = nodeconf.DefaultKubeletRootDir
+	DefaultLogFile        = nodeconf.DefaultLogFile
 	DefaultMTU            = 1500
 
 	// maxSocketPath is what fits in sockaddr_un.sun_path (108 bytes with the NUL).
@@ -63,6 +64,9 @@ type NetConf struct {
 	// in any letter case.
 	RetiredQueues    json.RawMessage `json:"queues,omitempty"`
 	RetiredQueueSize json.RawMessage `json:"queueSize,omitempty"`
+
+	// named are the node paths the config itself names (node.go): they must be the node's.
+	named []nodeconf.Field
 }
 
 // retiredKeys refuses an ADD whose config still sets a key the plugin once took, naming the key
@@ -116,6 +120,7 @@ func parseConf(stdin []byte) (*NetConf, error) {
 	if err := json.Unmarshal(stdin, conf); err != nil {
 		return nil, types.NewError(types.ErrDecodingFailure, "malformed network config JSON", err.Error())
 	}
+	conf.named = conf.nodePathsNamed()
 	conf.applyDefaults()
 	if err := conf.validate(); err != nil {
 		return nil, types.NewError(types.ErrInvalidNetworkConfig, err.Error(), "")

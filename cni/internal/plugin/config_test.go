@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/kube-fstack/kube-fstack/cni/internal/nodeconf"
 )
 
 // confJSON is a valid network config with overrides; a nil value deletes the key.
@@ -121,9 +124,10 @@ func TestValidPodUID(t *testing.T) {
 // ADD and CHECK decode prevResult and refuse a malformed one; DEL never reads it, so it cannot
 // fail on it.
 func TestOnlyADDAndCHECKDecodePrevResult(t *testing.T) {
-	stdin := confJSON(t, map[string]any{"logFile": filepath.Join(t.TempDir(), "log"),
-		"prevResult": map[string]any{"interfaces": "not a list"}})
-	p := &Plugin{Timeout: time.Second, Stderr: io.Discard}
+	dir := t.TempDir()
+	stdin := confJSON(t, map[string]any{"prevResult": map[string]any{"interfaces": "not a list"}})
+	p := &Plugin{Timeout: time.Second, Stderr: io.Discard, NodeConfigOwner: os.Getuid(),
+		NodeConfig: writeNodeConf(t, dir, &nodeconf.Conf{LogFile: filepath.Join(dir, "log"), SocketRoot: filepath.Join(dir, "vhost")})}
 	for verb, want := range map[string]uint{"ADD": types.ErrDecodingFailure, "CHECK": types.ErrDecodingFailure, "DEL": 0} {
 		c, err := p.start(stdin, verb)
 		if codeOf(err) != want {

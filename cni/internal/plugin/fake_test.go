@@ -18,6 +18,8 @@ import (
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
+
+	"github.com/kube-fstack/kube-fstack/cni/internal/nodeconf"
 )
 
 // fakeOVSDB is an RFC 7047 server on a unix socket that answers transactions by a script and
@@ -210,7 +212,7 @@ func (f *fakeFlows) Guard(_ context.Context, g *guard) error {
 	if f.guarded == nil {
 		f.guarded = map[string]string{}
 	}
-	f.guarded[g.Port] = g.MAC
+	f.guarded[g.Port] = g.Spec.MAC
 	return nil
 }
 
@@ -271,6 +273,7 @@ func newNode(t *testing.T, ovsdbPath string, over map[string]any) *node {
 	n.stdin = confJSON(t, conf)
 	n.flows = &fakeFlows{}
 	n.p = &Plugin{Timeout: 10 * time.Second, IPAM: n.ipam, Stderr: io.Discard, Flows: n.flows}
+	n.p.NodeConfig, n.p.NodeConfigOwner = writeNodeConf(t, dir, nodeConfOf(conf, "ns")), os.Getuid()
 	n.args = &skel.CmdArgs{ContainerID: "c1", IfName: "net1", Netns: "/run/netns/p1", StdinData: n.stdin,
 		Args: "K8S_POD_NAMESPACE=ns;K8S_POD_NAME=web-0;K8S_POD_UID=u1"}
 	return n
@@ -290,6 +293,34 @@ func (n *node) add() (*current.Result, *attachment, error) {
 	}
 	res, err := n.p.add(c, a, n.stdin)
 	return res, a, err
+}
+
+// nodeConfOf is the node config of a node whose paths are those conf names, serving the
+// namespaces given: the node tests' plugin is configured as a node's would be, its paths
+// named on both sides.
+func nodeConfOf(conf map[string]any, namespaces ...string) *nodeconf.Conf {
+	str := func(k string) string { s, _ := conf[k].(string); return s }
+	return &nodeconf.Conf{OVSDBSocket: str("ovsdbSocket"), SocketRoot: str("socketRoot"), KubeletRootDir: str("kubeletRootDir"),
+		DeviceInfoDir: str("deviceInfoDir"), LogFile: str("logFile"), Namespaces: namespaces}
+}
+
+// writeNodeConf writes node as the node config in a directory of its own beneath dir (mode
+// 0644, owned by the test's uid, which the plugin is then told to require) and returns its path.
+func writeNodeConf(t *testing.T, dir string, node *nodeconf.Conf) string {
+	t.Helper()
+	etc := filepath.Join(dir, "etc-kube-fstack")
+	if err := os.MkdirAll(etc, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data, err := node.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(etc, "cni.json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // logFile is the plugin's log file in the node's config.

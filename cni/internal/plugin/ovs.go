@@ -126,7 +126,7 @@ func firstUUID(rows []ovsdb.Row) (string, error) {
 // UUID portUUID gives its name, so DEL can unlink it without looking it up. The Interface asks
 // for hash tx steering (see txsteering.go), and the last operation reads the OVS version that
 // decides whether it is honoured. The error is the raw transaction error, which createPort
-// tells apart.
+// tells apart. The waits of noOtherClaims follow.
 func (o *ovs) addPort(ctx context.Context, bridge string, p *portSpec) (ovsVersion string, err error) {
 	iface := map[string]any{
 		"name": p.Name, "type": portType, "external_ids": ovsdb.Map(p.IDs),
@@ -134,18 +134,19 @@ func (o *ovs) addPort(ctx context.Context, bridge string, p *portSpec) (ovsVersi
 		"other_config": ovsdb.Map(map[string]string{otherConfigTxSteering: txSteeringHash}),
 	}
 	port := map[string]any{"name": p.Name, "interfaces": ovsdb.NamedUUID("iface"), "external_ids": ovsdb.Map(p.IDs)}
-	res, err := o.transact(ctx,
+	ops := []ovsdb.Op{
 		ovsdb.WaitEqual("Bridge", nameIs(bridge), []string{"datapath_type"}, []map[string]any{{"datapath_type": "netdev"}}),
 		noOtherPortOn(p),
 		ovsdb.Insert("Interface", iface, "iface"),
 		ovsdb.InsertWithUUID("Port", port, "port", portUUID(p.Name)),
 		ovsdb.Mutate("Bridge", nameIs(bridge), []any{"ports", "insert", ovsdb.Set(ovsdb.NamedUUID("port"))}),
-		ovsdb.Select("Open_vSwitch", nil, "ovs_version"),
-	)
+	}
+	ops = append(ops, ovsdb.Select("Open_vSwitch", nil, "ovs_version"))
+	res, err := o.transact(ctx, append(ops, noOtherClaims(p)...)...)
 	if err != nil {
 		return "", err
 	}
-	return ovsVersionOf(res[len(res)-1].Rows), nil
+	return ovsVersionOf(res[claimWaitIndex-1].Rows), nil
 }
 
 // deletePort unlinks the named port from every bridge. A missing port is success.

@@ -15,6 +15,7 @@ import (
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 
+	"github.com/kube-fstack/kube-fstack/cni/internal/nodeconf"
 	"github.com/kube-fstack/kube-fstack/internal/logging"
 )
 
@@ -30,11 +31,16 @@ type Plugin struct {
 	MaxLogSize int64
 	// Flows sets and removes each port's anti-spoofing rules on the bridge.
 	Flows Flows
+	// NodeConfig is the node config's path (empty: nodeconf.Path), NodeConfigOwner the uid it
+	// must be owned by (root's on a node).
+	NodeConfig      string
+	NodeConfigOwner int
 }
 
 // New returns a Plugin wired to the real world.
 func New() *Plugin {
-	return &Plugin{Timeout: 60 * time.Second, IPAM: execIPAM{}, Stderr: os.Stderr, Flows: ofctlFlows{OFPortWait: 30_000}}
+	return &Plugin{Timeout: 60 * time.Second, IPAM: execIPAM{}, Stderr: os.Stderr, Flows: ofctlFlows{OFPortWait: 30_000},
+		NodeConfig: nodeConfigPath}
 }
 
 // Funcs returns the skel callbacks.
@@ -50,6 +56,10 @@ type command struct {
 	ovs    *ovs
 	flows  Flows
 	closer func()
+	// node is the node config (the defaults when there is none); nodeErr says why there is
+	// none, which ADD refuses to serve without.
+	node    *nodeconf.Conf
+	nodeErr error
 }
 
 func (p *Plugin) start(stdin []byte, verb string) (*command, error) {
@@ -63,15 +73,35 @@ func (p *Plugin) start(stdin []byte, verb string) (*command, error) {
 			return nil, types.NewError(types.ErrInvalidNetworkConfig, err.Error(), "")
 		}
 	}
+	node, nodeErr := p.loadNode()
+	from := p.nodeConfigName()
+	if nodeErr != nil {
+		from = "fstack-cni's default: the node config is unusable"
+	}
+	conflict := conf.nodeConflicts(node, from)
+	// Without a node config ADD and CHECK serve nothing (servable), but a chain's pod that is no
+	// F-Stack pod still passes through: only the defaults are used, and nothing is written.
+	if conflict != nil && nodeErr == nil && (verb == "ADD" || verb == "CHECK") {
+		// Before anything is logged: the log file is one of the paths in question.
+		return nil, types.NewError(types.ErrInvalidNetworkConfig, conflict.Error(), "")
+	}
+	conf.useNode(node)
 	if verb == "ADD" || verb == "CHECK" {
 		if err := conf.parsePrevResult(); err != nil {
 			return nil, err
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), p.Timeout)
-	logger, closeLog := p.openLog(conf.LogFile, logging.Options{Format: conf.LogFormat, Level: conf.LogLevel})
+	logOpts := logging.Options{Format: conf.LogFormat, Level: conf.LogLevel}
+	logger, closeLog := newLogger(p.Stderr, logOpts), func() {}
+	if nodeErr == nil { // else no file is the node's to write: the runtime keeps stderr
+		logger, closeLog = p.openLog(conf.LogFile, logOpts)
+	}
 	cmd := &command{ctx: ctx, conf: conf, ovs: &ovs{path: conf.OVSDBSocket}, flows: p.Flows,
-		log: logger.With("cmd", verb, "network", conf.Name)}
+		log: logger.With("cmd", verb, "network", conf.Name), node: node, nodeErr: nodeErr}
+	if conflict != nil {
+		cmd.log.Warn("the node's paths used, not the network config's", logging.KeyErr, conflict)
+	}
 	cmd.closer = func() { cmd.ovs.close(); cancel(); closeLog() }
 	return cmd, nil
 }

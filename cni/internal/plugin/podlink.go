@@ -3,6 +3,8 @@ package plugin
 import (
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -148,18 +150,63 @@ func unlinkUnlessHeld(rd *fsutil.Dir, a *attachment) error {
 	return rd.Remove(name)
 }
 
-// holdsDevInfo reports whether pd holds a device-info file of any attachment.
+// holdsDevInfo reports whether pd holds a device-info file of another attachment. It runs under
+// the node-wide root lock, which every ADD and DEL of the node waits for, in a directory the pod
+// fills as it likes: so it looks only at names the plugin could have written (<ifname>.json, a
+// valid interface name), among the first maxHeldScan entries, and reads at most maxHeldReads of
+// them (each at most podcontract.DevInfoMaxSize). A directory with more than that is taken as
+// held: the link stays, which costs nothing but the link itself until the kubelet removes the
+// emptyDir with the pod, when GC removes it. Only the pod that planted them is affected.
 func holdsDevInfo(pd *fsutil.Dir) bool {
-	names, err := pd.Names()
+	names, complete, err := namesUpTo(pd, maxHeldScan)
 	if err != nil {
 		return false
 	}
+	reads := 0
 	for _, f := range jsonFiles(names) {
-		if info, err := podcontract.ReadDevInfoIn(pd, f); err == nil && info.Attachment != nil {
+		if validIfName(strings.TrimSuffix(f, ".json")) != nil {
+			continue // not a name ADD writes
+		}
+		if reads == maxHeldReads {
+			return true
+		}
+		reads++
+		if info, err := readDevInfoIn(pd, f); err == nil && info.Attachment != nil {
 			return true
 		}
 	}
-	return false
+	return !complete
+}
+
+// maxHeldScan and maxHeldReads bound holdsDevInfo: a pod has one device info per attachment
+// (a network, or a newer sandbox), beside the sockets its DPDK makes.
+const (
+	maxHeldScan  = 256
+	maxHeldReads = 8
+)
+
+// readDevInfoIn reads a device info; tests count the calls.
+var readDevInfoIn = podcontract.ReadDevInfoIn
+
+// namesUpTo lists at most n entries of d; complete says there are no more.
+func namesUpTo(d *fsutil.Dir, n int) (names []string, complete bool, err error) {
+	fd, err := unix.Openat(d.Fd(), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, false, err
+	}
+	f := os.NewFile(uintptr(fd), d.Path())
+	defer f.Close()
+	names, err = f.Readdirnames(n + 1)
+	if errors.Is(err, io.EOF) {
+		return names, true, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if len(names) > n {
+		return names[:n], false, nil
+	}
+	return names, true, nil
 }
 
 // isLink and isDir look at name in d without following it.

@@ -2,13 +2,18 @@ package plugin
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/kube-fstack/kube-fstack/internal/fsutil"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // The pod's socket directory is its emptyDir (the kubelet's); the socket root holds only a link
@@ -16,12 +21,13 @@ import (
 // sandbox.
 
 // ADD links <socketRoot>/<uid> to the emptyDir the kubelet root and the pod's UID name, and
-// nothing else: not the pod's name or namespace, not podSocketDir, not an earlier link. The
-// device info is a regular file in the emptyDir itself.
+// nothing else: not the pod's name, not podSocketDir, not an earlier link (the namespace is one
+// the node serves, so a name: nodeconf refuses a path there). The device info is a regular file
+// in the emptyDir itself.
 func TestAddLinksThePodsEmptyDir(t *testing.T) {
 	f := newFakeOVSDB(t, nil)
 	n := newNode(t, f.path, map[string]any{"podSocketDir": "/elsewhere"})
-	n.args.Args = "K8S_POD_NAMESPACE=../../etc;K8S_POD_NAME=/tmp;K8S_POD_UID=u1"
+	n.args.Args = "K8S_POD_NAMESPACE=ns;K8S_POD_NAME=../../etc/tmp;K8S_POD_UID=u1"
 	other := filepath.Join(t.TempDir(), "old-kubelet", "pods", "u1", "volumes", "kubernetes.io~empty-dir", "fstack-vhost")
 	mustOK(t, os.MkdirAll(n.root, 0o755))
 	mustOK(t, os.Symlink(other, filepath.Join(n.root, "u1"))) // made under an earlier kubeletRootDir
@@ -143,7 +149,7 @@ func TestGCRemovesLinksOfPodsThatAreGone(t *testing.T) {
 	mustOK(t, os.WriteFile(filepath.Join(n.volume(), "planted"), make([]byte, 1<<20), 0o644))
 	mustOK(t, os.RemoveAll(filepath.Join(n.kubelet, "pods", "u1"))) // as the kubelet does with the pod
 	live := newNode(t, f.path, n.shared(nil))
-	live.args.ContainerID, live.args.Args = "c2", "K8S_POD_UID=u2"
+	live.args.ContainerID, live.args.Args = "c2", "K8S_POD_NAMESPACE=ns;K8S_POD_UID=u2"
 	mustOK(t, os.MkdirAll(filepath.Join(n.kubelet, "pods/u2/volumes/kubernetes.io~empty-dir/fstack-vhost"), 0o755))
 	if _, _, err := live.add(); err != nil {
 		t.Fatal(err)
@@ -219,4 +225,40 @@ func TestAKilledAddsLinkIsRemovedByDelOrGC(t *testing.T) {
 	if _, err := os.Lstat(link); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("GC left the link of a killed ADD whose pod is gone: %v", err)
 	}
+}
+
+// DEL decides whether to keep the pod's link under the node-wide lock, which every ADD and DEL
+// of the node waits for, in a directory the pod fills as it likes: 5000 planted *.json files
+// (of names ADD could write, and others) must not be read, only a bounded few. The link of such
+// a pod stays until the kubelet removes its emptyDir; GC then removes it.
+func TestDelReadsABoundedFewOfWhatThePodPlanted(t *testing.T) {
+	f := newFakeOVSDB(t, nil)
+	n := newNode(t, f.path, nil)
+	if _, _, err := n.add(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5000 {
+		name := fmt.Sprintf("p%d.json", i)
+		if i%2 == 1 {
+			name = fmt.Sprintf("not-an-ifname-%d.json", i)
+		}
+		mustOK(t, os.WriteFile(filepath.Join(n.volume(), name), []byte(`{"type":"planted"}`), 0o644))
+	}
+	var reads atomic.Int64
+	defer func(orig func(*fsutil.Dir, string) (*podcontract.DevInfo, error)) { readDevInfoIn = orig }(readDevInfoIn)
+	readDevInfoIn = func(d *fsutil.Dir, name string) (*podcontract.DevInfo, error) {
+		reads.Add(1)
+		return podcontract.ReadDevInfoIn(d, name)
+	}
+	mustOK(t, n.p.Del(n.args))
+	if r := reads.Load(); r > maxHeldReads {
+		t.Fatalf("DEL read %d of the pod's planted files under the root lock, want at most %d", r, maxHeldReads)
+	}
+	if _, err := os.Lstat(filepath.Join(n.volume(), "net1.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the attachment's own device info is left: %v", err)
+	}
+	mustOK(t, os.RemoveAll(filepath.Join(n.kubelet, "pods", "u1"))) // as the kubelet does with the pod
+	mustOK(t, n.p.GC(&skel.CmdArgs{StdinData: confJSON(t, n.shared(map[string]any{
+		"ovsdbSocket": f.path, "cni.dev/valid-attachments": []any{}}))}))
+	n.assertNoFiles()
 }

@@ -25,6 +25,7 @@ func (b *bench) faults(cycles int) error {
 		"socketRoot": filepath.Join(root, "vhost"), "deviceInfoDir": filepath.Join(root, "devinfo"),
 		"kubeletRootDir": filepath.Join(root, "kubelet"), "logFile": filepath.Join(root, "fstack-cni.log"),
 		"ipam": map[string]any{"type": "host-local", "subnet": "10.97.0.0/16", "dataDir": filepath.Join(root, "ipam")}}
+	b.useNodeConfig(conf)
 	list := mustList("faults", conf)
 	plugin := map[string]any{"cniVersion": "1.1.0", "name": "faults"}
 	for k, v := range conf {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/kube-fstack/kube-fstack/cni/internal/plugin"
 	"github.com/kube-fstack/kube-fstack/internal/test/nodetest"
 )
 
@@ -23,7 +24,8 @@ func TestFaultRunLeaksNothing(t *testing.T) {
 	}
 	defer node.Close()
 	bin := filepath.Join(node.Tmp, "bin")
-	build := exec.Command("go", "build", "-o", bin+"/", "github.com/kube-fstack/kube-fstack/cni/cmd/fstack-cni")
+	nodeConfig := filepath.Join(node.Tmp, "etc-kube-fstack", "cni.json") // not the machine's
+	build := exec.Command("go", "build", "-ldflags", plugin.NodeConfigLDFlag(nodeConfig), "-o", bin+"/", "github.com/kube-fstack/kube-fstack/cni/cmd/fstack-cni")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	install := exec.Command("go", "install", "github.com/containernetworking/plugins/plugins/ipam/host-local@v1.9.1")
 	install.Env = append(os.Environ(), "GOBIN="+bin)
@@ -32,7 +34,7 @@ func TestFaultRunLeaksNothing(t *testing.T) {
 			t.Fatalf("%s: %v: %s", cmd, err, out)
 		}
 	}
-	b := &bench{bin: bin, tmp: node.Tmp, ovs: node.OVS}
+	b := &bench{bin: bin, tmp: node.Tmp, ovs: node.OVS, nodeConfig: nodeConfig}
 	if err := b.faults(200); err != nil {
 		t.Fatal(err)
 	}

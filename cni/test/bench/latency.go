@@ -14,6 +14,8 @@ import (
 
 	"github.com/containernetworking/cni/libcni"
 
+	"github.com/kube-fstack/kube-fstack/cni/internal/nodeconf"
+	"github.com/kube-fstack/kube-fstack/internal/fsutil"
 	"github.com/kube-fstack/kube-fstack/internal/test/nodetest"
 )
 
@@ -25,7 +27,28 @@ type bench struct {
 	tmp   string
 	run   string // a tmpfs for the attachments' directories and device info, as /var/run is on nodes
 	ovs   *nodetest.OVS
+	// nodeConfig is the node config the bench's fstack-cni builds read (NodeConfigLDFlag).
+	nodeConfig string
 }
+
+// useNodeConfig writes the node config of a network whose node paths conf names (the network
+// config keeps naming them, with the node's values, so base builds from before the node config
+// get the same paths), serving the bench pods' namespace.
+func (b *bench) useNodeConfig(conf map[string]any) {
+	str := func(k string) string { s, _ := conf[k].(string); return s }
+	node := &nodeconf.Conf{OVSDBSocket: str("ovsdbSocket"), SocketRoot: str("socketRoot"), KubeletRootDir: str("kubeletRootDir"),
+		DeviceInfoDir: str("deviceInfoDir"), LogFile: str("logFile"), Namespaces: []string{benchNamespace}}
+	data, err := node.Encode()
+	if err == nil {
+		err = fsutil.WriteAtomic(b.nodeConfig, data, 0o644)
+	}
+	if err != nil {
+		panic(err)
+	}
+}
+
+// benchNamespace is the bench pods' K8S_POD_NAMESPACE.
+const benchNamespace = "bench"
 
 // series is one way of making and removing an attachment, timed end to end.
 type series struct {
@@ -137,6 +160,7 @@ func (b *bench) fstackNet(name string, withIPAM bool) *libcni.NetworkConfigList 
 	if withIPAM {
 		conf["ipam"] = b.ipam(name)
 	}
+	b.useNodeConfig(conf)
 	return mustList(name, conf)
 }
 
@@ -171,7 +195,7 @@ func (b *bench) cniIn(bin string) *libcni.CNIConfig {
 func podRT(i int, netns string) *libcni.RuntimeConf {
 	uid := fmt.Sprintf("be4c0000-0000-4000-8000-%012d", i)
 	return &libcni.RuntimeConf{ContainerID: fmt.Sprintf("bench%059d", i), NetNS: nodetest.NetnsPath(netns), IfName: "net1",
-		Args: [][2]string{{"IgnoreUnknown", "1"}, {"K8S_POD_NAMESPACE", "bench"}, {"K8S_POD_NAME", "p"}, {"K8S_POD_UID", uid}}}
+		Args: [][2]string{{"IgnoreUnknown", "1"}, {"K8S_POD_NAMESPACE", benchNamespace}, {"K8S_POD_NAME", "p"}, {"K8S_POD_UID", uid}}}
 }
 
 func (b *bench) addDel(list *libcni.NetworkConfigList, i int, netns string) error {

@@ -26,6 +26,7 @@ func run() error {
 	binDir := flag.String("bin", "", "dir with fstack-cni, bridge and host-local")
 	n := flag.Int("n", 100, "attachments per latency series")
 	cycles := flag.Int("cycles", 1000, "ADD/DEL cycles of the fault run")
+	nodeConfig := flag.String("node-config", "", "the node config the fstack-cni builds read (built with plugin.NodeConfigLDFlag); required")
 	var bases []base
 	flag.Func("base", "label=dir: another build of fstack-cni (dir holds it and host-local) to measure in the same run; repeatable",
 		func(v string) error {
@@ -37,6 +38,9 @@ func run() error {
 			return nil
 		})
 	flag.Parse()
+	if *nodeConfig == "" {
+		return fmt.Errorf("-node-config: required (the bench never writes the machine's)")
+	}
 	node, err := nodetest.StartNode("fskb-", "br-fstack", 0)
 	if err != nil {
 		return err
@@ -48,7 +52,7 @@ func run() error {
 		return err
 	}
 	defer syscall.Unmount(run, 0) //nolint:errcheck // the bench's mount namespace goes with it anyway
-	b := &bench{bin: *binDir, bases: bases, tmp: tmp, run: run, ovs: ovs}
+	b := &bench{bin: *binDir, bases: bases, tmp: tmp, run: run, ovs: ovs, nodeConfig: *nodeConfig}
 	if err := b.latency(*n); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 )
 
@@ -55,4 +56,29 @@ func TestChainedSkipsAPodWithoutTheEmptyDir(t *testing.T) {
 	if _, cerr := execPlugin("DEL", stdin, p.cniArgs(), p); cerr != nil {
 		t.Fatalf("DEL: %v", cerr)
 	}
+}
+
+// A pod that plants thousands of *.json files in its emptyDir does not make its DEL read them
+// under the node-wide lock (cni/internal/plugin's unit test counts the reads): DEL removes the
+// port and the attachment's own files and keeps the pod's link, which GC removes once the
+// kubelet has removed the pod's volumes. Another pod's ADD and DEL meanwhile work as usual.
+func TestPlantedDeviceInfosDoNotHoldDEL(t *testing.T) {
+	n, p, other := newNet(t, "1.1.0"), newPod(902), newPod(903)
+	n.mustAdd(p)
+	for i := range 5000 {
+		must(t, os.WriteFile(filepath.Join(n.podVolume(p), "p"+strconv.Itoa(i)+".json"), []byte(`{"type":"planted"}`), 0o644))
+	}
+	n.mustDel(p)
+	if _, err := os.Stat(filepath.Join(n.podVolume(p), p.ifname+".json")); !os.IsNotExist(err) {
+		t.Errorf("the attachment's device info is left: %v", err)
+	}
+	if ps := ports(t); len(ps) != 0 {
+		t.Errorf("ports left: %v", ps)
+	}
+	n.mustAdd(other)
+	n.mustDel(other)
+	n.kubeletRemoves(p)
+	n.kubeletRemoves(other)
+	n.gc()
+	n.assertNothingLeft()
 }

@@ -38,6 +38,17 @@ func TestBadInputGetsCodeAndMessage(t *testing.T) {
 			n.extra = map[string]any{"queues": 4}
 			return n.stdin(), newPod(1).cniArgs()
 		}, types.ErrInvalidNetworkConfig, "set spec.ports[].device.vhostUser.queues in the StackInstance"},
+		{"a node path in the network config", func(n *netw) ([]byte, string) {
+			n.extra = map[string]any{"deviceInfoDir": filepath.Join(n.dir, "elsewhere")}
+			return n.stdin(), newPod(1).cniArgs()
+		}, types.ErrInvalidNetworkConfig, "remove deviceInfoDir from the network config"},
+		{"a CNIDeviceInfoFile outside the device-info directory", func(n *netw) ([]byte, string) {
+			n.extra = map[string]any{"runtimeConfig": map[string]any{"CNIDeviceInfoFile": filepath.Join(n.dir, "x.json")}}
+			return n.stdin(), newPod(1).cniArgs()
+		}, types.ErrInvalidNetworkConfig, "is not a file directly in the node's device-info directory"},
+		{"a pod of a namespace the node does not serve", func(n *netw) ([]byte, string) {
+			return n.stdin(), strings.Replace(newPod(1).cniArgs(), "K8S_POD_NAMESPACE=default", "K8S_POD_NAMESPACE=other", 1)
+		}, types.ErrInvalidNetworkConfig, `namespace "other" is not one fstack-cni serves`},
 		{"pod without the emptyDir", func(n *netw) ([]byte, string) {
 			n.kubeletRemoves(newPod(1)) // a pod the injector did not prepare
 			return n.stdin(), newPod(1).cniArgs()

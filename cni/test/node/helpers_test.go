@@ -15,7 +15,9 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 	current "github.com/containernetworking/cni/pkg/types/100"
 
+	"github.com/kube-fstack/kube-fstack/cni/internal/nodeconf"
 	"github.com/kube-fstack/kube-fstack/cni/internal/plugin"
+	"github.com/kube-fstack/kube-fstack/internal/fsutil"
 )
 
 // netw is one network config under test, with its own directories.
@@ -44,18 +46,37 @@ func (n *netw) kubeletDir() string    { return filepath.Join(n.dir, "kubelet") }
 func (n *netw) deviceInfoDir() string { return filepath.Join(n.dir, "devinfo") }
 func (n *netw) ipamDir() string       { return filepath.Join(n.dir, "ipam") }
 
+// pluginConf is the network config, which names no node path: those are the node config's,
+// which it writes (extra's node paths go there), as the installer does on a node.
 func (n *netw) pluginConf() map[string]any {
-	c := map[string]any{
-		"type": "fstack-cni", "bridge": n.bridge, "ovsdbSocket": n.ovsdb, "socketRoot": n.socketRoot(), "kubeletRootDir": n.kubeletDir(),
-		"deviceInfoDir": n.deviceInfoDir(), "logFile": filepath.Join(n.dir, "fstack-cni.log"), "mtu": 1500,
-	}
+	c := map[string]any{"type": "fstack-cni", "bridge": n.bridge, "mtu": 1500}
 	if n.withIPAM {
 		c["ipam"] = map[string]any{"type": "host-local", "subnet": "10.99.0.0/24", "gateway": "10.99.0.1", "dataDir": n.ipamDir()}
 	}
+	node := &nodeconf.Conf{OVSDBSocket: n.ovsdb, SocketRoot: n.socketRoot(), KubeletRootDir: n.kubeletDir(),
+		DeviceInfoDir: n.deviceInfoDir(), LogFile: filepath.Join(n.dir, "fstack-cni.log"), Namespaces: []string{"default"}}
 	for k, v := range n.extra {
+		if k == "socketRoot" {
+			node.SocketRoot = v.(string)
+			continue
+		}
 		c[k] = v
 	}
+	writeNodeConf(n.t, node)
 	return c
+}
+
+// writeNodeConf writes the node config the test build of fstack-cni reads (buildPlugins).
+func writeNodeConf(t *testing.T, node *nodeconf.Conf) {
+	t.Helper()
+	data, err := node.Encode()
+	if have, _ := os.ReadFile(env.nodeConfig); err == nil && !bytes.Equal(have, data) {
+		// Replaced whole, as the installer does: concurrent ADDs read it meanwhile.
+		err = fsutil.WriteAtomic(env.nodeConfig, data, 0o644)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 func (n *netw) confList() *libcni.NetworkConfigList {

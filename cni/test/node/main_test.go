@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/kube-fstack/kube-fstack/cni/internal/plugin"
 	"github.com/kube-fstack/kube-fstack/internal/test/nodetest"
 )
 
@@ -21,8 +22,10 @@ const bridge = "br-fstack"
 var env struct {
 	tmp    string
 	binDir string
-	ovs    *nodetest.OVS
-	huge   *nodetest.Hugepages
+	// nodeConfig is the node config the test build of fstack-cni reads.
+	nodeConfig string
+	ovs        *nodetest.OVS
+	huge       *nodetest.Hugepages
 }
 
 func TestMain(m *testing.M) {
@@ -50,7 +53,9 @@ func run(m *testing.M) (int, error) {
 // buildPlugins builds the binaries the runtime execs: ours, and host-local for IPAM.
 func buildPlugins(tmp string) error {
 	env.binDir = filepath.Join(tmp, "bin")
-	build := exec.Command("go", "build", "-o", env.binDir+"/", "github.com/kube-fstack/kube-fstack/cni/cmd/fstack-cni")
+	// The test's node config, not the machine's /etc/kube-fstack/cni.json.
+	env.nodeConfig = filepath.Join(tmp, "etc-kube-fstack", "cni.json")
+	build := exec.Command("go", "build", "-ldflags", plugin.NodeConfigLDFlag(env.nodeConfig), "-o", env.binDir+"/", "github.com/kube-fstack/kube-fstack/cni/cmd/fstack-cni")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as shipped: static (see cni/README.md)
 	// host-local is built outside this module (go install pkg@version), as a node would get it.
 	install := exec.Command("go", "install", "github.com/containernetworking/plugins/plugins/ipam/host-local@v1.9.1")

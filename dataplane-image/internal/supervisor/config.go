@@ -92,9 +92,11 @@ type Config struct {
 	ShimContexts string
 	// ContextsInterval is how often they are read and published for the launchers.
 	ContextsInterval time.Duration
-	// StandinContextsDelay is how long after a generation's start the stand-in's slot files
-	// appear (contexts.ContextsStandin): F-Stack creates its zones only after ff_init returns, after
-	// the port is up, and the stand-in must show the same gap.
+	// StandinContextsDelay is how long after a generation's first process is up the stand-in's
+	// slot files appear (contexts.ContextsStandin). F-Stack creates its zones inside ff_init,
+	// after the port is up; with patch 0004 they are there when the supervisor sees the process
+	// up (measured on v1.25 in the local cluster: the probe agent attached 1.4 ms later), so the
+	// stand-in's gap is short, but not zero, so that readers still meet files not there yet.
 	StandinContextsDelay time.Duration
 	// LinkInterval is how often, once a generation is ready, the primary is asked the link
 	// status of each vhost-user port (linkwatch.go); 0 turns the watch off.

@@ -165,7 +165,7 @@ func (s *Supervisor) Run(stop <-chan struct{}) error {
 	s.served = true
 	elapsed := s.Now().Sub(begin)
 	s.metrics.TimeToReady.Set(elapsed.Seconds())
-	s.log.Info("ready", logging.KeyGeneration, gen, "processes", len(procs), "elapsed", elapsed.Round(time.Millisecond).String())
+	s.log.Info("ready", logging.KeyGeneration, gen, "processes", len(res.EAL), "elapsed", elapsed.Round(time.Millisecond).String())
 	lw := s.watchLinks(res, prefix, gen)
 	defer lw.Stop()
 	return s.watch(procs, prefix, exited, stop, cw.restarts(), lw.failures())

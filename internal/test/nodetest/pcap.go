@@ -19,6 +19,23 @@ type SYN struct {
 // writes it: Ethernet frames, either byte order, micro- or nanosecond stamps). Other frames
 // are skipped; a truncated file is an error.
 func ReadSYNs(path string) ([]SYN, error) {
+	frames, err := ReadFrames(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []SYN
+	for _, f := range frames {
+		if s, ok := parseSYN(f); ok {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// ReadFrames returns every Ethernet frame of the classic pcap file at path (as DPDK's net_pcap
+// and tcpdump write it: either byte order, micro- or nanosecond stamps); a truncated file is an
+// error.
+func ReadFrames(path string) ([][]byte, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -38,7 +55,7 @@ func ReadSYNs(path string) ([]SYN, error) {
 	if link := order.Uint32(raw[20:]); link != 1 {
 		return nil, fmt.Errorf("%s: link type %d, want 1 (Ethernet)", path, link)
 	}
-	var out []SYN
+	var out [][]byte
 	for rest := raw[24:]; len(rest) > 0; {
 		if len(rest) < 16 {
 			return nil, fmt.Errorf("%s: truncated record header", path)
@@ -47,12 +64,28 @@ func ReadSYNs(path string) ([]SYN, error) {
 		if len(rest) < 16+n {
 			return nil, fmt.Errorf("%s: truncated record of %d bytes", path, n)
 		}
-		if s, ok := parseSYN(rest[16 : 16+n]); ok {
-			out = append(out, s)
-		}
+		out = append(out, rest[16:16+n])
 		rest = rest[16+n:]
 	}
 	return out, nil
+}
+
+// WriteFrames writes frames as a classic little-endian pcap file of Ethernet frames, which
+// DPDK's net_pcap replays (rx_pcap=).
+func WriteFrames(path string, frames [][]byte) error {
+	b := binary.LittleEndian.AppendUint32(nil, 0xa1b2c3d4)
+	b = binary.LittleEndian.AppendUint16(b, 2)
+	b = binary.LittleEndian.AppendUint16(b, 4)
+	b = append(b, make([]byte, 8)...) // zone, sigfigs
+	b = binary.LittleEndian.AppendUint32(b, 65535)
+	b = binary.LittleEndian.AppendUint32(b, 1)
+	for _, f := range frames {
+		b = append(b, make([]byte, 8)...) // timestamp
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(f)))
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(f)))
+		b = append(b, f...)
+	}
+	return os.WriteFile(path, b, 0o644)
 }
 
 // parseSYN reads an Ethernet frame; ok only for a whole IPv4 TCP SYN.

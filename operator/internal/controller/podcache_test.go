@@ -53,6 +53,17 @@ func TestTrimPodKeepsWhatCountPodsReads(t *testing.T) {
 	if tp := out.(*corev1.Pod); tp.Status.PodIP != "10.0.0.7" || len(tp.Status.ContainerStatuses) != 1 || !dataplaneReady(tp) || tp.Status.ContainerStatuses[0].Image != "" {
 		t.Fatalf("trimmed program pod %+v", tp.Status)
 	}
+	// The EndpointSlice controller reads the Ready condition and the named container ports.
+	svc := pod(corev1.PodRunning, true, "a", nil)
+	svc.Spec.Containers = append(svc.Spec.Containers, corev1.Container{Name: "web", Image: "nginx",
+		Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 80}}})
+	svc.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
+		{Type: corev1.PodReady, Status: corev1.ConditionTrue, Message: "m"}}
+	out, _ = TrimPod(svc)
+	if tp := out.(*corev1.Pod); !podReady(tp) || len(tp.Status.Conditions) != 1 || tp.Status.Conditions[0].Message != "" ||
+		len(tp.Spec.Containers) != 1 || tp.Spec.Containers[0].Image != "" || containerPort(tp, "http", corev1.ProtocolTCP) != 80 {
+		t.Fatalf("trimmed pod for the EndpointSlices: %+v %+v", tp.Spec.Containers, tp.Status.Conditions)
+	}
 	if out, _ := TrimPod("not a pod"); out != "not a pod" {
 		t.Fatal("a non-pod (a tombstone) must pass through")
 	}

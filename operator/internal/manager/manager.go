@@ -132,6 +132,10 @@ func New(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
 	if err := rec.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
+	endpoints := &controller.EndpointSliceReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kube-fstack")}
+	if err := endpoints.SetupWithManager(context.Background(), mgr); err != nil {
+		return nil, err
+	}
 	instance, _ := os.Hostname() // the pod's name, as the recorder names its replica
 	health := &controller.PodHealthReconciler{Reader: mgr.GetClient(), Writer: mgr.GetClient(), Instance: "kube-fstack-" + instance,
 		Port: o.PodStatusPort}
@@ -205,6 +209,13 @@ func closeAfterResponse(h http.Handler) http.Handler {
 
 func ctrlOptions(o Options, webhookTLS []func(*tls.Config)) ctrl.Options {
 	hasStack, _ := labels.NewRequirement(fsv1.StackLabel, selection.Exists, nil)
+	byObject := map[client.Object]cache.ByObject{
+		&corev1.Pod{}:       {Label: labels.NewSelector().Add(*hasStack), Transform: controller.TrimPod},
+		&corev1.ConfigMap{}: {Label: labels.SelectorFromSet(labels.Set{controller.ManagedByLabel: controller.ManagedBy})},
+	}
+	for obj, by := range controller.EndpointSliceCache() {
+		byObject[obj] = by
+	}
 	return ctrl.Options{
 		Controller:              ctrlconfig.Controller{SkipNameValidation: &o.SecondInProcess},
 		Scheme:                  Scheme(),
@@ -217,10 +228,8 @@ func ctrlOptions(o Options, webhookTLS []func(*tls.Config)) ctrl.Options {
 			TLSOpts: webhookTLS}),
 		// Only the pods and ConfigMaps that concern a StackInstance are cached: the operator's
 		// memory stays flat however many other pods the cluster runs.
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:       {Label: labels.NewSelector().Add(*hasStack), Transform: controller.TrimPod},
-			&corev1.ConfigMap{}: {Label: labels.SelectorFromSet(labels.Set{controller.ManagedByLabel: controller.ManagedBy})},
-		}},
+		// The Services and EndpointSlices of the Services that reach F-Stack: see EndpointSliceCache.
+		Cache: cache.Options{ByObject: byObject},
 	}
 }
 

@@ -63,7 +63,7 @@ func TestCLIReadsSupervisorThroughPodProxy(t *testing.T) {
 	kubeconfig := writeKubeconfig(t)
 	out := runCLI(t, "status", "--kubeconfig", kubeconfig, si.Name)
 	t.Logf("kubectl fstack status:\n%s", out)
-	row := regexp.MustCompile(`\nproxied +0/1 +proxied-a +node-a +\w+ +current +Running, not ready: port 0 \(attachment net1\): link down for 12s: the vhost-user peer \(OVS\) went away; reconnecting +3 \(2 in place\) +1 \(1 in place\)\n`)
+	row := regexp.MustCompile(`\nproxied +0/1 +proxied-a +node-a +10\.99\.0\.10 +\w+ +current +Running, not ready: port 0 \(attachment net1\): link down for 12s: the vhost-user peer \(OVS\) went away; reconnecting +3 \(2 in place\) +1 \(1 in place\)\n`)
 	if !row.MatchString(out) {
 		t.Errorf("status does not match %s", row)
 	}
@@ -106,7 +106,7 @@ func TestCLIReadsSupervisorThroughPodProxy(t *testing.T) {
 		}
 		return nil
 	})
-	if !regexp.MustCompile(`\nproxied +0/1 +proxied-a +node-a +\w+ +current +Running, not ready +1 +0\n`).MatchString(stdout.String()) ||
+	if !regexp.MustCompile(`\nproxied +0/1 +proxied-a +node-a +10\.99\.0\.10 +\w+ +current +Running, not ready +1 +0\n`).MatchString(stdout.String()) ||
 		strings.Count(stderr.String(), "warning:") != 1 ||
 		!strings.Contains(stderr.String(), "warning: in-place restarts and the dataplane's health not shown for pod web/proxied-a: pods/proxy forbidden: HTTP 403") {
 		t.Errorf("without pods/proxy:\n%s%s", stdout.String(), stderr.String())

@@ -69,9 +69,9 @@ func TestCLIStatusShowsPods(t *testing.T) {
 	t.Logf("kubectl fstack status:\n%s", out)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	want := []*regexp.Regexp{
-		regexp.MustCompile(`^STACK +READY +POD +NODE +CONFIG-HASH +CONFIG +DATAPLANE +RESTARTS +APP-RESTARTS$`),
-		regexp.MustCompile(fmt.Sprintf(`^shown +1/2 +shown-new +node-b +%s +current +Waiting: CrashLoopBackOff +5 +0$`, newHash[:12])),
-		regexp.MustCompile(fmt.Sprintf(`^shown +1/2 +shown-old +node-a +%s +old \(current %s\) +Running, ready +2 +0$`, oldHash[:12], newHash[:12])),
+		regexp.MustCompile(`^STACK +READY +POD +NODE +ADDRESSES +CONFIG-HASH +CONFIG +DATAPLANE +RESTARTS +APP-RESTARTS$`),
+		regexp.MustCompile(fmt.Sprintf(`^shown +1/2 +shown-new +node-b +10\.99\.0\.10 +%s +current +Waiting: CrashLoopBackOff +5 +0$`, newHash[:12])),
+		regexp.MustCompile(fmt.Sprintf(`^shown +1/2 +shown-old +node-a +10\.99\.0\.10 +%s +old \(current %s\) +Running, ready +2 +0$`, oldHash[:12], newHash[:12])),
 	}
 	if len(lines) != len(want) {
 		t.Fatalf("got %d lines, want %d:\n%s", len(lines), len(want), out)

@@ -181,9 +181,10 @@ func readZones(mem io.ReaderAt, addrs []uint64) ([]shimctx.Instance, error) {
 
 // standinSource counts the stand-in shim's slots: one file of 32 bytes per instance in the
 // primary's runtime directory, a byte per slot (0 free, 1 held). The supervisor creates them
-// empty at each generation, delay after its start: F-Stack's primary creates its zones only
-// after ff_init returns, seconds after its port is up (docs/fstack-rules.md §9), and the stand-in
-// must show that gap to whoever would read them too early.
+// empty at each generation, delay after its first process is up: F-Stack's primary creates its
+// zones inside ff_init, after its port is up (docs/fstack-rules.md §9; without patch 0004 that
+// took seconds, with it they are there when the process is up), and the stand-in keeps a short
+// gap so that whoever reads them too early meets files not there yet.
 type standinSource struct {
 	dir   string
 	n     int

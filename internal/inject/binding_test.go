@@ -1,0 +1,50 @@
+package inject
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
+)
+
+// withVIPsAndVLAN gives the vhost-user sample's port VIPs and a VLAN sub-interface with an
+// address and a VIP of its own.
+func withVIPsAndVLAN(si *fsv1.StackInstance) {
+	p := &si.Spec.Ports[0]
+	p.VIPs, p.VIPs6 = []string{"10.99.0.50"}, []string{"2001:db8::50"}
+	si.Spec.VLANs = []fsv1.VLANSpec{{ID: 100, Port: p.Name, Addressing: fsv1.Addressing{
+		IPv4: &fsv1.IPv4Address{From: fsv1.AddressStatic, Address: "10.100.0.10/24", Gateway: "10.100.0.1"}, VIPs: []string{"10.100.0.50"}}}}
+}
+
+// fstack-cni drops whatever a port sends from an address or on a VLAN it was not told of: the
+// injector tells it the stack's VIPs and VLANs, in the networks entry's cni-args (Multus) and
+// in the binding annotation (a chained plugin), and the annotation replaces any the pod brought.
+func TestStackVIPsAndVLANsReachTheCNIPlugin(t *testing.T) {
+	stack := fixtures.Stack(t, "vhost-user", withNetwork(&fsv1.NetworkRef{Name: "fstack-net"}), withVIPsAndVLAN)
+	pod := fixtures.LoadPod(t, "nginx-vhost", fixtures.WithAnnotation(podcontract.BindingAnnotation, `{"net1":{"sources":["10.99.0.1"]}}`))
+	out, d, err := Inject(pod, stack, testConfig())
+	if err != nil || d != Injected {
+		t.Fatalf("decision %q, error %v", d, err)
+	}
+	const sources = `"sources":["10.99.0.50","2001:db8::50","10.100.0.10","10.100.0.50"],"vlans":[100]`
+	want := `[{"name":"fstack-net","interface":"net1","ips":["10.99.0.10/24"],"mac":"02:fe:00:00:00:01","cni-args":{"kubefstack.io/binding":{` + sources + `}}}]`
+	if diff := cmp.Diff(want, out.Annotations[NetworksAnnotation]); diff != "" {
+		t.Errorf("networks annotation (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(`{"net1":{"ips":["10.99.0.10/24"],`+sources+`}}`, out.Annotations[podcontract.BindingAnnotation]); diff != "" {
+		t.Errorf("binding annotation (-want +got):\n%s", diff)
+	}
+
+	// A stack that binds nothing beyond its result leaves no annotation, the pod's own included.
+	plain := fixtures.Stack(t, "vhost-user", func(si *fsv1.StackInstance) { si.Spec.Ports[0].IPv4 = &fsv1.IPv4Address{From: fsv1.AddressAttachment} })
+	out, d, err = Inject(fixtures.LoadPod(t, "nginx-vhost", fixtures.WithAnnotation(podcontract.BindingAnnotation, `{"net1":{"sources":["10.99.0.1"]}}`)), plain, testConfig())
+	if err != nil || d != Injected {
+		t.Fatalf("decision %q, error %v", d, err)
+	}
+	if v, ok := out.Annotations[podcontract.BindingAnnotation]; ok {
+		t.Errorf("the pod's own binding annotation survived: %s", v)
+	}
+}

@@ -1,0 +1,93 @@
+package served
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+)
+
+// specPod is a bound pod whose snapshot has the given ports' addressing, and annotations.
+func specPod(t *testing.T, ports []fsv1.Addressing, ann map[string]string) corev1.Pod {
+	t.Helper()
+	spec := fsv1.StackInstanceSpec{}
+	for i, a := range ports {
+		spec.Ports = append(spec.Ports, fsv1.PortSpec{Name: []string{"data", "mgmt"}[i], Addressing: a})
+	}
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[podcontract.SpecAnnotation] = string(raw)
+	return corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "a", UID: "uid-a", Annotations: ann,
+			Labels: map[string]string{fsv1.StackLabel: "s"}},
+		Spec:   corev1.PodSpec{NodeName: "node-a"},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+	}
+}
+
+var (
+	static4 = fsv1.Addressing{IPv4: &fsv1.IPv4Address{From: fsv1.AddressStatic, Address: "10.56.0.10/24"}}
+	dual    = fsv1.Addressing{IPv4: &fsv1.IPv4Address{From: fsv1.AddressStatic, Address: "10.56.0.10/24"},
+		IPv6: &fsv1.IPv6Address{From: fsv1.AddressStatic, Address: "2001:db8::10/64"}}
+	attach = fsv1.Addressing{IPv4: &fsv1.IPv4Address{From: fsv1.AddressAttachment}}
+)
+
+// The annotation wins over the snapshot; without it, the snapshot's static addresses; an
+// attachment's address without the annotation, an unknown stack port, or a malformed
+// annotation: no address, and an error that says why.
+func TestServedAddresses(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		pod  corev1.Pod
+		port string
+		want string
+		err  string
+	}{
+		{name: "static fallback", pod: specPod(t, []fsv1.Addressing{dual}, nil), want: "10.56.0.10 2001:db8::10"},
+		{name: "annotation", pod: specPod(t, []fsv1.Addressing{static4, static4},
+			map[string]string{podcontract.AddressesAnnotation: "0=10.56.0.11,1=10.57.0.11,0=2001:db8::11"}), want: "10.56.0.11 2001:db8::11"},
+		{name: "annotation, second port by name", pod: specPod(t, []fsv1.Addressing{static4, static4},
+			map[string]string{podcontract.AddressesAnnotation: "0=10.56.0.11,1=10.57.0.11"}), port: "mgmt", want: "10.57.0.11"},
+		{name: "second port by index", pod: specPod(t, []fsv1.Addressing{static4, dual}, nil), port: "1", want: "10.56.0.10 2001:db8::10"},
+		{name: "attachment without annotation", pod: specPod(t, []fsv1.Addressing{attach}, nil),
+			err: "takes its address from the attachment and the pod has no kubefstack.io/addresses annotation"},
+		{name: "attachment with annotation", pod: specPod(t, []fsv1.Addressing{attach},
+			map[string]string{podcontract.AddressesAnnotation: "0=10.56.0.12"}), want: "10.56.0.12"},
+		{name: "no such port", pod: specPod(t, []fsv1.Addressing{static4}, nil), port: "2", err: `its stack has no port named "2"`},
+		{name: "malformed annotation", pod: specPod(t, []fsv1.Addressing{static4},
+			map[string]string{podcontract.AddressesAnnotation: "0=10.56.0.11,0=224.0.0.1"}), err: "is not a unicast address"},
+		{name: "annotation without the port", pod: specPod(t, []fsv1.Addressing{static4, static4},
+			map[string]string{podcontract.AddressesAnnotation: "1=10.57.0.11"}), err: "names no address of stack port 0"},
+		{name: "not injected", pod: corev1.Pod{}, err: "it has no kubefstack.io/spec annotation"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := Addresses(&c.pod, c.port)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("got %v, %v; want an error with %q", got, err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var s []string
+			for _, a := range got {
+				s = append(s, a.String())
+			}
+			if strings.Join(s, " ") != c.want {
+				t.Fatalf("got %v, want %s", s, c.want)
+			}
+		})
+	}
+}

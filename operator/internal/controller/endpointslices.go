@@ -1,0 +1,457 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/served"
+)
+
+const (
+	// StackServiceAnnotation opts a Service without a selector in: the operator publishes its
+	// EndpointSlices with the served addresses of the pods bound to the StackInstance it names
+	// (same namespace). kube-proxy and CoreDNS read those slices, so the Service's ClusterIP,
+	// NodePorts and DNS names lead to F-Stack rather than to the pods' kernel IPs, where nothing
+	// of F-Stack's listens.
+	StackServiceAnnotation = "kubefstack.io/stack"
+	// EndpointSliceManagedBy is the value of discoveryv1.LabelManagedBy on the slices the
+	// operator writes. Kubernetes' own controllers name themselves <controller>.<their domain>
+	// (endpointslice-controller.k8s.io, endpointslicemirroring-controller.k8s.io): this follows
+	// that form, and each controller leaves the others' slices alone.
+	EndpointSliceManagedBy = "endpointslice-controller.kubefstack.io"
+	// maxEndpointsPerSlice is Kubernetes' default (--max-endpoints-per-slice).
+	maxEndpointsPerSlice = 100
+	// serviceStackIndex indexes the cached Services by the StackInstance they name, so a pod's
+	// change finds its Services without listing the namespace's.
+	serviceStackIndex = "kubefstack.io/stack-service"
+)
+
+// The reasons of the Events the EndpointSlice controller records on a Service.
+const (
+	// EventSelectorIgnored: the Service has a selector, so Kubernetes' own controller
+	// publishes the pods' kernel IPs; the operator publishes nothing for it.
+	EventSelectorIgnored = "SelectorIgnored"
+	// EventPodNotPublished: a bound pod has no served address the operator can publish.
+	EventPodNotPublished = "PodNotPublished"
+	// EventInvalidStackAnnotation: the annotation's value names no possible StackInstance.
+	EventInvalidStackAnnotation = "InvalidStackAnnotation"
+)
+
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch
+// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=list;watch;create;update;delete
+
+// EndpointSliceReconciler publishes the EndpointSlices of the Services that opt in with
+// StackServiceAnnotation: one endpoint per bound pod's served address, ready while the pod is
+// Ready and not terminating, serving while it is Ready, terminating from its deletion, so a
+// rollout drains a pod (see the injector's preStop) before its dataplane stops.
+type EndpointSliceReconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+}
+
+// Reconcile makes the operator's slices of one Service what its bound pods say.
+func (r *EndpointSliceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	svc := &corev1.Service{}
+	err := r.Client.Get(ctx, req.NamespacedName, svc)
+	if apierrors.IsNotFound(err) {
+		// Owner references let the garbage collector do this too; where none runs (or before
+		// it does), the slices must not outlive their Service.
+		return ctrl.Result{}, r.deleteSlices(ctx, req.NamespacedName, nil)
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	stack, ok := svc.Annotations[StackServiceAnnotation]
+	switch {
+	case !ok || svc.DeletionTimestamp != nil || svc.Spec.Type == corev1.ServiceTypeExternalName:
+		return ctrl.Result{}, r.deleteSlices(ctx, req.NamespacedName, nil)
+	case len(svc.Spec.Selector) > 0:
+		r.event(svc, corev1.EventTypeWarning, EventSelectorIgnored,
+			"the Service has a selector, so Kubernetes publishes the pods' kernel IPs, where F-Stack does not listen; "+
+				"remove spec.selector for the operator to publish the served addresses of StackInstance %s's pods (annotation %s)",
+			podcontract.Printable(stack), StackServiceAnnotation)
+		return ctrl.Result{}, r.deleteSlices(ctx, req.NamespacedName, nil)
+	}
+	if errs := validation.IsDNS1123Subdomain(stack); len(errs) > 0 || len(stack) > validation.LabelValueMaxLength {
+		r.event(svc, corev1.EventTypeWarning, EventInvalidStackAnnotation,
+			"annotation %s=%q names no StackInstance: set it to the name of a StackInstance in namespace %s", StackServiceAnnotation,
+			podcontract.Printable(stack), svc.Namespace)
+		return ctrl.Result{}, r.deleteSlices(ctx, req.NamespacedName, nil)
+	}
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.InNamespace(svc.Namespace), client.MatchingLabels{fsv1.StackLabel: stack},
+		client.UnsafeDisableDeepCopy); err != nil {
+		return ctrl.Result{}, err
+	}
+	want, skipped := desiredSlices(svc, pods.Items)
+	for _, s := range skipped {
+		r.event(svc, corev1.EventTypeWarning, EventPodNotPublished, "pod %s is not in the Service's endpoints: %s", s.pod, s.why)
+	}
+	var errs []error
+	keep := map[string]bool{}
+	for _, s := range want {
+		keep[s.Name] = true
+		if err := r.apply(ctx, svc, s); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, r.deleteSlices(ctx, req.NamespacedName, keep))
+	return ctrl.Result{}, kerrors.NewAggregate(errs)
+}
+
+func (r *EndpointSliceReconciler) event(svc *corev1.Service, kind, reason, note string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(svc, nil, kind, reason, "PublishEndpoints", note, args...)
+	}
+}
+
+// apply creates or updates one slice. Its name is derived from what it holds (see
+// desiredSlices): a create that meets an existing slice is the cache lagging, not a conflict.
+func (r *EndpointSliceReconciler) apply(ctx context.Context, svc *corev1.Service, want *discoveryv1.EndpointSlice) error {
+	if err := controllerutil.SetControllerReference(svc, want, r.Client.Scheme()); err != nil {
+		return err
+	}
+	cur := &discoveryv1.EndpointSlice{}
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(want), cur)
+	if apierrors.IsNotFound(err) {
+		err = r.Client.Create(ctx, want)
+		if !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		// The cache holds only the operator's slices: one it cannot see is someone else's.
+		if err = r.Client.Get(ctx, client.ObjectKeyFromObject(want), cur); apierrors.IsNotFound(err) {
+			return fmt.Errorf("EndpointSlice %s/%s exists and is not managed by %s: delete or rename it", want.Namespace, want.Name, EndpointSliceManagedBy)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if cur.Labels[discoveryv1.LabelManagedBy] != EndpointSliceManagedBy {
+		return fmt.Errorf("EndpointSlice %s/%s exists and is not managed by %s: delete or rename it", cur.Namespace, cur.Name, EndpointSliceManagedBy)
+	}
+	if equality.Semantic.DeepEqual(cur.Labels, want.Labels) && equality.Semantic.DeepEqual(cur.Endpoints, want.Endpoints) &&
+		equality.Semantic.DeepEqual(cur.Ports, want.Ports) && cur.AddressType == want.AddressType &&
+		equality.Semantic.DeepEqual(cur.OwnerReferences, want.OwnerReferences) {
+		return nil
+	}
+	want.ResourceVersion = cur.ResourceVersion
+	return r.Client.Update(ctx, want)
+}
+
+// deleteSlices deletes the operator's slices of the Service except those named in keep.
+func (r *EndpointSliceReconciler) deleteSlices(ctx context.Context, svc types.NamespacedName, keep map[string]bool) error {
+	list := &discoveryv1.EndpointSliceList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(svc.Namespace), client.MatchingLabels{
+		discoveryv1.LabelServiceName: svc.Name, discoveryv1.LabelManagedBy: EndpointSliceManagedBy}); err != nil {
+		return err
+	}
+	var errs []error
+	for i := range list.Items {
+		if s := &list.Items[i]; !keep[s.Name] {
+			log.FromContext(ctx).V(1).Info("deleting EndpointSlice", "slice", s.Name)
+			errs = append(errs, client.IgnoreNotFound(r.Client.Delete(ctx, s, client.Preconditions{UID: &s.UID})))
+		}
+	}
+	return kerrors.NewAggregate(errs)
+}
+
+type skippedPod struct{ pod, why string }
+
+// desiredSlices computes the Service's slices from its bound pods: endpoints grouped by address
+// family and by the ports they resolve to (a named targetPort can resolve differently per pod,
+// as in Kubernetes' own controller), at most maxEndpointsPerSlice each, in a stable order.
+func desiredSlices(svc *corev1.Service, pods []corev1.Pod) ([]*discoveryv1.EndpointSlice, []skippedPod) {
+	type group struct {
+		family discoveryv1.AddressType
+		ports  []discoveryv1.EndpointPort
+		eps    []discoveryv1.Endpoint
+	}
+	groups := map[string]*group{}
+	var skipped []skippedPod
+	port := svc.Annotations[served.StackPortAnnotation]
+	for i := range pods {
+		p := &pods[i]
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		addrs, err := served.Addresses(p, port)
+		if err != nil {
+			skipped = append(skipped, skippedPod{p.Name, err.Error()})
+			continue
+		}
+		ports := servicePorts(svc, p)
+		for _, a := range addrs {
+			family := discoveryv1.AddressTypeIPv4
+			if a.Is6() {
+				family = discoveryv1.AddressTypeIPv6
+			}
+			key := string(family) + "/" + portsKey(ports)
+			g := groups[key]
+			if g == nil {
+				g = &group{family: family, ports: ports}
+				groups[key] = g
+			}
+			g.eps = append(g.eps, endpointOf(p, a))
+		}
+	}
+	keys := make([]string, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []*discoveryv1.EndpointSlice
+	for _, k := range keys {
+		g := groups[k]
+		slices.SortFunc(g.eps, func(a, b discoveryv1.Endpoint) int { return strings.Compare(a.Addresses[0], b.Addresses[0]) })
+		for n := 0; n*maxEndpointsPerSlice < len(g.eps); n++ {
+			eps := g.eps[n*maxEndpointsPerSlice : min(len(g.eps), (n+1)*maxEndpointsPerSlice)]
+			out = append(out, &discoveryv1.EndpointSlice{
+				ObjectMeta: metav1.ObjectMeta{
+					Namespace: svc.Namespace,
+					Name:      sliceName(svc.Name, g.family, k, n),
+					Labels:    sliceLabels(svc),
+				},
+				AddressType: g.family,
+				Endpoints:   eps,
+				Ports:       g.ports,
+			})
+		}
+	}
+	return out, skipped
+}
+
+// sliceName is stable for what the slice holds (family, ports, chunk), so a reconcile on a
+// stale cache updates the slice it would have created rather than adding a duplicate.
+func sliceName(svc string, family discoveryv1.AddressType, key string, n int) string {
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%d", key, n)))
+	prefix := svc
+	if len(prefix) > 63 {
+		prefix = prefix[:63]
+	}
+	return fmt.Sprintf("%s-fstack-%s-%s", prefix, strings.ToLower(string(family)), hex.EncodeToString(sum[:5]))
+}
+
+func sliceLabels(svc *corev1.Service) map[string]string {
+	l := map[string]string{
+		discoveryv1.LabelServiceName: svc.Name,
+		discoveryv1.LabelManagedBy:   EndpointSliceManagedBy,
+	}
+	// kube-proxy skips headless Services' slices by this label, as it does Kubernetes' own.
+	if svc.Spec.ClusterIP == corev1.ClusterIPNone {
+		l[corev1.IsHeadlessService] = ""
+	}
+	return l
+}
+
+// endpointOf is one served address of a pod, its conditions following the pod's: Ready makes
+// it ready and serving; a deletion makes it terminating and not ready, serving while the pod is
+// still Ready (it drains: kube-proxy sends new connections elsewhere, and to it only when no
+// endpoint is ready).
+func endpointOf(p *corev1.Pod, a netip.Addr) discoveryv1.Endpoint {
+	ready := podReady(p)
+	terminating := p.DeletionTimestamp != nil
+	ep := discoveryv1.Endpoint{
+		Addresses: []string{a.String()},
+		Conditions: discoveryv1.EndpointConditions{
+			Ready:       ptr(ready && !terminating),
+			Serving:     ptr(ready),
+			Terminating: ptr(terminating),
+		},
+		TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: p.UID},
+	}
+	if p.Spec.NodeName != "" {
+		ep.NodeName = ptr(p.Spec.NodeName)
+	}
+	return ep
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// servicePorts are the Service's ports as the pod serves them: a numeric targetPort as it is
+// (none: the port itself), a named one resolved against the pod's app containers' ports. A
+// name the pod does not declare leaves that port out for that pod, as Kubernetes does.
+func servicePorts(svc *corev1.Service, p *corev1.Pod) []discoveryv1.EndpointPort {
+	out := make([]discoveryv1.EndpointPort, 0, len(svc.Spec.Ports))
+	for _, sp := range svc.Spec.Ports {
+		n := sp.TargetPort.IntValue()
+		if sp.TargetPort.StrVal != "" {
+			n = containerPort(p, sp.TargetPort.StrVal, sp.Protocol)
+			if n == 0 {
+				continue
+			}
+		} else if n == 0 {
+			n = int(sp.Port)
+		}
+		out = append(out, discoveryv1.EndpointPort{Name: ptr(sp.Name), Protocol: ptr(sp.Protocol), Port: ptr(int32(n)),
+			AppProtocol: sp.AppProtocol})
+	}
+	return out
+}
+
+func containerPort(p *corev1.Pod, name string, proto corev1.Protocol) int {
+	for _, c := range p.Spec.Containers {
+		if c.Name == podcontract.DataplaneContainer {
+			continue // its ports are the supervisor's, on the kernel's address
+		}
+		for _, cp := range c.Ports {
+			if cp.Name == name && (cp.Protocol == proto || cp.Protocol == "" && proto == corev1.ProtocolTCP) {
+				return int(cp.ContainerPort)
+			}
+		}
+	}
+	return 0
+}
+
+func portsKey(ports []discoveryv1.EndpointPort) string {
+	var b strings.Builder
+	for _, p := range ports {
+		fmt.Fprintf(&b, "%s:%s:%d;", *p.Name, *p.Protocol, *p.Port)
+	}
+	return b.String()
+}
+
+// SetupWithManager watches the Services (the cache holds them trimmed, see TrimService), the
+// operator's slices, and the bound pods' changes that move an endpoint.
+func (r *EndpointSliceReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Service{}, serviceStackIndex, func(o client.Object) []string {
+		if v, ok := o.GetAnnotations()[StackServiceAnnotation]; ok {
+			return []string{v}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("endpointslice").
+		For(&corev1.Service{}, builder.WithPredicates(serviceChanged())).
+		Owns(&discoveryv1.EndpointSlice{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podToServices), builder.WithPredicates(EndpointMayDiffer())).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
+		Complete(r)
+}
+
+// podToServices finds the Services that name the pod's StackInstance.
+func (r *EndpointSliceReconciler) podToServices(ctx context.Context, o client.Object) []reconcile.Request {
+	stack := o.GetLabels()[fsv1.StackLabel]
+	if stack == "" {
+		return nil
+	}
+	svcs := &corev1.ServiceList{}
+	if err := r.Client.List(ctx, svcs, client.InNamespace(o.GetNamespace()), client.MatchingFields{serviceStackIndex: stack},
+		client.UnsafeDisableDeepCopy); err != nil {
+		log.FromContext(ctx).Error(err, "listing the Services of a pod's stack", "pod", o.GetName())
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(svcs.Items))
+	for i := range svcs.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&svcs.Items[i])})
+	}
+	return out
+}
+
+// serviceChanged lets through the Service events that can change its slices: kubelet and
+// other controllers do not update Services, but their status (load balancers) does.
+func serviceChanged() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*corev1.Service)
+		n, ok2 := e.ObjectNew.(*corev1.Service)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return o.Annotations[StackServiceAnnotation] != n.Annotations[StackServiceAnnotation] ||
+			o.Annotations[served.StackPortAnnotation] != n.Annotations[served.StackPortAnnotation] ||
+			(o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) ||
+			!equality.Semantic.DeepEqual(o.Spec, n.Spec)
+	}}
+}
+
+// EndpointMayDiffer lets through the pod events that can move an endpoint: creates, deletes,
+// and updates of what desiredSlices reads.
+func EndpointMayDiffer() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*corev1.Pod)
+		n, ok2 := e.ObjectNew.(*corev1.Pod)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return o.Labels[fsv1.StackLabel] != n.Labels[fsv1.StackLabel] ||
+			(o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) ||
+			o.Status.Phase != n.Status.Phase || podReady(o) != podReady(n) ||
+			o.Spec.NodeName != n.Spec.NodeName ||
+			o.Annotations[podcontract.AddressesAnnotation] != n.Annotations[podcontract.AddressesAnnotation] ||
+			o.Annotations[podcontract.SpecAnnotation] != n.Annotations[podcontract.SpecAnnotation]
+	}}
+}
+
+// TrimService is the transform of the manager's Service cache: every Service of the cluster is
+// watched (a selector cannot filter on an annotation), so only what the controller reads is
+// kept, and a Service that does not opt in keeps its name alone.
+func TrimService(obj any) (any, error) {
+	s, ok := obj.(*corev1.Service)
+	if !ok {
+		return obj, nil
+	}
+	t := &corev1.Service{TypeMeta: s.TypeMeta, ObjectMeta: metav1.ObjectMeta{
+		Namespace: s.Namespace, Name: s.Name, UID: s.UID, ResourceVersion: s.ResourceVersion,
+		Generation: s.Generation, DeletionTimestamp: s.DeletionTimestamp,
+	}}
+	stack, ok := s.Annotations[StackServiceAnnotation]
+	if !ok {
+		return t, nil
+	}
+	t.Annotations = map[string]string{StackServiceAnnotation: stack}
+	if p, ok := s.Annotations[served.StackPortAnnotation]; ok {
+		t.Annotations[served.StackPortAnnotation] = p
+	}
+	t.Spec = corev1.ServiceSpec{Selector: s.Spec.Selector, Ports: s.Spec.Ports, ClusterIP: s.Spec.ClusterIP, Type: s.Spec.Type}
+	return t, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// EndpointSliceCache is what the manager's cache holds for this controller: every Service,
+// trimmed (TrimService), and only the operator's own EndpointSlices (Kubernetes' controller
+// writes one or more for every Service with a selector).
+func EndpointSliceCache() map[client.Object]cache.ByObject {
+	return map[client.Object]cache.ByObject{
+		&corev1.Service{}:            {Transform: TrimService},
+		&discoveryv1.EndpointSlice{}: {Label: labels.SelectorFromSet(labels.Set{discoveryv1.LabelManagedBy: EndpointSliceManagedBy})},
+	}
+}
