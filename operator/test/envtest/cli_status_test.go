@@ -70,8 +70,8 @@ func TestCLIStatusShowsPods(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	want := []*regexp.Regexp{
 		regexp.MustCompile(`^STACK +READY +POD +NODE +ADDRESSES +CONFIG-HASH +CONFIG +DATAPLANE +RESTARTS +APP-RESTARTS$`),
-		regexp.MustCompile(fmt.Sprintf(`^shown +1/2 +shown-new +node-b +10\.99\.0\.10 +%s +current +Waiting: CrashLoopBackOff +5 +0$`, newHash[:12])),
-		regexp.MustCompile(fmt.Sprintf(`^shown +1/2 +shown-old +node-a +10\.99\.0\.10 +%s +old \(current %s\) +Running, ready +2 +0$`, oldHash[:12], newHash[:12])),
+		regexp.MustCompile(fmt.Sprintf(`^shown +1/2 +shown-new +node-b +10\.56\.0\.11, 2001:db8:56::11 +%s +current +Waiting: CrashLoopBackOff +5 +0$`, newHash[:12])),
+		regexp.MustCompile(fmt.Sprintf(`^shown +1/2 +shown-old +node-a +10\.56\.0\.10, 2001:db8:56::10 +%s +old \(current %s\) +Running, ready +2 +0$`, oldHash[:12], newHash[:12])),
 	}
 	if len(lines) != len(want) {
 		t.Fatalf("got %d lines, want %d:\n%s", len(lines), len(want), out)
