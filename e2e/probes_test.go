@@ -33,11 +33,13 @@ func nginxSample(t *testing.T) string {
 	raw := fixtures.MustRead(t, "samples/local-cluster/nginx.yaml")
 	doc := strings.ReplaceAll(string(raw), "namespace: fstack-demo", "namespace: "+injectedNS)
 	doc = strings.ReplaceAll(doc, "kubefstack.io/stack: local-vhost", "kubefstack.io/stack: "+stackName)
+	// One replica: the suite's stack gives its dataplane the node's one exclusive CPU.
+	doc = strings.Replace(doc, "  replicas: 2\n", "  replicas: 1\n  strategy: {type: Recreate}\n", 1)
 	if env.Networks != "" {
 		doc = strings.Replace(doc, "        app: nginx-fstack\n", fmt.Sprintf("        app: nginx-fstack\n      annotations: {k8s.v1.cni.cncf.io/networks: %q}\n", env.Networks), 1)
 	}
-	if !strings.Contains(doc, "namespace: "+injectedNS) || !strings.Contains(doc, "kubefstack.io/stack: "+stackName) {
-		t.Fatalf("the sample's namespace or stack label moved; this test rewrites them:\n%s", doc)
+	if !strings.Contains(doc, "namespace: "+injectedNS) || !strings.Contains(doc, "kubefstack.io/stack: "+stackName) || !strings.Contains(doc, "  replicas: 1\n") {
+		t.Fatalf("the sample's namespace, stack label or replicas moved; this test rewrites them:\n%s", doc)
 	}
 	return doc
 }

@@ -86,8 +86,12 @@ kc -n fstack-demo wait --for=condition=Ready stackinstance/local-vhost --timeout
 pod="$(kc -n fstack-demo get pods -l app=nginx-fstack --field-selector=status.phase=Running -o 'jsonpath={.items[0].metadata.name}')"
 ip="$(kc -n fstack-demo get pod "$pod" -o 'jsonpath={.status.podIP}')"
 image="$(kc -n fstack-demo get pod "$pod" -o 'jsonpath={.spec.initContainers[?(@.name=="fstack-dataplane")].image}')"
-stack_ip="$(kc -n fstack-demo get stackinstance local-vhost -o 'jsonpath={.spec.ports[0].ipv4.address}')"
-stack_ip="${stack_ip%/*}"
+# Each replica serves its own address of the stack's pool, in its kubefstack.io/addresses
+# annotation ("0=10.99.0.10": port 0's).
+stack_ips="$(kc -n fstack-demo get pods -l app=nginx-fstack -o 'jsonpath={range .items[*]}{.metadata.annotations.kubefstack\.io/addresses}{"\n"}{end}' \
+  | sed -n 's/^0=\([0-9.]*\).*/\1/p')"
+[ -n "$stack_ips" ] || die "the demo pods carry no kubefstack.io/addresses annotation"
+stack_ip="${stack_ips%%$'\n'*}"
 # Like F-Stack, the stand-in leaves Nginx no listener on the pod IP (only inside the pod, on
 # loopback): the rollout above was Ready through the probes the dataplane performs for it.
 step "5/6 the data path from the node"
@@ -95,7 +99,9 @@ probe="http://$ip:9180/app-probe/nginx/readiness"
 wait_for "nginx's readiness probe through the dataplane" 30 curl -fsS --max-time 2 "$probe"
 # The node reaches the stack through its own address on br-fstack (fsk-node, up.sh); the first
 # reply may wait for OVS to learn the port.
-wait_for "a ping reply from $stack_ip through br-fstack" 30 ping -c 1 -W 1 "$stack_ip"
+for a in $stack_ips; do
+  wait_for "a ping reply from $a through br-fstack" 30 ping -c 1 -W 1 "$a"
+done
 
 # show CMD...: print the command as a user would type it, run it, indent its output; fail the run
 # when it fails (each one is a claim this script makes).
@@ -127,7 +133,9 @@ cat <<MSG
 From this node, through its address ${NODE_SENDER_ADDR%/*} on br-fstack ($NODE_SENDER, tx checksum offload off, so TCP reaches F-Stack):
 MSG
 show "ethtool -k $NODE_SENDER | grep '^tx-checksumming'"
-show "ping -c 3 -i 0.2 $stack_ip"
+for a in $stack_ips; do
+  show "ping -c 3 -i 0.2 $a"
+done
 if [ "$image" = "$REAL_IMAGE" ]; then
   show "curl -sS --max-time 10 http://$stack_ip/ | grep -i '<title>'"
 else
@@ -136,7 +144,8 @@ fi
 cat <<MSG
 
 More (after the export above):
-  kubectl get stackinstances -A                       # local-vhost: Valid, Ready, 1 bound pod
+  kubectl get stackinstances -A                       # local-vhost: Valid, Ready 2/2 (two replicas)
+  kubectl get addressclaims -n fstack-demo            # the address each replica serves, and its pod
   kubectl -n fstack-demo describe stackinstance local-vhost
   kubectl -n fstack-demo get pod $pod -o yaml        # the injected dataplane, volumes, env
   kubectl -n fstack-demo logs $pod -c fstack-dataplane   # the supervisor and DPDK

@@ -22,7 +22,7 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &StackInstance{}, &StackInstanceList{})
+	s.AddKnownTypes(GroupVersion, &StackInstance{}, &StackInstanceList{}, &AddressClaim{}, &AddressClaimList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

@@ -109,7 +109,7 @@ type Addressing struct {
 }
 
 // AddressSource says where an address comes from.
-// +kubebuilder:validation:Enum=Static;Attachment
+// +kubebuilder:validation:Enum=Static;Attachment;Pool
 type AddressSource string
 
 const (
@@ -118,21 +118,53 @@ const (
 	// AddressAttachment takes the address the network attachment's IPAM gave the pod, read by the
 	// dataplane at start-up.
 	AddressAttachment AddressSource = "Attachment"
+	// AddressPool gives every pod of the stack its own address from pool, claimed at admission
+	// and released when the pod goes.
+	AddressPool AddressSource = "Pool"
 )
+
+// IPPool is the addresses a stack's pods take one each (from: Pool): the admission webhook
+// claims the lowest free one for every pod it injects (an AddressClaim), and the pod's claim goes
+// with the pod.
+type IPPool struct {
+	// Ranges are the pool's addresses, each entry one address (10.56.0.10) or an inclusive range
+	// (10.56.0.10-10.56.0.50), all of the family of the field that holds the pool and all in
+	// the subnet of prefixLength. At most 65536 addresses in all.
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=79
+	Ranges []string `json:"ranges"`
+
+	// PrefixLength is the length of the subnet's prefix (the netmask): 1 to 32 for IPv4, 1 to
+	// 128 for IPv6.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=128
+	PrefixLength int32 `json:"prefixLength"`
+}
 
 // IPv4Address is an interface's IPv4 configuration.
 // +kubebuilder:validation:XValidation:rule="self.from != 'Static' || has(self.address)",message="address is required when from is Static"
-// +kubebuilder:validation:XValidation:rule="self.from != 'Static' || has(self.gateway)",message="gateway is required when from is Static: F-Stack refuses a port without one"
+// +kubebuilder:validation:XValidation:rule="self.from == 'Attachment' || has(self.gateway)",message="gateway is required when from is Static or Pool: F-Stack refuses a port without one"
+// +kubebuilder:validation:XValidation:rule="(self.from == 'Pool') == has(self.pool)",message="pool is required when from is Pool, and only then"
+// +kubebuilder:validation:XValidation:rule="self.from != 'Pool' || !has(self.address)",message="address is for from: Static; a pool gives each pod its own address"
+// +kubebuilder:validation:XValidation:rule="!has(self.pool) || self.pool.prefixLength <= 32",message="pool.prefixLength of an IPv4 pool is 1 to 32"
 type IPv4Address struct {
-	// From says whether the address is given here or taken from the attachment's IPAM result.
+	// From says whether the address is given here (Static), taken from the attachment's IPAM
+	// result (Attachment), or taken by each pod from pool (Pool).
 	// +kubebuilder:default=Static
 	// +optional
 	From AddressSource `json:"from,omitempty"`
 
-	// Address in CIDR notation, e.g. 10.0.0.10/24 (addr and netmask).
+	// Address in CIDR notation, e.g. 10.0.0.10/24 (addr and netmask). It serves one pod: a
+	// second pod of the stack is refused while the first holds it (use a pool for replicas).
 	// +kubebuilder:validation:MaxLength=18
 	// +optional
 	Address string `json:"address,omitempty"`
+
+	// Pool is where each pod takes its own address from (from: Pool).
+	// +optional
+	Pool *IPPool `json:"pool,omitempty"`
 
 	// Gateway is the default route of this interface's routing table (gateway).
 	// +kubebuilder:validation:MaxLength=15
@@ -147,16 +179,24 @@ type IPv4Address struct {
 
 // IPv6Address is an interface's IPv6 configuration.
 // +kubebuilder:validation:XValidation:rule="self.from != 'Static' || has(self.address)",message="address is required when from is Static"
+// +kubebuilder:validation:XValidation:rule="(self.from == 'Pool') == has(self.pool)",message="pool is required when from is Pool, and only then"
+// +kubebuilder:validation:XValidation:rule="self.from != 'Pool' || !has(self.address)",message="address is for from: Static; a pool gives each pod its own address"
 type IPv6Address struct {
-	// From says whether the address is given here or taken from the attachment's IPAM result.
+	// From says whether the address is given here (Static), taken from the attachment's IPAM
+	// result (Attachment), or taken by each pod from pool (Pool).
 	// +kubebuilder:default=Static
 	// +optional
 	From AddressSource `json:"from,omitempty"`
 
-	// Address in CIDR notation, e.g. 2001:db8::10/64 (addr6 and prefix_len).
+	// Address in CIDR notation, e.g. 2001:db8::10/64 (addr6 and prefix_len). It serves one pod,
+	// like ipv4.address.
 	// +kubebuilder:validation:MaxLength=43
 	// +optional
 	Address string `json:"address,omitempty"`
+
+	// Pool is where each pod takes its own address from (from: Pool).
+	// +optional
+	Pool *IPPool `json:"pool,omitempty"`
 
 	// Gateway is the IPv6 default route (gateway6); F-Stack installs it in the default table only.
 	// +kubebuilder:validation:MaxLength=39

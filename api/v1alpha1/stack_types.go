@@ -108,6 +108,16 @@ type DPDKSpec struct {
 	// +optional
 	LcoresPerCPU int32 `json:"lcoresPerCPU,omitempty"`
 
+	// CPUPolicy, LAB ONLY for Shared, never for production: Exclusive (the default) gives the
+	// dataplane whole CPUs of a Guaranteed pod, which kubelet's static CPU manager makes
+	// exclusive; Shared gives it a fraction of a CPU (100m per CPU it would need, no CPU limit,
+	// so the pod is Burstable) and F-Stack's lcores busy-poll on CPUs of the node's shared pool,
+	// beside every other pod's processes. It lets several replicas run on a node with one
+	// exclusive CPU; latency and throughput then depend on the node's other load.
+	// +kubebuilder:default=Exclusive
+	// +optional
+	CPUPolicy CPUPolicy `json:"cpuPolicy,omitempty"`
+
 	// FStackLogFilePrefix is the log file prefix (fstack_log_file_prefix); files are
 	// <prefix><proc id>.log.
 	// +kubebuilder:validation:Pattern=`^[^\s;]+$`
@@ -115,6 +125,17 @@ type DPDKSpec struct {
 	// +optional
 	FStackLogFilePrefix string `json:"fstackLogFilePrefix,omitempty"`
 }
+
+// CPUPolicy says how the dataplane gets its CPUs.
+// +kubebuilder:validation:Enum=Exclusive;Shared
+type CPUPolicy string
+
+const (
+	// CPUExclusive: whole CPUs of a Guaranteed pod, exclusive under the static CPU manager.
+	CPUExclusive CPUPolicy = "Exclusive"
+	// CPUShared (lab only): a fraction of a CPU, the lcores on CPUs of the shared pool.
+	CPUShared CPUPolicy = "Shared"
+)
 
 // KNIMethod says which side the listed ports go to.
 // +kubebuilder:validation:Enum=Accept;Reject

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -175,7 +176,8 @@ func (e *Env) NodeRead(path string) ([]byte, error) {
 // SetupManifests is what both the suite and the benchmark start from: a namespace opted into
 // injection that enforces Pod Security "baseline" (a vhost-user stack's pods meet it), one that
 // is not, and in the first a one-process StackInstance with a vhost-user port
-// on the attachment fstack-cni serves, at addr (a /24 of fstack-cni's bridge) with hugepages
+// on the attachment fstack-cni serves, its addresses from a pool that starts at addr (a /24 of
+// fstack-cni's bridge; each pod its own, the first pod addr) with hugepages
 // 256Mi, so it fits beside a small app on the local cluster's one exclusive CPU. mac "" leaves
 // the port the attachment's MAC, the only one br-fstack's anti-spoofing rules let through.
 func (e *Env) SetupManifests(injectedNS, plainNS, stack, addr, mac string) string {
@@ -200,9 +202,20 @@ spec:
   - name: data
     attachment: %[6]s
     device: {vhostUser: %[5]s}
-    ipv4: {address: %[4]s/24, gateway: 10.99.0.1}
+    ipv4: {from: Pool, pool: {ranges: ["%[4]s-%[8]s"], prefixLength: 24}, gateway: 10.99.0.1}
   dataplane: {hugePages: {amount: %[7]s}}
-`, injectedNS, plainNS, stack, addr, vhost, e.Attachment, StackHugePages)
+`, injectedNS, plainNS, stack, addr, vhost, e.Attachment, StackHugePages, poolEnd(addr))
+}
+
+// poolEnd is the last address of the suite stack's pool, which starts at addr: ten addresses, so
+// that a pod created while another of the stack still exists is admitted (a static address
+// serves one pod), and the lowest free one, addr, goes to the first pod.
+func poolEnd(addr string) string {
+	a := netip.MustParseAddr(addr)
+	for range 9 {
+		a = a.Next()
+	}
+	return a.String()
 }
 
 // StackHugePages is the hugepage memory of SetupManifests' StackInstance.

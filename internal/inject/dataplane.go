@@ -33,6 +33,8 @@ func (p *plan) dataplaneContainer() corev1.Container {
 		workDir = podcontract.DataplaneWorkDir
 	}
 	limits := p.dataplaneResources()
+	res := corev1.ResourceRequirements{Limits: limits, Requests: limits.DeepCopy()}
+	p.applyCPUPolicy(&res)
 	return corev1.Container{
 		Name:            podcontract.DataplaneContainer,
 		Image:           image,
@@ -44,10 +46,8 @@ func (p *plan) dataplaneContainer() corev1.Container {
 			fieldEnv(podcontract.EnvPodNamespace, "metadata.namespace"),
 			fieldEnv(podcontract.EnvNodeIPs, "status.hostIPs"),
 		}, p.cfg.logEnv()...),
-		Ports: []corev1.ContainerPort{{Name: podcontract.MetricsPortName, ContainerPort: podcontract.SupervisorPort, Protocol: corev1.ProtocolTCP}},
-		Resources: corev1.ResourceRequirements{
-			Limits: limits, Requests: limits.DeepCopy(),
-		},
+		Ports:        []corev1.ContainerPort{{Name: podcontract.MetricsPortName, ContainerPort: podcontract.SupervisorPort, Protocol: corev1.ProtocolTCP}},
+		Resources:    res,
 		VolumeMounts: mounts,
 		WorkingDir:   workDir,
 		// No startup probe: it cost the pod one kubelet relist (about 1 s) before the apps
@@ -97,6 +97,28 @@ func (p *plan) dataplaneResources() corev1.ResourceList {
 		out[corev1.ResourceName(name)] = *resource.NewQuantity(n, resource.DecimalSI)
 	}
 	return out
+}
+
+// sharedCPUPerCPU is what the dataplane requests, under the lab's cpuPolicy Shared, for each CPU
+// it would take whole under Exclusive: enough for the scheduler to count it, little enough for
+// two replicas and their apps on the local cluster's two CPUs.
+var sharedCPUPerCPU = resource.MustParse("100m")
+
+// sharedCPU is the dataplane's CPU request under cpuPolicy Shared.
+func (p *plan) sharedCPU() resource.Quantity {
+	return *resource.NewMilliQuantity(int64(p.dataplaneCPUs())*sharedCPUPerCPU.MilliValue(), resource.DecimalSI)
+}
+
+// applyCPUPolicy turns the dataplane's whole, exclusive CPUs into a fraction under the lab's
+// spec.dpdk.cpuPolicy Shared: a request without a limit, so the pod is Burstable (the static CPU
+// manager leaves its containers on the shared pool) and CFS never throttles the busy-polling
+// lcores, which would stall F-Stack for the rest of every period.
+func (p *plan) applyCPUPolicy(res *corev1.ResourceRequirements) {
+	if p.spec.DPDK.CPUPolicy != fsv1.CPUShared {
+		return
+	}
+	delete(res.Limits, corev1.ResourceCPU)
+	res.Requests[corev1.ResourceCPU] = p.sharedCPU()
 }
 
 // dataplaneCPUs is the exclusive CPUs the F-Stack processes need.

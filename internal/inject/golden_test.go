@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/test/golden"
 )
@@ -32,7 +33,9 @@ func TestGolden(t *testing.T) {
 			if stack == nil {
 				stack = stacks["nginx-shim"] // pods that name no stack are never injected
 			}
-			out, _, err := Inject(pod, stack, testConfig())
+			// A pool stack's pods get the pool's first addresses, as the first pod the webhook
+			// admits does.
+			out, _, err := injectFirst(pod, stack)
 			if err != nil {
 				var re *RejectError
 				if !errors.As(err, &re) {
@@ -57,6 +60,14 @@ func TestGolden(t *testing.T) {
 			}
 		})
 	}
+}
+
+func injectFirst(pod *corev1.Pod, stack *fsv1.StackInstance) (*corev1.Pod, Decision, error) {
+	prep, err := Prepare(stack, testConfig())
+	if err != nil {
+		return nil, "", err
+	}
+	return prep.InjectAddresses(pod, prep.FirstAddresses())
 }
 
 // TestNoStaleGoldens fails on a golden whose input pod is gone.

@@ -116,12 +116,22 @@ func Inject(pod *corev1.Pod, stack *fsv1.StackInstance, cfg Config) (*corev1.Pod
 	return prep.Inject(pod)
 }
 
-// Inject is Inject with the StackInstance already prepared.
+// Inject is Inject with the StackInstance already prepared. The pod serves the stack's static
+// addresses; a stack with a pool is refused (only the admission webhook, which claims an
+// address per pod, can inject it: InjectAddresses).
 func (p *Prepared) Inject(pod *corev1.Pod) (*corev1.Pod, Decision, error) {
-	out := pod.DeepCopy()
 	if d := Decide(pod); d != Injected {
 		return skipped(pod, d, p.cfg)
 	}
+	addrs, err := p.staticAddresses()
+	if err != nil {
+		return nil, "", err
+	}
+	return p.InjectAddresses(pod, addrs)
+}
+
+func (p *Prepared) inject(pod *corev1.Pod) (*corev1.Pod, Decision, error) {
+	out := pod.DeepCopy()
 	plan, err := newPlan(out, p)
 	if err != nil {
 		return nil, "", err

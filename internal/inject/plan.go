@@ -26,6 +26,10 @@ type Prepared struct {
 	vhost    bool
 	// networks are the Multus networks entries of the ports that name a network.
 	networks []portNetwork
+	// needs are the static and pool addresses a pod holds (addresses.go); served are the ones
+	// the pod being injected holds.
+	needs  []AddressNeed
+	served []podcontract.ServedAddress
 }
 
 // plan is everything decided about one pod before it is changed, so a rejected pod is never
@@ -75,6 +79,9 @@ func Prepare(stack *fsv1.StackInstance, cfg Config) (*Prepared, error) {
 	}
 	p.vhost = hasVhostUser(p.spec)
 	p.networks = portNetworks(p.spec)
+	if p.needs, err = addressNeeds(p.spec); err != nil {
+		return nil, p.reject(field.InternalError(stackLabelPath(), err))
+	}
 	return p, nil
 }
 
@@ -98,7 +105,10 @@ func newPlan(pod *corev1.Pod, prep *Prepared) (*plan, error) {
 		errs = append(errs, p.planAppProbes()...)
 	}
 	errs = append(p.checkConflicts(), errs...)
-	errs = append(errs, checkGuaranteed(&pod.Spec, p.program)...)
+	if prep.spec.DPDK.CPUPolicy != fsv1.CPUShared {
+		// Under the lab's cpuPolicy Shared the pod is Burstable by design.
+		errs = append(errs, checkGuaranteed(&pod.Spec, p.program)...)
+	}
 	var nerrs field.ErrorList
 	p.networksValue, nerrs = p.mergeNetworks()
 	errs = append(errs, nerrs...)
@@ -231,6 +241,13 @@ func (p *plan) apply() {
 	pod.Annotations[podcontract.SpecVersionAnnotation] = fsv1.GroupVersion.String()
 	pod.Annotations[podcontract.ConfigHashAnnotation] = p.hash
 	pod.Annotations[fsv1.StatusAnnotation] = string(raw)
+	// Always the injection's: readers publish these addresses (EndpointSlices), so a value the
+	// pod came with is never kept.
+	if len(p.served) > 0 {
+		pod.Annotations[podcontract.AddressesAnnotation] = podcontract.FormatAddresses(p.served)
+	} else {
+		delete(pod.Annotations, podcontract.AddressesAnnotation)
+	}
 	setNetworks(pod, p.networksValue)
 	setBinding(pod, p.spec)
 }

@@ -89,6 +89,10 @@ func (p *plan) checkProgramResources(c *corev1.Container, path *field.Path) fiel
 	var errs field.ErrorList
 	cpus := p.dataplaneCPUs()
 	want := resource.NewQuantity(int64(cpus), resource.DecimalSI)
+	shared := p.sharedCPU()
+	if p.spec.DPDK.CPUPolicy == fsv1.CPUShared {
+		want = &shared
+	}
 	for _, kind := range []string{"limits", "requests"} {
 		list := c.Resources.Limits
 		if kind == "requests" {
@@ -99,7 +103,7 @@ func (p *plan) checkProgramResources(c *corev1.Container, path *field.Path) fiel
 			switch {
 			case name == corev1.ResourceCPU && q.Cmp(*want) != 0:
 				errs = append(errs, field.Invalid(path.Child(kind).Key(string(name)), q.String(), fmt.Sprintf(
-					"the program runs the F-Stack processes, spec.processes (%d), on %d exclusive CPUs (spec.dpdk.lcoresPerCPU %d per CPU): remove it or set it to %d", p.spec.Processes, cpus, max(p.spec.DPDK.LcoresPerCPU, 1), cpus)))
+					"the program runs the F-Stack processes, spec.processes (%d), on %d exclusive CPUs (spec.dpdk.lcoresPerCPU %d per CPU; %s under cpuPolicy Shared): remove it or set it to %s", p.spec.Processes, cpus, max(p.spec.DPDK.LcoresPerCPU, 1), shared.String(), want.String())))
 			case strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix):
 				errs = append(errs, field.Forbidden(path.Child(kind).Key(string(name)),
 					"the hugepages are the StackInstance's (spec.dataplane.hugePages): remove it here"))
@@ -172,6 +176,7 @@ func (p *plan) programContainer(c *corev1.Container, dp corev1.Container) corev1
 		}
 	}
 	out.Resources = corev1.ResourceRequirements{Limits: limits, Requests: limits.DeepCopy(), Claims: c.Resources.Claims}
+	p.applyCPUPolicy(&out.Resources)
 	return out
 }
 

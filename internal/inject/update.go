@@ -17,8 +17,9 @@ import (
 //     spec.dataplane.image, `kubectl set image` would bypass it;
 //   - removing or changing the stack label: every webhook of kube-fstack selects pods by it, so
 //     without it an ephemeral container could mount the injected volumes unchecked;
-//   - adding, changing or removing the spec snapshot or its API version (specAnnotations): the
-//     dataplane runs what admission checked, and reads the version before the spec.
+//   - adding, changing or removing the spec snapshot, its API version or the served addresses
+//     (specAnnotations): the dataplane runs what admission checked, and reads the version
+//     before the spec; the addresses are the ones admission claimed for the pod.
 //
 // A pod counts as injected by any mark of it (claimsInjection): the status annotation, which
 // anyone creating a pod may write, an injected volume or a dataplane container. The image check
@@ -64,7 +65,8 @@ func claimsInjection(pod *corev1.Pod) bool {
 }
 
 // specAnnotations are the annotations an injected pod keeps as admission wrote them: the spec
-// snapshot and the API version that wrote it.
+// snapshot, the API version that wrote it, and the addresses the pod serves (its claims, and
+// what EndpointSlices publish).
 func specAnnotations() []string {
-	return []string{podcontract.SpecAnnotation, podcontract.SpecVersionAnnotation}
+	return []string{podcontract.SpecAnnotation, podcontract.SpecVersionAnnotation, podcontract.AddressesAnnotation}
 }

@@ -80,6 +80,9 @@ func TestCheckPodUpdateKeepsTheSpecAndItsVersion(t *testing.T) {
 		{"spec removed", podcontract.SpecAnnotation, nil},
 		{"version changed", podcontract.SpecVersionAnnotation, ptr("kubefstack.io/v1")},
 		{"version removed", podcontract.SpecVersionAnnotation, nil},
+		// Issue 30: the served addresses are the ones admission claimed; EndpointSlices publish them.
+		{"addresses changed", podcontract.AddressesAnnotation, ptr("0=10.99.0.77")},
+		{"addresses removed", podcontract.AddressesAnnotation, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := old.DeepCopy()

@@ -40,8 +40,76 @@ func (p *plan) resolveAddresses(f *Facts) field.ErrorList {
 					"id): use fewer ports", pp.id, maxFIBs)))
 		}
 		errs = append(errs, checkAddressing(a, pp.path)...)
+		errs = append(errs, checkAttachmentSource(pp.spec, pp.path)...)
+		errs = append(errs, checkSourceFields(a, pp.path)...)
 	}
 	return errs
+}
+
+// checkAttachmentSource refuses from: Attachment on a port that is no vhost-user attachment:
+// only fstack-cni writes the device-info file in which the dataplane reads what the network's
+// IPAM gave the pod, and sriov-cni (the CNI of an SR-IOV VF) writes none, so the dataplane
+// would stop at start-up for want of an address.
+func checkAttachmentSource(ps *fsv1.PortSpec, path *field.Path) field.ErrorList {
+	if ps.Device.VhostUser != nil {
+		return nil
+	}
+	var errs field.ErrorList
+	refuse := func(child string) {
+		errs = append(errs, field.Forbidden(path.Child(child, "from"), fmt.Sprintf(
+			"port %q is a PCI device (SR-IOV VF or NIC), whose CNI plugin reports no address the dataplane can read: "+
+				"from: Attachment works only on vhost-user ports; give this port from: Pool (each pod its own address) "+
+				"or a static address, and leave IPAM out of its network", ps.Name)))
+	}
+	if ps.IPv4 != nil && ps.IPv4.From == fsv1.AddressAttachment {
+		refuse("ipv4")
+	}
+	if ps.IPv6 != nil && ps.IPv6.From == fsv1.AddressAttachment {
+		refuse("ipv6")
+	}
+	return errs
+}
+
+// checkSourceFields refuses a pool without from: Pool and an address with it (the CRD's rules,
+// for `kubectl fstack render`, which no API server checks).
+func checkSourceFields(a *fsv1.Addressing, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	check := func(family string, from fsv1.AddressSource, addr string, pool *fsv1.IPPool) {
+		switch {
+		case pool != nil && from != fsv1.AddressPool:
+			errs = append(errs, field.Forbidden(path.Child(family, "pool"), "a pool is for from: Pool; set from: Pool or remove pool"))
+		case addr != "" && from == fsv1.AddressPool:
+			errs = append(errs, field.Forbidden(path.Child(family, "address"),
+				"address is for from: Static; with from: Pool each pod takes its own address from pool: remove address"))
+		}
+	}
+	if a.IPv4 != nil {
+		check("ipv4", a.IPv4.From, a.IPv4.Address, a.IPv4.Pool)
+	}
+	if a.IPv6 != nil {
+		check("ipv6", a.IPv6.From, a.IPv6.Address, a.IPv6.Pool)
+	}
+	return errs
+}
+
+// poolAddress checks a port's pool and returns the address the port renders with before a pod
+// has one (placeholderPoolAddress). The gateway may not be one of the pool's addresses.
+func poolAddress(pool *fsv1.IPPool, gw string, v4 bool, path *field.Path) (string, field.ErrorList) {
+	if pool == nil {
+		return "", field.ErrorList{field.Required(path.Child("pool"), "from: Pool needs a pool: ranges and prefixLength")}
+	}
+	cidr, errs := placeholderPoolAddress(pool, v4, path.Child("pool"))
+	if len(errs) > 0 {
+		return "", errs
+	}
+	if g, err := netip.ParseAddr(gw); err == nil {
+		p, _ := ParsePool(pool, v4, path.Child("pool"))
+		if p.Contains(g) {
+			return "", field.ErrorList{field.Invalid(path.Child("gateway"), gw,
+				"is one of the pool's addresses, which a pod could be given: take it out of pool.ranges")}
+		}
+	}
+	return cidr, nil
 }
 
 func ipv4For(spec *fsv1.IPv4Address, att Attachment, attName string, path *field.Path) (*ipv4Plan, field.ErrorList) {
@@ -49,6 +117,12 @@ func ipv4For(spec *fsv1.IPv4Address, att Attachment, attName string, path *field
 		return nil, nil
 	}
 	cidr, gw := sourced(spec.From, spec.Address, spec.Gateway, att, true)
+	if spec.From == fsv1.AddressPool {
+		var errs field.ErrorList
+		if cidr, errs = poolAddress(spec.Pool, spec.Gateway, true, path); len(errs) > 0 {
+			return nil, errs
+		}
+	}
 	if spec.From == fsv1.AddressAttachment {
 		if cidr == "" {
 			return nil, field.ErrorList{field.Invalid(path.Child("from"), spec.From, fmt.Sprintf(
@@ -90,6 +164,12 @@ func ipv6For(spec *fsv1.IPv6Address, att Attachment, attName string, path *field
 		return nil, nil
 	}
 	cidr, gw := sourced(spec.From, spec.Address, spec.Gateway, att, false)
+	if spec.From == fsv1.AddressPool {
+		var errs field.ErrorList
+		if cidr, errs = poolAddress(spec.Pool, spec.Gateway, false, path); len(errs) > 0 {
+			return nil, errs
+		}
+	}
 	if spec.From == fsv1.AddressAttachment && cidr == "" {
 		return nil, field.ErrorList{field.Invalid(path.Child("from"), spec.From, fmt.Sprintf(
 			"attachment %q reported no IPv6 address: give its network an IPv6 range, or set a "+
@@ -169,6 +249,7 @@ func (p *plan) resolveVLANs() field.ErrorList {
 			errs = append(errs, field.Required(path.Child("ipv4"), "a VLAN needs an IPv4 address"))
 		}
 		errs = append(errs, checkStaticOnly(vs.IPv4, vs.IPv6, path)...)
+		errs = append(errs, checkSourceFields(&vs.Addressing, path)...)
 		var e field.ErrorList
 		vp.v4, e = ipv4For(vs.IPv4, Attachment{}, "", path.Child("ipv4"))
 		errs = append(errs, e...)
@@ -190,10 +271,10 @@ func (p *plan) resolveVLANs() field.ErrorList {
 
 func checkStaticOnly(v4 *fsv1.IPv4Address, v6 *fsv1.IPv6Address, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if v4 != nil && v4.From == fsv1.AddressAttachment {
+	if v4 != nil && v4.From != fsv1.AddressStatic {
 		errs = append(errs, field.NotSupported(path.Child("ipv4", "from"), v4.From, []string{string(fsv1.AddressStatic)}))
 	}
-	if v6 != nil && v6.From == fsv1.AddressAttachment {
+	if v6 != nil && v6.From != fsv1.AddressStatic {
 		errs = append(errs, field.NotSupported(path.Child("ipv6", "from"), v6.From, []string{string(fsv1.AddressStatic)}))
 	}
 	return errs

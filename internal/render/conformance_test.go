@@ -230,6 +230,9 @@ func (ck *checker) ipv4(where string, sec *fstackini.Iface, a *fsv1.IPv4Address,
 			gw = first(att.Gateways, true)
 		}
 	}
+	if a.From == fsv1.AddressPool {
+		cidr = poolPlaceholder(a.Pool)
+	}
 	pfx := netip.MustParsePrefix(cidr)
 	ck.eq(where+" addr", sec.Keys["addr"], pfx.Addr().String())
 	mask := net4(^uint32(0) << (32 - pfx.Bits()))
@@ -251,6 +254,9 @@ func (ck *checker) addressing(where string, sec *fstackini.Iface, a *fsv1.Addres
 		cidr := a.IPv6.Address
 		if a.IPv6.From == fsv1.AddressAttachment {
 			cidr = first(att.IPs, false)
+		}
+		if a.IPv6.From == fsv1.AddressPool {
+			cidr = poolPlaceholder(a.IPv6.Pool)
 		}
 		pfx := netip.MustParsePrefix(cidr)
 		ck.eq(where+" addr6", sec.Keys["addr6"], pfx.Addr().String())
@@ -431,4 +437,11 @@ func nilIfEmpty(xs []string) []string {
 		return nil
 	}
 	return xs
+}
+
+// poolPlaceholder is what a pool port renders with before a pod takes an address: the start of
+// the pool's first entry, with the pool's prefix length.
+func poolPlaceholder(p *fsv1.IPPool) string {
+	start, _, _ := strings.Cut(p.Ranges[0], "-")
+	return strings.TrimSpace(start) + "/" + strconv.Itoa(int(p.PrefixLength))
 }

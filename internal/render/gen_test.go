@@ -151,7 +151,7 @@ func (g *gen) port(i int, vhost bool) {
 		p.Device.PCI = &fsv1.PCIDevice{Address: fmt.Sprintf("0000:%02x:00.0", 0x81-i)}
 		g.attach(p.Attachment, "")
 	}
-	p.IPv4 = g.ipv4(i)
+	p.IPv4 = g.ipv4(i, vhost)
 	if g.flip() {
 		p.IPv6 = &fsv1.IPv6Address{From: fsv1.AddressStatic, Address: fmt.Sprintf("2001:db8:%x::10/64", i+1), Gateway: fmt.Sprintf("2001:db8:%x::1", i+1)}
 	}
@@ -168,9 +168,14 @@ func (g *gen) port(i int, vhost bool) {
 	g.spec.Ports = append(g.spec.Ports, p)
 }
 
-func (g *gen) ipv4(i int) *fsv1.IPv4Address {
+func (g *gen) ipv4(i int, vhost bool) *fsv1.IPv4Address {
 	if g.flip() {
-		return &fsv1.IPv4Address{From: fsv1.AddressAttachment}
+		if vhost {
+			// Only fstack-cni's device info carries IPAM's address to the dataplane.
+			return &fsv1.IPv4Address{From: fsv1.AddressAttachment}
+		}
+		return &fsv1.IPv4Address{From: fsv1.AddressPool, Gateway: fmt.Sprintf("10.%d.0.1", i),
+			Pool: &fsv1.IPPool{Ranges: []string{fmt.Sprintf("10.%d.0.10-10.%d.0.50", i, i)}, PrefixLength: 24}}
 	}
 	return &fsv1.IPv4Address{
 		From:    fsv1.AddressStatic,

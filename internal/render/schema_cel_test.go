@@ -63,16 +63,56 @@ var celCases = map[string][]celCase{
 	"spec.ports[].ipv4 self.from != 'Static' || has(self.address)": {{func(s map[string]any) {
 		delete(obj(port(s, 0), "ipv4"), "address")
 	}, "spec.ports[0].ipv4.address"}},
-	"spec.ports[].ipv4 self.from != 'Static' || has(self.gateway)": {{func(s map[string]any) {
+	"spec.ports[].ipv4 self.from == 'Attachment' || has(self.gateway)": {{func(s map[string]any) {
 		delete(obj(port(s, 2), "ipv4"), "gateway") // from defaults to Static
-	}, "spec.ports[2].ipv4.gateway"}},
+	}, "spec.ports[2].ipv4.gateway"}, {func(s map[string]any) {
+		delete(obj(port(s, 1), "ipv4"), "gateway")
+	}, "spec.ports[1].ipv4.gateway"}},
+	"spec.ports[].ipv4 (self.from == 'Pool') == has(self.pool)": {{func(s map[string]any) {
+		delete(obj(port(s, 1), "ipv4"), "pool")
+	}, "spec.ports[1].ipv4.pool"}, {func(s map[string]any) {
+		obj(port(s, 2), "ipv4")["pool"] = map[string]any{"ranges": []any{"10.2.0.20"}, "prefixLength": int64(24)}
+	}, "spec.ports[2].ipv4.pool"}},
+	"spec.ports[].ipv4 self.from != 'Pool' || !has(self.address)": {{func(s map[string]any) {
+		obj(port(s, 1), "ipv4")["address"] = "10.1.0.10/24"
+	}, "spec.ports[1].ipv4.address"}},
+	"spec.ports[].ipv4 !has(self.pool) || self.pool.prefixLength <= 32": {{func(s map[string]any) {
+		obj(obj(port(s, 1), "ipv4"), "pool")["prefixLength"] = int64(64)
+	}, "spec.ports[1].ipv4.pool.prefixLength"}},
+	"spec.ports[].ipv6 (self.from == 'Pool') == has(self.pool)": {{func(s map[string]any) {
+		delete(obj(port(s, 1), "ipv6"), "pool")
+	}, "spec.ports[1].ipv6.pool"}, {func(s map[string]any) {
+		obj(port(s, 0), "ipv6")["pool"] = map[string]any{"ranges": []any{"2001:db8::20"}, "prefixLength": int64(64)}
+	}, "spec.ports[0].ipv6.pool"}},
+	"spec.ports[].ipv6 self.from != 'Pool' || !has(self.address)": {{func(s map[string]any) {
+		obj(port(s, 1), "ipv6")["address"] = "2001:db8:1::10/64"
+	}, "spec.ports[1].ipv6.address"}},
+	"spec.vlans[].ipv4 (self.from == 'Pool') == has(self.pool)": {{func(s map[string]any) {
+		obj(s["vlans"].([]any)[0].(map[string]any), "ipv4")["pool"] = map[string]any{"ranges": []any{"10.10.0.20"}, "prefixLength": int64(24)}
+	}, "spec.vlans[0].ipv4.pool"}},
+	"spec.vlans[].ipv4 self.from != 'Pool' || !has(self.address)": {{func(s map[string]any) {
+		v := obj(s["vlans"].([]any)[0].(map[string]any), "ipv4")
+		v["from"] = "Pool"
+		v["pool"] = map[string]any{"ranges": []any{"10.10.0.20"}, "prefixLength": int64(24)}
+	}, "spec.vlans[0].ipv4.address"}},
+	"spec.vlans[].ipv4 !has(self.pool) || self.pool.prefixLength <= 32": {{func(s map[string]any) {
+		obj(s["vlans"].([]any)[0].(map[string]any), "ipv4")["pool"] = map[string]any{"ranges": []any{"10.10.0.20"}, "prefixLength": int64(40)}
+	}, "spec.vlans[0].ipv4.pool"}},
+	"spec.vlans[].ipv6 (self.from == 'Pool') == has(self.pool)": {{func(s map[string]any) {
+		obj(s["vlans"].([]any)[0].(map[string]any), "ipv6")["pool"] = map[string]any{"ranges": []any{"2001:db8:10::20"}, "prefixLength": int64(64)}
+	}, "spec.vlans[0].ipv6.pool"}},
+	"spec.vlans[].ipv6 self.from != 'Pool' || !has(self.address)": {{func(s map[string]any) {
+		v := obj(s["vlans"].([]any)[0].(map[string]any), "ipv6")
+		v["from"] = "Pool"
+		v["pool"] = map[string]any{"ranges": []any{"2001:db8:10::20"}, "prefixLength": int64(64)}
+	}, "spec.vlans[0].ipv6.address"}},
 	"spec.ports[].ipv6 self.from != 'Static' || has(self.address)": {{func(s map[string]any) {
 		delete(obj(port(s, 0), "ipv6"), "address")
 	}, "spec.ports[0].ipv6.address"}},
 	"spec.vlans[].ipv4 self.from != 'Static' || has(self.address)": {{func(s map[string]any) {
 		delete(obj(s["vlans"].([]any)[0].(map[string]any), "ipv4"), "address")
 	}, "spec.vlans[0].ipv4.address"}},
-	"spec.vlans[].ipv4 self.from != 'Static' || has(self.gateway)": {{func(s map[string]any) {
+	"spec.vlans[].ipv4 self.from == 'Attachment' || has(self.gateway)": {{func(s map[string]any) {
 		delete(obj(s["vlans"].([]any)[0].(map[string]any), "ipv4"), "gateway")
 	}, "spec.vlans[0].ipv4.gateway"}},
 	"spec.vlans[].ipv6 self.from != 'Static' || has(self.address)": {{func(s map[string]any) {

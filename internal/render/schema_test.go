@@ -50,7 +50,8 @@ ports:
   policyRoutes: [10.1.0.0/16]
 - name: p1
   device: {pci: {resource: intel.com/vf}}
-  ipv4: {from: Attachment}
+  ipv4: {from: Pool, pool: {ranges: [10.1.0.10-10.1.0.20, 10.1.0.30], prefixLength: 24}, gateway: 10.1.0.1}
+  ipv6: {from: Pool, pool: {ranges: ["2001:db8:1::10-2001:db8:1::20"], prefixLength: 64}}
 - name: p2
   network: {name: fstack-net, namespace: demo}
   device: {vhostUser: {queues: 2, queueSize: 256, mac: "02:00:00:00:00:01", controlQueue: true}}

@@ -246,7 +246,8 @@ func TestAllErrorsAtOnce(t *testing.T) {
 func TestValidateUsesPlaceholders(t *testing.T) {
 	s, _ := base()
 	s.Ports[0].Device.PCI = &fsv1.PCIDevice{Resource: "intel.com/vf"}
-	s.Ports[0].IPv4 = &fsv1.IPv4Address{From: fsv1.AddressAttachment}
+	s.Ports[0].IPv4 = &fsv1.IPv4Address{From: fsv1.AddressPool, Gateway: "10.0.0.1",
+		Pool: &fsv1.IPPool{Ranges: []string{"10.0.0.10-10.0.0.20"}, PrefixLength: 24}}
 	if errs := render.Validate(s); len(errs) != 0 {
 		t.Fatalf("a spec whose facts come from the pod must validate before the pod exists: %v", errs)
 	}

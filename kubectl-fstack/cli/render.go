@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/manifest"
@@ -174,14 +176,17 @@ func (o *renderOptions) facts(spec *fsv1.StackInstanceSpec) (*render.Facts, []st
 		f.Attachments[att] = old
 	}
 	for _, kv := range o.addr {
-		if err := setAddr(f, attOf, kv); err != nil {
+		if err := setAddr(spec, f, attOf, kv); err != nil {
 			return nil, nil, err
 		}
 	}
 	return f, append(notes, placeholderNotes(spec, f)...), nil
 }
 
-func setAddr(f *render.Facts, attOf map[string]string, kv string) error {
+// setAddr sets the address of a port: for a port from: Attachment what IPAM gave it, for a port
+// from: Pool the one the pod took from the pool, which the spec then holds as static, as the
+// injection writes it in the pod's spec snapshot.
+func setAddr(spec *fsv1.StackInstanceSpec, f *render.Facts, attOf map[string]string, kv string) error {
 	port, val, ok := strings.Cut(kv, "=")
 	att, known := attOf[port]
 	cidr, gw, hasGW := strings.Cut(val, ",")
@@ -191,10 +196,59 @@ func setAddr(f *render.Facts, attOf map[string]string, kv string) error {
 	if err := render.CheckAttachmentAddrs([]string{cidr}, []string{gw}); err != nil {
 		return fmt.Errorf("--addr %q: %w", kv, err)
 	}
+	if done, err := setPoolAddr(spec, port, cidr, gw); done || err != nil {
+		if err != nil {
+			return fmt.Errorf("--addr %q: %w", kv, err)
+		}
+		return nil
+	}
 	a := f.Attachments[att]
 	a.IPs, a.Gateways, a.Placeholder = []string{cidr}, []string{gw}, false
 	f.Attachments[att] = a
 	return nil
+}
+
+// setPoolAddr gives port the address cidr from its pool of cidr's family; done is false when
+// that address of the port is not from a pool.
+func setPoolAddr(spec *fsv1.StackInstanceSpec, port, cidr, gw string) (done bool, err error) {
+	pfx, _ := netip.ParsePrefix(cidr)
+	for i := range spec.Ports {
+		ps := &spec.Ports[i]
+		if ps.Name != port {
+			continue
+		}
+		from, pool, sgw := fsv1.AddressSource(""), (*fsv1.IPPool)(nil), ""
+		family := "ipv6"
+		if pfx.Addr().Is4() && ps.IPv4 != nil {
+			from, pool, sgw, family = ps.IPv4.From, ps.IPv4.Pool, ps.IPv4.Gateway, "ipv4"
+		} else if !pfx.Addr().Is4() && ps.IPv6 != nil {
+			from, pool, sgw = ps.IPv6.From, ps.IPv6.Pool, ps.IPv6.Gateway
+		}
+		if from != fsv1.AddressPool || pool == nil {
+			return false, nil
+		}
+		path := field.NewPath("spec", "ports").Index(i).Child(family, "pool")
+		p, errs := render.ParsePool(pool, pfx.Addr().Is4(), path)
+		if len(errs) > 0 {
+			return true, errs.ToAggregate()
+		}
+		switch {
+		case !p.Contains(pfx.Addr()):
+			return true, fmt.Errorf("%s is not an address of the port's pool (%s)", pfx.Addr(), path)
+		case pfx.Bits() != p.Bits:
+			return true, fmt.Errorf("the pool's prefix length is %d, not %d", p.Bits, pfx.Bits())
+		case sgw != "" && sgw != gw:
+			return true, fmt.Errorf("the port's gateway is %s (%s), not %s", sgw, field.NewPath("spec", "ports").Index(i).Child(family, "gateway"), gw)
+		}
+		if family == "ipv4" {
+			ps.IPv4.From, ps.IPv4.Address, ps.IPv4.Pool = fsv1.AddressStatic, pfx.String(), nil
+		} else {
+			ps.IPv6.From, ps.IPv6.Address, ps.IPv6.Pool = fsv1.AddressStatic, pfx.String(), nil
+			ps.IPv6.Gateway = gw
+		}
+		return true, nil
+	}
+	return false, nil
 }
 
 func attachmentsByPort(spec *fsv1.StackInstanceSpec) map[string]string {
@@ -208,6 +262,9 @@ func attachmentsByPort(spec *fsv1.StackInstanceSpec) map[string]string {
 func placeholderNotes(spec *fsv1.StackInstanceSpec, f *render.Facts) []string {
 	var notes []string
 	for _, p := range render.Defaults(spec).Ports {
+		if (p.IPv4 != nil && p.IPv4.From == fsv1.AddressPool) || (p.IPv6 != nil && p.IPv6.From == fsv1.AddressPool) {
+			notes = append(notes, fmt.Sprintf("port %s: placeholder address, the pool's first; each pod takes its own (--addr to set one)", p.Name))
+		}
 		a := f.Attachments[p.Attachment]
 		if !a.Placeholder {
 			continue

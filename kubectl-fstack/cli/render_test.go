@@ -37,11 +37,11 @@ func TestRenderMatchesGolden(t *testing.T) {
 
 func TestRenderFactsFromFlags(t *testing.T) {
 	out, errOut, code := run(t, "render", "-f", sample(t, "sriov.yaml"), "--cpus", "4,6",
-		"--pci", "intel.com/sriov_dpdk=0000:5e:02.3", "--addr", "vf=10.1.2.3/24,10.1.2.1", "--eal", "--proc-id", "1")
+		"--pci", "intel.com/sriov_dpdk=0000:5e:02.3", "--addr", "vf=10.56.0.33/24,10.56.0.1", "--eal", "--proc-id", "1")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"lcore_mask=50", "allow=0000:5e:02.3", "addr=10.1.2.3", "gateway=10.1.2.1",
+	for _, want := range []string{"lcore_mask=50", "allow=0000:5e:02.3", "addr=10.56.0.33", "gateway=10.56.0.1",
 		"# eal proc 1: f-stack -c40 -n4 --proc-type=secondary --allow=0000:5e:02.3"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -52,6 +52,35 @@ func TestRenderFactsFromFlags(t *testing.T) {
 	}
 	if _, err := fstackini.Parse([]byte(out), fstackini.V125); err != nil {
 		t.Errorf("output with --eal must stay a config F-Stack reads: %v", err)
+	}
+}
+
+// A pool port's --addr is the address one pod took: one of the pool's, with its prefix length.
+func TestRenderPoolAddrMustBeThePools(t *testing.T) {
+	for _, tc := range []struct{ addr, want string }{
+		{"vf=10.1.2.3/24,10.56.0.1", "10.1.2.3 is not an address of the port's pool (spec.ports[0].ipv4.pool)"},
+		{"vf=10.56.0.20/16,10.56.0.1", "the pool's prefix length is 24, not 16"},
+		{"vf=10.56.0.20/24,10.56.0.2", "the port's gateway is 10.56.0.1 (spec.ports[0].ipv4.gateway), not 10.56.0.2"},
+	} {
+		_, errOut, code := run(t, "render", "-f", sample(t, "sriov.yaml"), "--addr", tc.addr)
+		if code == 0 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("--addr %s: exit %d, want the error %q, got %s", tc.addr, code, tc.want, errOut)
+		}
+	}
+}
+
+// An SR-IOV port cannot take its address from IPAM (sriov-cni writes no device info): render
+// refuses what would stop on the node.
+func TestRenderRefusesAttachmentAddressOnPCI(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "s.yaml")
+	stack := "apiVersion: kubefstack.io/v1alpha1\nkind: StackInstance\nmetadata: {name: s}\nspec:\n  ports:\n" +
+		"  - name: vf\n    device: {pci: {resource: intel.com/sriov_dpdk}}\n    ipv4: {from: Attachment}\n"
+	if err := os.WriteFile(f, []byte(stack), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := run(t, "render", "-f", f)
+	if code == 0 || !strings.Contains(errOut, "spec.ports[0].ipv4.from") || !strings.Contains(errOut, "from: Pool") {
+		t.Errorf("exit %d, want the refusal at spec.ports[0].ipv4.from naming from: Pool: %s", code, errOut)
 	}
 }
 

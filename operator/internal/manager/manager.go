@@ -33,6 +33,7 @@ import (
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/inject"
 	"github.com/kube-fstack/kube-fstack/operator/internal/certs"
+	"github.com/kube-fstack/kube-fstack/operator/internal/claims"
 	"github.com/kube-fstack/kube-fstack/operator/internal/controller"
 	"github.com/kube-fstack/kube-fstack/operator/internal/nodemetrics"
 	fswebhook "github.com/kube-fstack/kube-fstack/operator/internal/webhook"
@@ -142,6 +143,10 @@ func New(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
 	if err := health.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
+	addrs := &controller.AddressClaimReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
+	if err := addrs.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
 	if err := nodemetrics.Register(context.Background(), mgr.GetCache(), o.Inject, metrics.Registry); err != nil {
 		return nil, err
 	}
@@ -183,6 +188,7 @@ func registerWebhooks(mgr ctrl.Manager, o Options) error {
 		return err
 	}
 	injector := fswebhook.NewPodInjector(mgr.GetCache(), mgr.GetAPIReader(), admission.NewDecoder(mgr.GetScheme()), o.Inject, o.Namespace)
+	injector.Claims = &claims.Claimer{Writer: mgr.GetClient(), Cached: mgr.GetCache(), Live: mgr.GetAPIReader()}
 	mgr.GetWebhookServer().Register(fswebhook.InjectPath, closeAfterResponse(&webhook.Admission{Handler: injector}))
 	updates := &fswebhook.PodUpdateValidator{Config: o.Inject, OwnNamespace: o.Namespace, Decoder: admission.NewDecoder(mgr.GetScheme())}
 	mgr.GetWebhookServer().Register(fswebhook.PodUpdatePath, closeAfterResponse(&webhook.Admission{Handler: updates}))

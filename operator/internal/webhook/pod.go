@@ -20,6 +20,7 @@ import (
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/inject"
+	"github.com/kube-fstack/kube-fstack/operator/internal/claims"
 )
 
 // InjectPath is where the Pod injector is served.
@@ -38,7 +39,10 @@ type PodInjector struct {
 	// OwnNamespace is the operator's namespace, never injected: the operator must be able to
 	// start when its webhook is down.
 	OwnNamespace string
-	decoder      admission.Decoder
+	// Claims claims the static and pool addresses of each pod; nil refuses pods of stacks that
+	// have any.
+	Claims  *claims.Claimer
+	decoder admission.Decoder
 
 	prepared *preparedCache
 }
@@ -75,13 +79,26 @@ func (h *PodInjector) Handle(ctx context.Context, req admission.Request) admissi
 	if ns == "" {
 		pod.Namespace = req.Namespace
 	}
-	out, _, err := prep.Inject(pod)
+	// Every check first, with the first pod's addresses (no check depends on them): a pod
+	// refused for anything else claims nothing.
+	out, _, err := prep.InjectAddresses(pod, prep.FirstAddresses())
 	if err != nil {
 		return refuse(pod, err, "pod-invalid")
 	}
 	out.Namespace = ns
 	if resp := h.podSecurity(ctx, req.Namespace, pod, out); resp != nil {
 		return *resp
+	}
+	if len(prep.AddressNeeds()) > 0 {
+		held, err := h.claim(ctx, req, pod, prep)
+		if err != nil {
+			return refuse(pod, err, "address-taken")
+		}
+		if out, _, err = prep.InjectAddresses(pod, held.Addrs); err != nil {
+			h.Claims.Release(ctx, held)
+			return refuse(pod, err, "pod-invalid")
+		}
+		out.Namespace = ns
 	}
 	raw, err := json.Marshal(out)
 	if err != nil {
@@ -91,6 +108,20 @@ func (h *PodInjector) Handle(ctx context.Context, req admission.Request) admissi
 	countInjection(resultInjected, "")
 	log.FromContext(ctx).V(1).Info("injected", "namespace", req.Namespace, "stack", inject.StackName(pod))
 	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+}
+
+// claim holds the pod's static and pool addresses (package claims); a pod whose stack has none
+// holds nothing.
+func (h *PodInjector) claim(ctx context.Context, req admission.Request, pod *corev1.Pod, prep *inject.Prepared) (*claims.Claimed, error) {
+	needs := prep.AddressNeeds()
+	if h.Claims == nil {
+		return nil, errors.New("the injector has no address claimer")
+	}
+	name := pod.Name
+	if name == "" {
+		name = pod.GenerateName + "*"
+	}
+	return h.Claims.Claim(ctx, req.Namespace, inject.StackName(pod), name, needs, req.DryRun != nil && *req.DryRun)
 }
 
 // The injector reads the namespace's opt-in label (a metadata-only informer).

@@ -16,6 +16,7 @@ import (
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/inject"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
+	"github.com/kube-fstack/kube-fstack/operator/internal/claims"
 )
 
 // The adapter's own decisions; the API-server path is covered by operator/test/envtest. The
@@ -32,7 +33,9 @@ func newInjector(t testing.TB) *PodInjector {
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: map[string]string{fsv1.InjectionLabel: "enabled"}}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other", Labels: map[string]string{fsv1.InjectionLabel: "enabled"}}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "quiet"}}).Build()
-	return NewPodInjector(reader, nil, admission.NewDecoder(scheme), inject.DefaultConfig(), "kube-fstack-system")
+	h := NewPodInjector(reader, nil, admission.NewDecoder(scheme), inject.DefaultConfig(), "kube-fstack-system")
+	h.Claims = &claims.Claimer{Writer: reader, Cached: reader, Live: reader}
+	return h
 }
 
 // podJSON is the injector's fixture pod nginx-vhost with opts, as the API server sends it.

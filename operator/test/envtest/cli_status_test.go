@@ -29,7 +29,7 @@ import (
 // here: the test writes the pods' node and container statuses as the scheduler and kubelet would.
 func TestCLIStatusShowsPods(t *testing.T) {
 	ctx := context.Background()
-	si := stack(t, "vhost-user", "shown")
+	si := fixtures.Stack(t, "vhost-user", fixtures.InNamespace(optedInNS, "shown"), withPool(4)) // two pods
 	ensureStack(t, si)
 	oldPod := statusPod(t, "shown-old", si.Name, "node-a", corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}, true, 2)
 	oldHash := oldPod.Annotations[podcontract.ConfigHashAnnotation]
@@ -70,8 +70,8 @@ func TestCLIStatusShowsPods(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	want := []*regexp.Regexp{
 		regexp.MustCompile(`^STACK +READY +POD +NODE +ADDRESSES +CONFIG-HASH +CONFIG +DATAPLANE +RESTARTS +APP-RESTARTS$`),
-		regexp.MustCompile(fmt.Sprintf(`^shown +1/2 +shown-new +node-b +10\.99\.0\.10 +%s +current +Waiting: CrashLoopBackOff +5 +0$`, newHash[:12])),
-		regexp.MustCompile(fmt.Sprintf(`^shown +1/2 +shown-old +node-a +10\.99\.0\.10 +%s +old \(current %s\) +Running, ready +2 +0$`, oldHash[:12], newHash[:12])),
+		regexp.MustCompile(fmt.Sprintf(`^shown +1/2 +shown-new +node-b +10\.56\.0\.11, 2001:db8:56::11 +%s +current +Waiting: CrashLoopBackOff +5 +0$`, newHash[:12])),
+		regexp.MustCompile(fmt.Sprintf(`^shown +1/2 +shown-old +node-a +10\.56\.0\.10, 2001:db8:56::10 +%s +old \(current %s\) +Running, ready +2 +0$`, oldHash[:12], newHash[:12])),
 	}
 	if len(lines) != len(want) {
 		t.Fatalf("got %d lines, want %d:\n%s", len(lines), len(want), out)
@@ -112,6 +112,7 @@ func statusPod(t *testing.T, name, stack, node string, state corev1.ContainerSta
 	if err := k8s.Create(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
+	deleteAtEnd(t, pod)
 	pod.Status.Phase = corev1.PodRunning
 	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: podcontract.DataplaneContainer, State: state,
 		Ready: ready, RestartCount: restarts, Image: "x", ImageID: "x"}}

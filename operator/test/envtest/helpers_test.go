@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
@@ -41,6 +42,16 @@ func ensureStack(t *testing.T, si *fsv1.StackInstance) {
 	if err := k8s.Create(context.Background(), si); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("create StackInstance %s: %v", si.Name, err)
 	}
+}
+
+// deleteAtEnd deletes pod when the test ends: a static address serves one pod, and the next
+// test's pod of the same StackInstance needs it (its claim goes with the pod).
+func deleteAtEnd(t *testing.T, pod client.Object) {
+	t.Cleanup(func() {
+		if err := k8s.Delete(context.Background(), pod, client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete pod %s: %v", pod.GetName(), err)
+		}
+	})
 }
 
 // wantErr fails unless err is an API error whose message has every part.

@@ -35,6 +35,7 @@ func TestPodsMountingInjectedVolumesRefused(t *testing.T) {
 	if err := k8s.Create(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
+	deleteAtEnd(t, pod)
 	reach := debugContainer("reach", corev1.VolumeMount{Name: "fstack-vhost", MountPath: "/all-pods"})
 	wantErr(t, addEphemeral(ctx, pod, reach), "spec.ephemeralContainers[0].volumeMounts[0].name: Forbidden", "fstack-vhost")
 	got := &corev1.Pod{}

@@ -69,6 +69,7 @@ func TestPodsInjectedLikeTheGoldens(t *testing.T) {
 			if err := k8s.Create(ctx, in); err != nil {
 				t.Fatalf("create: %v", err)
 			}
+			deleteAtEnd(t, in)
 			if diff := cmp.Diff(comparable(want), comparable(in)); diff != "" {
 				t.Fatalf("the webhook's pod differs from %s.yaml.injected (-golden +api):\n%s", name, diff)
 			}
@@ -77,6 +78,7 @@ func TestPodsInjectedLikeTheGoldens(t *testing.T) {
 			if err := k8s.Create(ctx, again); err != nil {
 				t.Fatalf("create the injected pod: %v", err)
 			}
+			deleteAtEnd(t, again)
 			if diff := cmp.Diff(comparable(want), comparable(again)); diff != "" {
 				t.Fatalf("re-submitting an injected pod changed it (-golden +api):\n%s", diff)
 			}
@@ -130,7 +132,7 @@ func TestPodsRefusedWithReason(t *testing.T) {
 // kubelet runs here: the test writes the dataplane's container status as kubelet would.
 func TestStatusFollowsPods(t *testing.T) {
 	ctx := context.Background()
-	si := stack(t, "vhost-user", "counted")
+	si := fixtures.Stack(t, "vhost-user", fixtures.InNamespace(optedInNS, "counted"), withPool(4)) // two pods
 	ensureStack(t, si)
 	var pods []*corev1.Pod
 	for i := range 2 {

@@ -26,6 +26,7 @@ func TestInjectedPodUpdatesRefused(t *testing.T) {
 	if err := k8s.Create(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
+	deleteAtEnd(t, pod)
 	wantErr(t, updatePod(ctx, pod.Name, func(p *corev1.Pod) { p.Spec.InitContainers[0].Image = "evil.example/fstack/dataplane:v1" }),
 		"spec.initContainers[0].image: Invalid value", "--allowed-dataplane-images")
 	wantErr(t, updatePod(ctx, pod.Name, func(p *corev1.Pod) { delete(p.Labels, fsv1.StackLabel) }),

@@ -76,6 +76,7 @@ func TestWebhookAnswersOnlyTheAPIServer(t *testing.T) {
 	if err := k8s.Create(context.Background(), pod); err != nil {
 		t.Fatalf("create through the API server: %v", err)
 	}
+	deleteAtEnd(t, pod)
 	if pod.Annotations[fsv1.StatusAnnotation] == "" {
 		t.Fatalf("the pod created through the API server was not injected")
 	}
@@ -89,7 +90,8 @@ func injectReview(t *testing.T, pod any) []byte {
 	}
 	b, err := json.Marshal(admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request: &admissionv1.AdmissionRequest{UID: "review-1", Namespace: optedInNS, Operation: admissionv1.Create,
+		// A dry run: no pod follows this review, so it must claim no address.
+		Request: &admissionv1.AdmissionRequest{UID: "review-1", Namespace: optedInNS, Operation: admissionv1.Create, DryRun: ptr(true),
 			Kind:     metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
 			Resource: metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
 			Object:   runtime.RawExtension{Raw: raw}},
