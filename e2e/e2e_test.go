@@ -558,7 +558,7 @@ spec:
 			return false, "", fmt.Errorf("pod %s/posing runs: %s", plainNS, framework.PodSummary(p))
 		}
 		if ports, err := env.PortsOfPod(string(p.UID)); err != nil || len(ports) != 0 {
-			return false, "", fmt.Errorf("fstack-cni made ports %v for a pod of a namespace it does not serve (%v)", ports, err)
+			return false, "", fmt.Errorf("fstack-cni made ports %v for a pod of a namespace it does not serve (%w)", ports, err)
 		}
 		evs, err := env.Clientset.CoreV1().Events(plainNS).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=posing"})
 		if err != nil {
