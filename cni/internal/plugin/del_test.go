@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -142,4 +143,32 @@ func TestDelRemovesStaleTempsWithThePodDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.assertNoFiles()
+}
+
+// A temp file an ADD killed inside its write of the NPWG device info left in the node's
+// device-info directory goes with the attachment's DEL (the node tier's fault run saw one
+// stay): its name starts with the writer's prefix for this attachment's file.
+func TestDelRemovesTheDeviceInfoDirsTempOfItsFile(t *testing.T) {
+	f := newFakeOVSDB(t, nil)
+	n := newNode(t, f.path, nil)
+	_, a, err := n.add()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(n.devDir, fsutil.TempPrefix(filepath.Base(a.DevInfoFile))+"123")
+	other := filepath.Join(n.devDir, fsutil.TempPrefix("another-pods-file")+"123")
+	for _, p := range []string{tmp, other} {
+		if err := os.WriteFile(p, []byte("{"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := n.p.Del(n.args); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(tmp); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("DEL left the killed ADD's temp %s (err %v)", tmp, err)
+	}
+	if _, err := os.Lstat(other); err != nil {
+		t.Errorf("DEL removed another attachment's temp %s: %v", other, err)
+	}
 }

@@ -120,11 +120,28 @@ func removeNPWG(a *attachment) error {
 	}
 	defer d.Close()
 	name := filepath.Base(a.DevInfoFile)
+	removeTemps(d, name)
 	info, err := podcontract.ReadDevInfoIn(d, name)
 	if err != nil || !describes(info, a) {
 		return nil
 	}
 	return d.Remove(name)
+}
+
+// removeTemps removes the temp files an ADD killed inside WriteAtomic left for name in d (the
+// node's device-info directory, which no pod writes): their names start with the writer's
+// prefix for name, so they are this attachment's and nobody else's.
+func removeTemps(d *fsutil.Dir, name string) {
+	names, err := d.Names()
+	if err != nil {
+		return
+	}
+	prefix := fsutil.TempPrefix(name)
+	for _, n := range names {
+		if strings.HasPrefix(n, prefix) && isRegular(d, n) {
+			_ = d.Remove(n)
+		}
+	}
 }
 
 type owner int
