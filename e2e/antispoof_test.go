@@ -39,8 +39,9 @@ func checkPortGuarded(t *testing.T, p *corev1.Pod) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(strings.Split(strings.Trim(strings.TrimSpace(bound), `"`), ","), stackAddr) {
-		t.Fatalf("port %s binds addresses %s, not the stack's %s: did the runtime pass the pod's annotations (capability io.kubernetes.cri.pod-annotations in the conflist)?", ports[0], bound, stackAddr)
+	served := servedAddr(t, p)
+	if !slices.Contains(strings.Split(strings.Trim(strings.TrimSpace(bound), `"`), ","), served) {
+		t.Fatalf("port %s binds addresses %s, not the pod's %s: did the runtime pass the pod's annotations (capability io.kubernetes.cri.pod-annotations in the conflist)?", ports[0], bound, served)
 	}
 	mgmt := filepath.Join(filepath.Dir(env.OVSDBSock), env.OVSBridge+".mgmt")
 	out, err := exec.Command("ovs-ofctl", "dump-flows", "unix:"+mgmt, "in_port="+ofport).CombinedOutput()

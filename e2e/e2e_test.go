@@ -167,7 +167,7 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	step(t, "the dataplane answers ping at the StackInstance's address from a namespace on the OVS bridge", func(t *testing.T) {
-		checkPing(t)
+		checkPing(t, pod)
 	})
 
 	step(t, "fstack-cni's anti-spoofing rules guard the port, and pass every frame of the dataplane", func(t *testing.T) {
@@ -606,7 +606,7 @@ func checkPortConnected(t *testing.T, p *corev1.Pod) {
 
 // checkPing puts a host of the test's own on the OVS bridge and pings the StackInstance's
 // address, which the dataplane's testpmd (icmpecho) answers.
-func checkPing(t *testing.T) {
+func checkPing(t *testing.T, p *corev1.Pod) {
 	t.Helper()
 	peer, err := nodetest.AttachPeer(env.Vsctl, env.OVSNetns, env.OVSBridge, "e2e-peer", "e2ev", peerAddr)
 	if err != nil {
@@ -614,11 +614,12 @@ func checkPing(t *testing.T) {
 	}
 	defer peer.Close()
 	// A burst may lose a packet on 2 shared CPUs: one of 5 must get every reply.
-	summary, err := peer.Ping(stackAddr, 5)
+	addr := servedAddr(t, p)
+	summary, err := peer.Ping(addr, 5)
 	if err != nil {
 		t.Fatalf("through the vhost-user port: %v", err)
 	}
-	t.Logf("ping %s: %s", stackAddr, summary)
+	t.Logf("ping %s: %s", addr, summary)
 	// The stand-in speaks no TCP, so ping is all it can show; what makes TCP from this kernel
 	// client reach real F-Stack is its tx checksum offload off (cni/test/node proves the SYN's
 	// checksum at the vhost-user port).
@@ -720,4 +721,26 @@ func teardown(t *testing.T) {
 			t.Errorf("teardown: %v\n%s", err, out)
 		}
 	}
+}
+
+// servedAddr is the IPv4 address p's F-Stack serves on port 0, from the kubefstack.io/addresses
+// annotation the injector writes: the suite's stack takes its addresses from a pool, so a
+// replacement pod created while the old one still drains serves the next address, not stackAddr.
+func servedAddr(t *testing.T, p *corev1.Pod) string {
+	t.Helper()
+	cur := &corev1.Pod{}
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(p), cur); err != nil {
+		t.Fatal(err)
+	}
+	addrs, err := podcontract.ParseAddresses(cur.Annotations[podcontract.AddressesAnnotation])
+	if err != nil {
+		t.Fatalf("pod %s: %v", p.Name, err)
+	}
+	for _, a := range addrs {
+		if a.Port == 0 && a.Addr.Is4() {
+			return a.Addr.String()
+		}
+	}
+	t.Fatalf("pod %s serves no IPv4 address on port 0: annotation %s=%q", p.Name, podcontract.AddressesAnnotation, cur.Annotations[podcontract.AddressesAnnotation])
+	return ""
 }

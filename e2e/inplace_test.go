@@ -155,7 +155,7 @@ func checkPrimaryKillsRecoverInPlace(t *testing.T, p *corev1.Pod) *corev1.Pod {
 	}
 	// The new primary serves the port again (its predecessor's socket was stale) and the
 	// restarted app attached to it.
-	checkPing(t)
+	checkPing(t, p)
 	checkSecondaryAttached(t, p)
 	return p
 }

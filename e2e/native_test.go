@@ -69,7 +69,7 @@ func checkNativeProgram(mode string, wantLog ...string) func(t *testing.T) {
 		if c.Name != podcontract.DataplaneContainer || len(c.Args) < 3 || c.Args[0] != "--native="+mode || !strings.HasPrefix(c.Args[2], "/usr/local/bin/fstack-standin-") {
 			t.Fatalf("the program container did not become the dataplane: name %q args %q", c.Name, c.Args)
 		}
-		checkPing(t)
+		checkPing(t, p)
 		url := fmt.Sprintf("http://%s%s", net.JoinHostPort(p.Status.PodIP, fmt.Sprint(podcontract.SupervisorPort)), podcontract.MetricsPath)
 		resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(url)
 		if err != nil {

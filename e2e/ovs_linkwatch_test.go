@@ -40,7 +40,7 @@ func checkOVSRestartWhileServing(t *testing.T, p *corev1.Pod) {
 		t.Fatal(err)
 	}
 	defer peer.Close()
-	if _, err := peer.Ping(stackAddr, 5); err != nil {
+	if _, err := peer.Ping(servedAddr(t, p), 5); err != nil {
 		t.Fatalf("before the restart: %v", err)
 	}
 	base := "http://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(podcontract.SupervisorPort))
@@ -79,7 +79,7 @@ func checkOVSRestartWhileServing(t *testing.T, p *corev1.Pod) {
 	}()
 	restartOVS(t)
 	checkPortConnected(t, p)
-	if _, err := peer.Ping(stackAddr, 5); err != nil {
+	if _, err := peer.Ping(servedAddr(t, p), 5); err != nil {
 		t.Errorf("after the restart, through the reconnected port: %v", err)
 	}
 	err = framework.Poll("the dataplane's /readyz 200 and its link up after the OVS restart", 2*time.Minute, 500*time.Millisecond, func() (bool, string, error) {

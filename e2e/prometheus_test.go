@@ -60,14 +60,14 @@ func checkPrometheus(t *testing.T, pod *corev1.Pod) {
 		` or label_replace(sum(fstack_dataplane_restarts_total{`+stack+`}), "m", "restarts", "", "")`+
 		` or label_replace(sum(fstack_dataplane_restarts_total{`+stack+`,reason="process_exit"}), "m", "process_exit", "", "")`, "m")
 
-	checkNICGrowsWhilePinging(t, prom, stack)
+	checkNICGrowsWhilePinging(t, prom, stack, servedAddr(t, got))
 	checkAlertRules(t, prom, pod)
 	checkDashboardQueries(t, prom, pod)
 }
 
 // checkNICGrowsWhilePinging pings the stack from a peer on the bridge until Prometheus's NIC
 // counters of the pod have grown by at least one burst each way.
-func checkNICGrowsWhilePinging(t *testing.T, prom *prometheus, stack string) {
+func checkNICGrowsWhilePinging(t *testing.T, prom *prometheus, stack, addr string) {
 	series := `label_replace(fstack_nic_rx_packets_total{` + stack + `,port="0"}, "d", "rx", "", "") or label_replace(fstack_nic_tx_packets_total{` + stack + `,port="0"}, "d", "tx", "", "")`
 	base := prom.vector(t, series, "d")
 	if _, ok := base["rx"]; !ok {
@@ -79,7 +79,7 @@ func checkNICGrowsWhilePinging(t *testing.T, prom *prometheus, stack string) {
 	}
 	defer peer.Close()
 	prom.wait(t, "NIC rx and tx packets grown by a burst of pings", func(v map[string]float64) bool {
-		if _, err := peer.Ping(stackAddr, 1); err != nil {
+		if _, err := peer.Ping(addr, 1); err != nil {
 			t.Logf("ping: %v", err)
 		}
 		return v["rx"] >= base["rx"]+3 && v["tx"] >= base["tx"]+3

@@ -97,13 +97,13 @@ func waitSlice(t *testing.T, what string, want ...sliceEndpoint) {
 func checkServiceReachesStack(t *testing.T, pod *corev1.Pod) *corev1.Pod {
 	ctx := context.Background()
 	mustApply(t, fixtures.YAML(stackService(serviceName, stackName)))
-	waitSlice(t, "the Ready pod", sliceEndpoint{addr: stackAddr, pod: pod.Name, ready: true, serving: true})
+	waitSlice(t, "the Ready pod", sliceEndpoint{addr: servedAddr(t, pod), pod: pod.Name, ready: true, serving: true})
 
 	// Unready (the workload's readiness probe reads /tmp/attach.rc), then ready again.
 	execIn(t, pod, appCont, "sh", "-c", "cp /tmp/attach.rc /tmp/attach.rc.ok && echo 1 >/tmp/attach.rc")
-	waitSlice(t, "the unready pod", sliceEndpoint{addr: stackAddr, pod: pod.Name})
+	waitSlice(t, "the unready pod", sliceEndpoint{addr: servedAddr(t, pod), pod: pod.Name})
 	execIn(t, pod, appCont, "sh", "-c", "cp /tmp/attach.rc.ok /tmp/attach.rc")
-	waitSlice(t, "the pod ready again", sliceEndpoint{addr: stackAddr, pod: pod.Name, ready: true, serving: true})
+	waitSlice(t, "the pod ready again", sliceEndpoint{addr: servedAddr(t, pod), pod: pod.Name, ready: true, serving: true})
 
 	svc := &corev1.Service{}
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: injectedNS, Name: serviceName}, svc); err != nil {
@@ -137,7 +137,7 @@ func checkServiceReachesStack(t *testing.T, pod *corev1.Pod) *corev1.Pod {
 	_, _ = env.Kubectl("delete", "pod", clientPod, "-n", plainNS, "--ignore-not-found", "--wait=false")
 
 	// Deleted: terminating while it drains, then gone; the Deployment's replacement takes its
-	// place (the same static address).
+	// place (the next address of the pool while the old pod drains).
 	if err := env.Client.Delete(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func checkServiceReachesStack(t *testing.T, pod *corev1.Pod) *corev1.Pod {
 		t.Fatal(err)
 	}
 	next := waitAppPod(t, string(pod.UID))
-	waitSlice(t, "the replacement pod only", sliceEndpoint{addr: stackAddr, pod: next.Name, ready: true, serving: true})
+	waitSlice(t, "the replacement pod only", sliceEndpoint{addr: servedAddr(t, next), pod: next.Name, ready: true, serving: true})
 	if _, err := env.Kubectl("delete", "service", serviceName, "-n", injectedNS, "--wait=true"); err != nil {
 		t.Fatal(err)
 	}
