@@ -136,8 +136,16 @@ show "ethtool -k $NODE_SENDER | grep '^tx-checksumming'"
 for a in $stack_ips; do
   show "ping -c 3 -i 0.2 $a"
 done
+cat <<MSG
+
+The Service nginx-fstack has no selector: the operator publishes its EndpointSlice with each Ready
+replica's served address, so kube-proxy leads its ClusterIP to F-Stack:
+MSG
+show "kubectl -n fstack-demo get endpointslices -l kubernetes.io/service-name=nginx-fstack"
 if [ "$image" = "$REAL_IMAGE" ]; then
   show "curl -sS --max-time 10 http://$stack_ip/ | grep -i '<title>'"
+  svc_ip="$(kubectl -n fstack-demo get service nginx-fstack -o jsonpath='{.spec.clusterIP}')"
+  show "curl -sS --max-time 10 http://$svc_ip/ | grep -i '<title>'"
 else
   show "curl -s http://$ip:9180/metrics | grep -E '^fstack_nic_(rx|tx)_packets_total'"
 fi
@@ -159,7 +167,7 @@ MSG
 if [ "$image" != "$REAL_IMAGE" ]; then
   cat <<MSG
 The stand-in answers ping (ICMP echo) at $stack_ip and counts packets; it speaks no TCP, so Nginx's
-page through F-Stack needs the real image. Nginx runs under the stand-in shim, which, as F-Stack,
-gives it no listener on the pod IP (its Service cannot reach it here).
+page through F-Stack, directly or through the Service, needs the real image. Nginx runs under the
+stand-in shim, which, as F-Stack, gives it no listener on the pod IP.
 MSG
 fi
