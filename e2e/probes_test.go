@@ -35,11 +35,15 @@ func nginxSample(t *testing.T) string {
 	doc = strings.ReplaceAll(doc, "kubefstack.io/stack: local-vhost", "kubefstack.io/stack: "+stackName)
 	// One replica: the suite's stack gives its dataplane the node's one exclusive CPU.
 	doc = strings.Replace(doc, "  replicas: 2\n", "  replicas: 1\n  strategy: {type: Recreate}\n", 1)
+	// The sample's stack shares CPUs (cpuPolicy Shared, a Burstable app); the suite's stack gives
+	// the dataplane an exclusive CPU, which needs the pod Guaranteed: requests equal to limits.
+	doc = strings.Replace(doc, "requests: {cpu: 200m, memory: 128Mi}", "requests: {cpu: 500m, memory: 128Mi}", 1)
 	if env.Networks != "" {
 		doc = strings.Replace(doc, "        app: nginx-fstack\n", fmt.Sprintf("        app: nginx-fstack\n      annotations: {k8s.v1.cni.cncf.io/networks: %q}\n", env.Networks), 1)
 	}
-	if !strings.Contains(doc, "namespace: "+injectedNS) || !strings.Contains(doc, "kubefstack.io/stack: "+stackName) || !strings.Contains(doc, "  replicas: 1\n") {
-		t.Fatalf("the sample's namespace, stack label or replicas moved; this test rewrites them:\n%s", doc)
+	if !strings.Contains(doc, "namespace: "+injectedNS) || !strings.Contains(doc, "kubefstack.io/stack: "+stackName) || !strings.Contains(doc, "  replicas: 1\n") ||
+		!strings.Contains(doc, "requests: {cpu: 500m, memory: 128Mi}") || !strings.Contains(doc, "limits: {cpu: 500m, memory: 128Mi}") {
+		t.Fatalf("the sample's namespace, stack label, replicas or resources moved; this test rewrites them:\n%s", doc)
 	}
 	return doc
 }
