@@ -36,7 +36,7 @@ SOCKET_ROOT=/var/run/kube-fstack/vhost
 # leaves it alone here: values.yaml), and the namespaces whose pods fstack-cni serves: the smoke
 # test's, the e2e suite's and SR-IOV test's, the benchmark's and hack/run.sh's demo.
 CNI_NODE_CONFIG=/etc/kube-fstack/cni.json
-FSTACK_NAMESPACES="default e2e-fstack e2e-sriov bench-fstack fstack-demo"
+FSTACK_NAMESPACES="default e2e-fstack e2e-sriov e2e-replicas bench-fstack fstack-demo"
 DEVINFO_DIR=/var/run/kube-fstack/devinfo
 
 OVS_DIR="$RUN/ovs"
