@@ -174,3 +174,33 @@ func TestDataplaneStageCopiesWhatInstallProducesAndChecksItsLibraries(t *testing
 		t.Errorf("the dataplane stage does not check that every shim carries its libraries (package.sh check-shim)")
 	}
 }
+
+// The image's io.kubefstack.patches label names every patch the build applies, in order (each
+// file of patches/ without its number and extension): a user reading the label of an image learns
+// what the build changed in F-Stack, and a new patch cannot ship unnamed.
+func TestPatchesLabelNamesEveryPatch(t *testing.T) {
+	files, err := filepath.Glob("../patches/*.patch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(files)
+	var want []string
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".patch")
+		if _, rest, ok := strings.Cut(name, "-"); ok {
+			name = rest
+		}
+		want = append(want, name)
+	}
+	b, err := os.ReadFile("../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`io\.kubefstack\.patches="([^"]*)"`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal("the Dockerfile has no io.kubefstack.patches label")
+	}
+	if got := strings.Split(string(m[1]), ","); !slices.Equal(got, want) {
+		t.Errorf("io.kubefstack.patches = %q, want %q (dataplane-image/patches/)", got, want)
+	}
+}
