@@ -250,9 +250,11 @@ cni_config() {
   # The node's paths are fstack-cni's node config's, root-owned (the plugin refuses any other),
   # never the conflist's.
   [ -e "$(dirname "$CNI_NODE_CONFIG")" ] || mark created-etc-kube-fstack
-  mkdir -p -m 0755 "$(dirname "$CNI_NODE_CONFIG")"
-  local ns
-  ns="$(printf '"%s",' $FSTACK_NAMESPACES)"
+  mkdir -p "$(dirname "$CNI_NODE_CONFIG")"
+  chmod 0755 "$(dirname "$CNI_NODE_CONFIG")"
+  local ns nss
+  read -r -a nss <<<"$FSTACK_NAMESPACES"
+  ns="$(printf '"%s",' "${nss[@]}")"
   write_if_changed "$CNI_NODE_CONFIG" <<EOF
 {"ovsdbSocket": "$OVS_DB_SOCK", "socketRoot": "$SOCKET_ROOT", "kubeletRootDir": "/var/lib/kubelet",
  "deviceInfoDir": "$DEVINFO_DIR", "logFile": "$LOGS/fstack-cni.log", "namespaces": [${ns%,}]}
