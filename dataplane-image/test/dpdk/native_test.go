@@ -124,13 +124,28 @@ func TestNativeNginx(t *testing.T) {
 		t.Errorf("/metrics: %d, want fstack_processes_up 2:\n%s", code, body)
 	}
 	pids := killSecondary(t, p, d, "F-Stack process 1 (secondary, nginx worker pid")
-	// The primary worker goes with its master (the supervisor kills the master's group).
+	// The primary worker goes with its master (the supervisor kills the master's group). When the
+	// master gave up waiting for it first (the stand-in's 3 s, while the primary's stop waits 5 s
+	// on the secondary its master forked again), it dies an orphan, and the machine's init, not
+	// the supervisor, reaps it: a zombie is gone too.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pids[0])); os.IsNotExist(err) {
+		if gone(pids[0]) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("worker 0 (pid %d) outlived its generation", pids[0])
+			stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pids[0]))
+			t.Fatalf("worker 0 (pid %d) outlived its generation: %s", pids[0], stat)
 		}
 	}
+}
+
+// gone reports whether pid has exited: no such process, or a zombie waiting for its reaper.
+func gone(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// The state follows the command name, which is in parentheses and may hold blanks.
+	i := strings.LastIndexByte(string(b), ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z'
 }
