@@ -108,8 +108,20 @@ func TestKillsAnAppThatIgnoresSIGTERM(t *testing.T) {
 	write(t, dir, podcontract.GenerationFile, "1\n")
 	write(t, dir, podcontract.ReadyFile, "1\n")
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(200*time.Millisecond, cancel)
-	code := l.Run(ctx, []string{"sh", "-c", "trap '' TERM; sleep 30 & wait; sleep 30"})
+	defer cancel()
+	// Stop only once the app ignores SIGTERM: a fixed delay raced the shell's trap on a busy
+	// machine, and SIGTERM then ended it (143).
+	trapped := filepath.Join(t.TempDir(), "trapped")
+	go func() {
+		for ctx.Err() == nil {
+			if _, err := os.Stat(trapped); err == nil {
+				cancel()
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	code := l.Run(ctx, []string{"sh", "-c", "trap '' TERM; : > " + trapped + "; sleep 30 & wait; sleep 30"})
 	if code != 128+9 {
 		t.Fatalf("exit code %d, want 137 (SIGKILL after the grace period)", code)
 	}
