@@ -1,7 +1,6 @@
 package telemetry
 
 import (
-	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -18,40 +17,14 @@ var self = ProcessOf(os.Getpid())
 // against a real testpmd.
 func fakeServer(t *testing.T, replies map[string]string) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), SocketName)
-	l, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: path, Net: "unixpacket"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			conn, err := l.AcceptUnix()
-			if err != nil {
-				return
-			}
-			go serve(conn, replies)
-		}
-	}()
-	return path
-}
-
-func serve(conn *net.UnixConn, replies map[string]string) {
-	defer conn.Close()
-	_, _ = fmt.Fprintf(conn, `{"version": "DPDK 23.11.0", "pid": %d, "max_output_len": 16384}`, os.Getpid())
-	buf := make([]byte, 1024)
-	for {
-		n, err := conn.Read(buf)
-		if err != nil {
-			return
-		}
-		reply, ok := replies[string(buf[:n])]
+	return hostileServer(t, greeting(16384), func(req string) []byte {
+		reply, ok := replies[req]
 		if !ok {
-			name, _, _ := strings.Cut(string(buf[:n]), ",")
+			name, _, _ := strings.Cut(req, ",")
 			reply = `{"` + name + `": null}`
 		}
-		_, _ = conn.Write([]byte(reply))
-	}
+		return []byte(reply)
+	})
 }
 
 func TestAllEthdevStats(t *testing.T) {
