@@ -1,38 +1,20 @@
 package served
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
 
-// specPod is a bound pod whose snapshot has the given ports' addressing, and annotations.
+// specPod is fixtures.SnapshotPod named a.
 func specPod(t *testing.T, ports []fsv1.Addressing, ann map[string]string) corev1.Pod {
 	t.Helper()
-	spec := fsv1.StackInstanceSpec{}
-	for i, a := range ports {
-		spec.Ports = append(spec.Ports, fsv1.PortSpec{Name: []string{"data", "mgmt"}[i], Addressing: a})
-	}
-	raw, err := json.Marshal(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ann == nil {
-		ann = map[string]string{}
-	}
-	ann[podcontract.SpecAnnotation] = string(raw)
-	return corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "a", UID: "uid-a", Annotations: ann,
-			Labels: map[string]string{fsv1.StackLabel: "s"}},
-		Spec:   corev1.PodSpec{NodeName: "node-a"},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
-	}
+	return fixtures.SnapshotPod(t, "a", ports, ann)
 }
 
 var (

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -13,30 +12,8 @@ import (
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/served"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
-
-// specPod is a bound pod whose snapshot has the given ports' addressing, and annotations.
-func specPod(t *testing.T, name string, ports []fsv1.Addressing, ann map[string]string) corev1.Pod {
-	t.Helper()
-	spec := fsv1.StackInstanceSpec{}
-	for i, a := range ports {
-		spec.Ports = append(spec.Ports, fsv1.PortSpec{Name: []string{"data", "mgmt"}[i], Addressing: a})
-	}
-	raw, err := json.Marshal(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ann == nil {
-		ann = map[string]string{}
-	}
-	ann[podcontract.SpecAnnotation] = string(raw)
-	return corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: name, UID: "uid-" + "name", Annotations: ann,
-			Labels: map[string]string{fsv1.StackLabel: "s"}},
-		Spec:   corev1.PodSpec{NodeName: "node-a"},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
-	}
-}
 
 var (
 	static4 = fsv1.Addressing{IPv4: &fsv1.IPv4Address{From: fsv1.AddressStatic, Address: "10.56.0.10/24"}}
@@ -54,17 +31,17 @@ func TestDesiredSlices(t *testing.T) {
 			{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromString("http")},
 			{Name: "alt", Port: 8080, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(9090)},
 			{Name: "same", Port: 443, Protocol: corev1.ProtocolTCP}}}}
-	a := specPod(t, "a", []fsv1.Addressing{dual}, nil)
+	a := fixtures.SnapshotPod(t, "a", []fsv1.Addressing{dual}, nil)
 	a.Spec.Containers = []corev1.Container{{Name: "nginx", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8000}}}}
-	b := specPod(t, "b", []fsv1.Addressing{static4}, map[string]string{podcontract.AddressesAnnotation: "0=10.56.0.20"})
+	b := fixtures.SnapshotPod(t, "b", []fsv1.Addressing{static4}, map[string]string{podcontract.AddressesAnnotation: "0=10.56.0.20"})
 	b.Spec.Containers = []corev1.Container{{Name: podcontract.DataplaneContainer, Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 1}}},
 		{Name: "nginx", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8000}}}}
 	now := metav1.Now()
 	b.DeletionTimestamp = &now
-	c := specPod(t, "c", []fsv1.Addressing{static4}, map[string]string{podcontract.AddressesAnnotation: "0=10.56.0.30"})
+	c := fixtures.SnapshotPod(t, "c", []fsv1.Addressing{static4}, map[string]string{podcontract.AddressesAnnotation: "0=10.56.0.30"})
 	c.Status.Conditions = nil // not Ready; and it names no "http" port
-	d := specPod(t, "d", []fsv1.Addressing{attach}, nil)
-	done := specPod(t, "e", []fsv1.Addressing{static4}, nil)
+	d := fixtures.SnapshotPod(t, "d", []fsv1.Addressing{attach}, nil)
+	done := fixtures.SnapshotPod(t, "e", []fsv1.Addressing{static4}, nil)
 	done.Status.Phase = corev1.PodSucceeded
 
 	got, skipped := desiredSlices(svc, []corev1.Pod{c, b, a, d, done})
