@@ -57,23 +57,22 @@ func waitConnected(t *testing.T) {
 func startTestpmd(t *testing.T, podDir string, info *podcontract.DevInfo) {
 	t.Helper()
 	prefix := fmt.Sprintf("fsktp%d", os.Getpid())
-	cmd, stdin, logPath := podTestpmd(t, podDir, info, prefix, "icmpecho")
+	cmd, stdin, logPath := podTestpmd(t, podDir, info, prefix, nil, []string{"--forward-mode=icmpecho", "--auto-start"})
 	t.Cleanup(func() { stopTestpmd(t, cmd, stdin, logPath, prefix) })
 }
 
 // podTestpmd starts testpmd as the pod's vhost-user server, in a mount and network namespace of
-// its own, with forwarding mode mode and extraEAL as more EAL arguments (another port). It runs
-// until its stdin gets a line or closes; its output is in the returned log file.
-func podTestpmd(t *testing.T, podDir string, info *podcontract.DevInfo, prefix, mode string, extraEAL ...string) (*exec.Cmd, io.WriteCloser, string) {
+// its own, with eal as more EAL arguments (another port) and app as its own arguments after
+// one forwarding core and its mbufs. It runs until its stdin gets a line or closes (or "quit" in
+// interactive mode); its output is in the returned log file.
+func podTestpmd(t *testing.T, podDir string, info *podcontract.DevInfo, prefix string, eal, app []string) (*exec.Cmd, io.WriteCloser, string) {
 	t.Helper()
 	script := `mount -t tmpfs tmpfs /run && mkdir -p /run/kube-fstack/vhost && mount --bind "$0" /run/kube-fstack/vhost &&
-huge=$1 prefix=$2 sock=$3 mac=$4 mode=$5 && shift 5 &&
-exec dpdk-testpmd --no-pci --single-file-segments -m 128 --huge-dir="$huge" --file-prefix="$prefix" -l 0,1 \
-  --vdev="virtio_user0,path=$sock,server=1,queues=1,mac=$mac" "$@" \
-  -- --nb-cores=1 --total-num-mbufs=16384 --forward-mode="$mode" --auto-start`
-	args := append([]string{"--mount", "--net", "--propagation", "private", "--", "sh", "-c", script,
-		podDir, env.huge.Dir, prefix, info.VhostUser.Path, info.MAC, mode}, extraEAL...)
-	cmd := exec.Command("unshare", args...)
+exec dpdk-testpmd "$@"`
+	argv := append([]string{"--no-pci", "--single-file-segments", "-m", "128", "--huge-dir=" + env.huge.Dir, "--file-prefix=" + prefix, "-l", "0,1",
+		"--vdev=virtio_user0,path=" + info.VhostUser.Path + ",server=1,queues=1,mac=" + info.MAC}, eal...)
+	argv = append(append(argv, "--", "--nb-cores=1", "--total-num-mbufs=16384"), app...)
+	cmd := exec.Command("unshare", append([]string{"--mount", "--net", "--propagation", "private", "--", "sh", "-c", script, podDir}, argv...)...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -151,25 +151,8 @@ func TestForgedFramesFromThePodAreDropped(t *testing.T) {
 func replayAsPod(t *testing.T, podDir string, info *podcontract.DevInfo, replay string) (send func()) {
 	t.Helper()
 	prefix := fmt.Sprintf("fsktr%d", os.Getpid())
-	script := `mount -t tmpfs tmpfs /run && mkdir -p /run/kube-fstack/vhost && mount --bind "$0" /run/kube-fstack/vhost &&
-exec dpdk-testpmd --no-pci --single-file-segments -m 128 --huge-dir="$1" --file-prefix="$2" -l 0,1 \
-  --vdev="virtio_user0,path=$3,server=1,queues=1,mac=$4" --vdev="net_pcap0,rx_pcap=$5,tx_pcap=/dev/null" \
-  -- -i --no-flush-rx --nb-cores=1 --total-num-mbufs=16384 --forward-mode=io`
-	cmd := exec.Command("unshare", "--mount", "--net", "--propagation", "private", "--", "sh", "-c", script,
-		podDir, env.huge.Dir, prefix, info.VhostUser.Path, info.MAC, replay)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	logPath := filepath.Join(env.tmp, prefix+".log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stdin, logPath := podTestpmd(t, podDir, info, prefix, []string{"--vdev=net_pcap0,rx_pcap=" + replay + ",tx_pcap=/dev/null"},
+		[]string{"-i", "--no-flush-rx", "--forward-mode=io"})
 	t.Cleanup(func() {
 		_, _ = stdin.Write([]byte("quit\n"))
 		stopTestpmd(t, cmd, stdin, logPath, prefix)

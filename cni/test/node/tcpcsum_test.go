@@ -102,7 +102,7 @@ func connect(p *nodetest.Peer, ip string) {
 func startTestpmdCapture(t *testing.T, podDir string, info *podcontract.DevInfo, capture string) (stop func()) {
 	t.Helper()
 	prefix := fmt.Sprintf("fsktc%d", os.Getpid())
-	cmd, stdin, logPath := podTestpmd(t, podDir, info, prefix, "io", "--vdev=net_pcap0,tx_pcap="+capture)
+	cmd, stdin, logPath := podTestpmd(t, podDir, info, prefix, []string{"--vdev=net_pcap0,tx_pcap=" + capture}, []string{"--forward-mode=io", "--auto-start"})
 	stopped := false
 	stop = func() {
 		if stopped {
