@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kube-fstack/kube-fstack/internal/test/pktserver"
 )
 
 // The telemetry socket lives in the DPDK runtime directory, a volume the app containers share
@@ -22,31 +24,7 @@ import (
 func hostileServer(t *testing.T, greeting []byte, reply func(req string) []byte) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), SocketName)
-	l, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: path, Net: "unixpacket"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			conn, err := l.AcceptUnix()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer conn.Close()
-				_, _ = conn.Write(greeting)
-				buf := make([]byte, 1024)
-				for {
-					n, err := conn.Read(buf)
-					if err != nil {
-						return
-					}
-					_, _ = conn.Write(reply(string(buf[:n])))
-				}
-			}()
-		}
-	}()
+	pktserver.Serve(t, path, greeting, reply)
 	return path
 }
 

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/telemetry"
+	"github.com/kube-fstack/kube-fstack/internal/test/pktserver"
 )
 
 // An app container shares the DPDK runtime directory and can bind the telemetry socket's name:
@@ -19,35 +19,12 @@ import (
 // tier); the primary is a real child process that serves nothing.
 func TestNICCountersComeOnlyFromThePrimary(t *testing.T) {
 	path := filepath.Join(t.TempDir(), telemetry.SocketName)
-	l, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: path, Net: "unixpacket"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			conn, err := l.AcceptUnix()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer conn.Close()
-				_, _ = conn.Write([]byte(`{"version": "DPDK 23.11.0", "pid": 1, "max_output_len": 16384}`))
-				buf := make([]byte, 1024)
-				for {
-					n, err := conn.Read(buf)
-					if err != nil {
-						return
-					}
-					reply := `{"/ethdev/stats": {"ipackets": 999}}`
-					if string(buf[:n]) == "/ethdev/list" {
-						reply = `{"/ethdev/list": [0]}`
-					}
-					_, _ = conn.Write([]byte(reply))
-				}
-			}()
+	pktserver.Serve(t, path, []byte(`{"version": "DPDK 23.11.0", "pid": 1, "max_output_len": 16384}`), func(req string) []byte {
+		if req == "/ethdev/list" {
+			return []byte(`{"/ethdev/list": [0]}`)
 		}
-	}()
+		return []byte(`{"/ethdev/stats": {"ipackets": 999}}`)
+	})
 	primary := exec.Command("sleep", "60")
 	if err := primary.Start(); err != nil {
 		t.Fatal(err)
