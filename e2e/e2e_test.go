@@ -33,6 +33,7 @@ import (
 	fstackv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/e2e/framework"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/served"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/test/nodetest"
 )
@@ -723,24 +724,25 @@ func teardown(t *testing.T) {
 	}
 }
 
-// servedAddr is the IPv4 address p's F-Stack serves on port 0, from the kubefstack.io/addresses
-// annotation the injector writes: the suite's stack takes its addresses from a pool, so a
-// replacement pod created while the old one still drains serves the next address, not stackAddr.
+// servedAddr is the IPv4 address p's F-Stack serves on port 0 (served.Addresses, as the
+// operator's EndpointSlices and the CLI read it): the suite's stack takes its addresses from a
+// pool, so a replacement pod created while the old one still drains serves the next address,
+// not stackAddr.
 func servedAddr(t *testing.T, p *corev1.Pod) string {
 	t.Helper()
 	cur := &corev1.Pod{}
 	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(p), cur); err != nil {
 		t.Fatal(err)
 	}
-	addrs, err := podcontract.ParseAddresses(cur.Annotations[podcontract.AddressesAnnotation])
+	addrs, err := served.Addresses(cur, "")
 	if err != nil {
 		t.Fatalf("pod %s: %v", p.Name, err)
 	}
 	for _, a := range addrs {
-		if a.Port == 0 && a.Addr.Is4() {
-			return a.Addr.String()
+		if a.Is4() {
+			return a.String()
 		}
 	}
-	t.Fatalf("pod %s serves no IPv4 address on port 0: annotation %s=%q", p.Name, podcontract.AddressesAnnotation, cur.Annotations[podcontract.AddressesAnnotation])
+	t.Fatalf("pod %s serves no IPv4 address on port 0: %v", p.Name, addrs)
 	return ""
 }
