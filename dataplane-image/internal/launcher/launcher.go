@@ -364,6 +364,9 @@ func (l *Launcher) supervise(ctx context.Context, a *app, env []string, gen stri
 				return outcome{code: ExitDataplaneRestarted, reason: podcontract.AppRestartDataplane, msg: fmt.Sprintf("the dataplane's generation moved from %s to %s", gen, now)}
 			}
 			pid.takeOver()
+			if pid.masterStarted() {
+				watch.masterUp()
+			}
 			why := watch.look(cmd.Process.Pid, time.Now())
 			if why != "" && watch.reloaded {
 				l.log().Warn(why + ": under the shim re-forked workers cannot serve; restarting nginx in place instead")

@@ -66,6 +66,12 @@ func (p *pidFile) takeOver() {
 	}
 }
 
+// masterStarted says whether the master is past its start: its pid file was taken over, or
+// the launcher gave up waiting for it (a master that never writes one has had WaitTimeout).
+func (p *pidFile) masterStarted() bool {
+	return p != nil && (p.held || p.deadline.IsZero())
+}
+
 // release removes the pid file when it still names the launcher, which is going away.
 func (p *pidFile) release() {
 	if p == nil || !p.held {

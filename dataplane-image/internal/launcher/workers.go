@@ -33,8 +33,12 @@ const ExitAppBroken = 70
 
 // workerWatch judges, one look at a time, whether a master process keeps the workers it was
 // configured with. Only workers that have lived minAge count, so a worker respawned in a loop
-// and dying at once never does; the watch starts with the first worker, so a slow start is not
-// judged (the startup and readiness probes are there for that).
+// and dying at once never does. The watch starts with the first worker it sees, or once the
+// master is known to be past its start (masterUp), so a slow start is not judged (the startup
+// and readiness probes are there for that), and a master whose only worker died between two
+// looks, its respawns with it, is: it forks them right after it writes its pid file, so a
+// worker killed within 200 ms of its fork left a master with none and a watch that never
+// started (seen in the e2e suite: the app unready for good, its liveness probe passing).
 type workerWatch struct {
 	name     string // the app, for messages
 	want     int
@@ -67,6 +71,14 @@ func (w *workerWatch) look(master int, now time.Time) string {
 	}
 	w.last = now
 	return w.observe(master, now)
+}
+
+// masterUp says the master is past its start: it has written its pid file, which Nginx does
+// just before it forks its workers, or the launcher stopped waiting for that.
+func (w *workerWatch) masterUp() {
+	if w != nil {
+		w.started = true
+	}
 }
 
 // observe takes one look at master's children at now. It returns why the app cannot serve once

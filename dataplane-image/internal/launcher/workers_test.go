@@ -102,6 +102,21 @@ func TestWorkerWatch(t *testing.T) {
 	}
 }
 
+// A master past its start whose workers the watch never saw (its only worker and every
+// respawn died between two looks) is judged like one that lost them; before masterUp the
+// watch waits for a first worker, as for a slow start.
+func TestWorkerWatchMasterUpWithNoWorkerSeen(t *testing.T) {
+	w := newWorkerWatch("nginx", 1, time.Second, 3*time.Second, (&tree{}).children)
+	if why, at := looksEvery(w, 50); at != -1 {
+		t.Fatalf("a master not known to be up was judged at look %d: %q", at, why)
+	}
+	w.masterUp()
+	why, at := looksEvery(w, 50)
+	if at != 30 || !strings.Contains(why, "nginx has had 0 of its 1 workers up for 3s (workers seen to die meanwhile: 0): it cannot serve") {
+		t.Fatalf("verdict at look %d: %q; want look 30, 0 of 1 workers up for 3s", at, why)
+	}
+}
+
 // childrenOf reads the real process tree: a shell's two sleeping children, not its exited one.
 func TestChildrenOfRealProcesses(t *testing.T) {
 	dir := t.TempDir()
@@ -181,6 +196,34 @@ wait
 	why, broken, err := podcontract.ReadAppBroken(filepath.Dir(l.StateDir), "nginx")
 	if err != nil || !broken || !strings.Contains(why, "1 of its 2 workers") {
 		t.Fatalf("app-broken marker: %q %v %v, want the reason", why, broken, err)
+	}
+}
+
+// An Nginx stand-in writes its pid file, as Nginx does just before it forks its workers, and
+// its one worker dies before the launcher's first look (the e2e suite killed one 50 ms after
+// its fork; the multi-SC shim's respawns died within the same millisecond): the children the
+// launcher sees are none, as then. It stops the app as broken once the master is up without
+// workers for the settle time. On main its watch never started: the app stayed unready for
+// good while its liveness probe, answered by F-Stack on the master's sockets, passed.
+func TestStopsAnNginxWhoseWorkerDiedBeforeAnyLook(t *testing.T) {
+	l, dir, _ := newTest(t, 0, 1)
+	log := &syncbuf.Buffer{}
+	l.Log, l.MinWorkerAge, l.WorkerSettle = log, 300*time.Millisecond, 600*time.Millisecond
+	l.QuitGrace, l.TermGrace = 2*time.Second, time.Second
+	l.Children = func(int) []int { return nil }
+	ready(t, dir, "2")
+	pidPath := filepath.Join(dir, "nginx.pid")
+	bin := fakeNginx(t, l, dir, `echo $$ > `+pidPath+`
+trap 'rm -f `+pidPath+`; exit 0' QUIT
+while :; do sleep 0.05; done
+`, "pid "+pidPath+";\n"+goodConf)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if code := l.Run(ctx, []string{bin}); code != ExitAppBroken {
+		t.Fatalf("exit code %d, want %d (the app judged broken); log:\n%s", code, ExitAppBroken, log)
+	}
+	if want := "nginx has had 0 of its 2 workers up for"; !strings.Contains(readable(t, log.String()), want) {
+		t.Errorf("log lacks %q:\n%s", want, log)
 	}
 }
 
