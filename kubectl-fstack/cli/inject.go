@@ -91,23 +91,7 @@ func (o *injectOptions) run(stdout, stderr io.Writer) error {
 
 // loadStack reads the chosen StackInstance of --stack as the API server would store it (admit).
 func (o *injectOptions) loadStack(stderr io.Writer) (*fsv1.StackInstance, error) {
-	data, err := readInput(o.stackFile)
-	if err != nil {
-		return nil, err
-	}
-	sis, err := manifest.StackInstances(data)
-	if err != nil {
-		return nil, fmt.Errorf("--stack %s: %w", o.stackFile, err)
-	}
-	for i := range sis {
-		if o.stackName == "" && len(sis) == 1 || sis[i].Name == o.stackName {
-			return admit(stderr, data, i)
-		}
-	}
-	if o.stackName == "" {
-		return nil, fmt.Errorf("--stack %s holds %d StackInstances: choose one with --stack-name", o.stackFile, len(sis))
-	}
-	return nil, fmt.Errorf("--stack %s has no StackInstance named %q", o.stackFile, o.stackName)
+	return loadStack(stderr, o.stackFile, o.stackName, "--stack-name")
 }
 
 func readInput(path string) ([]byte, error) {
@@ -163,7 +147,10 @@ func injectDocument(doc []byte, prep *inject.Prepared, stack string) ([]byte, er
 	}
 	pod, err := toPod(tmpl)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", strings.Join(append(path, "spec"), "."), err)
+		if len(path) == 0 {
+			return nil, err // the paths in err are the Pod's own
+		}
+		return nil, fmt.Errorf("in the pod template %s: %w", strings.Join(path, "."), err)
 	}
 	if pod.Labels[fsv1.StackLabel] == "" {
 		if pod.Labels == nil {
@@ -204,9 +191,7 @@ func toPod(tmpl map[string]any) (*corev1.Pod, error) {
 		return nil, err
 	}
 	pod := &corev1.Pod{}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(pod); err != nil {
+	if err := manifest.Strict(raw, pod); err != nil {
 		return nil, err
 	}
 	return pod, nil
