@@ -238,6 +238,8 @@ type VhostUserDevice struct {
 
 	// MAC is the port's MAC address; default: the attachment's MAC.
 	// +kubebuilder:validation:Pattern=`^([0-9A-Fa-f]{2}:){5}[0-9A-Fa-f]{2}$`
+	// +kubebuilder:validation:MaxLength=17
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^.[13579bBdDfF]')",message="a multicast MAC (the first octet odd) cannot be a port's address: bridges and switches drop frames sent from it; use a unicast MAC, e.g. 02:00:00:00:00:01"
 	// +optional
 	MAC string `json:"mac,omitempty"`
 
@@ -286,6 +288,8 @@ type BondDevice struct {
 
 	// MAC of the bond (mac).
 	// +kubebuilder:validation:Pattern=`^([0-9A-Fa-f]{2}:){5}[0-9A-Fa-f]{2}$`
+	// +kubebuilder:validation:MaxLength=17
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^.[13579bBdDfF]')",message="a multicast MAC (the first octet odd) cannot be a port's address: bridges and switches drop frames sent from it; use a unicast MAC, e.g. 02:00:00:00:00:01"
 	// +optional
 	MAC string `json:"mac,omitempty"`
 

@@ -93,7 +93,11 @@ func (c *rules) port(s *fsv1.StackInstanceSpec, i int, p *field.Path) {
 	if d.PCI != nil {
 		c.pci(d.PCI, dp.Child("pci"))
 	}
+	if d.VhostUser != nil {
+		c.mac(d.VhostUser.MAC, dp.Child("vhostUser", "mac"))
+	}
 	if d.Bond != nil {
+		c.mac(d.Bond.MAC, dp.Child("bond", "mac"))
 		for j := range d.Bond.Members {
 			c.pci(&d.Bond.Members[j], dp.Child("bond", "members").Index(j))
 		}
@@ -105,6 +109,15 @@ func (c *rules) port(s *fsv1.StackInstanceSpec, i int, p *field.Path) {
 		}
 	}
 	c.addressing(&ps.Addressing, p)
+}
+
+// mac holds the CRD's rule on a MAC: its first octet is even. The pattern (checked
+// before) makes the second character that octet's low hex digit.
+func (c *rules) mac(m string, p *field.Path) {
+	if len(m) >= 2 && strings.ContainsRune("13579bBdDfF", rune(m[1])) {
+		c.add(field.Invalid(p, shorten(m), "a multicast MAC (the first octet odd) cannot be a port's address: "+
+			"bridges and switches drop frames sent from it; use a unicast MAC, e.g. 02:00:00:00:00:01"))
+	}
 }
 
 func (c *rules) pci(d *fsv1.PCIDevice, p *field.Path) {

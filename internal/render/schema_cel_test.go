@@ -53,6 +53,14 @@ var celCases = map[string][]celCase{
 	}, "spec.ports[0].device"}, {func(s map[string]any) {
 		port(s, 0)["device"] = map[string]any{}
 	}, "spec.ports[0].device"}},
+	"spec.ports[].device.vhostUser.mac !self.matches": {{func(s map[string]any) {
+		obj(obj(port(s, 2), "device"), "vhostUser")["mac"] = "01:00:5e:00:00:01"
+	}, "spec.ports[2].device.vhostUser.mac"}, {func(s map[string]any) {
+		obj(obj(port(s, 2), "device"), "vhostUser")["mac"] = "FF:FF:FF:FF:FF:FF"
+	}, "spec.ports[2].device.vhostUser.mac"}},
+	"spec.ports[].device.bond.mac !self.matches": {{func(s map[string]any) {
+		obj(obj(port(s, 3), "device"), "bond")["mac"] = "33:33:00:00:00:01"
+	}, "spec.ports[3].device.bond.mac"}},
 	"spec.ports[].device.pci has(self.address) != has(self.resource)": {{func(s map[string]any) {
 		obj(obj(port(s, 0), "device"), "pci")["resource"] = "intel.com/vf"
 	}, "spec.ports[0].device.pci"}, {func(s map[string]any) {

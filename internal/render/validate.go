@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ func checkSpec(s *fsv1.StackInstanceSpec) field.ErrorList {
 	errs = append(errs, checkShim(s)...)
 	errs = append(errs, checkVhostUser(s)...)
 	errs = append(errs, checkNetworks(s)...)
+	errs = append(errs, checkAddressesUnique(s)...)
 	errs = append(errs, checkBonds(s)...)
 	errs = append(errs, checkKNI(s)...)
 	errs = append(errs, checkPcap(s)...)
@@ -148,12 +150,100 @@ func checkVhostUser(s *fsv1.StackInstanceSpec) field.ErrorList {
 			errs = append(errs, field.Invalid(path.Child("queueSize"), q, "must be a power of two"))
 		}
 	}
+	errs = append(errs, checkVhostUserAttachments(s)...)
 	if hasVhostUser(s) && s.Dataplane.Flavor == fsv1.FlavorUpstream &&
 		s.Dataplane.HugePages.PageSize != fsv1.HugePages1Gi && !s.DPDK.NoHuge {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "dataplane", "hugePages", "pageSize"),
 			s.Dataplane.HugePages.PageSize, "upstream F-Stack maps every 2Mi page as its own region and "+
 				"vhost-user carries at most 8: the port connects but never passes a packet; use 1Gi pages "+
 				"or the KubeFStack flavor (which adds --single-file-segments)"))
+	}
+	return errs
+}
+
+// checkVhostUserAttachments refuses two vhost-user ports on one attachment: both would open the
+// attachment's one vhost-user socket, whose backend serves a single virtio_user device, so the
+// second port never comes up and F-Stack stops at start-up on every node.
+func checkVhostUserAttachments(s *fsv1.StackInstanceSpec) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[string]int{}
+	for i := range s.Ports {
+		ps := &s.Ports[i]
+		if ps.Device.VhostUser == nil {
+			continue
+		}
+		if j, dup := seen[ps.Attachment]; dup {
+			errs = append(errs, field.Duplicate(field.NewPath("spec", "ports").Index(i).Child("attachment"), fmt.Sprintf(
+				"%s: vhost-user ports %s and %s both use attachment %s, whose vhost-user socket serves one device: "+
+					"give each vhost-user port its own attachment (attachment defaults to the port's name)",
+				ps.Attachment, s.Ports[j].Name, ps.Name, ps.Attachment)))
+			continue
+		}
+		seen[ps.Attachment] = i
+	}
+	return errs
+}
+
+// checkAddressesUnique refuses a static address given to two interfaces (ports and VLANs) and a
+// VIP that is an interface's address: the pod starts, but not serving the address as meant
+// (the messages say how). Addresses are compared as addresses, not as
+// text (2001:db8::a is 2001:DB8:0::A). Only what the spec states is compared: the webhook and
+// the offline CLI see the same; addresses from a pool or an attachment are the pod's.
+func checkAddressesUnique(s *fsv1.StackInstanceSpec) field.ErrorList {
+	type iface struct {
+		a    *fsv1.Addressing
+		path *field.Path
+	}
+	var ifaces []iface
+	for i := range s.Ports {
+		ifaces = append(ifaces, iface{&s.Ports[i].Addressing, field.NewPath("spec", "ports").Index(i)})
+	}
+	for i := range s.VLANs {
+		ifaces = append(ifaces, iface{&s.VLANs[i].Addressing, field.NewPath("spec", "vlans").Index(i)})
+	}
+	var errs field.ErrorList
+	owner := map[netip.Addr]*field.Path{}
+	note := func(text string, path *field.Path) {
+		pfx, err := netip.ParsePrefix(text)
+		if err != nil {
+			return // refused with its own message where the address is parsed
+		}
+		a := pfx.Addr().WithZone("")
+		if prev, dup := owner[a]; dup {
+			errs = append(errs, field.Duplicate(path, fmt.Sprintf("%s (also the address of %s): give every interface of the stack its own "+
+				"address; FreeBSD's stack keeps one local route per address, so only one of the two would receive for it",
+				text, prev)))
+			return
+		}
+		owner[a] = path
+	}
+	for _, f := range ifaces {
+		if v4 := f.a.IPv4; v4 != nil && v4.From == fsv1.AddressStatic && v4.Address != "" {
+			note(v4.Address, f.path.Child("ipv4", "address"))
+		}
+		if v6 := f.a.IPv6; v6 != nil && v6.From == fsv1.AddressStatic && v6.Address != "" {
+			note(v6.Address, f.path.Child("ipv6", "address"))
+		}
+	}
+	for _, f := range ifaces {
+		for _, l := range []struct {
+			name string
+			list []string
+		}{{"vips", f.a.VIPs}, {"vips6", f.a.VIPs6}} {
+			for k, v := range l.list {
+				a, err := netip.ParseAddr(v)
+				if err != nil {
+					continue // refused by checkAddrList
+				}
+				if prev, dup := owner[a.WithZone("")]; dup {
+					errs = append(errs, field.Invalid(f.path.Child(l.name).Index(k), v, fmt.Sprintf(
+						"is the address of %s: F-Stack adds a VIP as a /32 (or vipPrefixLength) alias, and FreeBSD "+
+							"replaces an address the interface already has (the port loses its netmask and the "+
+							"route to its subnet) or puts it on a second interface: remove the VIP, the interface "+
+							"serves its own address anyway", prev)))
+				}
+			}
+		}
 	}
 	return errs
 }

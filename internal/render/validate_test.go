@@ -194,6 +194,28 @@ func TestValidationNamesFieldAndRemedy(t *testing.T) {
 					Addressing: fsv1.Addressing{IPv4: &fsv1.IPv4Address{Address: fmt.Sprintf("10.50.%d.2/24", i), Gateway: fmt.Sprintf("10.50.%d.1", i)}}})
 			}
 		}, "spec.vlans[16].ipv4.gateway", "routing tables", "R24"},
+		{"two vhost-user ports on one attachment", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
+			vhostPort(s)
+			s.Ports = append(s.Ports, fsv1.PortSpec{Name: "net1", Device: fsv1.PortDevice{VhostUser: &fsv1.VhostUserDevice{}},
+				Addressing: fsv1.Addressing{IPv4: &fsv1.IPv4Address{Address: "10.1.0.10/24", Gateway: "10.1.0.1"}}})
+		}, "spec.ports[1].attachment", "vhost-user ports data and net1 both use attachment net1", "R30"},
+		{"multicast vhost-user MAC", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
+			vhostPort(s)
+			s.Ports[0].Device.VhostUser.MAC = "03:00:00:00:00:01"
+		}, "spec.ports[0].device.vhostUser.mac", "multicast", "R31"},
+		{"two ports with one address", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
+			s.Ports = append(s.Ports, fsv1.PortSpec{Name: "other", Device: fsv1.PortDevice{PCI: &fsv1.PCIDevice{Address: "0000:3b:00.1"}},
+				Addressing: fsv1.Addressing{IPv4: &fsv1.IPv4Address{Address: "10.0.0.10/16", Gateway: "10.0.0.1"}}})
+		}, "spec.ports[1].ipv4.address", "also the address of spec.ports[0].ipv4.address", "R32"},
+		{"a VLAN with a port's IPv6 address, written otherwise", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
+			s.Ports[0].IPv6 = &fsv1.IPv6Address{Address: "2001:db8::a/64"}
+			s.VLANs = []fsv1.VLANSpec{{ID: 10, Port: "data", Addressing: fsv1.Addressing{
+				IPv4: &fsv1.IPv4Address{Address: "10.9.0.2/24", Gateway: "10.9.0.1"},
+				IPv6: &fsv1.IPv6Address{Address: "2001:DB8:0::A/64"}}}}
+		}, "spec.vlans[0].ipv6.address", "also the address of spec.ports[0].ipv6.address", "R32"},
+		{"a VIP that is its port's address", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
+			s.Ports[0].VIPs = []string{"172.16.0.1", "10.0.0.10"}
+		}, "spec.ports[0].vips[1]", "is the address of spec.ports[0].ipv4.address", "R32"},
 		{"unknown version", func(s *fsv1.StackInstanceSpec, f *render.Facts) { s.FStackVersion = "1.26" },
 			"spec.fstackVersion", "v1.25", "R26"},
 	}
