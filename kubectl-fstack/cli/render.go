@@ -111,6 +111,10 @@ func (o *renderOptions) facts(spec *fsv1.StackInstanceSpec) (*render.Facts, []st
 		notes = append(notes, fmt.Sprintf("no --cpus: placeholder dataplane CPUs %s", render.FormatCPUList(f.DataplaneCPUs)))
 	} else if f.DataplaneCPUs, err = render.ParseCPUList(o.cpus); err != nil {
 		return nil, nil, fmt.Errorf("--cpus: %w", err)
+	} else if note, err := cpusBeyondProcesses(spec, o.cpus, f.DataplaneCPUs); err != nil {
+		return nil, nil, err
+	} else if note != "" {
+		notes = append(notes, note)
 	}
 	if o.appCPUs == "" {
 		f.AppCPUs = nil
@@ -302,4 +306,28 @@ func procType(k int) string {
 		return "primary"
 	}
 	return "secondary"
+}
+
+// cpusBeyondProcesses refuses --cpus with more CPUs than the dataplane container of a pod of spec
+// has: the injection asks for exactly that many exclusive CPUs, so more is no pod that can exist,
+// and the renderer (which the dataplane runs, and which must accept a Shared pool) would silently
+// take the first ones. With cpuPolicy Shared the container's cpuset is the node's shared pool,
+// larger than the processes: a note then says which CPUs the processes run on.
+func cpusBeyondProcesses(spec *fsv1.StackInstanceSpec, flag string, cpus []int) (string, error) {
+	procs := int(spec.Processes)
+	perCPU := max(int(spec.DPDK.LcoresPerCPU), 1)
+	need := render.DataplaneCPUCount(procs, perCPU)
+	if len(cpus) <= need {
+		return "", nil
+	}
+	if spec.DPDK.CPUPolicy == fsv1.CPUShared {
+		return fmt.Sprintf("cpuPolicy Shared: the dataplane's cpuset is the node's shared pool, and its %d processes run on its first CPUs %s",
+			procs, render.FormatCPUList(cpus[:need])), nil
+	}
+	why := fmt.Sprintf("spec.processes is %d, one exclusive CPU each", procs)
+	if perCPU > 1 {
+		why = fmt.Sprintf("spec.processes is %d, %d per CPU (spec.dpdk.lcoresPerCPU)", procs, perCPU)
+	}
+	return "", fmt.Errorf("--cpus %s gives %d CPUs, but the dataplane container of a pod of this StackInstance has exactly %d (%s): "+
+		"give the CPUs the container has, e.g. --cpus %s, or raise spec.processes", flag, len(cpus), need, why, render.FormatCPUList(cpus[:need]))
 }

@@ -176,3 +176,22 @@ func TestRenderShowsTheProgramMode(t *testing.T) {
 		t.Errorf("output lacks %q:\n%s", want, out)
 	}
 }
+
+// --cpus with more CPUs than the pod's dataplane container has is refused, naming the flag, the
+// count and spec.processes: the renderer would silently use the first ones. With cpuPolicy
+// Shared (the cpuset is the node's shared pool) it is a note saying which CPUs are used.
+func TestRenderRefusesMoreCPUsThanProcesses(t *testing.T) {
+	out, errOut, code := run(t, "render", "-f", sample(t, "nginx-shim.yaml"), "--cpus", "8-15")
+	if code == 0 || out != "" {
+		t.Fatalf("want a refusal without output, got exit %d:\n%s", code, out)
+	}
+	for _, want := range []string{"--cpus 8-15 gives 8 CPUs", "has exactly 4", "spec.processes is 4", "--cpus 8-11"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q: %s", want, errOut)
+		}
+	}
+	out, errOut, code = run(t, "render", "-f", sample(t, "local-cluster/stack.yaml"), "--cpus", "0-7")
+	if code != 0 || !strings.Contains(errOut, "cpuPolicy Shared") || !strings.Contains(out, "lcore_mask=") {
+		t.Fatalf("a Shared stack's pool of CPUs must render with a note, got exit %d: %s", code, errOut)
+	}
+}
