@@ -43,7 +43,7 @@ A workload that cannot run the stack is reported with its field paths on stderr 
 	f.StringVarP(&o.file, "filename", "f", "", "manifests to inject (YAML or JSON, several documents; - for stdin)")
 	f.StringVar(&o.stackFile, "stack", "", "the StackInstance manifest")
 	f.StringVar(&o.stackName, "stack-name", "", "which StackInstance of a multi-document --stack file")
-	f.StringVar(&o.image, "image", inject.DefaultConfig().Image, "dataplane image when the StackInstance names none")
+	f.StringVar(&o.image, "image", DefaultDataplaneImage(), "dataplane image when the StackInstance names none (default: this plugin's release's)")
 	f.StringVar(&o.pullPolicy, "pull-policy", "IfNotPresent", "imagePullPolicy of the dataplane container")
 	f.BoolVar(&o.nodeAffinity, "node-affinity", true, "require the node agent's node.kubefstack.io labels the stack needs, as the operator does (false for a cluster without the node agent)")
 	_ = cmd.MarkFlagRequired("filename")

@@ -21,6 +21,17 @@ import (
 // go build -ldflags "-X github.com/kube-fstack/kube-fstack/kubectl-fstack/cli.Version=v0.1.0".
 var Version = "dev"
 
+// ImageRepo is where the images of the plugin's release live, without the component (release.sh's
+// IMAGE_REPO), set with Version when it is built for a release (hack/krew-release.sh):
+// -X github.com/kube-fstack/kube-fstack/kubectl-fstack/cli.ImageRepo=registry.example/kube-fstack.
+var ImageRepo = "localhost/kube-fstack"
+
+// DefaultDataplaneImage is what inject gives the dataplane container when neither --image nor the
+// StackInstance names an image: the dataplane image released with this plugin, so that a released
+// plugin's output runs the release's image and not a local build. A dev build names the local
+// build (localhost/kube-fstack/dataplane:dev), as the operator's own default does.
+func DefaultDataplaneImage() string { return ImageRepo + "/dataplane:" + Version }
+
 // PinnedFStackCommit is the F-Stack commit the dataplane image of this source tree is built from
 // (dataplane-image/build/build-fstack.sh pins it; a test keeps the two equal). The image carries
 // it as the label io.kubefstack.fstack-commit, which only the node's container runtime can read:

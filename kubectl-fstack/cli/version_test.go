@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -72,5 +73,44 @@ func TestPinnedFStackCommitMatchesBuild(t *testing.T) {
 	m := regexp.MustCompile(`FSTACK_COMMIT=\$\{FSTACK_COMMIT:-([0-9a-f]{40})\}`).FindSubmatch(raw)
 	if m == nil || string(m[1]) != PinnedFStackCommit {
 		t.Errorf("build-fstack.sh pins %q, PinnedFStackCommit is %s: change both together", m, PinnedFStackCommit)
+	}
+}
+
+// A plugin built as hack/krew-release.sh builds it injects the dataplane image of its own release
+// (IMAGE_REPO/dataplane:VERSION), not the local dev build: the test builds the binary with the
+// script's own -ldflags, expanded by bash, because -X of a misspelt symbol is silently ignored.
+// A dev build keeps the local image.
+func TestReleasedPluginInjectsTheReleasesImage(t *testing.T) {
+	if got := DefaultDataplaneImage(); got != "localhost/kube-fstack/dataplane:dev" {
+		t.Errorf("a dev build's default image is %q, want the local build localhost/kube-fstack/dataplane:dev", got)
+	}
+	script, err := os.ReadFile("../../hack/krew-release.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`-ldflags="([^"]*)"`).FindSubmatch(script)
+	if m == nil {
+		t.Fatal("hack/krew-release.sh has no -ldflags=\"...\"")
+	}
+	expand := exec.Command("bash", "-c", `printf '%s' "`+string(m[1])+`"`)
+	expand.Env = append(os.Environ(), "version=v9.8.7", "IMAGE_REPO=registry.example/kfs")
+	ldflags, err := expand.Output()
+	if err != nil {
+		t.Fatalf("expand the script's ldflags: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "kubectl-fstack")
+	build := exec.Command("go", "build", "-ldflags="+string(ldflags), "-o", bin, "../cmd/kubectl-fstack")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build -ldflags=%q: %v\n%s", ldflags, err, out)
+	}
+	cmd := exec.Command(bin, "inject", "-f", "../../config/samples/workloads/nginx-vhost.yaml", "--stack", "../../config/samples/vhost-user.yaml")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("inject: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(string(out), "image: registry.example/kfs/dataplane:v9.8.7") {
+		t.Errorf("the released plugin does not inject its release's image:\n%s", out)
 	}
 }
