@@ -25,6 +25,7 @@ type stackDoc struct {
 // a request under kubectl's default strict field validation (crdschema.Decode): field names are
 // case-sensitive and a field the CRD does not declare is refused with its path. Every refused
 // key of every document is printed to stderr before the error is returned, so one run shows all.
+// A file without a StackInstance gives none (another file of -f may hold it).
 func readStacks(stderr io.Writer, data []byte, file string) ([]stackDoc, error) {
 	adm, err := crdschema.Load()
 	if err != nil {
@@ -72,9 +73,6 @@ func readStacks(stderr io.Writer, data []byte, file string) ([]stackDoc, error) 
 	if refused {
 		return nil, errReported
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no StackInstance (apiVersion %s) found", file, fsv1.GroupVersion)
-	}
 	return out, nil
 }
 
@@ -120,18 +118,30 @@ func admit(stderr io.Writer, obj map[string]any) (*fsv1.StackInstance, error) {
 	return &si, nil
 }
 
-// loadStack reads file ("-" for stdin) and returns its StackInstance named name (the only one
-// when name is "") as the API server would store it.
-func loadStack(stderr io.Writer, file, name, flag string) (*fsv1.StackInstance, error) {
-	data, err := readInput(file)
-	if err != nil {
-		return nil, err
+// loadStack reads files and returns their StackInstance named name (the only one when name is
+// "") as the API server would store it.
+func loadStack(stderr io.Writer, files []input, name, flag string) (*fsv1.StackInstance, error) {
+	var docs []stackDoc
+	var refused bool
+	for _, in := range files {
+		d, err := readStacks(stderr, in.data, in.name)
+		if errors.Is(err, errReported) {
+			refused = true // every file's refusals printed, then one exit
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, d...)
 	}
-	docs, err := readStacks(stderr, data, file)
-	if err != nil {
-		return nil, err
+	if refused {
+		return nil, errReported
 	}
-	obj, err := pickStack(docs, name, file, flag)
+	what := names(files)
+	if len(docs) == 0 {
+		return nil, fmt.Errorf("%s: no StackInstance (apiVersion %s) found", what, fsv1.GroupVersion)
+	}
+	obj, err := pickStack(docs, name, what, flag)
 	if err != nil {
 		return nil, err
 	}

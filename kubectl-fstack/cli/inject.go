@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -21,8 +20,9 @@ import (
 )
 
 type injectOptions struct {
-	file, stackFile, stackName, image, pullPolicy string
-	nodeAffinity                                  bool
+	files                                   fileFlags
+	stackFile, stackName, image, pullPolicy string
+	nodeAffinity                            bool
 }
 
 func newInjectCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -40,7 +40,7 @@ A workload that cannot run the stack is reported with its field paths on stderr 
 		RunE: func(_ *cobra.Command, _ []string) error { return o.run(stdout, stderr) },
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.file, "filename", "f", "", "manifests to inject (YAML or JSON, several documents; - for stdin)")
+	o.files.add(f, "manifests to inject (YAML or JSON, several documents; repeatable; a directory's .json, .yaml and .yml files; - for stdin)")
 	f.StringVar(&o.stackFile, "stack", "", "the StackInstance manifest")
 	f.StringVar(&o.stackName, "stack-name", "", "which StackInstance of a multi-document --stack file")
 	f.StringVar(&o.image, "image", DefaultDataplaneImage(), "dataplane image when the StackInstance names none (default: this plugin's release's)")
@@ -63,13 +63,17 @@ func (o *injectOptions) run(stdout, stderr io.Writer) error {
 	if err != nil {
 		return reportReject(stderr, "", err)
 	}
-	data, err := readInput(o.file)
+	files, err := o.files.read()
 	if err != nil {
 		return err
 	}
-	docs, err := splitDocuments(data)
-	if err != nil {
-		return err
+	var docs [][]byte
+	for _, in := range files {
+		d, err := splitDocuments(in.data)
+		if err != nil {
+			return fmt.Errorf("%s: %w", in.name, err)
+		}
+		docs = append(docs, d...)
 	}
 	var out [][]byte
 	var failed bool
@@ -93,14 +97,11 @@ func (o *injectOptions) run(stdout, stderr io.Writer) error {
 
 // loadStack reads the chosen StackInstance of --stack as the API server would store it (admit).
 func (o *injectOptions) loadStack(stderr io.Writer) (*fsv1.StackInstance, error) {
-	return loadStack(stderr, o.stackFile, o.stackName, "--stack-name")
-}
-
-func readInput(path string) ([]byte, error) {
-	if path == "-" {
-		return io.ReadAll(os.Stdin)
+	files, err := (&fileFlags{filenames: []string{o.stackFile}}).read()
+	if err != nil {
+		return nil, fmt.Errorf("--stack: %w", err)
 	}
-	return os.ReadFile(path)
+	return loadStack(stderr, files, o.stackName, "--stack-name")
 }
 
 func splitDocuments(data []byte) ([][]byte, error) {

@@ -17,10 +17,11 @@ import (
 )
 
 type renderOptions struct {
-	file, name, cpus, appCPUs string
-	pci, vhost, addr          []string
-	eal, explain              bool
-	procID                    int
+	files               fileFlags
+	name, cpus, appCPUs string
+	pci, vhost, addr    []string
+	eal, explain        bool
+	procID              int
 }
 
 func newRenderCommand(stdout, stderr io.Writer) *cobra.Command {
@@ -41,8 +42,8 @@ every problem with its field path to stderr and exits 1.`,
 		RunE: func(_ *cobra.Command, _ []string) error { return o.run(stdout, stderr) },
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.file, "filename", "f", "", "StackInstance manifest (YAML or JSON; - for stdin)")
-	f.StringVar(&o.name, "name", "", "which StackInstance of a multi-document file")
+	o.files.add(f, "StackInstance manifests (YAML or JSON; repeatable; a directory's .json, .yaml and .yml files; - for stdin)")
+	f.StringVar(&o.name, "name", "", "which StackInstance, when the files hold several")
 	f.StringVar(&o.cpus, "cpus", "", "the dataplane container's CPUs, e.g. 8-11")
 	f.StringVar(&o.appCPUs, "app-cpus", "", "the app container's CPUs, e.g. 12-15 (checks the first, which the launcher gives the shim)")
 	f.StringArrayVar(&o.pci, "pci", nil, "RESOURCE=BDF[,BDF...]: the devices of an SR-IOV resource, as PCIDEVICE_<RESOURCE> lists them (repeat for more)")
@@ -97,7 +98,11 @@ func (o *renderOptions) run(stdout, stderr io.Writer) error {
 
 // load reads the chosen StackInstance of the file as the API server would store it (admit).
 func (o *renderOptions) load(stderr io.Writer) (*fsv1.StackInstance, error) {
-	return loadStack(stderr, o.file, o.name, "--name")
+	files, err := o.files.read()
+	if err != nil {
+		return nil, err
+	}
+	return loadStack(stderr, files, o.name, "--name")
 }
 
 // facts starts from placeholders and replaces each with what the flags say. Each flag's value is

@@ -20,6 +20,9 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		Short:         "kube-fstack's tools: render F-Stack's config.ini and inject the dataplane offline, show a cluster's stacks",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Usage lines say how a kubectl user runs it (`kubectl fstack render ...`); the
+		// completion script is still the executable's (cobra takes it from Use).
+		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl fstack"},
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
