@@ -23,10 +23,22 @@ var OutputGroupVersion = schema.GroupVersion{Group: "cli.kubefstack.io", Version
 
 // outputFlags is kubectl's -o: the table by default, "wide" for the table with more columns, and
 // cli-runtime's printers (json, yaml, jsonpath, go-template, as for kubectl get) for the
-// structures. The name printer is left out: what is printed is no API object with a name.
+// structures. kubectl's -o name is there only for a command whose rows are API objects
+// (withNames): elsewhere what is printed is no API object with a name.
 type outputFlags struct {
 	print *genericclioptions.PrintFlags
+	names bool
 }
+
+// withNames adds -o name: the command prints resource.group/name of each object itself.
+func (f *outputFlags) withNames(cmd *cobra.Command) *outputFlags {
+	f.names = true
+	cmd.Flag("output").Usage = fmt.Sprintf("Output format. One of: (wide, name, %s); the table when empty.", strings.Join(f.print.AllowedFormats(), ", "))
+	return f
+}
+
+// name reports whether -o name is wanted.
+func (f *outputFlags) name() bool { return f.names && *f.print.OutputFormat == "name" }
 
 func newOutputFlags(cmd *cobra.Command) *outputFlags {
 	f := &outputFlags{print: newPrintFlagsFor("")}
@@ -34,7 +46,11 @@ func newOutputFlags(cmd *cobra.Command) *outputFlags {
 	// AddFlags lists the printers' formats only; the table's own are added to the help.
 	cmd.Flag("output").Usage = fmt.Sprintf("Output format. One of: (wide, %s); the table when empty.", strings.Join(f.print.AllowedFormats(), ", "))
 	_ = cmd.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-		return append([]string{"wide"}, f.print.AllowedFormats()...), cobra.ShellCompDirectiveNoFileComp
+		formats := []string{"wide"}
+		if f.names {
+			formats = append(formats, "name")
+		}
+		return append(formats, f.print.AllowedFormats()...), cobra.ShellCompDirectiveNoFileComp
 	})
 	return f
 }
@@ -60,12 +76,16 @@ func (f *outputFlags) table() (table, wide bool) {
 
 // validate fails early, before the cluster is asked, on a format no printer knows.
 func (f *outputFlags) validate() error {
-	if t, _ := f.table(); t {
+	if t, _ := f.table(); t || f.name() {
 		return nil
 	}
 	if _, err := f.print.ToPrinter(); err != nil {
-		return fmt.Errorf("--output %q: no such format; use wide, %s, or no -o for the table",
-			*f.print.OutputFormat, strings.Join(f.print.AllowedFormats(), ", "))
+		formats := "wide, "
+		if f.names {
+			formats += "name, "
+		}
+		return fmt.Errorf("--output %q: no such format; use %s%s, or no -o for the table",
+			*f.print.OutputFormat, formats, strings.Join(f.print.AllowedFormats(), ", "))
 	}
 	return nil
 }

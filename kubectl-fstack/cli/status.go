@@ -21,6 +21,7 @@ type statusOptions struct {
 	clusterFlags
 	output        *outputFlags
 	allNamespaces bool
+	noHeaders     bool
 	// reader reads the pods' /status; nil: through the API server's pod proxy.
 	reader podStatusReader
 }
@@ -28,7 +29,7 @@ type statusOptions struct {
 func newStatusCommand(stdout, stderr io.Writer) *cobra.Command {
 	o := &statusOptions{}
 	cmd := &cobra.Command{
-		Use:   "status [-n NAMESPACE | -A] [-o wide|json|yaml] [STACK]",
+		Use:   "status [-n NAMESPACE | -A] [-o wide|name|json|yaml] [--no-headers] [STACK]",
 		Short: "Show each pod bound to a StackInstance: node, config (current or old), dataplane state and restarts",
 		Long: `List the StackInstances of a namespace (or the one named) and every pod labelled
 kubefstack.io/stack with its name: the node it runs on, the config hash it was admitted with and
@@ -43,7 +44,8 @@ restarts ("3 (2 in place)") and, for a pod that is not ready, why ("Running, not
 containers' restarts only and a warning says why, once.
 
 -o wide adds the pod's IP and the dataplane's image; -o json|yaml prints a StackStatusList
-(apiVersion cli.kubefstack.io/v1alpha1), the same facts as fields instead of the table's text.`,
+(apiVersion cli.kubefstack.io/v1alpha1), the same facts as fields instead of the table's text;
+-o name prints stackinstance.kubefstack.io/<name> of each StackInstance, as kubectl get -o name.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := ""
@@ -54,7 +56,8 @@ containers' restarts only and a warning says why, once.
 		},
 	}
 	o.add(cmd.Flags())
-	o.output = newOutputFlags(cmd)
+	o.output = newOutputFlags(cmd).withNames(cmd)
+	cmd.Flags().BoolVar(&o.noHeaders, "no-headers", false, "When using the default or wide output format, don't print headers.")
 	cmd.ValidArgsFunction = completeNames(&o.clusterFlags, stackNames)
 	completeNamespaceFlag(cmd, &o.clusterFlags)
 	cmd.Flags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "every namespace")
@@ -121,6 +124,15 @@ func (o *statusOptions) run(ctx context.Context, stdout, stderr io.Writer, name 
 	if len(stacks) == 0 {
 		return fmt.Errorf("no StackInstances in %s", nsText(ns))
 	}
+	if o.output.name() {
+		// The StackInstances alone: their pods' facts are not asked for.
+		for i := range stacks {
+			if _, err := fmt.Fprintf(stdout, "stackinstance.%s/%s\n", fsv1.GroupVersion.Group, safe(stacks[i].Name)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	podsOf := make([][]corev1.Pod, len(stacks))
 	var all []*corev1.Pod
 	for i := range stacks {
@@ -144,7 +156,7 @@ func (o *statusOptions) run(ctx context.Context, stdout, stderr io.Writer, name 
 		fmt.Fprintln(stderr, "warning:", safe(n))
 	}
 	if table, wide := o.output.table(); table {
-		return l.writeTable(stdout, ns == "", wide)
+		return l.writeTable(stdout, ns == "", wide, !o.noHeaders)
 	}
 	return o.output.printObject(l, stdout)
 }

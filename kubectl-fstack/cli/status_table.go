@@ -335,8 +335,9 @@ func clip(s string, n int) string {
 }
 
 // writeTable prints the list as the table, with each pod's served addresses; wide adds the
-// pod's kernel IP and the dataplane's image and shows whole config hashes.
-func (l *StackStatusList) writeTable(w io.Writer, withNamespace, wide bool) error {
+// pod's kernel IP and the dataplane's image and shows whole config hashes. Without headers
+// (--no-headers) the rows alone, for scripts, as kubectl's.
+func (l *StackStatusList) writeTable(w io.Writer, withNamespace, wide, headers bool) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
 	head := []string{"STACK", "READY", "POD", "NODE", "ADDRESSES", "CONFIG-HASH", "CONFIG", "DATAPLANE", "RESTARTS", "APP-RESTARTS"}
 	if wide {
@@ -345,7 +346,9 @@ func (l *StackStatusList) writeTable(w io.Writer, withNamespace, wide bool) erro
 	if withNamespace {
 		head = append([]string{"NAMESPACE"}, head...)
 	}
-	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	if headers {
+		fmt.Fprintln(tw, strings.Join(head, "\t"))
+	}
 	row := func(s StackStatus, cols []string) {
 		cols = append([]string{s.Name, s.Ready}, cols...)
 		if withNamespace {

@@ -95,6 +95,13 @@ func TestCLIStatusShowsPods(t *testing.T) {
 		list.Items[0].Pods[1].Config != "old" || list.Items[0].Pods[1].Dataplane.Restarts != 2 || list.Items[0].ConfigHash != newHash {
 		t.Errorf("status -o json: %+v", list)
 	}
+	// kubectl's conventions for scripts: -o name, and --no-headers (the rows alone).
+	if got := runCLI(t, "status", "--kubeconfig", kubeconfig, "-o", "name", si.Name); got != "stackinstance.kubefstack.io/shown\n" {
+		t.Errorf("status -o name = %q, want stackinstance.kubefstack.io/shown", got)
+	}
+	if rows := strings.Split(strings.TrimSpace(runCLI(t, "status", "--kubeconfig", kubeconfig, "--no-headers", si.Name)), "\n"); len(rows) != 2 || !want[1].MatchString(rows[0]) {
+		t.Errorf("status --no-headers: want the 2 rows alone, got %q", rows)
+	}
 	var stderr bytes.Buffer
 	if code := cli.Run([]string{"status", "--kubeconfig", kubeconfig, "missing"}, &bytes.Buffer{}, &stderr); code != 1 ||
 		!strings.Contains(stderr.String(), `StackInstance "missing" not found in namespace "web"`) {
