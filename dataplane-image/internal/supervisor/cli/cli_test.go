@@ -1,0 +1,84 @@
+package cli
+
+import (
+	"flag"
+	"strings"
+	"testing"
+
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor"
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/contexts"
+	"github.com/kube-fstack/kube-fstack/internal/render"
+)
+
+// An argument the supervisor does not know (a hook naming a subcommand an older image lacks)
+// fails the start instead of starting a second dataplane beside the first.
+func TestParseFlagsRefusesArguments(t *testing.T) {
+	if _, err := parseFlags([]string{"--fstack=/x", "wait-placd"}, nil); err == nil || !strings.Contains(err.Error(), `"wait-placd"`) {
+		t.Fatalf("got %v, want the unknown argument named", err)
+	}
+	if _, err := parseFlags([]string{"--fstack=/x"}, nil); err != nil {
+		t.Fatalf("flags alone: %v", err)
+	}
+}
+
+// A native program (spec.program) comes after --native=<mode> --, its own arguments kept.
+func TestParseFlagsNative(t *testing.T) {
+	o, err := parseFlags([]string{"--ready-telemetry=/mempool/list~ff_msg_pool", "--native=PerProcess", "--", "/opt/hello", "--verbose", "-c", "x"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := o.cfg.Launch; l.Native != "PerProcess" || strings.Join(l.NativeArgv, " ") != "/opt/hello --verbose -c x" {
+		t.Fatalf("got %q %q", l.Native, l.NativeArgv)
+	}
+	t.Setenv("FSTACK_APP_PROBES", `{"c":{}}`)
+	if o, _ := parseFlags([]string{"--native=Nginx", "--", "nginx"}, nil); o.cfg.AppProbes != "" {
+		t.Fatalf("a native program has no app probes to perform, got %q", o.cfg.AppProbes)
+	}
+	for _, args := range [][]string{
+		{"--native=Forking", "--", "x"},
+		{"--native=PerProcess"},
+	} {
+		if _, err := parseFlags(args, nil); err == nil || !strings.Contains(err.Error(), "--native") {
+			t.Errorf("%q: got %v, want a refusal naming --native", args, err)
+		}
+	}
+}
+
+// An extension's flags and configuration reach the supervisor's, and --shim-contexts knows
+// only the kinds of this build: zone and off in the product, and what an extension adds.
+func TestExtension(t *testing.T) {
+	if _, err := parseFlags([]string{"--shim-contexts=standin"}, nil); err == nil || !strings.Contains(err.Error(), "--shim-contexts=standin: want one of zone, off") {
+		t.Fatalf("the product build: got %v, want --shim-contexts=standin refused naming zone and off", err)
+	}
+	ext := &testExtension{}
+	o, err := parseFlags([]string{"--shim-contexts=slots", "--test-program=/p"}, ext)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.cfg.Launch.Programs == nil || ext.program != "/p" {
+		t.Fatalf("the extension's flag and configuration did not reach the supervisor: %+v", o.cfg.Launch)
+	}
+	if _, err := parseFlags([]string{"--test-program=/p", "--native=PerProcess", "--", "y"}, ext); err == nil || !strings.Contains(err.Error(), "--native") {
+		t.Errorf("--native with the extension's programs: got %v, want a refusal naming --native", err)
+	}
+	if _, err := parseFlags([]string{"--shim-contexts=other"}, ext); err == nil || !strings.Contains(err.Error(), "want one of zone, off, slots") {
+		t.Errorf("an unknown kind with an extension: got %v, want the extension's kinds named", err)
+	}
+}
+
+type testExtension struct{ program string }
+
+func (e *testExtension) Flags(fs *flag.FlagSet) { fs.StringVar(&e.program, "test-program", "", "") }
+
+func (e *testExtension) Configure(cfg *supervisor.Config) error {
+	cfg.ContextKinds = map[string]func(string, string) contexts.ContextSource{"slots": func(string, string) contexts.ContextSource { return nil }}
+	if e.program != "" {
+		cfg.Launch.Programs = testPrograms{}
+	}
+	return nil
+}
+
+type testPrograms struct{}
+
+func (testPrograms) Plan(*render.Result, func(string))          {}
+func (testPrograms) Argv(*render.Result, int) ([]string, error) { return nil, nil }
