@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -39,6 +41,16 @@ func TestProductBinaryHasNoStandinFlags(t *testing.T) {
 	for _, f := range standinFlags {
 		if strings.Contains(help, "\n  -"+f+" ") || strings.Contains(help, "\n  -"+f+"\n") {
 			t.Errorf("the product supervisor offers the stand-in's flag --%s", f)
+		}
+	}
+	// Nor their code: the slot files' name and the PCI substitute's log line are the stand-in's.
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, code := range []string{"kube_fstack_standin_contexts_", "stand-in: PCI ", "program-lcores-per-proc"} {
+		if bytes.Contains(data, []byte(code)) {
+			t.Errorf("the product supervisor's binary holds %q: the stand-in's code is linked", code)
 		}
 	}
 	if out, err := exec.Command(bin, "--shim-contexts=standin", "--spec-file=/nonexistent", "--listen=127.0.0.1:0").CombinedOutput(); err == nil ||

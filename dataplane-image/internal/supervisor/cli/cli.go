@@ -145,7 +145,7 @@ func validateNative(l *supervisor.Launch) error {
 	case len(l.NativeArgv) == 0:
 		return fmt.Errorf("--native=%s needs the program after --, e.g. --native=%s -- /usr/local/bin/helloworld", l.Native, l.Native)
 	case l.Programs != nil:
-		return fmt.Errorf("--native and the stand-in's --program-mode are two ways to start the processes: give one")
+		return fmt.Errorf("--native=%s: this build was also told to start its own program as the F-Stack processes; give one of the two", l.Native)
 	}
 	return nil
 }

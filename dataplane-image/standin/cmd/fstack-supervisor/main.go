@@ -63,6 +63,9 @@ func (s *standin) Configure(cfg *supervisor.Config) error {
 	if s.prog.Program == "" {
 		return errors.New("--program-mode needs --program")
 	}
+	if cfg.Launch.Native != "" {
+		return errors.New("--native and --program-mode are two ways to start the processes: give one")
+	}
 	cfg.Launch.Programs = &s.prog
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/standin/program"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/standin/slots"
@@ -16,10 +17,12 @@ func configure(args ...string) (*supervisor.Config, error) {
 	s := &standin{}
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
 	s.Flags(fs)
+	native := fs.String("native", "", "the product's flag, as cli sets Launch.Native from it")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	cfg := &supervisor.Config{ShimContexts: slots.Kind}
+	cfg.Launch.Native = fsv1.ProgramMode(*native)
 	return cfg, s.Configure(cfg)
 }
 
@@ -41,6 +44,9 @@ func TestStandinPCIOnlyInProgramMode(t *testing.T) {
 	}
 	if err := cfg.CheckShimContexts(); err != nil {
 		t.Errorf("the stand-in's --shim-contexts=%s: %v", slots.Kind, err)
+	}
+	if _, err := configure("--program-mode", "--program=x", "--native=PerProcess"); err == nil || !strings.Contains(err.Error(), "--native and --program-mode") {
+		t.Errorf("--native with --program-mode: got %v, want a refusal naming both", err)
 	}
 	if cfg, err := configure(); err != nil || cfg.Launch.Programs != nil {
 		t.Errorf("without --program-mode the stand-in starts what the product starts: %v %+v", err, cfg)
