@@ -28,11 +28,11 @@ import (
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
-// listFlag collects a repeatable flag.
-type listFlag []string
+// ListFlag collects a repeatable flag (an Extension's too).
+type ListFlag []string
 
-func (l *listFlag) String() string     { return strings.Join(*l, " ") }
-func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+func (l *ListFlag) String() string     { return strings.Join(*l, " ") }
+func (l *ListFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 // Extension is what a build of the supervisor other than the product's adds to its command
 // line: its own flags, and what they change in the parsed configuration (Launch.Programs,
@@ -72,7 +72,7 @@ func parseFlags(args []string, ext Extension) (*options, error) {
 	fs.DurationVar(&t.Poll, "poll", 20*time.Millisecond, "readiness polling interval")
 	fs.DurationVar(&t.SecondariesTimeout, "secondaries-timeout", 30*time.Second, "bound on waiting, before a new primary starts, for the previous generation's DPDK secondaries (the apps, which their launchers stop when the generation moves) to let go of its runtime files")
 	fs.StringVar(&o.readyCmd, "ready-command", "", "command (space-separated, {proc} expands) that must succeed for a process to be ready, e.g. \"/usr/local/bin/ff_traffic -p {proc} -s\"")
-	fs.Var((*listFlag)(&o.cfg.ReadyTelemetry), "ready-telemetry", "telemetry check the primary must pass before secondaries start: \"command\" (non-empty reply) or \"command~text\" (repeat), e.g. /mempool/list~mb_pool_0 for testpmd")
+	fs.Var((*ListFlag)(&o.cfg.ReadyTelemetry), "ready-telemetry", "telemetry check the primary must pass before secondaries start: \"command\" (non-empty reply) or \"command~text\" (repeat), e.g. /mempool/list~mb_pool_0 for testpmd")
 	fs.BoolVar(&o.cfg.RequireShim, "require-shim", true, "fail when the image has no libff_syscall.so for the spec's shim mode")
 	fs.StringVar(&o.cfg.ShimContexts, "shim-contexts", contexts.ContextsZone, "where the shim's free contexts are counted: zone (F-Stack's ff_socket_ops_zone_<k> memzones, through telemetry and the primary's memory) or off")
 	fs.DurationVar(&o.cfg.ContextsInterval, "contexts-interval", 100*time.Millisecond, "how often the shim contexts are read and published to <shim-dir>/contexts")

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"flag"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor"
@@ -21,12 +20,6 @@ import (
 	"github.com/kube-fstack/kube-fstack/dataplane-image/standin/program"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/standin/slots"
 )
-
-// listFlag collects a repeatable flag.
-type listFlag []string
-
-func (l *listFlag) String() string     { return strings.Join(*l, " ") }
-func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 // standin is the stand-in's cli.Extension.
 type standin struct {
@@ -41,8 +34,8 @@ func (s *standin) Flags(fs *flag.FlagSet) {
 	fs.BoolVar(&s.programMode, "program-mode", false, "stand-in: run --program with the rendered EAL argv instead of F-Stack")
 	fs.StringVar(&p.Program, "program", "", "program mode: the DPDK program run as every process")
 	fs.StringVar(&p.SecondaryProgram, "secondary-program", "", "program mode: another program for processes 1..n-1")
-	fs.Var((*listFlag)(&p.PrimaryArgs), "primary-args", "program mode: an argument after -- for process 0 (repeat; {proc} and {procs} expand)")
-	fs.Var((*listFlag)(&p.SecondaryArgs), "secondary-args", "program mode: an argument after -- for processes 1..n-1 (repeat)")
+	fs.Var((*cli.ListFlag)(&p.PrimaryArgs), "primary-args", "program mode: an argument after -- for process 0 (repeat; {proc} and {procs} expand)")
+	fs.Var((*cli.ListFlag)(&p.SecondaryArgs), "secondary-args", "program mode: an argument after -- for processes 1..n-1 (repeat)")
 	fs.IntVar(&p.LcoresPerProc, "program-lcores-per-proc", 1, "program mode: replace -c<cpu> by this many lcores pinned on that CPU")
 	fs.StringVar(&s.pciVdev, "standin-pci-vdev", "", "program mode: replace each allowed PCI device DPDK cannot probe here (no such device, or not bound to vfio-pci/uio) by a virtual device of this DPDK driver, e.g. net_null, and log it")
 	fs.DurationVar(&s.contextsDelay, "standin-contexts-delay", 100*time.Millisecond, "with --shim-contexts="+slots.Kind+" (the stand-in shim's slot files): how long after a generation's first process is up its slot files appear (F-Stack v1.25 with patch 0004 has its zones when its process is up; the stand-in keeps a short gap so that readers meet files not there yet)")
