@@ -1,11 +1,12 @@
 // Package dpdk is the dataplane tier: the supervisor binary driving real DPDK processes. What
 // is real: the supervisor (built and exec'd, as the stand-in image builds it: the product's
 // supervisor code with the stand-in's program mode added, dataplane-image/standin/cmd),
-// Debian's dpdk-testpmd as the F-Stack primary started with exactly the EAL arguments F-Stack builds from the rendered config.ini (one
-// substitution: -c<cpu> becomes two lcores on that same CPU, because testpmd needs a forwarding
-// lcore), a private OVS-DPDK connecting to its vhost-user socket, hugepages, mount and PID
-// namespaces playing the pod's containers, and dpdk-proc-info as the app-side DPDK secondary.
-// What is not: F-Stack itself, which cannot be built here.
+// Debian's dpdk-testpmd as the F-Stack primary started with exactly the EAL arguments F-Stack
+// builds from the rendered config.ini (one substitution: -c<cpu> becomes two lcores on that
+// same CPU, because testpmd needs a forwarding lcore), a private OVS-DPDK connecting to its
+// vhost-user socket, hugepages, mount and PID namespaces playing the pod's containers, and
+// dpdk-proc-info as the app-side DPDK secondary. What is not: F-Stack itself, which cannot be
+// built here.
 package dpdk
 
 import (
