@@ -2,6 +2,8 @@ package cli
 
 import (
 	"flag"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -82,3 +84,51 @@ type testPrograms struct{}
 
 func (testPrograms) Plan(*render.Result, func(string))          {}
 func (testPrograms) Argv(*render.Result, int) ([]string, error) { return nil, nil }
+
+// flagNames records the flags registered before an extension's: the product binary's.
+type flagNames struct{ names map[string]bool }
+
+func (f *flagNames) Flags(fs *flag.FlagSet) {
+	fs.VisitAll(func(fl *flag.Flag) { f.names[fl.Name] = true })
+}
+func (f *flagNames) Configure(*supervisor.Config) error { return nil }
+
+// The README's flags table is hand-written: it names every flag of the product binary and no
+// other (the stand-in's flags have a table of their own). A flag added, renamed or moved to the
+// stand-in without the table fails here.
+func TestREADMEFlagsTableIsTheProductsFlags(t *testing.T) {
+	got := &flagNames{names: map[string]bool{}}
+	_, _ = parseFlags([]string{"--fstack=/x"}, got)
+	b, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(b), "\n### Flags\n")
+	if !ok {
+		t.Fatal("dataplane-image/README.md has no \"### Flags\" section")
+	}
+	table, _, _ = strings.Cut(table, "\n#")
+	documented := map[string]bool{}
+	for _, line := range strings.Split(table, "\n") {
+		cols := strings.Split(line, "|")
+		if len(cols) < 3 {
+			continue
+		}
+		for _, m := range regexp.MustCompile("`--([a-z0-9-]+)").FindAllStringSubmatch(cols[1], -1) {
+			documented[m[1]] = true
+		}
+	}
+	for name := range got.names {
+		if !documented[name] {
+			t.Errorf("--%s is a flag of the product supervisor but not in dataplane-image/README.md's flags table", name)
+		}
+	}
+	for name := range documented {
+		if !got.names[name] {
+			t.Errorf("dataplane-image/README.md's flags table names --%s, which the product supervisor does not have", name)
+		}
+	}
+	if len(got.names) < 20 {
+		t.Fatalf("only %d flags seen: the extension hook no longer sees the product's flags", len(got.names))
+	}
+}
