@@ -58,6 +58,7 @@ func (s *Supervisor) handler() http.Handler {
 	mux.HandleFunc(podcontract.AppProbePrefix, s.serveAppProbe)
 	// Beside /metrics and as reachable: the operator's tools read it from outside the pod.
 	mux.HandleFunc(podcontract.StatusPath, s.serveStatus)
+	mux.HandleFunc(podcontract.ConfigPath, s.serveConfig)
 	mux.Handle(podcontract.MetricsPath, promhttp.HandlerFor(s.metrics.Reg, promhttp.HandlerOpts{}))
 	return mux
 }

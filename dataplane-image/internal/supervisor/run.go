@@ -58,6 +58,8 @@ type Supervisor struct {
 	served     bool
 	restartLog restartLog
 	ports      atomic.Pointer[[]podcontract.PortStatus]
+	// running is what the current generation was rendered with, for /config (config.go).
+	running    atomic.Pointer[podcontract.RunningConfig]
 	badRecords sync.Map // containers whose restart record could not be read, logged once
 	// links are the port link metrics (linkwatch.go), kept across generations.
 	links linkMetrics
@@ -207,6 +209,7 @@ func (s *Supervisor) prepare() (*render.Result, error) {
 	if err := fsutil.WriteAtomic(filepath.Join(s.Cfg.Paths.ShimDir, "config.ini"), res.Config, 0o644); err != nil {
 		return nil, fmt.Errorf("write config.ini: %w", err)
 	}
+	s.setRunning(res)
 	return res, nil
 }
 
