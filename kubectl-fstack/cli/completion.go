@@ -58,6 +58,11 @@ func stackNames(ctx context.Context, c client.Client, ns string) []string {
 	return listNames(ctx, c, &fsv1.StackInstanceList{}, client.InNamespace(ns))
 }
 
+// stackPodNames are the pods of the namespace that belong to a stack (labelled kubefstack.io/stack).
+func stackPodNames(ctx context.Context, c client.Client, ns string) []string {
+	return listNames(ctx, c, &corev1.PodList{}, client.InNamespace(ns), client.HasLabels{fsv1.StackLabel})
+}
+
 func nodeNames(ctx context.Context, c client.Client, _ string) []string {
 	return listNames(ctx, c, &corev1.NodeList{})
 }

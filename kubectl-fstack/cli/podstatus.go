@@ -78,9 +78,24 @@ func newProxyStatusReader(cfg *rest.Config) (*proxyStatusReader, error) {
 func (p *proxyStatusReader) readStatus(ctx context.Context, namespace, name string) (*podcontract.DataplaneStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
+	resp, err := p.get(ctx, namespace, name, podcontract.StatusPath)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	s, err := podcontract.ReadDataplaneStatus(resp.Body)
+	if err != nil {
+		return nil, &statusError{statusBadAnswer, err}
+	}
+	return s, nil
+}
+
+// get asks the supervisor's path through the API server's pod proxy; an answer other than 200
+// is a *statusError saying which cause.
+func (p *proxyStatusReader) get(ctx context.Context, namespace, name, path string) (*http.Response, error) {
 	u := *p.base
 	u.Path = strings.TrimSuffix(u.Path, "/") + fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:%d/proxy%s",
-		url.PathEscape(namespace), url.PathEscape(name), podcontract.SupervisorPort, podcontract.StatusPath)
+		url.PathEscape(namespace), url.PathEscape(name), podcontract.SupervisorPort, path)
 	u.RawPath = ""
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
@@ -91,8 +106,8 @@ func (p *proxyStatusReader) readStatus(ctx context.Context, namespace, name stri
 	if err != nil {
 		return nil, &statusError{statusFailed, err}
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
 		// The body is the API server's Status or the pod's text: a line of it, bounded.
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		detail := fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(firstLine(string(msg))))
@@ -106,11 +121,7 @@ func (p *proxyStatusReader) readStatus(ctx context.Context, namespace, name stri
 		}
 		return nil, &statusError{statusFailed, detail}
 	}
-	s, err := podcontract.ReadDataplaneStatus(resp.Body)
-	if err != nil {
-		return nil, &statusError{statusBadAnswer, err}
-	}
-	return s, nil
+	return resp, nil
 }
 
 func firstLine(s string) string {

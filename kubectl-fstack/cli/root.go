@@ -28,7 +28,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	root.SetErr(stderr)
 	root.SetArgs(args)
 	root.AddCommand(newRenderCommand(stdout, stderr), newInjectCommand(stdout, stderr))
-	root.AddCommand(newStatusCommand(stdout, stderr))
+	root.AddCommand(newStatusCommand(stdout, stderr), newConfigCommand(stdout))
 	root.AddCommand(newDoctorCommand(stdout, stderr))
 	root.AddCommand(newVersionCommand(stdout, stderr))
 	if err := root.Execute(); err != nil {

@@ -44,6 +44,9 @@ func TestCLIReadsSupervisorThroughPodProxy(t *testing.T) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+podcontract.StatusPath, func(w http.ResponseWriter, _ *http.Request) { _ = json.NewEncoder(w).Encode(answer) })
+	running := podcontract.RunningConfig{Generation: 3, ConfigINI: "[dpdk]\nlcore_mask=4\n\n[port0]\naddr=10.99.0.10\n", ShimMode: "pipeline",
+		EAL: [][]string{{"f-stack", "-c4", "-n4", "--proc-type=primary"}, {"f-stack", "-c8", "-n4", "--proc-type=secondary"}}}
+	mux.HandleFunc("GET "+podcontract.ConfigPath, func(w http.ResponseWriter, _ *http.Request) { _ = json.NewEncoder(w).Encode(running) })
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
@@ -74,6 +77,23 @@ func TestCLIReadsSupervisorThroughPodProxy(t *testing.T) {
 	if d := list.Items[0].Pods[0].Dataplane; d.InPlaceRestarts == nil || *d.InPlaceRestarts != 2 || d.LastRestart == nil ||
 		d.LastRestart.Message != "F-Stack process 0 (primary) exited: signal: killed" || len(d.Ports) != 1 || d.Ports[0].LinkUp {
 		t.Errorf("status -o json dataplane %+v", d)
+	}
+
+	// config shows what the pod runs, from the supervisor's /config, with the served addresses.
+	out = runCLI(t, "config", "--kubeconfig", kubeconfig, "proxied-a")
+	t.Logf("kubectl fstack config:\n%s", out)
+	for _, want := range []string{"Pod web/proxied-a (stack proxied), generation 3\n", "Shim: pipeline\n", "Addresses: 10.99.0.10 (port 0)\n",
+		"EAL proc 1: f-stack -c8 -n4 --proc-type=secondary\n", "config.ini:\n  [dpdk]\n  lcore_mask=4\n\n  [port0]\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("config lacks %q", want)
+		}
+	}
+	var pc cli.PodConfig
+	if err := json.Unmarshal([]byte(runCLI(t, "config", "--kubeconfig", kubeconfig, "-o", "json", "proxied-a")), &pc); err != nil {
+		t.Fatal(err)
+	}
+	if pc.Running.ConfigINI != running.ConfigINI || len(pc.Running.EAL) != 2 || pc.Stack != si.Name || len(pc.Addresses) != 1 {
+		t.Errorf("config -o json: %+v", pc)
 	}
 
 	// doctor fails on the pod, with the supervisor's reason.
@@ -110,6 +130,12 @@ func TestCLIReadsSupervisorThroughPodProxy(t *testing.T) {
 		strings.Count(stderr.String(), "warning:") != 1 ||
 		!strings.Contains(stderr.String(), "warning: in-place restarts and the dataplane's health not shown for pod web/proxied-a: pods/proxy forbidden: HTTP 403") {
 		t.Errorf("without pods/proxy:\n%s%s", stdout.String(), stderr.String())
+	}
+	// config says which right it needs.
+	stderr.Reset()
+	if code := cli.Run([]string{"config", "--kubeconfig", kubeconfig, "--as", user, "proxied-a"}, &bytes.Buffer{}, &stderr); code != 1 ||
+		!strings.Contains(stderr.String(), "needs get on pods/proxy in web") {
+		t.Errorf("config without pods/proxy: exit %d: %s", code, stderr.String())
 	}
 	if err := k8s.Delete(ctx, pod); err != nil {
 		t.Fatal(err)
