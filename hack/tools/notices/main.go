@@ -76,7 +76,7 @@ func run(args []string, stderr io.Writer) error {
 func goEnv(name string) (string, error) {
 	b, err := exec.Command("go", "env", name).Output()
 	if err != nil {
-		return "", fmt.Errorf("go env %s: %v (pass -%s)", name, err, strings.ToLower(strings.TrimPrefix(name, "GO")))
+		return "", fmt.Errorf("go env %s: %w (pass -%s)", name, err, strings.ToLower(strings.TrimPrefix(name, "GO")))
 	}
 	v := strings.TrimSpace(string(b))
 	if v == "" {
@@ -110,7 +110,7 @@ func linked(bins []string, skip []string) ([]*module, error) {
 	for _, b := range bins {
 		info, err := buildinfo.ReadFile(b)
 		if err != nil {
-			return nil, fmt.Errorf("%s: no Go build information (%v): only Go binaries built with modules can be listed", b, err)
+			return nil, fmt.Errorf("%s: no Go build information (%w): only Go binaries built with modules can be listed", b, err)
 		}
 		name := filepath.Base(b)
 		skipped := map[string]bool{info.Main.Path: len(skip) == 0}
