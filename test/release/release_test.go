@@ -308,10 +308,12 @@ func linkedModules(t *testing.T, bin []byte) []string {
 func checkChart(t *testing.T, e env) {
 	digest := strings.TrimSpace(string(read(t, filepath.Join(e.out, "images", "cni.digest"))))
 	tgz := filepath.Join(e.out, "kube-fstack-"+strings.TrimPrefix(version, "v")+".tgz")
-	cmd := exec.Command(tool(t, "HELM", "helm-v*"), "template", "kube-fstack", tgz, "--namespace", "kube-fstack-system")
+	cmd := exec.Command(tool(t, "HELM", "helm-v*"), "template", "kube-fstack", tgz, "--namespace", "kube-fstack-system", "--kube-version", "1.35.4")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("helm template %s: %v", tgz, err)
+		t.Fatalf("helm template %s: %v\n%s", tgz, err, stderr.String())
 	}
 	for _, want := range []string{
 		"image: " + imageRepo + "/cni@" + digest,
