@@ -332,6 +332,10 @@ if [ -n "$REGISTRY" ]; then
       --signature "$OUT/signatures/$name.sig" "$IMAGE_REPO/$name@$digest" >&2 \
       || die "cosign attach signature $IMAGE_REPO/$name@$digest failed"
   done
+  # The chart names all three images: publish it only when this run built and pushed them all.
+  for name in operator cni dataplane; do
+    [ -n "$(digest_of "$name")" ] || die "not pushing the chart: it names $IMAGE_REPO/$name:$VERSION, which this run did not build (RELEASE_IMAGES=$RELEASE_IMAGES); the images above are pushed"
+  done
   say "helm push $TGZ $REGISTRY"
   "$HELM" push "${HELM_HTTP[@]}" "$TGZ" "$REGISTRY" >&2 || die "helm push $TGZ $REGISTRY failed"
 else
