@@ -144,13 +144,15 @@ image_inputs() {
 # OUT was built from the same inputs (OUT.key), so a warm run costs a hash. PLATFORM (linux/arm64)
 # builds for another architecture: the Dockerfiles cross-compile on the build machine's builder
 # (FROM --platform=$BUILDPLATFORM) onto scratch, so it needs no emulator and no foreign image.
-# BUILDPLATFORM is passed because buildah 1.28 (Debian 12's) does not set it as BuildKit does.
+# BUILDPLATFORM, TARGETOS and TARGETARCH are passed because buildah 1.28 (Debian 12's) does not
+# always set them as BuildKit does.
 build_image() {
   local out="$1" ref="$2" df="$3" platform="${4:-}" builder key old t0=$SECONDS plat=()
   need_buildah
   builder="$(go_builder_image)"
   key="$(image_inputs "$df")-$(buildah images -q --noheading "$builder")${platform:+-$platform}"
   [ -z "$platform" ] || plat=(--platform "$platform")
+  platform=${platform:-linux/$(go env GOHOSTARCH)}
   if [ -f "$out" ] && [ "$(cat "$out.key" 2>/dev/null)" = "$key" ]; then
     image_log "$ref: $out is up to date"; return 0
   fi
@@ -163,6 +165,7 @@ build_image() {
   buildah bud -q --pull=never --network=none "${plat[@]}" -f "$IMAGE_ROOT/$df" -t "$ref" \
     --build-arg GO_IMAGE="$builder" --build-arg GOPROXY=off --build-arg GOFLAGS=-mod=readonly \
     --build-arg BUILDPLATFORM="linux/$(go env GOHOSTARCH)" \
+    --build-arg TARGETOS=linux --build-arg TARGETARCH="${platform#linux/}" \
     -v "$(go env GOMODCACHE):/go/pkg/mod" -v "$(go env GOCACHE):/root/.cache/go-build" "$IMAGE_ROOT" >/dev/null \
     || image_die "buildah bud -f $df failed (GOPROXY=off: a module missing from $(go env GOMODCACHE) needs 'go mod download' on the host)"
   drop_replaced "$old" "$ref"
