@@ -19,7 +19,7 @@ FUZZTIME ?= 60s
 DATAPLANE ?= standin
 FUZZTIME_SHORT ?= 10s
 # The CNI plugin's own packages need no root either; test-node runs them again with the node tier.
-PKGS_UNIT := ./api/... ./internal/... ./kubectl-fstack/cli/... ./kubectl-fstack/cmd/... ./operator/internal/... ./dataplane-image/internal/... ./dataplane-image/cmd/... ./dataplane-image/build/... ./dataplane-image/probe-agent/... ./dataplane-image/standin/... ./cni/internal/... ./e2e/deviceplugin/... ./test/hack/... ./hack/tools/...
+PKGS_UNIT := ./api/... ./internal/... ./kubectl-fstack/cli/... ./kubectl-fstack/cmd/... ./operator/internal/... ./dataplane-image/internal/... ./dataplane-image/cmd/... ./dataplane-image/build/... ./dataplane-image/probe-agent/... ./dataplane-image/standin/... ./cni/internal/... ./e2e/deviceplugin/... ./test/hack/... ./test/docs/... ./hack/tools/...
 
 ##@ General
 .PHONY: help

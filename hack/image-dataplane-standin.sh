@@ -48,8 +48,11 @@ build_rootfs() {
 build_overlay() {
   rm -rf "$WORK/overlay" && mkdir -p "$WORK/overlay/usr/local/bin" "$WORK/overlay/opt/kube-fstack/shim" \
     "$WORK/overlay/etc/kube-fstack/podinfo" "$WORK/overlay/etc/f-stack" "$WORK/overlay/dev/hugepages"
+  # The stand-in's build of the supervisor: the product's supervisor code plus the program mode,
+  # PCI and contexts stand-ins below (dataplane-image/standin/cmd/fstack-supervisor), which the
+  # real image's binary does not have.
   CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$WORK/overlay/usr/local/bin/fstack-supervisor" \
-    ./dataplane-image/cmd/fstack-supervisor
+    ./dataplane-image/standin/cmd/fstack-supervisor
   CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$WORK/overlay/opt/kube-fstack/shim/fstack-launcher" \
     ./dataplane-image/cmd/fstack-launcher
   # The stand-in of a program linked with libfstack (a StackInstance's spec.program, mode
@@ -81,7 +84,7 @@ build_overlay() {
     >"$WORK/overlay/opt/kube-fstack/shim/README.standin"
 }
 
-# The stand-in's supervisor arguments: testpmd as every F-Stack process (one queue pair each,
+# The stand-in's supervisor arguments (flags only its build has): testpmd as every F-Stack process (one queue pair each,
 # as F-Stack's processes), held back until the primary's mbuf pool exists. The shim library of
 # every mode is the stand-in's, so the supervisor requires one, as with the real image.
 # The primary answers pings (icmpecho); secondaries only receive, because testpmd's icmpecho

@@ -2,7 +2,7 @@ package v1alpha1
 
 // PortSpec is one DPDK port F-Stack drives ([portN]); its DPDK port id is assigned at start-up
 // from the devices the pod really got.
-// +kubebuilder:validation:XValidation:rule="!has(self.vipInterface) || has(self.vips) || has(self.vips6)",message="vipInterface needs vips or vips6"
+// +kubebuilder:validation:XValidation:rule="!has(self.vipInterface) || has(self.vips) || has(self.vips6)",fieldPath=".vipInterface",message="vipInterface needs vips or vips6"
 type PortSpec struct {
 	// Name identifies the port within the stack.
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
@@ -144,11 +144,11 @@ type IPPool struct {
 }
 
 // IPv4Address is an interface's IPv4 configuration.
-// +kubebuilder:validation:XValidation:rule="self.from != 'Static' || has(self.address)",message="address is required when from is Static"
-// +kubebuilder:validation:XValidation:rule="self.from == 'Attachment' || has(self.gateway)",message="gateway is required when from is Static or Pool: F-Stack refuses a port without one"
-// +kubebuilder:validation:XValidation:rule="(self.from == 'Pool') == has(self.pool)",message="pool is required when from is Pool, and only then"
-// +kubebuilder:validation:XValidation:rule="self.from != 'Pool' || !has(self.address)",message="address is for from: Static; a pool gives each pod its own address"
-// +kubebuilder:validation:XValidation:rule="!has(self.pool) || self.pool.prefixLength <= 32",message="pool.prefixLength of an IPv4 pool is 1 to 32"
+// +kubebuilder:validation:XValidation:rule="self.from != 'Static' || has(self.address)",fieldPath=".address",reason=FieldValueRequired,message="address is required when from is Static"
+// +kubebuilder:validation:XValidation:rule="self.from == 'Attachment' || has(self.gateway)",fieldPath=".gateway",reason=FieldValueRequired,message="gateway is required when from is Static or Pool: F-Stack refuses a port without one"
+// +kubebuilder:validation:XValidation:rule="(self.from == 'Pool') == has(self.pool)",fieldPath=".pool",message="pool is required when from is Pool, and only then"
+// +kubebuilder:validation:XValidation:rule="self.from != 'Pool' || !has(self.address)",fieldPath=".address",reason=FieldValueForbidden,message="address is for from: Static; a pool gives each pod its own address"
+// +kubebuilder:validation:XValidation:rule="!has(self.pool) || self.pool.prefixLength <= 32",fieldPath=".pool.prefixLength",message="pool.prefixLength of an IPv4 pool is 1 to 32"
 type IPv4Address struct {
 	// From says whether the address is given here (Static), taken from the attachment's IPAM
 	// result (Attachment), or taken by each pod from pool (Pool).
@@ -178,9 +178,9 @@ type IPv4Address struct {
 }
 
 // IPv6Address is an interface's IPv6 configuration.
-// +kubebuilder:validation:XValidation:rule="self.from != 'Static' || has(self.address)",message="address is required when from is Static"
-// +kubebuilder:validation:XValidation:rule="(self.from == 'Pool') == has(self.pool)",message="pool is required when from is Pool, and only then"
-// +kubebuilder:validation:XValidation:rule="self.from != 'Pool' || !has(self.address)",message="address is for from: Static; a pool gives each pod its own address"
+// +kubebuilder:validation:XValidation:rule="self.from != 'Static' || has(self.address)",fieldPath=".address",reason=FieldValueRequired,message="address is required when from is Static"
+// +kubebuilder:validation:XValidation:rule="(self.from == 'Pool') == has(self.pool)",fieldPath=".pool",message="pool is required when from is Pool, and only then"
+// +kubebuilder:validation:XValidation:rule="self.from != 'Pool' || !has(self.address)",fieldPath=".address",reason=FieldValueForbidden,message="address is for from: Static; a pool gives each pod its own address"
 type IPv6Address struct {
 	// From says whether the address is given here (Static), taken from the attachment's IPAM
 	// result (Attachment), or taken by each pod from pool (Pool).

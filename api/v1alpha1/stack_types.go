@@ -6,7 +6,7 @@ import (
 )
 
 // DPDKSpec holds the [dpdk] knobs of config.ini. The lcore mask and port list are derived.
-// +kubebuilder:validation:XValidation:rule="!has(self.noHuge) || !self.noHuge || has(self.memory)",message="noHuge needs memory: without hugepages DPDK allocates exactly that much ordinary memory"
+// +kubebuilder:validation:XValidation:rule="!has(self.noHuge) || !self.noHuge || has(self.memory)",fieldPath=".memory",reason=FieldValueRequired,message="noHuge needs memory: without hugepages DPDK allocates exactly that much ordinary memory"
 type DPDKSpec struct {
 	// Channels is the number of memory channels (channel, EAL -n).
 	// +kubebuilder:validation:Minimum=1
@@ -163,7 +163,7 @@ const (
 
 // KNISpec is the exception path to the kernel ([kni]). In v1.25 it is a virtio_user port over
 // /dev/vhost-net: the node needs the vhost_net module and the dataplane CAP_NET_ADMIN.
-// +kubebuilder:validation:XValidation:rule="!self.enabled || has(self.method)",message="method is required when the exception path is enabled"
+// +kubebuilder:validation:XValidation:rule="!self.enabled || has(self.method)",fieldPath=".method",reason=FieldValueRequired,message="method is required when the exception path is enabled"
 type KNISpec struct {
 	// Enabled creates the exception path (enable).
 	Enabled bool `json:"enabled"`
@@ -309,7 +309,7 @@ type FreeBSDSpec struct {
 
 // RSSCheckSpec is the static RSS table ([rss_check]): for each outgoing (local address, remote
 // address, remote port) F-Stack precomputes local ports that hash back to the same process.
-// +kubebuilder:validation:XValidation:rule="!has(self.enabled) || !self.enabled || (has(self.entries) && size(self.entries) > 0)",message="an enabled rssCheck needs entries"
+// +kubebuilder:validation:XValidation:rule="!has(self.enabled) || !self.enabled || (has(self.entries) && size(self.entries) > 0)",fieldPath=".entries",reason=FieldValueRequired,message="an enabled rssCheck needs entries"
 type RSSCheckSpec struct {
 	// Enabled builds the table at start-up (enable). Default off, as in F-Stack; with profile
 	// Proxy, on when entries are listed.
@@ -369,7 +369,7 @@ type PcapSpec struct {
 }
 
 // ShimSpec says whether and how the app containers use F-Stack through libff_syscall.so.
-// +kubebuilder:validation:XValidation:rule="!(has(self.polling) && self.polling && (!has(self.kernelEvent) || self.kernelEvent))",message="polling and kernelEvent cannot be combined: polling is silently disabled with kernelEvent"
+// +kubebuilder:validation:XValidation:rule="!(has(self.polling) && self.polling && (!has(self.kernelEvent) || self.kernelEvent))",fieldPath=".polling",message="polling and kernelEvent cannot be combined (polling is silently disabled with kernelEvent): set kernelEvent=false or polling=false"
 type ShimSpec struct {
 	// Enabled preloads libff_syscall.so into the app containers. Default on, and off with
 	// spec.program (a program linked with libfstack uses no shim): the default depends on another

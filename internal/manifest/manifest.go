@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	strictjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
@@ -41,7 +42,7 @@ func StackInstances(data []byte) ([]fsv1.StackInstance, error) {
 			return nil, fmt.Errorf("document %d: apiVersion %q, want %s", i, meta.APIVersion, fsv1.GroupVersion)
 		}
 		var si fsv1.StackInstance
-		if err := yaml.UnmarshalStrict(doc, &si); err != nil {
+		if err := Strict(doc, &si); err != nil {
 			return nil, fmt.Errorf("document %d (%s): %w", i, meta.Kind, err)
 		}
 		out = append(out, si)
@@ -68,8 +69,24 @@ func PodFile(path string) (*corev1.Pod, error) {
 // Pod decodes one Pod from YAML or JSON.
 func Pod(data []byte) (*corev1.Pod, error) {
 	pod := &corev1.Pod{}
-	if err := yaml.UnmarshalStrict(data, pod); err != nil {
+	if err := Strict(data, pod); err != nil {
 		return nil, err
 	}
 	return pod, nil
+}
+
+// Strict decodes one YAML or JSON document into v as the API server decodes a built-in object
+// under strict field validation: keys are case-sensitive (sigs.k8s.io/json; encoding/json would
+// take ipV4 for ipv4), and a key twice or one v does not declare is an error naming its path
+// (unknown field "spec.containerz").
+func Strict(doc []byte, v any) error {
+	js, err := yaml.YAMLToJSONStrict(doc)
+	if err != nil {
+		return err
+	}
+	strict, err := strictjson.UnmarshalStrict(js, v)
+	if err != nil {
+		return err
+	}
+	return errors.Join(strict...)
 }

@@ -13,6 +13,7 @@ func TestSampleConfigsPassTheCheck(t *testing.T) {
 	for workload, instances := range map[string]int{
 		"workloads/nginx-vhost.yaml": 2, // vhost-user.yaml: processes 2
 		"local-cluster/nginx.yaml":   1, // local-cluster/stack.yaml: processes 1
+		"quickstart/nginx.yaml":      1, // quickstart/stack.yaml: processes 1
 	} {
 		conf := sampleConf(t, "samples/"+workload)
 		p := check(t, conf, Shim{Instances: instances, CPUs: []int{2, 3}})

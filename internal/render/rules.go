@@ -124,6 +124,9 @@ func (c *rules) addressing(a *fsv1.Addressing, p *field.Path) {
 			c.add(field.Required(vp.Child("gateway"), "gateway is required when from is Static: F-Stack refuses a port without one"))
 		}
 	}
+	if v4 := a.IPv4; v4 != nil && v4.Pool != nil && v4.Pool.PrefixLength > 32 {
+		c.add(field.Invalid(p.Child("ipv4", "pool", "prefixLength"), v4.Pool.PrefixLength, "pool.prefixLength of an IPv4 pool is 1 to 32"))
+	}
 	if v6 := a.IPv6; v6 != nil && v6.From == fsv1.AddressStatic && v6.Address == "" {
 		c.add(field.Required(p.Child("ipv6", "address"), "address is required when from is Static"))
 	}

@@ -15,21 +15,97 @@ import (
 	"github.com/kube-fstack/kube-fstack/internal/crdschema"
 )
 
-// admit returns StackInstance number index of data (in the order manifest.StackInstances finds
-// them) as the API server would store it: its document defaulted and validated by the CRD with
-// kube-apiserver's own libraries (OpenAPI and CEL, internal/crdschema). A manifest the cluster
-// refuses is refused here with the API server's field paths and messages, printed to stderr, so
-// what renders offline is what the cluster admits and the operator renders.
-func admit(stderr io.Writer, data []byte, index int) (*fsv1.StackInstance, error) {
-	obj, err := stackDocument(data, index)
+// stackDoc is one StackInstance document of a file, decoded as the API server decodes it.
+type stackDoc struct {
+	name string
+	obj  map[string]any
+}
+
+// readStacks decodes every StackInstance document of data (from file) as the API server decodes
+// a request under kubectl's default strict field validation (crdschema.Decode): field names are
+// case-sensitive and a field the CRD does not declare is refused with its path. Every refused
+// key of every document is printed to stderr before the error is returned, so one run shows all.
+func readStacks(stderr io.Writer, data []byte, file string) ([]stackDoc, error) {
+	adm, err := crdschema.Load()
 	if err != nil {
 		return nil, err
 	}
+	var out []stackDoc
+	var refused bool
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for i := 0; ; i++ {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", file, i, err)
+		}
+		var head struct {
+			APIVersion, Kind string
+			Metadata         struct{ Name string }
+		}
+		if err := yaml.Unmarshal(doc, &head); err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", file, i, err)
+		}
+		if head.Kind != "StackInstance" {
+			continue
+		}
+		if head.APIVersion != fsv1.GroupVersion.String() {
+			return nil, fmt.Errorf("%s: document %d: apiVersion %q, want %s", file, i, head.APIVersion, fsv1.GroupVersion)
+		}
+		obj, err := adm.Decode(doc)
+		var fe crdschema.FieldErrors
+		if errors.As(err, &fe) {
+			refused = true
+			fmt.Fprintf(stderr, "StackInstance %s (%s, document %d) is refused, as the API server would refuse it:\n", safe(head.Metadata.Name), file, i)
+			for _, e := range fe {
+				fmt.Fprintf(stderr, "  %s\n", safe(e.Error()))
+			}
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: document %d (StackInstance %s): %w", file, i, head.Metadata.Name, err)
+		}
+		out = append(out, stackDoc{name: head.Metadata.Name, obj: obj})
+	}
+	if refused {
+		return nil, errReported
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no StackInstance (apiVersion %s) found", file, fsv1.GroupVersion)
+	}
+	return out, nil
+}
+
+// pickStack returns the StackInstance named name among docs, or the only one when name is "";
+// flag is the option that names one, for the error when the choice is ambiguous.
+func pickStack(docs []stackDoc, name, file, flag string) (map[string]any, error) {
+	if name == "" {
+		if len(docs) > 1 {
+			return nil, fmt.Errorf("%s holds %d StackInstances: choose one with %s", file, len(docs), flag)
+		}
+		return docs[0].obj, nil
+	}
+	for _, d := range docs {
+		if d.name == name {
+			return d.obj, nil
+		}
+	}
+	return nil, fmt.Errorf("%s has no StackInstance named %q", file, name)
+}
+
+// admit returns the StackInstance obj (as readStacks decoded it) as the API server would store
+// it: defaulted and validated by the CRD with kube-apiserver's own libraries (OpenAPI and CEL,
+// internal/crdschema). A manifest the cluster refuses is refused here with the API server's
+// field paths and messages, printed to stderr, so what renders offline is what the cluster
+// admits and the operator renders.
+func admit(stderr io.Writer, obj map[string]any) (*fsv1.StackInstance, error) {
 	if errs := crdschema.Admit(obj); len(errs) > 0 {
 		meta, _ := obj["metadata"].(map[string]any)
-		fmt.Fprintf(stderr, "StackInstance %v is refused by its CRD, as the API server would refuse it:\n", meta["name"])
+		fmt.Fprintf(stderr, "StackInstance %v is refused by its CRD, as the API server would refuse it:\n", safe(fmt.Sprint(meta["name"])))
 		for _, e := range errs {
-			fmt.Fprintf(stderr, "  %s\n", e.Error())
+			fmt.Fprintf(stderr, "  %s\n", safe(e.Error()))
 		}
 		return nil, errReported
 	}
@@ -38,35 +114,26 @@ func admit(stderr io.Writer, data []byte, index int) (*fsv1.StackInstance, error
 		return nil, err
 	}
 	var si fsv1.StackInstance
-	if err := yaml.UnmarshalStrict(raw, &si); err != nil {
+	if err := kjson.Unmarshal(raw, &si); err != nil {
 		return nil, fmt.Errorf("StackInstance with the CRD's defaults: %w", err)
 	}
 	return &si, nil
 }
 
-// stackDocument is StackInstance number index of data as untyped JSON, whole numbers as int64,
-// as the API server decodes a request.
-func stackDocument(data []byte, index int) (map[string]any, error) {
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for n := 0; ; {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("no StackInstance number %d", index)
-		}
-		if err != nil {
-			return nil, err
-		}
-		js, err := yaml.YAMLToJSON(doc)
-		if err != nil {
-			return nil, err
-		}
-		var obj map[string]any
-		if err := kjson.Unmarshal(js, &obj); err != nil || obj == nil || obj["kind"] != "StackInstance" {
-			continue // manifest.StackInstances has already refused what does not decode
-		}
-		if n == index {
-			return obj, nil
-		}
-		n++
+// loadStack reads file ("-" for stdin) and returns its StackInstance named name (the only one
+// when name is "") as the API server would store it.
+func loadStack(stderr io.Writer, file, name, flag string) (*fsv1.StackInstance, error) {
+	data, err := readInput(file)
+	if err != nil {
+		return nil, err
 	}
+	docs, err := readStacks(stderr, data, file)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := pickStack(docs, name, file, flag)
+	if err != nil {
+		return nil, err
+	}
+	return admit(stderr, obj)
 }

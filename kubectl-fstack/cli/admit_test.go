@@ -99,3 +99,69 @@ func TestRenderRefusesWhatTheCRDRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestRenderRefusesUnknownFieldsWithTheirPath: field names are case-sensitive offline as in the
+// API server (ipV4 is not ipv4), and every field the CRD does not declare is refused with its
+// full path and the declared name it most likely meant, by render and inject alike.
+func TestRenderRefusesUnknownFieldsWithTheirPath(t *testing.T) {
+	base := string(fixtures.MustRead(t, "samples/vhost-user.yaml"))
+	cases := map[string]struct {
+		edit func(string) string
+		want []string
+	}{
+		"case of a key": {func(s string) string { return strings.Replace(s, "    ipv4:", "    ipV4:", 1) },
+			[]string{`spec.ports[0].ipV4: unknown field`, `did you mean "ipv4"? (field names are case-sensitive)`}},
+		"typo": {func(s string) string { return strings.Replace(s, "  processes: 2", "  proceses: 2", 1) },
+			[]string{`spec.proceses: unknown field`, `did you mean "processes"?`}},
+		"nothing close": {func(s string) string { return strings.Replace(s, "spec:\n", "spec:\n  zzzzzzzz: 1\n", 1) },
+			[]string{"spec.zzzzzzzz: unknown field (the CRD declares no such field; the API server refuses it)\n"}},
+		"metadata": {func(s string) string {
+			return strings.Replace(s, "  name: vhost-user", "  name: vhost-user\n  lables: {a: b}", 1)
+		},
+			[]string{"metadata.lables: unknown field"}},
+		"two at once": {func(s string) string {
+			return strings.Replace(strings.Replace(s, "    ipv4:", "    ipV4:", 1), "  processes: 2", "  proceses: 2", 1)
+		}, []string{"spec.ports[0].ipV4: unknown field", "spec.proceses: unknown field"}},
+		"a key twice": {func(s string) string {
+			return strings.Replace(s, "  processes: 2", "  processes: 2\n  processes: 3", 1)
+		},
+			[]string{`"processes" already set`}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "stack.yaml")
+			if err := os.WriteFile(file, []byte(tc.edit(base)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for _, cmd := range [][]string{{"render", "-f", file}, {"inject", "--stack", file, "-f", sample(t, "workloads/nginx-vhost.yaml")}} {
+				out, errOut, code := run(t, cmd...)
+				if code == 0 || out != "" {
+					t.Fatalf("%s accepted it (exit %d):\n%s", cmd[0], code, out)
+				}
+				for _, w := range tc.want {
+					if !strings.Contains(errOut, w) {
+						t.Errorf("%s: stderr lacks %q:\n%s", cmd[0], w, errOut)
+					}
+				}
+				if strings.Contains(errOut, "json: unknown field") {
+					t.Errorf("%s: the decoder's message without the path:\n%s", cmd[0], errOut)
+				}
+			}
+		})
+	}
+}
+
+// TestRenderNamesTheEntryOfACrossFieldRule: the CRD's rules that relate a list's entries to
+// spec.ports name the entry and its value offline, as the API server does.
+func TestRenderNamesTheEntryOfACrossFieldRule(t *testing.T) {
+	base := string(fixtures.MustRead(t, "samples/vhost-user.yaml"))
+	doc := strings.Replace(base, "spec:\n", "spec:\n  vlans: [{id: 10, port: data}, {id: 11, port: dta}]\n", 1)
+	file := filepath.Join(t.TempDir(), "stack.yaml")
+	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := run(t, "render", "-f", file)
+	if want := `spec.vlans[1].port: "dta" names no entry of spec.ports`; code == 0 || !strings.Contains(errOut, want) {
+		t.Errorf("exit %d, stderr lacks %q:\n%s", code, want, errOut)
+	}
+}

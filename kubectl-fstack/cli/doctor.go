@@ -42,15 +42,26 @@ the static CPU manager, free hugepages of its page size and the dataplane's secc
 vhost-user for a vhost-user port, vfio for a PCI function named by its address. A failed check no
 stack needs is shown as "not needed".
 
-Exit status 1 when a stack cannot run where it must: a pod of it is on a node (NODE, or any
-node when none is named) that lacks what the stack needs, or, with no NODE, no node examined can
-run it.
-
 Then the bound pods, from each running one's supervisor (its /status, read through the API
 server's pod proxy): a pod whose dataplane is not ready or has a port whose link is down fails,
 with the supervisor's reason (one still starting, within its first 2 minutes, is a warning); a
 pod that restarted F-Stack or an app in place within the last hour is a warning, with the last
-restart's reason. Exit status 1 as well for a failed pod.
+restart's reason.
+
+Then the cluster's setup, what a newcomer gets wrong first: each namespace with a StackInstance
+or a pod naming a stack must carry the label kubefstack.io/injection=enabled; each
+NetworkAttachmentDefinition a stack's port names (spec.ports[].network) must exist; and when a
+stack names one, Multus must answer (NetworkAttachmentDefinitions served, its DaemonSet,
+labelled app=multus, ready on every node it schedules to; none found is a warning).
+
+Exit status 0 when nothing above is a problem: warnings, and failed node checks no stack needs,
+do not count. Exit status 1 when something is (each printed on stderr as "error: ..."): a stack
+that cannot run where it must (a pod of it on a node, NODE or any when none is named, that
+lacks what the stack needs; or, with no NODE, no node examined can run it), a failed pod, a
+failed setup check. Exit status 1 as well when doctor cannot look: no kubeconfig or API server,
+a NODE that does not exist, nodes or the stacks' pods that cannot be listed. What it may not
+read (StackInstances, a namespace, a NetworkAttachmentDefinition, DaemonSets) is a warning on
+stderr, and that part is not judged.
 
 -o wide adds each check's node label; -o json|yaml prints a DoctorReport (apiVersion
 cli.kubefstack.io/v1alpha1).`,
@@ -121,6 +132,7 @@ func (o *doctorOptions) run(cmd *cobra.Command, stdout, stderr io.Writer, args [
 			}
 		}
 		in.statuses = readStatuses(ctx, reader, ptrs)
+		in.setup = readSetup(ctx, c, in.stacks, in.pods)
 	}
 	r := buildDoctorReport(in)
 	if table, wide := o.output.table(); table {
@@ -131,7 +143,7 @@ func (o *doctorOptions) run(cmd *cobra.Command, stdout, stderr io.Writer, args [
 	if r.StacksError != "" {
 		fmt.Fprintf(stderr, "warning: %s: which stacks need each check is unknown\n", safe(r.StacksError))
 	}
-	for _, n := range r.PodNotes {
+	for _, n := range append(append([]string{}, r.PodNotes...), r.SetupNotes...) {
 		fmt.Fprintln(stderr, "warning:", safe(n))
 	}
 	if len(r.Problems) > 0 {
@@ -156,8 +168,13 @@ type DoctorReport struct {
 	PodsChecked int `json:"podsChecked"`
 	// PodNotes say why some running pods' /status could not be read (then they are not judged).
 	PodNotes []string `json:"podNotes,omitempty"`
+	// Setup are the cluster-side checks: each used namespace's opt-in label, each
+	// NetworkAttachmentDefinition a stack names, Multus.
+	Setup []SetupCheck `json:"setup"`
+	// SetupNotes say what the setup checks could not read (then that check is not made).
+	SetupNotes []string `json:"setupNotes,omitempty"`
 	// Problems are the reasons for exit status 1: a stack that cannot run where it must, a pod
-	// whose dataplane is not ready or has a port down.
+	// whose dataplane is not ready or has a port down, a failed setup check.
 	Problems []string `json:"problems"`
 }
 
@@ -234,6 +251,7 @@ type doctorInput struct {
 	stacksErr string
 	pods      []corev1.Pod
 	statuses  podStatuses
+	setup     setupFacts
 	now       time.Time
 }
 
@@ -283,7 +301,8 @@ func (s stackReqs) missing(n *corev1.Node) []string {
 
 func buildDoctorReport(in doctorInput) *DoctorReport {
 	r := &DoctorReport{TypeMeta: metav1.TypeMeta{APIVersion: OutputGroupVersion.String(), Kind: "DoctorReport"},
-		Nodes: []NodeDoctor{}, Stacks: []StackNeeds{}, Pods: []PodDoctor{}, Problems: []string{}, StacksError: in.stacksErr}
+		Nodes: []NodeDoctor{}, Stacks: []StackNeeds{}, Pods: []PodDoctor{}, Setup: []SetupCheck{}, Problems: []string{},
+		StacksError: in.stacksErr}
 	sort.Slice(in.nodes, func(i, j int) bool { return in.nodes[i].Name < in.nodes[j].Name })
 	sort.Slice(in.stacks, func(i, j int) bool {
 		a, b := in.stacks[i], in.stacks[j]
@@ -343,6 +362,7 @@ func buildDoctorReport(in doctorInput) *DoctorReport {
 		r.Stacks = append(r.Stacks, sn)
 	}
 	r.judgePods(in)
+	r.judgeSetup(in)
 	return r
 }
 
@@ -414,6 +434,7 @@ func (r *DoctorReport) writeTable(w io.Writer, wide bool) {
 		}
 	}
 	r.writePods(w)
+	r.writeSetup(w)
 	// A stack the injector refuses has no pods to place; say why it was judged nowhere.
 	for _, s := range r.Stacks {
 		if s.Error != "" {

@@ -74,10 +74,12 @@ func (o *injectOptions) run(stdout, stderr io.Writer) error {
 	var out [][]byte
 	var failed bool
 	for _, doc := range docs {
-		injected, err := injectDocument(doc, prep, si.Name)
+		injected, err := injectDocument(doc, prep, si)
 		if err != nil {
 			failed = true
-			_ = reportReject(stderr, describe(doc), err)
+			if err := reportReject(stderr, describe(doc), err); !errors.Is(err, errReported) {
+				fmt.Fprintln(stderr, "error:", safe(err.Error()))
+			}
 			continue
 		}
 		out = append(out, injected)
@@ -91,23 +93,7 @@ func (o *injectOptions) run(stdout, stderr io.Writer) error {
 
 // loadStack reads the chosen StackInstance of --stack as the API server would store it (admit).
 func (o *injectOptions) loadStack(stderr io.Writer) (*fsv1.StackInstance, error) {
-	data, err := readInput(o.stackFile)
-	if err != nil {
-		return nil, err
-	}
-	sis, err := manifest.StackInstances(data)
-	if err != nil {
-		return nil, fmt.Errorf("--stack %s: %w", o.stackFile, err)
-	}
-	for i := range sis {
-		if o.stackName == "" && len(sis) == 1 || sis[i].Name == o.stackName {
-			return admit(stderr, data, i)
-		}
-	}
-	if o.stackName == "" {
-		return nil, fmt.Errorf("--stack %s holds %d StackInstances: choose one with --stack-name", o.stackFile, len(sis))
-	}
-	return nil, fmt.Errorf("--stack %s has no StackInstance named %q", o.stackFile, o.stackName)
+	return loadStack(stderr, o.stackFile, o.stackName, "--stack-name")
 }
 
 func readInput(path string) ([]byte, error) {
@@ -146,43 +132,89 @@ var templatePaths = map[string][]string{
 }
 
 // injectDocument injects the pod template of one document, leaving every other field as
-// written; documents of other kinds come back unchanged.
-func injectDocument(doc []byte, prep *inject.Prepared, stack string) ([]byte, error) {
+// written; documents of other kinds come back unchanged, and a List has each item injected.
+func injectDocument(doc []byte, prep *inject.Prepared, si *fsv1.StackInstance) ([]byte, error) {
 	var obj map[string]any
 	if err := yaml.Unmarshal(doc, &obj); err != nil {
 		return nil, err
 	}
 	kind, _ := obj["kind"].(string)
+	if _, ok := templatePaths[kind]; !ok && kind != "List" {
+		return doc, nil
+	}
+	if kind == "List" {
+		// kubectl get -o yaml writes a List; kubectl apply applies its items, so each is injected.
+		items, _ := obj["items"].([]any)
+		for i, it := range items {
+			item, ok := it.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("items[%d] is not an object", i)
+			}
+			if err := injectObject(item, prep, si); err != nil {
+				var re *inject.RejectError
+				if errors.As(err, &re) {
+					prefixPaths(re, fmt.Sprintf("items[%d].", i))
+					return nil, err
+				}
+				return nil, fmt.Errorf("items[%d] (%v %v): %w", i, item["kind"], objectName(item), err)
+			}
+		}
+		return yaml.Marshal(obj)
+	}
+	if err := injectObject(obj, prep, si); err != nil {
+		return nil, err
+	}
+	return yaml.Marshal(obj)
+}
+
+func objectName(obj map[string]any) any {
+	meta, _ := obj["metadata"].(map[string]any)
+	return meta["name"]
+}
+
+// injectObject injects the pod template of one workload object in place; other kinds are left.
+// It refuses what the webhook would not inject: a workload in another namespace than the
+// StackInstance (the webhook looks the stack up in the pod's namespace), and a pod template
+// whose stack label names another stack (replacing it would bind the pod to a stack its author
+// did not choose).
+func injectObject(obj map[string]any, prep *inject.Prepared, si *fsv1.StackInstance) error {
+	kind, _ := obj["kind"].(string)
 	path, ok := templatePaths[kind]
 	if !ok {
-		return doc, nil
+		return nil
+	}
+	meta, _ := obj["metadata"].(map[string]any)
+	if ns, _ := meta["namespace"].(string); ns != "" && si.Namespace != "" && ns != si.Namespace {
+		return fmt.Errorf("metadata.namespace is %q but StackInstance %s is in %q: the webhook binds a pod only to a StackInstance of its own namespace", ns, si.Name, si.Namespace)
 	}
 	tmpl, err := lookup(obj, path)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	pod, err := toPod(tmpl)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", strings.Join(append(path, "spec"), "."), err)
-	}
-	if pod.Labels[fsv1.StackLabel] == "" {
-		if pod.Labels == nil {
-			pod.Labels = map[string]string{}
+		if len(path) == 0 {
+			return err // the paths in err are the Pod's own
 		}
-		pod.Labels[fsv1.StackLabel] = stack
+		return fmt.Errorf("in the pod template %s: %w", strings.Join(path, "."), err)
 	}
+	if own := pod.Labels[fsv1.StackLabel]; own != "" && own != si.Name {
+		return fmt.Errorf("%s labels %s=%s, but --stack is StackInstance %s: remove the label or choose that stack",
+			strings.Join(append(append([]string{}, path...), "metadata", "labels"), "."), fsv1.StackLabel, own, si.Name)
+	}
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	pod.Labels[fsv1.StackLabel] = si.Name
 	injected, _, err := prep.Inject(pod)
 	if err != nil {
 		var re *inject.RejectError
 		if errors.As(err, &re) && len(path) > 0 {
 			prefixPaths(re, strings.Join(path, ".")+".")
 		}
-		return nil, err
+		return err
 	}
-	if err := fromPod(injected, tmpl); err != nil {
-		return nil, err
-	}
-	return yaml.Marshal(obj)
+	return fromPod(injected, tmpl)
 }
 
 func lookup(obj map[string]any, path []string) (map[string]any, error) {
@@ -204,9 +236,7 @@ func toPod(tmpl map[string]any) (*corev1.Pod, error) {
 		return nil, err
 	}
 	pod := &corev1.Pod{}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(pod); err != nil {
+	if err := manifest.Strict(raw, pod); err != nil {
 		return nil, err
 	}
 	return pod, nil

@@ -121,3 +121,36 @@ func TestInjectWithoutNodeAffinity(t *testing.T) {
 		t.Fatalf("exit %d (%s): --node-affinity=false still has an affinity:\n%s", code, errOut, without)
 	}
 }
+
+// inject refuses what the webhook would not inject, naming both sides, and injects each item of
+// a List (what kubectl get -o yaml writes) rather than passing it through.
+func TestInjectListsNamespacesAndForeignLabels(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	stack := strings.Replace(string(fixtures.MustRead(t, "samples/vhost-user.yaml")), "  name: vhost-user\n", "  name: vhost-user\n  namespace: web\n", 1)
+	stackFile := write("stack.yaml", stack)
+	pod := func(ns, label string) string {
+		return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: " + ns + "\n  labels: {" + label + "}\nspec:\n  containers: [{name: app, image: nginx, command: [nginx], resources: {limits: {cpu: '1', memory: 1Gi}}}]\n"
+	}
+	list := "apiVersion: v1\nkind: List\nitems:\n- " + strings.ReplaceAll(strings.TrimSuffix(pod("web", ""), "\n"), "\n", "\n  ") + "\n"
+	out, errOut, code := run(t, "inject", "--stack", stackFile, "-f", write("list.yaml", list))
+	if code != 0 || !strings.Contains(out, "kind: List") || !strings.Contains(out, "name: fstack-dataplane") {
+		t.Errorf("List: exit %d, its pod not injected:\n%s\n%s", code, out, errOut)
+	}
+	for name, tc := range map[string]struct{ file, want string }{
+		"other namespace": {pod("other", ""), `metadata.namespace is "other" but StackInstance vhost-user is in "web"`},
+		"foreign label":   {pod("web", "kubefstack.io/stack: mine"), "metadata.labels labels kubefstack.io/stack=mine, but --stack is StackInstance vhost-user"},
+		"in a List":       {"apiVersion: v1\nkind: List\nitems:\n- " + strings.ReplaceAll(strings.TrimSuffix(pod("other", ""), "\n"), "\n", "\n  ") + "\n", `items[0] (Pod p): metadata.namespace is "other"`},
+	} {
+		out, errOut, code := run(t, "inject", "--stack", stackFile, "-f", write(strings.ReplaceAll(name, " ", "-")+".yaml", tc.file))
+		if code == 0 || out != "" || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%s: exit %d, stderr lacks %q:\n%s%s", name, code, tc.want, out, errOut)
+		}
+	}
+}

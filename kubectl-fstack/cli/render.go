@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"os"
 	"strconv"
 	"strings"
 
@@ -13,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/internal/manifest"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 )
@@ -99,32 +97,7 @@ func (o *renderOptions) run(stdout, stderr io.Writer) error {
 
 // load reads the chosen StackInstance of the file as the API server would store it (admit).
 func (o *renderOptions) load(stderr io.Writer) (*fsv1.StackInstance, error) {
-	var data []byte
-	var err error
-	if o.file == "-" {
-		data, err = io.ReadAll(os.Stdin)
-	} else {
-		data, err = os.ReadFile(o.file)
-	}
-	if err != nil {
-		return nil, err
-	}
-	sis, err := manifest.StackInstances(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", o.file, err)
-	}
-	if o.name == "" {
-		if len(sis) > 1 {
-			return nil, fmt.Errorf("%s holds %d StackInstances: choose one with --name", o.file, len(sis))
-		}
-		return admit(stderr, data, 0)
-	}
-	for i := range sis {
-		if sis[i].Name == o.name {
-			return admit(stderr, data, i)
-		}
-	}
-	return nil, fmt.Errorf("%s has no StackInstance named %q", o.file, o.name)
+	return loadStack(stderr, o.file, o.name, "--name")
 }
 
 // facts starts from placeholders and replaces each with what the flags say. Each flag's value is

@@ -56,6 +56,8 @@ func TestAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Before the install: a client dry run of another release would meet its CRDs.
+	t.Run("notes-network-attachment-definition", func(t *testing.T) { testNotesNAD(t, kcPath) })
 	// Ordered: the install creates the namespace and the CRD the dry runs then meet.
 	t.Run("install", func(t *testing.T) { testInstall(t, c, kcPath) })
 	t.Run("dry-run", func(t *testing.T) { testDryRun(t, c) })
@@ -91,6 +93,48 @@ func testInstall(t *testing.T, c client.Client, kubeconfig string) {
 		}
 	}
 	waitEstablished(t, c, "stackinstances.kubefstack.io")
+}
+
+// testNotesNAD: with the NetworkAttachmentDefinition in listed namespaces, the NOTES name it
+// where the chart made it (each listed namespace), never in the release namespace where it is
+// not. helm prints NOTES only for an install against an API server, hence a client dry run here.
+func testNotesNAD(t *testing.T, kubeconfig string) {
+	for _, c := range []struct {
+		sets      []string
+		want, not []string
+	}{
+		{[]string{"networkAttachmentDefinition.namespaces={web,shop}"},
+			[]string{"NetworkAttachmentDefinition fstack-net in namespaces web, shop:", "kubectl get network-attachment-definitions -n web fstack-net",
+				"kubectl get network-attachment-definitions -n shop fstack-net", "network: {name: fstack-net} in a stack of web, shop"},
+			[]string{namespace + "/fstack-net", "-n " + namespace + " fstack-net"}},
+		{nil,
+			[]string{"NetworkAttachmentDefinition fstack-net in namespace " + namespace + ":", "network: {name: fstack-net, namespace: " + namespace + "}"},
+			nil},
+	} {
+		args := []string{"install", "notes", chartDir, "-n", namespace, "--dry-run=client", "--kubeconfig", kubeconfig,
+			"--set", "networkAttachmentDefinition.enabled=true"}
+		for _, s := range c.sets {
+			args = append(args, "--set", s)
+		}
+		out, stderr, err := helm(t, args...)
+		if err != nil {
+			t.Fatalf("helm install --dry-run=client %v: %v\n%s", c.sets, err, stderr)
+		}
+		_, notes, ok := strings.Cut(out, "NOTES:")
+		if !ok {
+			t.Fatalf("no NOTES in:\n%s", out)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(notes, w) {
+				t.Errorf("--set %v: NOTES lack %q:\n%s", c.sets, w, notes)
+			}
+		}
+		for _, n := range c.not {
+			if strings.Contains(notes, n) {
+				t.Errorf("--set %v: NOTES name %q, where the chart made no NetworkAttachmentDefinition:\n%s", c.sets, n, notes)
+			}
+		}
+	}
 }
 
 // testDryRun: every object of every value set is accepted in a server-side dry-run apply, which

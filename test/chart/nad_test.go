@@ -110,3 +110,70 @@ func TestCNIConfigWithQueuesRefused(t *testing.T) {
 		}
 	}
 }
+
+// The OVS bridge is one value, cni.nodeAgent.bridge: the node agent checks it and both network
+// configs the chart writes (the NetworkAttachmentDefinition's, the conflist entry's) name it, so
+// the bridge the agent vouches for is the one fstack-cni adds ports to. The network configs' own
+// bridge is deprecated: the same bridge still installs (values written for older charts), another
+// is refused naming both values.
+func TestBridgeIsOneValue(t *testing.T) {
+	base := []string{"networkAttachmentDefinition.enabled=true", "networkAttachmentDefinition.namespaces={web}", "cni.conflist.enabled=true"}
+	tmpl := func(sets ...string) (string, string, error) {
+		args := []string{"template", release, chartDir, "--namespace", namespace, "--kube-version", kubeVersion}
+		for _, s := range append(append([]string{}, base...), sets...) {
+			args = append(args, "--set", s)
+		}
+		return helm(t, args...)
+	}
+	bridges := func(out string) (agent []string, nad, conflist string) {
+		for _, m := range regexp.MustCompile(`--bridge=(\S+)`).FindAllStringSubmatch(out, -1) {
+			agent = append(agent, m[1])
+		}
+		nads := find(objects(t, out), "NetworkAttachmentDefinition")
+		if len(nads) != 1 {
+			t.Fatalf("%d NetworkAttachmentDefinitions, want 1", len(nads))
+		}
+		raw, _, _ := unstructured.NestedString(nads[0].Object, "spec", "config")
+		var c struct{ Bridge string }
+		if err := json.Unmarshal([]byte(raw), &c); err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(`--plugin-config=(\{.*\})'?`).FindStringSubmatch(out)
+		if m == nil {
+			t.Fatal("no --plugin-config in the CNI DaemonSet")
+		}
+		var p struct{ Bridge string }
+		if err := json.Unmarshal([]byte(m[1]), &p); err != nil {
+			t.Fatalf("--plugin-config: %v\n%s", err, m[1])
+		}
+		return agent, c.Bridge, p.Bridge
+	}
+	for _, c := range []struct {
+		name string
+		sets []string
+		want string
+	}{
+		{"default", nil, "br-fstack"},
+		{"the one value", []string{"cni.nodeAgent.bridge=br-data"}, "br-data"},
+		{"deprecated keys naming the same bridge", []string{"cni.nodeAgent.bridge=br-data",
+			"networkAttachmentDefinition.config.bridge=br-data", "cni.conflist.plugin.bridge=br-data"}, "br-data"},
+	} {
+		out, stderr, err := tmpl(c.sets...)
+		if err != nil {
+			t.Errorf("%s: helm template: %v\n%s", c.name, err, stderr)
+			continue
+		}
+		agent, nad, conflist := bridges(out)
+		if len(agent) != 2 || agent[0] != c.want || agent[1] != c.want || nad != c.want || conflist != c.want {
+			t.Errorf("%s: node agent and installer --bridge %v, NetworkAttachmentDefinition %q, conflist %q; want all %q",
+				c.name, agent, nad, conflist, c.want)
+		}
+	}
+	for _, key := range []string{"networkAttachmentDefinition.config.bridge", "cni.conflist.plugin.bridge"} {
+		_, stderr, err := tmpl(key + "=br-other")
+		want := key + ` is "br-other" but cni.nodeAgent.bridge is "br-fstack"`
+		if err == nil || !strings.Contains(stderr, want) || !strings.Contains(stderr, "set cni.nodeAgent.bridge=br-other") {
+			t.Errorf("--set %s=br-other: want refused with %q, got %v\n%s", key, want, err, stderr)
+		}
+	}
+}

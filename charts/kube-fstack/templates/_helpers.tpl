@@ -138,6 +138,20 @@ queues (spec.ports[].device.vhostUser), which the pod's DPDK opens and OVS follo
 {{- end }}
 
 {{/*
+The OVS bridge of a network config (the NetworkAttachmentDefinition's, the conflist entry's): one
+value, cni.nodeAgent.bridge, the bridge the node agent checks and fstack-cni adds ports to, so the
+two cannot disagree. A network config's own "bridge" is deprecated: still accepted when it names
+that bridge (values written for older charts keep installing), refused when it names another.
+*/}}
+{{- define "kube-fstack.cniBridge" -}}
+{{- $bridge := .ctx.Values.cni.nodeAgent.bridge }}
+{{- if and (hasKey .config "bridge") (ne (toString (index .config "bridge")) $bridge) }}
+{{- fail (printf "%s.bridge is %q but cni.nodeAgent.bridge is %q: the bridge is one value, cni.nodeAgent.bridge (the bridge the node agent checks and fstack-cni adds ports to); %s.bridge is deprecated: remove it, or set cni.nodeAgent.bridge=%s" .path (toString (index .config "bridge")) $bridge .path (toString (index .config "bridge"))) }}
+{{- end }}
+{{- $bridge }}
+{{- end }}
+
+{{/*
 The CNI plugin's log settings (logFormat, logLevel) as a JSON object: only what differs from
 its defaults (text, info), so a network config says nothing it need not.
 */}}

@@ -148,7 +148,7 @@ func agentCPU(res *render.Result) (int, bool) {
 	var cpus []int
 	for k := len(res.EAL) - 1; k >= 0; k-- {
 		for _, a := range res.EAL[k] {
-			if c, ok, err := ealCPU(a); ok && err == nil {
+			if c, ok, err := render.EALCPU(a); ok && err == nil {
 				cpus = append(cpus, c)
 			}
 		}

@@ -16,28 +16,22 @@ import (
 	"time"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/contexts"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/facts"
 	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/nginxconf"
+	"github.com/kube-fstack/kube-fstack/internal/render"
 )
 
 // Launch says what program runs as each F-Stack process.
 type Launch struct {
 	// FStack is F-Stack's binary (adapter/syscall's fstack), run with F-Stack's own CLI.
 	FStack string
-	// ProgramMode runs Program (and SecondaryProgram) with the renderer's EAL argv instead, so a
-	// plain DPDK program stands in for F-Stack with exactly the arguments F-Stack would build.
-	ProgramMode      bool
-	Program          string
-	SecondaryProgram string // empty: Program
-	// PrimaryArgs and SecondaryArgs are the program's own arguments, after "--". {proc} and
-	// {procs} expand to the process index and count.
-	PrimaryArgs, SecondaryArgs []string
-	// LcoresPerProc > 1 replaces F-Stack's -c<one CPU> with that many lcores all pinned on that
-	// same CPU (--lcores=0@c,1@c): testpmd wants a forwarding lcore besides its main one.
-	LcoresPerProc int
-	// PCIStandin, in program mode, replaces PCI devices DPDK cannot probe here (facts/standin_pci.go).
-	PCIStandin *facts.PCIStandin
+	// Programs, when set, say what runs as each F-Stack process instead of F-Stack's fstack: a
+	// build of the supervisor other than the product's sets it (the stand-in image's runs DPDK's
+	// testpmd with the EAL argv F-Stack would build, dataplane-image/standin/program). The
+	// product's main leaves it nil: its binary starts F-Stack's fstack or the spec's native program.
+	Programs Programs
 	// Native runs a program linked with libfstack (the StackInstance's spec.program) instead of
 	// F-Stack's fstack: PerProcess starts NativeArgv once per F-Stack process with F-Stack's own
 	// arguments appended, as F-Stack's start.sh; Nginx starts NativeArgv, F-Stack's Nginx, once,
@@ -47,6 +41,15 @@ type Launch struct {
 	// NginxBuild asks F-Stack's Nginx for its compiled-in paths (nginx -V) when its command
 	// line does not name the configuration file absolutely; nil runs it.
 	NginxBuild func(ctx context.Context, binary string) (nginxconf.Build, error)
+}
+
+// Programs start something other than F-Stack as its processes (Launch.Programs).
+type Programs interface {
+	// Plan is called once per generation, before its first process starts; what it says goes
+	// to the supervisor's log as a warning.
+	Plan(res *render.Result, warn func(msg string))
+	// Argv is process k's command line (0 <= k < len(res.EAL)).
+	Argv(res *render.Result, k int) ([]string, error)
 }
 
 // Timing bounds every wait.
@@ -87,17 +90,14 @@ type Config struct {
 	// /app-probe answers and the ones the connection cap always lets in (node.go, http.go).
 	NodeIPs string
 	// ShimContexts says where the shim's free contexts are counted: contexts.ContextsZone
-	// (F-Stack's memzones), contexts.ContextsStandin (the stand-in's slot files) or
-	// contexts.ContextsOff.
+	// (F-Stack's memzones), contexts.ContextsOff, or a kind of ContextKinds.
 	ShimContexts string
+	// ContextKinds are the further kinds of ShimContexts a build of the supervisor adds (the
+	// stand-in image's: its shim's slot files), each making a generation's source from the DPDK
+	// runtime directory and file prefix. The product's main adds none.
+	ContextKinds map[string]func(runtimeDir, prefix string) contexts.ContextSource
 	// ContextsInterval is how often they are read and published for the launchers.
 	ContextsInterval time.Duration
-	// StandinContextsDelay is how long after a generation's first process is up the stand-in's
-	// slot files appear (contexts.ContextsStandin). F-Stack creates its zones inside ff_init,
-	// after the port is up; with patch 0004 they are there when the supervisor sees the process
-	// up (measured on v1.25 in the local cluster: the probe agent attached 1.4 ms later), so the
-	// stand-in's gap is short, but not zero, so that readers still meet files not there yet.
-	StandinContextsDelay time.Duration
 	// LinkInterval is how often, once a generation is ready, the primary is asked the link
 	// status of each vhost-user port (linkwatch.go); 0 turns the watch off.
 	LinkInterval time.Duration

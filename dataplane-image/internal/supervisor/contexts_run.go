@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -239,17 +242,30 @@ func appStateContainers(root string, log *slog.Logger) []string {
 	return out
 }
 
-// contextSource makes the source --shim-contexts names.
-func contextSource(kind, runtimeDir, prefix string, standinDelay time.Duration) (contexts.ContextSource, error) {
-	switch kind {
-	case contexts.ContextsZone:
-		return contexts.NewZoneSource(runtimeDir, prefix), nil
-	case contexts.ContextsStandin:
-		return contexts.NewStandinSource(runtimeDir+"/"+prefix, standinDelay), nil
-	case contexts.ContextsOff, "":
-		return nil, nil
+// CheckShimContexts says whether ShimContexts names a kind this build knows, the flag's error
+// otherwise.
+func (c *Config) CheckShimContexts() error {
+	switch _, extra := c.ContextKinds[c.ShimContexts]; {
+	case extra, c.ShimContexts == contexts.ContextsZone, c.ShimContexts == contexts.ContextsOff, c.ShimContexts == "":
+		return nil
 	}
-	return nil, fmt.Errorf("--shim-contexts=%s: want %s, %s or %s", kind, contexts.ContextsZone, contexts.ContextsStandin, contexts.ContextsOff)
+	extra := slices.Sorted(maps.Keys(c.ContextKinds))
+	kinds := append([]string{contexts.ContextsZone, contexts.ContextsOff}, extra...)
+	return fmt.Errorf("--shim-contexts=%s: want one of %s", c.ShimContexts, strings.Join(kinds, ", "))
+}
+
+// contextSource makes the source --shim-contexts names.
+func (c *Config) contextSource(prefix string) (contexts.ContextSource, error) {
+	if err := c.CheckShimContexts(); err != nil {
+		return nil, err
+	}
+	if mk, ok := c.ContextKinds[c.ShimContexts]; ok {
+		return mk(c.Paths.RuntimeDir, prefix), nil
+	}
+	if c.ShimContexts == contexts.ContextsZone {
+		return contexts.NewZoneSource(c.Paths.RuntimeDir, prefix), nil
+	}
+	return nil, nil
 }
 
 // resetContexts makes the source when none was given and clears the previous generation's
@@ -258,7 +274,7 @@ func (s *Supervisor) resetContexts(res *render.Result) error {
 	if sh := res.Spec.Shim.Enabled; sh == nil || !*sh {
 		s.Contexts = nil // no shim, no contexts: the launcher then checks nothing
 	} else if s.Contexts == nil {
-		src, err := contextSource(s.Cfg.ShimContexts, s.Cfg.Paths.RuntimeDir, FilePrefix(res.EAL[0]), s.Cfg.StandinContextsDelay)
+		src, err := s.Cfg.contextSource(FilePrefix(res.EAL[0]))
 		if err != nil {
 			return err
 		}

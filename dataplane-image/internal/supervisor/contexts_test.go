@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/contexts"
+	"github.com/kube-fstack/kube-fstack/dataplane-image/standin/slots"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/shimctx"
 )
@@ -24,10 +25,10 @@ func TestRestartsForAJustifiedContextRequest(t *testing.T) {
 	h := newHarness(t, spec)
 	h.writeDevinfo()
 	s := h.supervisor("primary", "secondary")
-	s.Cfg.ShimContexts = contexts.ContextsStandin
+	s.Cfg.ShimContexts, s.Cfg.ContextKinds = slots.Kind, map[string]func(string, string) contexts.ContextSource{slots.Kind: slots.Maker(0)}
 	res := run(s, make(chan struct{}))
 	eventually(t, "ready", func() bool { return h.shimFile(podcontract.ReadyFile) == "1" })
-	slots := filepath.Join(h.paths.RuntimeDir, "rte", contexts.StandinSlotFile(0))
+	slots := filepath.Join(h.paths.RuntimeDir, "rte", slots.SlotFile(0))
 	st, err := shimctx.ReadState(h.paths.ShimDir)
 	mustDo(t, err)
 	if st.Generation != 1 || len(st.Instances) != 1 || st.Instances[0].Free != 32 {

@@ -14,6 +14,7 @@ import (
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/facts"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/telemetry"
+	"github.com/kube-fstack/kube-fstack/dataplane-image/standin/program"
 	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
@@ -89,8 +90,10 @@ func (h *harness) facts() *facts.FactSource {
 func (h *harness) supervisor(primary, secondary string) *Supervisor {
 	cfg := Config{
 		Paths: h.paths,
-		Launch: Launch{ProgramMode: true, Program: os.Args[0],
-			PrimaryArgs: []string{primary}, SecondaryArgs: []string{secondary}},
+		// Through the seam the stand-in image uses (its program mode), with this test binary
+		// as the program.
+		Launch: Launch{Programs: &program.Program{Program: os.Args[0],
+			PrimaryArgs: []string{primary}, SecondaryArgs: []string{secondary}}},
 		Timing:  Timing{StartTimeout: 5 * time.Second, Grace: time.Second, Poll: 10 * time.Millisecond},
 		Logging: h.logging,
 	}

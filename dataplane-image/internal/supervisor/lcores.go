@@ -1,10 +1,6 @@
 package supervisor
 
 import (
-	"fmt"
-	"strconv"
-	"strings"
-
 	"github.com/kube-fstack/kube-fstack/internal/render"
 )
 
@@ -30,24 +26,4 @@ func fstackEnvNames(res *render.Result) []string {
 		names = append(names, e.Name)
 	}
 	return names
-}
-
-// ealCPU is the CPU an EAL lcore argument of the renderer's argv pins a process to: -c<one-bit
-// mask> (lcore = CPU) or patch 0003's --lcores=<lcore>@<CPU>; ok is false for any other argument.
-func ealCPU(arg string) (cpu int, ok bool, err error) {
-	switch {
-	case strings.HasPrefix(arg, "-c"):
-		cpu, err = singleCPU(strings.TrimPrefix(arg, "-c"))
-		return cpu, true, err
-	case strings.HasPrefix(arg, "--lcores="):
-		lcore, c, found := strings.Cut(strings.TrimPrefix(arg, "--lcores="), "@")
-		if _, e := strconv.Atoi(lcore); e != nil || !found {
-			return 0, true, fmt.Errorf("EAL %s is not --lcores=<lcore>@<CPU>", arg)
-		}
-		if cpu, err = strconv.Atoi(c); err != nil || cpu < 0 {
-			return 0, true, fmt.Errorf("EAL %s is not --lcores=<lcore>@<CPU>", arg)
-		}
-		return cpu, true, nil
-	}
-	return 0, false, nil
 }

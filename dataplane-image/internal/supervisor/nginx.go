@@ -87,11 +87,11 @@ func (s *Supervisor) prepareNginx(res *render.Result) ([]string, error) {
 func ealCPUs(res *render.Result) ([]int, error) {
 	cpus := make([]int, len(res.EAL))
 	for k, eal := range res.EAL {
-		i := slices.IndexFunc(eal, func(a string) bool { _, ok, _ := ealCPU(a); return ok })
+		i := slices.IndexFunc(eal, func(a string) bool { _, ok, _ := render.EALCPU(a); return ok })
 		if i < 0 {
 			return nil, fmt.Errorf("process %d: the rendered EAL argv has no -c or --lcores", k)
 		}
-		cpu, _, err := ealCPU(eal[i])
+		cpu, _, err := render.EALCPU(eal[i])
 		if err != nil {
 			return nil, fmt.Errorf("process %d: %w", k, err)
 		}

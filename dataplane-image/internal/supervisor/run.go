@@ -254,7 +254,7 @@ func (s *Supervisor) primaryPeer() telemetry.Peer {
 // the fstack server and libff_syscall.so share their build flags, so they come in pairs.
 func (s *Supervisor) resolveFStack(res *render.Result) error {
 	l := &s.Cfg.Launch
-	if l.ProgramMode || l.Native != "" || l.FStack != "" {
+	if l.Programs != nil || l.Native != "" || l.FStack != "" {
 		return nil
 	}
 	mode := ShimMode(&res.Spec.Shim)
@@ -279,8 +279,8 @@ func (s *Supervisor) childEnv() []string {
 // started, also on error, so the caller can stop it.
 func (s *Supervisor) startAll(res *render.Result, prefix string, exited chan<- *child, stop <-chan struct{}) ([]*child, error) {
 	var procs []*child
-	if l := &s.Cfg.Launch; l.ProgramMode && l.PCIStandin != nil {
-		l.PCIStandin.Plan(res.EAL[0], func(format string, args ...any) { s.log.Warn(fmt.Sprintf(format, args...)) })
+	if p := s.Cfg.Launch.Programs; p != nil {
+		p.Plan(res, func(msg string) { s.log.Warn(msg) })
 	}
 	for k := range res.EAL {
 		argv, err := s.Cfg.Launch.Argv(res, s.Cfg.Paths.ConfigFile, k)

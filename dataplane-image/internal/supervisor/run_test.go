@@ -187,7 +187,7 @@ func TestFStackModeIsResolvedFromTheSpec(t *testing.T) {
 	h := newHarness(t, vhostSpec(1))
 	h.writeDevinfo()
 	s := h.supervisor("primary", "secondary")
-	s.Cfg.Launch.ProgramMode = false
+	s.Cfg.Launch.Programs = nil
 	err := waitResult(t, run(s, make(chan struct{})))
 	if err == nil || !strings.Contains(err.Error(), "no fstack built for shim mode kernel-event+multi-sc") {
 		t.Fatalf("want the missing mode named, got %v", err)
@@ -195,7 +195,7 @@ func TestFStackModeIsResolvedFromTheSpec(t *testing.T) {
 	mustDo(t, os.MkdirAll(filepath.Join(h.paths.ImageShimDir, "kernel-event+multi-sc"), 0o755))
 	mustDo(t, os.WriteFile(filepath.Join(h.paths.ImageShimDir, "kernel-event+multi-sc", "fstack"), []byte("#!/bin/sh\nexit 9\n"), 0o755))
 	s = h.supervisor("primary", "secondary")
-	s.Cfg.Launch.ProgramMode = false
+	s.Cfg.Launch.Programs = nil
 	err = waitResult(t, run(s, make(chan struct{})))
 	if err == nil || !strings.Contains(err.Error(), "process 0 died while starting (exit status 9)") ||
 		!strings.HasSuffix(h.logLine("starting process", logging.KeyProcess, 0)["argv"], "kernel-event+multi-sc/fstack --conf "+h.paths.ConfigFile+" --proc-type=primary --proc-id=0") {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/facts"
+	"github.com/kube-fstack/kube-fstack/dataplane-image/standin/program"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
@@ -20,7 +20,7 @@ func fakeSysfs(t *testing.T) string {
 	return dir
 }
 
-// Through the supervisor, in program mode: the device plugin's address reaches config.ini as
+// Through the supervisor, in the stand-in's program mode (Launch.Programs, its Plan and Argv): the device plugin's address reaches config.ini as
 // rendered, and only the program's argv carries the virtual device.
 func TestStandinRunSaysItSubstitutes(t *testing.T) {
 	f := false
@@ -30,7 +30,7 @@ func TestStandinRunSaysItSubstitutes(t *testing.T) {
 	h := newHarness(t, spec)
 	h.env["PCIDEVICE_KUBEFSTACK_IO_E2E_FAKE_VF"] = "0000:00:1f.2"
 	s := h.supervisor("primary", "secondary")
-	s.Cfg.Launch.PCIStandin = &facts.PCIStandin{Driver: "net_null", SysfsDevices: fakeSysfs(t)}
+	s.Cfg.Launch.Programs.(*program.Program).PCI = &program.PCIStandin{Driver: "net_null", SysfsDevices: fakeSysfs(t)}
 	stop := make(chan struct{})
 	res := run(s, stop)
 	eventually(t, "the ready marker", func() bool { return h.shimFile(podcontract.ReadyFile) == "1" })

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/contexts"
+	"github.com/kube-fstack/kube-fstack/dataplane-image/standin/slots"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/shimctx"
 )
@@ -28,7 +29,7 @@ func shimSpecHarness(t *testing.T) *harness {
 func TestReadyWaitsForTheFirstContextReading(t *testing.T) {
 	h := shimSpecHarness(t)
 	s := h.supervisor("primary", "secondary")
-	s.Cfg.ShimContexts, s.Cfg.StandinContextsDelay = contexts.ContextsStandin, 300*time.Millisecond
+	s.Cfg.ShimContexts, s.Cfg.ContextKinds = slots.Kind, map[string]func(string, string) contexts.ContextSource{slots.Kind: slots.Maker(300 * time.Millisecond)}
 	var atReady atomic.Pointer[shimctx.State]
 	var stateErr atomic.Value
 	watching := make(chan struct{})

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/standin/native"
+	"github.com/kube-fstack/kube-fstack/dataplane-image/standin/program"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
@@ -47,9 +47,9 @@ func TestTestpmdMatchesProgramMode(t *testing.T) {
 	if err := os.WriteFile(conf, res.Config, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l := supervisor.Launch{ProgramMode: true, Program: "testpmd", LcoresPerProc: 2, PrimaryArgs: []string{"x"}, SecondaryArgs: []string{"x"}}
+	l := program.Program{Program: "testpmd", LcoresPerProc: 2, PrimaryArgs: []string{"x"}, SecondaryArgs: []string{"x"}}
 	for k := range 2 {
-		want, err := l.Argv(res, conf, k)
+		want, err := l.Argv(res, k)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,9 +113,9 @@ func TestTestpmdHonoursTheLcoreCPUs(t *testing.T) {
 	}
 	env := map[string]string{res.FStackEnv[0].Name: res.FStackEnv[0].Value}
 	lookup := func(n string) (string, bool) { v, ok := env[n]; return v, ok }
-	l := supervisor.Launch{ProgramMode: true, Program: "testpmd", LcoresPerProc: 2, PrimaryArgs: []string{"x"}, SecondaryArgs: []string{"x"}}
+	l := program.Program{Program: "testpmd", LcoresPerProc: 2, PrimaryArgs: []string{"x"}, SecondaryArgs: []string{"x"}}
 	for k := range 2 {
-		want, err := l.Argv(res, conf, k)
+		want, err := l.Argv(res, k)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,10 +1,12 @@
 // Package dpdk is the dataplane tier: the supervisor binary driving real DPDK processes. What
-// is real: the supervisor (built and exec'd), Debian's dpdk-testpmd as the F-Stack primary
-// started with exactly the EAL arguments F-Stack builds from the rendered config.ini (one
-// substitution: -c<cpu> becomes two lcores on that same CPU, because testpmd needs a forwarding
-// lcore), a private OVS-DPDK connecting to its vhost-user socket, hugepages, mount and PID
-// namespaces playing the pod's containers, and dpdk-proc-info as the app-side DPDK secondary.
-// What is not: F-Stack itself, which cannot be built here.
+// is real: the supervisor (built and exec'd, as the stand-in image builds it: the product's
+// supervisor code with the stand-in's program mode added, dataplane-image/standin/cmd),
+// Debian's dpdk-testpmd as the F-Stack primary started with exactly the EAL arguments F-Stack
+// builds from the rendered config.ini (one substitution: -c<cpu> becomes two lcores on that
+// same CPU, because testpmd needs a forwarding lcore), a private OVS-DPDK connecting to its
+// vhost-user socket, hugepages, mount and PID namespaces playing the pod's containers, and
+// dpdk-proc-info as the app-side DPDK secondary. What is not: F-Stack itself, which cannot be
+// built here.
 package dpdk
 
 import (
@@ -58,7 +60,7 @@ func run(m *testing.M) (int, error) {
 	env.supervisor = filepath.Join(env.tmp, "fstack-supervisor")
 	env.standinProgram = filepath.Join(env.tmp, "fstack-standin-program")
 	env.standinNginx = filepath.Join(env.tmp, "fstack-standin-nginx")
-	for bin, pkg := range map[string]string{env.supervisor: "dataplane-image/cmd/fstack-supervisor",
+	for bin, pkg := range map[string]string{env.supervisor: "dataplane-image/standin/cmd/fstack-supervisor",
 		env.standinProgram: "dataplane-image/standin/native/cmd/fstack-standin-program",
 		env.standinNginx:   "dataplane-image/standin/native/cmd/fstack-standin-nginx"} {
 		build := exec.Command("go", "build", "-o", bin, "github.com/kube-fstack/kube-fstack/"+pkg)

@@ -13,6 +13,7 @@ import (
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/nodecheck"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 	"github.com/kube-fstack/kube-fstack/kubectl-fstack/cli"
 )
 
@@ -81,6 +82,39 @@ func TestCLIDoctorNeededBy(t *testing.T) {
 		!strings.Contains(stderr.String(), "StackInstance web/doctored has a pod on node doctor-demo, which lacks node.kubefstack.io/vhost-user=ready") ||
 		!strings.Contains(stdout.String(), "cannot run: web/doctored (lacks node.kubefstack.io/vhost-user=ready)") {
 		t.Errorf("doctor after the label went: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+}
+
+// doctor's setup checks against a real API server: a namespace with a StackInstance but without
+// the opt-in label, and a stack naming a NetworkAttachmentDefinition where no Multus CRD is
+// installed (the API server's discovery has no such kind, which the client reports as a kind it
+// cannot map): both fail, with exit status 1, and say what to do.
+func TestCLIDoctorSetupChecks(t *testing.T) {
+	ctx := context.Background()
+	const ns = "doctor-setup"
+	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = k8s.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	})
+	si := fixtures.Stack(t, "vhost-user", fixtures.InNamespace(ns, "needs-multus"))
+	si.Spec.Ports[0].Network = &fsv1.NetworkRef{Name: "fstack-net"}
+	ensureStack(t, si)
+
+	var stdout, stderr strings.Builder
+	code := cli.Run([]string{"doctor", "--kubeconfig", writeKubeconfig(t), "-n", ns}, &stdout, &stderr)
+	for _, want := range []string{
+		"error: namespace doctor-setup has StackInstance needs-multus but not the label kubefstack.io/injection=enabled",
+		"kubectl label namespace doctor-setup kubefstack.io/injection=enabled",
+		"error: the API server does not serve NetworkAttachmentDefinitions (k8s.cni.cncf.io/v1), which doctor-setup/needs-multus (spec.ports[0].network) name: Multus is not installed",
+	} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("doctor -n %s lacks %q", ns, want)
+		}
+	}
+	if code != 1 || t.Failed() {
+		t.Errorf("doctor -n %s: exit %d, want 1\nstdout:\n%s\nstderr:\n%s", ns, code, stdout.String(), stderr.String())
 	}
 }
 

@@ -29,10 +29,21 @@ func TestSchemaAndCELRefuseBadSpecs(t *testing.T) {
 		{"processes-zero", func(s *fsv1.StackInstanceSpec) { s.Processes = -1 }, []string{"spec.processes", "greater than or equal to 1"}},
 		{"vlan-unknown-port", func(s *fsv1.StackInstanceSpec) {
 			s.VLANs = []fsv1.VLANSpec{{ID: 10, Port: "nope"}}
-		}, []string{"every vlans[].port must name an entry of spec.ports"}},
+		}, []string{"spec.vlans: ", `spec.vlans[0].port: "nope" names no entry of spec.ports`}},
+		{"rss-check-unknown-port", func(s *fsv1.StackInstanceSpec) {
+			s.RSSCheck = &fsv1.RSSCheckSpec{Entries: []fsv1.RSSCheckEntry{
+				{Port: s.Ports[0].Name, LocalAddress: "10.0.0.1", RemoteAddress: "10.0.0.2", RemotePort: 80},
+				{Port: "nope", LocalAddress: "10.0.0.1", RemoteAddress: "10.0.0.2", RemotePort: 80}}}
+		}, []string{"spec.rssCheck.entries: ", `spec.rssCheck.entries[1].port: "nope" names no entry of spec.ports`}},
+		{"port-process-out-of-range", func(s *fsv1.StackInstanceSpec) {
+			s.Processes, s.Ports[0].Processes = 2, []int32{0, 1, 7}
+		}, []string{"spec.ports: ", "spec.ports[0].processes[2]: no such process: spec.processes is 2"}},
+		{"kni-without-method", func(s *fsv1.StackInstanceSpec) {
+			s.KNI = &fsv1.KNISpec{Enabled: true}
+		}, []string{"spec.kni.method: Required value: method is required"}},
 		{"polling-with-kernel-event", func(s *fsv1.StackInstanceSpec) {
 			s.Shim.Polling, s.Shim.KernelEvent = true, ptr(true)
-		}, []string{"polling and kernelEvent cannot be combined"}},
+		}, []string{"spec.shim.polling: ", "polling and kernelEvent cannot be combined"}},
 		{"page-size", func(s *fsv1.StackInstanceSpec) { s.Dataplane.HugePages.PageSize = "4Mi" }, []string{"spec.dataplane.hugePages.pageSize", "Unsupported value"}},
 		{"program-with-shim", func(s *fsv1.StackInstanceSpec) {
 			s.Program, s.Shim.KernelEvent = &fsv1.ProgramSpec{Mode: fsv1.ProgramPerProcess}, ptr(true)

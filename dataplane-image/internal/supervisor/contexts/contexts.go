@@ -1,7 +1,8 @@
 // Package contexts counts the free contexts of the F-Stack shim (libff_syscall.so) per
 // F-Stack instance, where they live: F-Stack's ff_socket_ops_zone_<k> memzones, found through
-// DPDK telemetry and read from the primary's memory, or the stand-in shim's slot files. The
-// supervisor publishes the readings for the launchers and decides the restarts they justify.
+// DPDK telemetry and read from the primary's memory (the stand-in image counts its shim's slot
+// files instead, dataplane-image/standin/slots). The supervisor publishes the readings for the
+// launchers and decides the restarts they justify.
 package contexts
 
 import (
@@ -13,19 +14,16 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/telemetry"
-	"github.com/kube-fstack/kube-fstack/internal/fsutil"
 	"github.com/kube-fstack/kube-fstack/internal/shimctx"
 )
 
 // Where the shim's context slots are counted (--shim-contexts).
 const (
-	ContextsZone    = "zone"    // F-Stack's memzones ff_socket_ops_zone_<k>
-	ContextsStandin = "standin" // the stand-in shim's slot files
-	ContextsOff     = "off"
+	ContextsZone = "zone" // F-Stack's memzones ff_socket_ops_zone_<k>
+	ContextsOff  = "off"
 )
 
 // ContextSource counts the free shim contexts of each F-Stack instance.
@@ -175,94 +173,6 @@ func readZones(mem io.ReaderAt, addrs []uint64) ([]shimctx.Instance, error) {
 		}
 		if err != nil {
 			return nil, fmt.Errorf("instance %d: %w", k, err)
-		}
-	}
-	return out, nil
-}
-
-// standinSource counts the stand-in shim's slots: one file of 32 bytes per instance in the
-// primary's runtime directory, a byte per slot (0 free, 1 held). The supervisor creates them
-// empty at each generation, delay after its first process is up: F-Stack's primary creates its
-// zones inside ff_init, after its port is up (docs/fstack-rules.md §9; without patch 0004 that
-// took seconds, with it they are there when the process is up), and the stand-in keeps a short
-// gap so that whoever reads them too early meets files not there yet.
-type standinSource struct {
-	dir   string
-	n     int
-	delay time.Duration
-
-	mu      sync.Mutex
-	pending *time.Timer
-	err     error // creating the files failed
-}
-
-// NewStandinSource reads the stand-in's slot files in dir, which appear delay after a reset.
-func NewStandinSource(dir string, delay time.Duration) ContextSource {
-	return &standinSource{dir: dir, delay: delay}
-}
-
-// StandinSlotFile is the stand-in's slot file of instance k (the stand-in shim's contexts.c
-// opens the same name).
-func StandinSlotFile(k int) string { return fmt.Sprintf("kube_fstack_standin_contexts_%d", k) }
-
-func (s *standinSource) Name() string {
-	return "the stand-in's slot files " + filepath.Join(s.dir, StandinSlotFile(0)) + "..."
-}
-
-func (s *standinSource) Reset(_, instances int) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.pending != nil {
-		s.pending.Stop()
-	}
-	s.n, s.err = instances, nil
-	for k := 0; k < instances; k++ {
-		if err := os.Remove(filepath.Join(s.dir, StandinSlotFile(k))); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("stand-in shim contexts: %w", err)
-		}
-	}
-	if s.delay <= 0 {
-		return s.create(instances)
-	}
-	s.pending = time.AfterFunc(s.delay, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.err = s.create(instances)
-	})
-	return nil
-}
-
-func (s *standinSource) create(instances int) error {
-	for k := 0; k < instances; k++ {
-		if err := fsutil.WriteAtomic(filepath.Join(s.dir, StandinSlotFile(k)), make([]byte, zoneMaxSlots), 0o666); err != nil {
-			return fmt.Errorf("stand-in shim contexts: %w", err)
-		}
-	}
-	return nil
-}
-
-func (s *standinSource) Read() ([]shimctx.Instance, error) {
-	s.mu.Lock()
-	n, err := s.n, s.err
-	s.mu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]shimctx.Instance, n)
-	for k := range out {
-		// The slot files are in the runtime dir, which the apps' secondaries write.
-		b, err := fsutil.ReadFileBeneath(s.dir, StandinSlotFile(k), zoneMaxSlots)
-		if err != nil {
-			return nil, err
-		}
-		if len(b) != zoneMaxSlots {
-			return nil, fmt.Errorf("%s has %d bytes, want %d", StandinSlotFile(k), len(b), zoneMaxSlots)
-		}
-		out[k].Capacity = zoneMaxSlots
-		for _, c := range b {
-			if c == 0 {
-				out[k].Free++
-			}
 		}
 	}
 	return out, nil

@@ -1,4 +1,4 @@
-package facts
+package program
 
 import (
 	"errors"
@@ -13,8 +13,9 @@ import (
 // device plugin of the tests hands out addresses of no real device (no VF exists here), and
 // DPDK's program would then start with no port at all. Each such --allow=<address> of the EAL
 // argv becomes a virtual device of Driver instead, and the supervisor says so in its log.
-// Program mode only (fstack-supervisor refuses it otherwise): F-Stack reads config.ini, where
-// the address stays as rendered, and the real image never substitutes anything.
+// Program mode only (the stand-in's --standin-pci-vdev needs --program-mode): F-Stack reads
+// config.ini, where the address stays as rendered, and the real image's supervisor has no such
+// code at all.
 type PCIStandin struct {
 	// Driver is the DPDK virtual driver that replaces the device, e.g. net_null.
 	Driver string
