@@ -8,9 +8,14 @@ LOCALBIN ?= $(CURDIR)/bin
 CONTROLLER_GEN_VERSION ?= v0.20.1
 GOLANGCI_LINT_VERSION ?= v2.15.0
 HELM_VERSION ?= v3.22.0
+# make release: cosign signs every artifact and image, syft writes the SBOMs.
+COSIGN_VERSION ?= v2.6.5
+SYFT_VERSION ?= v1.57.1
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
+COSIGN ?= $(LOCALBIN)/cosign-$(COSIGN_VERSION)
+SYFT ?= $(LOCALBIN)/syft-$(SYFT_VERSION)
 
 GO ?= go
 GOTEST_FLAGS ?= -count=1
@@ -67,7 +72,7 @@ verify: generate ## Regenerate everything and fail if anything drifted from what
 
 ##@ Test
 .PHONY: test
-test: lint test-unit test-fuzz test-envtest test-chart test-node test-dataplane e2e ## Every test tier (what CI runs).
+test: lint test-unit test-fuzz test-envtest test-chart test-release test-node test-dataplane e2e ## Every test tier (what CI runs).
 
 .PHONY: test-unit
 test-unit: ## Unit, golden, property and fuzz-seed tests of the pure packages and the CLI.
@@ -84,6 +89,10 @@ test-envtest: ## The operator against a real kube-apiserver and etcd: CRD schema
 .PHONY: test-chart
 test-chart: $(HELM) ## The Helm chart: helm lint --strict, goldens, values schema, RBAC/webhooks vs config/, every object accepted by a real kube-apiserver.
 	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" HELM=$(HELM) $(GO) test $(GOTEST_FLAGS) -timeout 10m ./test/chart/...
+
+.PHONY: test-release
+test-release: $(HELM) $(COSIGN) $(SYFT) ## make release without a registry (root, buildah): the CNI image for amd64+arm64, the chart by digest, the plugin archives, SBOMs, checksums, signatures with a throwaway key, verified.
+	HELM=$(HELM) COSIGN=$(COSIGN) SYFT=$(SYFT) $(GO) test $(GOTEST_FLAGS) -timeout 30m ./test/release/...
 
 .PHONY: test-node
 test-node: ## CNI plugin against real OVS-DPDK, DPDK testpmd, hugepages and netns (root; hack/install-deps.sh).
@@ -123,12 +132,17 @@ bench: ## Benchmarks of the pure packages.
 
 ##@ Release
 .PHONY: release
-release: $(HELM) ## The release VERSION=v0.1.0: operator, CNI and dataplane images tagged VERSION (root; the dataplane needs F-Stack's source), the chart packaged naming them; pushed only with REGISTRY=oci://HOST/PATH (images to IMAGE_REPO).
-	@test -n "$(VERSION)" || { echo "usage: make release VERSION=v0.1.0 [IMAGE_REPO=<registry>/<path>] [REGISTRY=oci://<registry>/<path>] [RELEASE_IMAGES='operator cni dataplane']"; exit 2; }
-	HELM=$(HELM) IMAGE_REPO="$(IMAGE_REPO)" REGISTRY="$(REGISTRY)" RELEASE_IMAGES="$(RELEASE_IMAGES)" hack/release.sh all "$(VERSION)"
+release: $(HELM) $(COSIGN) $(SYFT) ## The release VERSION=v0.1.0 COSIGN_KEY=cosign.key (root): operator+CNI images (amd64, arm64), dataplane (amd64; needs F-Stack's source), the chart by digest, plugin archives, SBOMs, checksums, signatures, verified; pushed only with REGISTRY=oci://HOST/PATH.
+	@test -n "$(VERSION)" -a -n "$(COSIGN_KEY)" || { echo "usage: make release VERSION=v0.1.0 COSIGN_KEY=<cosign private key; password in COSIGN_PASSWORD> [IMAGE_REPO=<registry>/<path>] [REGISTRY=oci://<registry>/<path>] [RELEASE_IMAGES='operator cni dataplane'] [IMAGE_PLATFORMS='linux/amd64 linux/arm64'] [RELEASE_URL=<where the plugin archives are downloaded from>]"; exit 2; }
+	HELM=$(HELM) COSIGN=$(COSIGN) SYFT=$(SYFT) COSIGN_KEY="$(COSIGN_KEY)" IMAGE_REPO="$(IMAGE_REPO)" REGISTRY="$(REGISTRY)" RELEASE_IMAGES="$(RELEASE_IMAGES)" IMAGE_PLATFORMS="$(IMAGE_PLATFORMS)" RELEASE_URL="$(RELEASE_URL)" hack/release.sh all "$(VERSION)"
+
+.PHONY: release-verify
+release-verify: $(COSIGN) ## Verify a release's checksums and signatures again: VERSION=v0.1.0 COSIGN_KEY=cosign.key [OUT=_output/release/VERSION].
+	@test -n "$(VERSION)" -a -n "$(COSIGN_KEY)" || { echo "usage: make release-verify VERSION=v0.1.0 COSIGN_KEY=cosign.key"; exit 2; }
+	COSIGN=$(COSIGN) COSIGN_KEY="$(COSIGN_KEY)" OUT="$(OUT)" hack/release.sh verify "$(VERSION)"
 
 .PHONY: krew-release
-krew-release: ## The kubectl plugin's release archives (linux amd64, arm64) and its krew manifest with URLs and sums: VERSION=v0.1.0 RELEASE_URL=https://.../download/v0.1.0.
+krew-release: ## The kubectl plugin's release archives alone (linux, darwin x amd64, arm64; with LICENSE and notices) and its krew manifest with URLs and sums: VERSION=v0.1.0 RELEASE_URL=https://.../download/v0.1.0.
 	@test -n "$(VERSION)" -a -n "$(RELEASE_URL)" || { echo "usage: make krew-release VERSION=v0.1.0 RELEASE_URL=<where the archives will be downloaded from>"; exit 2; }
 	GO=$(GO) hack/krew-release.sh "$(VERSION)" "$(RELEASE_URL)"
 
@@ -206,7 +220,7 @@ lint: $(GOLANGCI_LINT) ## gofmt, go vet (the kubectl plugin for macOS too), gola
 
 ##@ Tools
 .PHONY: tools
-tools: $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(HELM) ## Install the pinned tools into ./bin.
+tools: $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(HELM) $(COSIGN) $(SYFT) ## Install the pinned tools into ./bin.
 
 $(CONTROLLER_GEN):
 	GOBIN=$(LOCALBIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
@@ -219,3 +233,11 @@ $(GOLANGCI_LINT):
 $(HELM):
 	GOBIN=$(LOCALBIN) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 	mv $(LOCALBIN)/helm $@
+
+$(COSIGN):
+	GOBIN=$(LOCALBIN) $(GO) install github.com/sigstore/cosign/v2/cmd/cosign@$(COSIGN_VERSION)
+	mv $(LOCALBIN)/cosign $@
+
+$(SYFT):
+	GOBIN=$(LOCALBIN) $(GO) install github.com/anchore/syft/cmd/syft@$(SYFT_VERSION)
+	mv $(LOCALBIN)/syft $@

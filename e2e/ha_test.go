@@ -28,8 +28,10 @@ const createsBeforeKill, createsAfterKill = 5, 20
 // checkReplicaKilled deletes one operator replica (the leader, so the controller fails over too),
 // as a node drain or a rollout does, while pods naming the stack are created back to back: the
 // webhooks have failurePolicy Fail, so every create that reached no replica would be refused.
-// None may be, and each must come back injected. The delete takes the pod's own grace period: its
-// preStop delay keeps it answering while the Service stops sending it calls. A replica killed
+// None may be, and each must come back injected. The delete takes the pod's own grace period: on
+// SIGTERM the operator drains (--shutdown-delay, the chart's operator.shutdownDelaySeconds),
+// unready and answering every call, each answer ending its kept-alive connection, while the
+// Service and the API server's connections move to the other replica. A replica killed
 // outright (grace 0, SIGKILL) fails the one call it was answering with EOF, which the API server
 // does not retry: measured in this step with grace 0, 1 of 214 creates was refused that way
 // (docs/install.md, "The operator's replicas"). The creates are server-side dry runs: they pass

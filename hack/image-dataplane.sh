@@ -54,7 +54,7 @@ debian_bases() {
 }
 
 dataplane_inputs() {
-  git ls-files -z -co --exclude-standard -- '*.go' go.mod go.sum .dockerignore "$DF" dataplane-image hack/lib/image.sh "$0" \
+  git ls-files -z -co --exclude-standard -- '*.go' go.mod go.sum .dockerignore LICENSE NOTICE "$DF" dataplane-image hack/lib/image.sh "$0" \
     | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16
 }
 

@@ -2,6 +2,9 @@
 # Build kubectl-fstack for every platform of kubectl-fstack/krew/fstack.yaml, pack each as the archive
 # the manifest names, and write the manifest with the version, the release URL and each
 # archive's sha256 filled in. Upload the archives to RELEASE_URL, then submit the manifest.
+# Each archive holds the binary, LICENSE, NOTICE and THIRD_PARTY_NOTICES (the license of every Go
+# module that binary links, by hack/tools/notices); they are reproducible (file times are the
+# commit's, names sorted, gzip without a time stamp), so a rebuild of the tag gives the same sums.
 #   hack/krew-release.sh VERSION RELEASE_URL [OUT_DIR]     (OUT_DIR defaults to _output/krew)
 set -euo pipefail
 if [[ $# -lt 2 ]]; then
@@ -12,6 +15,10 @@ version=$1 url=$2 out=${3:-_output/krew}
 root=$(cd "$(dirname "$0")/.." && pwd)
 go=${GO:-go}
 mkdir -p "$out"
+tools=$(mktemp -d)
+trap 'rm -rf "$tools"' EXIT
+(cd "$root" && CGO_ENABLED=0 "$go" build -o "$tools/notices" ./hack/tools/notices)
+mtime=$(git -C "$root" log -1 --format=%ct 2>/dev/null || echo 0)
 manifest=$(grep -v "^#" "$root/kubectl-fstack/krew/fstack.yaml")
 manifest=${manifest//RELEASE_URL/$url}
 manifest=${manifest//VERSION/$version}
@@ -20,8 +27,11 @@ for goos in linux darwin; do
 	for arch in amd64 arm64; do
 		dir=$(mktemp -d)
 		(cd "$root" && CGO_ENABLED=0 GOOS=$goos GOARCH=$arch "$go" build -trimpath -ldflags="-s -w -X github.com/kube-fstack/kube-fstack/kubectl-fstack/cli.Version=$version -X github.com/kube-fstack/kube-fstack/kubectl-fstack/cli.ImageRepo=${IMAGE_REPO:-localhost/kube-fstack}" -o "$dir/kubectl-fstack" ./kubectl-fstack/cmd/kubectl-fstack)
+		cp "$root/LICENSE" "$root/NOTICE" "$dir/"
+		"$tools/notices" -o "$dir/THIRD_PARTY_NOTICES" "$dir/kubectl-fstack"
 		archive="$out/kubectl-fstack_${version}_${goos}_${arch}.tar.gz"
-		tar -C "$dir" --owner=0 --group=0 --numeric-owner -czf "$archive" kubectl-fstack
+		tar -C "$dir" --sort=name --mtime="@$mtime" --owner=0 --group=0 --numeric-owner -cf - \
+			kubectl-fstack LICENSE NOTICE THIRD_PARTY_NOTICES | gzip -n >"$archive"
 		rm -rf "$dir"
 		sum=$(sha256sum "$archive" | cut -d' ' -f1)
 		placeholder="SHA256_${goos^^}_${arch^^}"

@@ -4,6 +4,11 @@
 #   package.sh shim-libs SHIMROOT   give SHIMROOT/<mode>/libff_syscall.so its own libraries
 #   package.sh check-shim SHIMROOT  every shim finds each non-glibc library in its own lib/
 #   package.sh link-duplicates DIR  hard-link files of DIR with the same content (one copy in a layer)
+#   package.sh notices FF_PATH OUT [nginx]
+#                                   F-Stack's, DPDK's and the FreeBSD sources' license notices (and
+#                                   Nginx's with nginx) from the F-Stack tree into OUT
+#   package.sh debian-notices OUT   list every installed Debian package with its copyright file,
+#                                   failing if one has none (Debian ships each license there)
 # The Dockerfile's package stage runs the first two and its last stage the third; the stand-in
 # image (hack/image-dataplane-standin.sh) runs the same on its stand-in shim. This is a script of
 # its own, not a step of build-fstack.sh, so that changing it does not invalidate the cached
@@ -138,8 +143,64 @@ cmd_link_duplicates() {
   log "link-duplicates: $n files in $dir linked to an identical one"
 }
 
+# The licenses of what the image ships from F-Stack's tree: F-Stack's LICENSE (which also names
+# FreeBSD's, libplebnet's, libuinet's and inih's terms), DPDK's license directory (the libraries
+# and drivers are BSD-3-Clause; its GPL kernel modules are never built), and, because the BSD
+# licenses ask binary redistributions to reproduce each copyright notice, every distinct
+# copyright line of the FreeBSD sources F-Stack compiles, with the clauses they come with.
+cmd_notices() {
+  local ff=${1:?notices needs FF_PATH} out=${2:?notices needs OUT} app=${3:-}
+  local f
+  for f in "$ff/LICENSE" "$ff/dpdk/license/bsd-3-clause.txt" "$ff/freebsd"; do
+    [[ -e $f ]] || die "notices: $f missing: FF_PATH=$ff is not an F-Stack tree"
+  done
+  mkdir -p "$out/dpdk"
+  cp "$ff/LICENSE" "$out/LICENSE.f-stack"
+  cp "$ff"/dpdk/license/* "$out/dpdk/"
+  {
+    echo "Copyright notices of the FreeBSD sources in F-Stack (freebsd/), each file under the BSD"
+    echo "license its header states (BSD-2-Clause, BSD-3-Clause or BSD-4-Clause, whose conditions"
+    echo "follow in F-Stack's LICENSE and DPDK's license/ texts beside this file)."
+    echo
+    grep -rhoE --include='*.[ch]' '[Cc]opyright ?(\([cC]\)|©)? ?[0-9][^*]*' "$ff/freebsd" \
+      | sed -E 's/[[:space:]]+$//' | LC_ALL=C sort -u
+  } >"$out/freebsd-copyrights.txt"
+  case $app in
+  "") ;;
+  nginx)
+    f=$(find "$ff/app" -maxdepth 2 -path '*/nginx-*/LICENSE' | head -1)
+    [[ -n $f ]] || die "notices: no $ff/app/nginx-*/LICENSE"
+    cp "$f" "$out/LICENSE.nginx" ;;
+  *) die "notices: unknown app '$app' (nginx)" ;;
+  esac
+  log "notices: $(find "$out" -type f | wc -l) files in $out ($(wc -l <"$out/freebsd-copyrights.txt") FreeBSD copyright lines)"
+}
+
+# Debian ships each package's license as /usr/share/doc/<package>/copyright (slim images keep
+# exactly those files). Lists what is installed and fails on a package without one, so the image
+# never ships a package whose license it does not carry.
+cmd_debian_notices() {
+  local out=${1:?debian-notices needs OUT} pkg ver doc bad=0 installed
+  mkdir -p "$(dirname "$out")"
+  installed=$(dpkg-query -W -f '${binary:Package} ${Version}\n' | LC_ALL=C sort) || die "debian-notices: dpkg-query failed"
+  {
+    echo "Debian packages in this image, each under the license in its copyright file."
+    while IFS=' ' read -r pkg ver; do
+      doc=/usr/share/doc/${pkg%%:*}/copyright
+      if [[ ! -f $doc ]]; then
+        printf '[package] ERROR: debian-notices: %s %s has no %s\n' "$pkg" "$ver" "$doc" >&2
+        bad=1
+        continue
+      fi
+      printf '%s %s %s\n' "$pkg" "$ver" "$doc"
+    done <<<"$installed"
+  } >"$out"
+  ((bad == 0)) || die "debian-notices: packages without a copyright file (above): the image cannot ship their licenses"
+  log "debian-notices: $(($(wc -l <"$out") - 1)) packages in $out"
+}
+
 main() {
-  (($# > 0)) || die "usage: package.sh strip PATH... | shim-libs SHIMROOT | check-shim SHIMROOT | link-duplicates DIR"
+  (($# > 0)) || die "usage: package.sh strip PATH... | shim-libs SHIMROOT | check-shim SHIMROOT | link-duplicates DIR | notices FF_PATH OUT [nginx] | debian-notices OUT"
   local cmd=$1
   shift
   case $cmd in
@@ -147,7 +208,9 @@ main() {
   shim-libs) cmd_shim_libs "$@" ;;
   check-shim) cmd_check_shim "$@" ;;
   link-duplicates) cmd_link_duplicates "$@" ;;
-  *) die "unknown command '$cmd' (strip, shim-libs, check-shim, link-duplicates)" ;;
+  notices) cmd_notices "$@" ;;
+  debian-notices) cmd_debian_notices "$@" ;;
+  *) die "unknown command '$cmd' (strip, shim-libs, check-shim, link-duplicates, notices, debian-notices)" ;;
   esac
 }
 

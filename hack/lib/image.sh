@@ -134,19 +134,25 @@ go_builder_image() {
 # image_inputs DOCKERFILE: the hash of everything a Go image's build reads: the Dockerfile, the
 # Go sources and modules, and this file (its build flags). Docs and charts do not rebuild images.
 image_inputs() {
-  (cd "$IMAGE_ROOT" && git ls-files -z -co --exclude-standard -- '*.go' go.mod go.sum .dockerignore "$1" hack/lib/image.sh \
+  (cd "$IMAGE_ROOT" && git ls-files -z -co --exclude-standard -- '*.go' go.mod go.sum .dockerignore LICENSE NOTICE "$1" hack/lib/image.sh \
     | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
 }
 
-# build_image OUT REF DOCKERFILE: builds the repository's DOCKERFILE (context: the repository
-# root) exactly as a user would, on the local Go builder with the host's module cache (GOPROXY=off:
-# nothing is downloaded) and build cache mounted, and exports it to OUT. Skipped when OUT was built
-# from the same inputs (OUT.key), so a warm run costs a hash.
+# build_image OUT REF DOCKERFILE [PLATFORM]: builds the repository's DOCKERFILE (context: the
+# repository root) exactly as a user would, on the local Go builder with the host's module cache
+# (GOPROXY=off: nothing is downloaded) and build cache mounted, and exports it to OUT. Skipped when
+# OUT was built from the same inputs (OUT.key), so a warm run costs a hash. PLATFORM (linux/arm64)
+# builds for another architecture: the Dockerfiles cross-compile on the build machine's builder
+# (FROM --platform=$BUILDPLATFORM) onto scratch, so it needs no emulator and no foreign image.
+# BUILDPLATFORM, TARGETOS and TARGETARCH are passed because buildah 1.28 (Debian 12's) does not
+# always set them as BuildKit does.
 build_image() {
-  local out="$1" ref="$2" df="$3" builder key old t0=$SECONDS
+  local out="$1" ref="$2" df="$3" platform="${4:-}" builder key old t0=$SECONDS plat=()
   need_buildah
   builder="$(go_builder_image)"
-  key="$(image_inputs "$df")-$(buildah images -q --noheading "$builder")"
+  key="$(image_inputs "$df")-$(buildah images -q --noheading "$builder")${platform:+-$platform}"
+  [ -z "$platform" ] || plat=(--platform "$platform")
+  platform=${platform:-linux/$(go env GOHOSTARCH)}
   if [ -f "$out" ] && [ "$(cat "$out.key" 2>/dev/null)" = "$key" ]; then
     image_log "$ref: $out is up to date"; return 0
   fi
@@ -156,8 +162,10 @@ build_image() {
   (cd "$IMAGE_ROOT" && go mod download) || image_die "go mod download failed: the module cache the image build mounts is incomplete"
   image_log "$ref: buildah bud -f $df (builder $builder, no network)"
   old="$(buildah images -q --noheading "$ref" 2>/dev/null || true)"
-  buildah bud -q --pull=never --network=none -f "$IMAGE_ROOT/$df" -t "$ref" \
+  buildah bud -q --pull=never --network=none "${plat[@]}" -f "$IMAGE_ROOT/$df" -t "$ref" \
     --build-arg GO_IMAGE="$builder" --build-arg GOPROXY=off --build-arg GOFLAGS=-mod=readonly \
+    --build-arg BUILDPLATFORM="linux/$(go env GOHOSTARCH)" \
+    --build-arg TARGETOS=linux --build-arg TARGETARCH="${platform#linux/}" \
     -v "$(go env GOMODCACHE):/go/pkg/mod" -v "$(go env GOCACHE):/root/.cache/go-build" "$IMAGE_ROOT" >/dev/null \
     || image_die "buildah bud -f $df failed (GOPROXY=off: a module missing from $(go env GOMODCACHE) needs 'go mod download' on the host)"
   drop_replaced "$old" "$ref"

@@ -3,6 +3,7 @@ package chart
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -46,11 +47,25 @@ func TestNoSinglePointOfFailure(t *testing.T) {
 		t.Errorf("no topology spread over kubernetes.io/hostname with ScheduleAnyway selecting the operator's pods:\n%s", toYAML(t, spread))
 	}
 
+	// The drain is the operator's own (--shutdown-delay): a preStop sleep before it would keep the
+	// API server's connections alive through the wait, to be cut when the process stops.
 	c := operatorContainer(t, deploy)
-	sleep, found := number(c, "lifecycle", "preStop", "sleep", "seconds")
+	if _, found, _ := unstructured.NestedMap(c, "lifecycle", "preStop"); found {
+		t.Errorf("the operator container has a preStop: the process must learn at once that it is leaving, to drain")
+	}
+	args, _, _ := unstructured.NestedStringSlice(c, "args")
+	delay := time.Duration(-1)
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--shutdown-delay="); ok {
+			var err error
+			if delay, err = time.ParseDuration(v); err != nil {
+				t.Fatalf("%s: %v", a, err)
+			}
+		}
+	}
 	grace, _ := number(deploy.Object, "spec", "template", "spec", "terminationGracePeriodSeconds")
-	if !found || sleep < 1 || sleep >= grace {
-		t.Errorf("preStop sleep %ds (found %v) with a %ds grace period: a deleted replica must keep serving a while, and then have time to stop", sleep, found, grace)
+	if delay < time.Second || delay >= time.Duration(grace)*time.Second {
+		t.Errorf("--shutdown-delay %s (args %v) with a %ds grace period: a deleted replica must drain a while, and then have time to stop", delay, args, grace)
 	}
 }
 

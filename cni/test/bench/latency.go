@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -59,6 +60,27 @@ type series struct {
 	// its IPAM child, ovs-vsctl. Not ovsdb-server or ovs-vswitchd, which run on. Far less
 	// disturbed by the other tenants than the wall time, so it tells two builds apart better.
 	cpu []time.Duration
+	// kubelet, for a series of fstack-cni, is the kubelet root dir its pods' emptyDir is under:
+	// each cycle's pod gets it before the cycle, as the kubelet makes it before it asks for the
+	// sandbox, and loses it after, as the kubelet removes it with the pod; neither is timed (no
+	// runtime's ADD or DEL does it).
+	kubelet string
+}
+
+// makeVolume gives cycle i's pod its emptyDir when s's plugin needs one.
+func (s *series) makeVolume(i int) error {
+	if s.kubelet == "" {
+		return nil
+	}
+	return os.MkdirAll(podVolume(s.kubelet, podRT(i, "")), 0o755)
+}
+
+// removeVolume removes cycle i's pod directory, as the kubelet does once the pod is gone.
+func (s *series) removeVolume(i int) error {
+	if s.kubelet == "" {
+		return nil
+	}
+	return os.RemoveAll(filepath.Join(s.kubelet, "pods", podUID(i)))
 }
 
 // latency runs every series once per round, so machine noise hits all of them alike, in a new
@@ -84,12 +106,18 @@ func (b *bench) latency(n int) error {
 		copy(order, all)
 		rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
 		for _, s := range order {
+			if err := s.makeVolume(i); err != nil {
+				return err
+			}
 			cpu0, start := childrenCPU(), time.Now()
 			if err := s.cycle(i); err != nil {
 				return fmt.Errorf("%s #%d: %w", s.name, i, err)
 			}
 			s.times = append(s.times, time.Since(start))
 			s.cpu = append(s.cpu, childrenCPU()-cpu0)
+			if err := s.removeVolume(i); err != nil {
+				return err
+			}
 		}
 	}
 	report(n, all)
@@ -124,9 +152,9 @@ func (b *bench) series() ([]*series, func(), error) {
 		base = append(base, b.baseSeries(bb, podNS)...)
 	}
 	return append([]*series{
-		{name: "fstack-cni + host-local", cycle: func(i int) error { return b.addDel(fsk, i, podNS) }},
+		{name: "fstack-cni + host-local", cycle: func(i int) error { return b.addDel(fsk, i, podNS) }, kubelet: b.kubeletRoot()},
 		{name: "bridge + host-local", cycle: func(i int) error { return b.addDel(bridge, i, podNS) }},
-		{name: "fstack-cni (no IPAM)", cycle: func(i int) error { return b.addDel(bare, i, podNS) }},
+		{name: "fstack-cni (no IPAM)", cycle: func(i int) error { return b.addDel(bare, i, podNS) }, kubelet: b.kubeletRoot()},
 		{name: "vsctl-cni --no-wait", cycle: func(i int) error { return b.addDel(vscNoWait, i, podNS) }},
 		{name: "vsctl-cni (waits)", cycle: func(i int) error { return b.addDel(vsc, i, podNS) }},
 		{name: "bare ovs-vsctl --no-wait x2", cycle: func(i int) error { return b.vsctl(i) }},
@@ -143,8 +171,8 @@ type base struct{ label, bin string }
 func (b *bench) baseSeries(bb base, podNS string) []*series {
 	fsk, bare := b.fstackNet(bb.label+"-fstack", true), b.fstackNet(bb.label+"-fstack-bare", false)
 	return []*series{
-		{name: bb.label + ": + host-local", cycle: func(i int) error { return b.addDelIn(bb.bin, fsk, i, podNS) }},
-		{name: bb.label + ": (no IPAM)", cycle: func(i int) error { return b.addDelIn(bb.bin, bare, i, podNS) }},
+		{name: bb.label + ": + host-local", cycle: func(i int) error { return b.addDelIn(bb.bin, fsk, i, podNS) }, kubelet: b.kubeletRoot()},
+		{name: bb.label + ": (no IPAM)", cycle: func(i int) error { return b.addDelIn(bb.bin, bare, i, podNS) }, kubelet: b.kubeletRoot()},
 		{name: bb.label + ": VERSION x2", cycle: func(int) error { return b.version(bb.bin) }},
 	}
 }
@@ -156,7 +184,7 @@ func (b *bench) ipam(name string) map[string]any {
 func (b *bench) fstackNet(name string, withIPAM bool) *libcni.NetworkConfigList {
 	conf := map[string]any{"type": "fstack-cni", "bridge": b.ovs.Bridge, "ovsdbSocket": b.ovs.DBSock(),
 		"socketRoot": filepath.Join(b.run, "vhost"), "deviceInfoDir": filepath.Join(b.run, "devinfo"),
-		"logFile": filepath.Join(b.tmp, "fstack-cni.log")}
+		"kubeletRootDir": b.kubeletRoot(), "logFile": filepath.Join(b.tmp, "fstack-cni.log")}
 	if withIPAM {
 		conf["ipam"] = b.ipam(name)
 	}
@@ -192,8 +220,14 @@ func (b *bench) cniIn(bin string) *libcni.CNIConfig {
 	return libcni.NewCNIConfigWithCacheDir([]string{bin}, filepath.Join(b.tmp, "cache"), nil)
 }
 
+// kubeletRoot is the bench's stand-in for the kubelet's --root-dir (on disk, as /var/lib/kubelet
+// is on nodes): fstack-cni finds each pod's emptyDir beneath it.
+func (b *bench) kubeletRoot() string { return filepath.Join(b.tmp, "kubelet") }
+
+func podUID(i int) string { return fmt.Sprintf("be4c0000-0000-4000-8000-%012d", i) }
+
 func podRT(i int, netns string) *libcni.RuntimeConf {
-	uid := fmt.Sprintf("be4c0000-0000-4000-8000-%012d", i)
+	uid := podUID(i)
 	return &libcni.RuntimeConf{ContainerID: fmt.Sprintf("bench%059d", i), NetNS: nodetest.NetnsPath(netns), IfName: "net1",
 		Args: [][2]string{{"IgnoreUnknown", "1"}, {"K8S_POD_NAMESPACE", benchNamespace}, {"K8S_POD_NAME", "p"}, {"K8S_POD_UID", uid}}}
 }

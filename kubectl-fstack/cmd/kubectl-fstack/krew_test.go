@@ -75,8 +75,11 @@ func TestKrewManifest(t *testing.T) {
 	for i, pl := range p.Spec.Platforms {
 		goos, arch := pl.Selector.MatchLabels["os"], pl.Selector.MatchLabels["arch"]
 		seen[goos+"/"+arch] = true
-		if pl.Bin != bin || len(pl.Files) != 1 || pl.Files[0].From != bin || pl.Files[0].To != "." {
-			t.Errorf("platforms[%d]: bin %q files %+v; want the single file %s", i, pl.Bin, pl.Files, bin)
+		// The binary and its LICENSE (krew-index asks every plugin to install its license; the
+		// archive also carries NOTICE and THIRD_PARTY_NOTICES, hack/krew-release.sh).
+		if pl.Bin != bin || len(pl.Files) != 2 || pl.Files[0].From != bin || pl.Files[0].To != "." ||
+			pl.Files[1].From != "LICENSE" || pl.Files[1].To != "." {
+			t.Errorf("platforms[%d]: bin %q files %+v; want %s and LICENSE", i, pl.Bin, pl.Files, bin)
 		}
 		if !strings.HasSuffix(pl.URI, "_"+goos+"_"+arch+".tar.gz") || !sha256Placeholder.MatchString(pl.SHA256) {
 			t.Errorf("platforms[%d]: uri %q sha256 %q", i, pl.URI, pl.SHA256)

@@ -4,11 +4,13 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -21,15 +23,16 @@ import (
 )
 
 func main() {
-	o, err := parseFlags()
+	o, shutdownDelay, err := parseFlags()
 	log := ctrl.Log.WithName("setup")
 	if err == nil {
+		o.Drain = &manager.Drain{}
 		var mgr ctrl.Manager
 		cfg := ctrl.GetConfigOrDie()
 		cfg.QPS, cfg.Burst = o.QPS, o.Burst
 		if mgr, err = manager.New(cfg, o, log); err == nil {
 			log.Info("starting", "namespace", o.Namespace, "manageCerts", o.ManageCerts, "dataplaneImage", o.Inject.Image, "allowedDataplaneImages", o.Inject.AllowedImages)
-			err = mgr.Start(ctrl.SetupSignalHandler())
+			err = mgr.Start(manager.StopAfterDrain(context.Background(), ctrl.SetupSignalHandler(), o.Drain, shutdownDelay, log))
 		}
 	}
 	if err != nil {
@@ -49,8 +52,9 @@ func newLogger(w io.Writer, o logging.Options) (logr.Logger, error) {
 	return logr.FromSlogHandler(h.WithAttrs([]slog.Attr{slog.String(logging.KeyComponent, logging.ComponentOperator)})), nil
 }
 
-func parseFlags() (manager.Options, error) {
+func parseFlags() (manager.Options, time.Duration, error) {
 	o := manager.Options{Inject: inject.DefaultConfig()}
+	var shutdownDelay time.Duration
 	var pullPolicy, memory, allowedImages string
 	var qps float64
 	var burst int
@@ -75,6 +79,7 @@ func parseFlags() (manager.Options, error) {
 	flag.StringVar(&o.Inject.HostSocketRoot, "vhost-socket-root", o.Inject.HostSocketRoot, "The CNI plugin's socket root on the nodes: in opted-in namespaces, no pod may mount a hostPath at, under or above it.")
 	flag.BoolVar(&o.Inject.NodeAffinity, "node-affinity", o.Inject.NodeAffinity, "Require the node agent's labels (node.kubefstack.io/*) the stack needs in injected pods' node affinity; false where no node agent runs.")
 	flag.StringVar(&memory, "dataplane-memory", o.Inject.DataplaneMemory.String(), "Memory of the dataplane container when the StackInstance sets none.")
+	flag.DurationVar(&shutdownDelay, "shutdown-delay", 0, "On SIGTERM, keep answering webhook calls this long, not ready and ending each connection after its answer, before stopping: long enough for the Service's endpoints and every node's proxy to stop sending this replica calls (the chart's operator.shutdownDelaySeconds).")
 	flag.IntVar(&o.Workers, "workers", 4, "StackInstances reconciled in parallel.")
 	flag.Float64Var(&qps, "kube-api-qps", 100, "Requests per second to the API server (client-side limit).")
 	flag.IntVar(&burst, "kube-api-burst", 200, "Burst of requests to the API server.")
@@ -93,13 +98,16 @@ func parseFlags() (manager.Options, error) {
 	o.Inject.ImagePullPolicy = corev1.PullPolicy(pullPolicy)
 	o.Inject.AllowedImages = inject.ParseImagePrefixes(allowedImages)
 	if err := inject.CheckImagePrefixes(o.Inject.AllowedImages); err != nil {
-		return o, err
+		return o, 0, err
+	}
+	if shutdownDelay < 0 {
+		return o, 0, fmt.Errorf("--shutdown-delay %s: must not be negative", shutdownDelay)
 	}
 	mem, err := resource.ParseQuantity(memory)
 	if err != nil {
-		return o, fmt.Errorf("--dataplane-memory: %w", err)
+		return o, 0, fmt.Errorf("--dataplane-memory: %w", err)
 	}
 	o.Inject.DataplaneMemory = mem
 	o.QPS, o.Burst = float32(qps), burst
-	return o, nil
+	return o, shutdownDelay, nil
 }

@@ -86,6 +86,9 @@ type Options struct {
 	// SecondInProcess lets a test run another manager beside the first (controller names are
 	// otherwise unique per process).
 	SecondInProcess bool
+	// Drain, once started, fails readiness and has every webhook answer end its connection
+	// (see Drain); nil: a drain of the manager's own that nothing starts.
+	Drain *Drain
 }
 
 // Scheme has the core types and StackInstance.
@@ -101,6 +104,9 @@ func Scheme() *runtime.Scheme {
 func New(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
 	if o.Namespace == "" {
 		return nil, fmt.Errorf("the operator's namespace must be set (--namespace or POD_NAMESPACE)")
+	}
+	if o.Drain == nil {
+		o.Drain = &Drain{}
 	}
 	tlsOpts := []func(*tls.Config){fswebhook.CountHandshakes}
 	if o.WebhookClientCA != "" {
@@ -153,6 +159,9 @@ func New(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, err
 	}
+	if err := mgr.AddReadyzCheck("drain", o.Drain.ready); err != nil {
+		return nil, err
+	}
 	// The webhook server must not start before its certificate is on disk: the manager starts
 	// it before the caches the certificate rotator needs, so it is added (by GetWebhookServer)
 	// only once the certificate exists, and readiness waits for it.
@@ -189,23 +198,10 @@ func registerWebhooks(mgr ctrl.Manager, o Options) error {
 	}
 	injector := fswebhook.NewPodInjector(mgr.GetCache(), mgr.GetAPIReader(), admission.NewDecoder(mgr.GetScheme()), o.Inject, o.Namespace)
 	injector.Claims = &claims.Claimer{Writer: mgr.GetClient(), Cached: mgr.GetCache(), Live: mgr.GetAPIReader()}
-	mgr.GetWebhookServer().Register(fswebhook.InjectPath, closeAfterResponse(&webhook.Admission{Handler: injector}))
+	mgr.GetWebhookServer().Register(fswebhook.InjectPath, &webhook.Admission{Handler: injector})
 	updates := &fswebhook.PodUpdateValidator{Config: o.Inject, OwnNamespace: o.Namespace, Decoder: admission.NewDecoder(mgr.GetScheme())}
-	mgr.GetWebhookServer().Register(fswebhook.PodUpdatePath, closeAfterResponse(&webhook.Admission{Handler: updates}))
+	mgr.GetWebhookServer().Register(fswebhook.PodUpdatePath, &webhook.Admission{Handler: updates})
 	return nil
-}
-
-// closeAfterResponse ends each connection after its response. The API server reuses a
-// keep-alive connection to a replica after that replica left the Service's endpoints, and a pod
-// created just as the replica shuts down (a drain) was refused with EOF: the request met the
-// idle connection the server was closing (1 of 248 creates in CI), and the API server does not
-// retry a webhook POST. A connection per call (HTTP/1.1 only, see webhookTLS) always reaches a
-// live endpoint, for one TLS handshake per admitted pod.
-func closeAfterResponse(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Connection", "close")
-		h.ServeHTTP(w, r)
-	})
 }
 
 func ctrlOptions(o Options, webhookTLS []func(*tls.Config)) ctrl.Options {
@@ -218,8 +214,8 @@ func ctrlOptions(o Options, webhookTLS []func(*tls.Config)) ctrl.Options {
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        "kube-fstack-operator.kubefstack.io",
 		LeaderElectionNamespace: o.Namespace,
-		WebhookServer: webhook.NewServer(webhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.CertDir,
-			TLSOpts: webhookTLS}),
+		WebhookServer: drainingServer{Server: webhook.NewServer(webhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.CertDir,
+			TLSOpts: webhookTLS}), drain: o.Drain},
 		Cache: cacheOptions(o, hasStack),
 	}
 }

@@ -103,6 +103,15 @@ func run(root, operator string, pods, stacks int, http1, audit bool, operatorEnv
 		return err
 	}
 	si.Namespace = "injected"
+	// Each pod's address from its attachment: the webhook's per-pod path without claiming an
+	// address. A static address serves one pod (the bench's 200 would be refused after the
+	// first), and a pool's AddressClaim is an API write per pod that the floor, returning a fixed
+	// patch, does not make: the ratio compares the injection's cost with the floor's.
+	for i := range si.Spec.Ports {
+		if v4 := si.Spec.Ports[i].IPv4; v4 != nil {
+			v4.From, v4.Address, v4.Gateway, v4.Pool = fsv1.AddressAttachment, "", "", nil
+		}
+	}
 	if err := c.Create(ctx, si); err != nil {
 		return fmt.Errorf("create the stack (is the operator's webhook up?): %w", err)
 	}
