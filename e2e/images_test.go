@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"strings"
@@ -30,10 +31,14 @@ type ociImage struct {
 	files map[string]bool
 }
 
+// noticeFiles are the licence notices every image ships (NOTICE says what each artifact holds).
+var noticeFiles = []string{"usr/share/doc/kube-fstack/LICENSE", "usr/share/doc/kube-fstack/NOTICE", "usr/share/doc/kube-fstack/THIRD_PARTY_NOTICES"}
+
 // TestImagesFromDockerfiles: the operator and CNI pods the chart runs on the local cluster run
 // exactly the images built from ./Dockerfile and cni/Dockerfile (make image-operator, make
 // image-cni), and those images are what the Dockerfiles promise: the operator non-root on an
-// empty base, the CNI image with every command under cni/cmd.
+// empty base with its licence notices, the CNI image with every command under cni/cmd and the
+// same notices.
 func TestImagesFromDockerfiles(t *testing.T) {
 	archive := func(name string) string {
 		v := os.Getenv(name)
@@ -49,8 +54,15 @@ func TestImagesFromDockerfiles(t *testing.T) {
 		t.Errorf("operator image: user %q, files %v; want user 65532:65532, /fstack-operator and /etc/passwd",
 			op.config.Config.User, op.files)
 	}
-	if len(op.files) != 3 {
-		t.Errorf("operator image holds %v; want only the binary, /etc/passwd and /etc/group on an empty base", op.files)
+	want := map[string]bool{"fstack-operator": true, "etc/passwd": true, "etc/group": true}
+	for _, n := range noticeFiles {
+		want[n] = true
+		if !cni.files[n] {
+			t.Errorf("the CNI image lacks /%s; it holds %v", n, cni.files)
+		}
+	}
+	if !maps.Equal(op.files, want) {
+		t.Errorf("operator image holds %v; want only the binary, /etc/passwd, /etc/group and the notices %v on an empty base", op.files, noticeFiles)
 	}
 	cmds, err := os.ReadDir("../cni/cmd")
 	if err != nil {
