@@ -240,7 +240,7 @@ func startPlainPod(t *testing.T, name string) *corev1.Pod {
 	t.Helper()
 	p := boundPod(name)
 	p.Namespace = plainNS
-	p.Spec.TerminationGracePeriodSeconds = ptrTo(int64(1))
+	p.Spec.TerminationGracePeriodSeconds = new(int64(1))
 	p.Spec.Containers[0].Command = nil
 	p.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("32Mi")}}
@@ -263,8 +263,6 @@ func startPlainPod(t *testing.T, name string) *corev1.Pod {
 	}
 	return got
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 // checkWebhookNeedsClientCert posts a review to the webhook Service from the node without a
 // client certificate, as any pod could: the operator requires the API server's (the chart's

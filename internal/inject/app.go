@@ -48,7 +48,7 @@ func shimSeccomp(c *corev1.Container, pod *corev1.PodSecurityContext) {
 		c.SecurityContext = &corev1.SecurityContext{}
 	}
 	c.SecurityContext.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost,
-		LocalhostProfile: ptr(podcontract.SeccompLocalhostProfile)}
+		LocalhostProfile: new(podcontract.SeccompLocalhostProfile)}
 }
 
 // appMounts are an app container's: the DPDK volumes as the dataplane has them; the shim volume

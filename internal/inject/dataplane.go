@@ -39,7 +39,7 @@ func (p *plan) dataplaneContainer() corev1.Container {
 		Name:            podcontract.DataplaneContainer,
 		Image:           image,
 		ImagePullPolicy: p.cfg.ImagePullPolicy,
-		RestartPolicy:   ptr(corev1.ContainerRestartPolicyAlways),
+		RestartPolicy:   new(corev1.ContainerRestartPolicyAlways),
 		Env: append([]corev1.EnvVar{
 			fieldEnv(podcontract.EnvPodUID, "metadata.uid"),
 			fieldEnv(podcontract.EnvPodName, "metadata.name"),
@@ -168,9 +168,9 @@ func httpProbe(path string, period, failures int32) *corev1.Probe {
 // meets Pod Security "baseline".
 func (p *plan) dataplaneSecurity() *corev1.SecurityContext {
 	sc := &corev1.SecurityContext{
-		RunAsUser:                ptr(int64(0)),
-		RunAsNonRoot:             ptr(false),
-		AllowPrivilegeEscalation: ptr(false),
+		RunAsUser:                new(int64(0)),
+		RunAsNonRoot:             new(false),
+		AllowPrivilegeEscalation: new(false),
 		// The runtime's default profile lets only holders of SYS_NICE call get_mempolicy,
 		// set_mempolicy and mbind, with which a NUMA-aware EAL (F-Stack's bundled DPDK,
 		// Debian's) places each hugepage segment on its socket; without them EAL's first
@@ -180,7 +180,7 @@ func (p *plan) dataplaneSecurity() *corev1.SecurityContext {
 		// re-pin other processes. The node agent installs it; the node label
 		// NodeLabelSeccomp keeps the pod off nodes without it.
 		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost,
-			LocalhostProfile: ptr(podcontract.SeccompLocalhostProfile)},
+			LocalhostProfile: new(podcontract.SeccompLocalhostProfile)},
 		Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: p.dataplaneCapabilities()},
 	}
 	// shareProcessNamespace lets every root container of the pod reach the dataplane's root
@@ -190,7 +190,7 @@ func (p *plan) dataplaneSecurity() *corev1.SecurityContext {
 	// writable root: its program's own files (Nginx's logs, pid and temp directories) are the
 	// user's to place.
 	if p.program < 0 {
-		sc.ReadOnlyRootFilesystem = ptr(true)
+		sc.ReadOnlyRootFilesystem = new(true)
 	}
 	return sc
 }

@@ -28,11 +28,11 @@ func TestDrainPreStopAndGracePeriod(t *testing.T) {
 		wantGrace *int64
 	}{
 		{name: "default", wantSleep: podcontract.DefaultDrainSeconds}, // 10+13 s fit in the API's 30 s
-		{name: "long drain, no grace period", drain: ptr[int32](60), wantSleep: 60, wantGrace: ptr(60 + stop)},
-		{name: "short grace period raised", grace: ptr[int64](5), wantSleep: podcontract.DefaultDrainSeconds,
-			wantGrace: ptr(podcontract.DefaultDrainSeconds + stop)},
-		{name: "long grace period kept", drain: ptr[int32](20), grace: ptr[int64](600), wantSleep: 20, wantGrace: ptr[int64](600)},
-		{name: "no drain", drain: ptr[int32](0)},
+		{name: "long drain, no grace period", drain: new(int32(60)), wantSleep: 60, wantGrace: new(60 + stop)},
+		{name: "short grace period raised", grace: new(int64(5)), wantSleep: podcontract.DefaultDrainSeconds,
+			wantGrace: new(podcontract.DefaultDrainSeconds + stop)},
+		{name: "long grace period kept", drain: new(int32(20)), grace: new(int64(600)), wantSleep: 20, wantGrace: new(int64(600))},
+		{name: "no drain", drain: new(int32(0))},
 		{name: "own preStop kept", ownHook: true, wantSleep: -1},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -77,7 +77,7 @@ func Prepare(stack *fsv1.StackInstance, cfg Config) (*Prepared, error) {
 	for _, e := range res.ShimEnv {
 		p.shimEnv = append(p.shimEnv, corev1.EnvVar{Name: e.Name, Value: e.Value})
 	}
-	p.vhost = hasVhostUser(p.spec)
+	p.vhost = render.HasVhostUser(p.spec)
 	p.networks = portNetworks(p.spec)
 	if p.needs, err = addressNeeds(p.spec); err != nil {
 		return nil, p.reject(field.InternalError(stackLabelPath(), err))
@@ -197,10 +197,6 @@ func (p *Prepared) setBy(name string) string {
 	return ""
 }
 
-func hasVhostUser(s *fsv1.StackInstanceSpec) bool {
-	return slices.ContainsFunc(s.Ports, func(p fsv1.PortSpec) bool { return p.Device.VhostUser != nil })
-}
-
 // apply changes the pod; every check has passed.
 func (p *plan) apply() {
 	pod := p.pod
@@ -208,7 +204,7 @@ func (p *plan) apply() {
 		pod.Labels = map[string]string{}
 	}
 	pod.Labels[fsv1.StackLabel] = p.stack
-	pod.Spec.ShareProcessNamespace = ptr(true)
+	pod.Spec.ShareProcessNamespace = new(true)
 	coverStop(&pod.Spec, p.drainSeconds())
 	if p.cfg.NodeAffinity {
 		addNodeAffinity(&pod.Spec, p.NodeRequirements())
@@ -252,8 +248,6 @@ func (p *plan) apply() {
 	setBinding(pod, p.spec)
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // coverStop raises a grace period shorter than the pod needs to stop (the drain, then the
 // launcher's escalation, then the dataplane's stop): a kubelet SIGKILL before that kills shim
 // clients, and each leaks a shim context, and cuts the drain short. A longer one is the user's
@@ -262,7 +256,7 @@ func coverStop(spec *corev1.PodSpec, drain int64) {
 	need := drain + podcontract.TerminationGracePeriodSeconds()
 	g := spec.TerminationGracePeriodSeconds
 	if g == nil && need > corev1.DefaultTerminationGracePeriodSeconds || g != nil && *g < need {
-		spec.TerminationGracePeriodSeconds = ptr(need)
+		spec.TerminationGracePeriodSeconds = new(need)
 	}
 }
 

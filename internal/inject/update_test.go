@@ -28,8 +28,8 @@ func TestCheckPodUpdate(t *testing.T) {
 		{name: "allowed image", image: "registry.example/kube-fstack/dataplane:v2"},
 		{name: "the default image", image: cfg.Image},
 		{name: "other image", image: "evil.example/dp:1", want: []string{"spec.initContainers[0].image"}},
-		{name: "label removed", label: ptr(""), want: []string{"metadata.labels[kubefstack.io/stack]"}},
-		{name: "label changed", label: ptr("other"), want: []string{"metadata.labels[kubefstack.io/stack]"}},
+		{name: "label removed", label: new(""), want: []string{"metadata.labels[kubefstack.io/stack]"}},
+		{name: "label changed", label: new("other"), want: []string{"metadata.labels[kubefstack.io/stack]"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := old.DeepCopy()
@@ -76,12 +76,12 @@ func TestCheckPodUpdateKeepsTheSpecAndItsVersion(t *testing.T) {
 		name, key string
 		value     *string // nil removes it
 	}{
-		{"spec changed", podcontract.SpecAnnotation, ptr(`{"processes":8}`)},
+		{"spec changed", podcontract.SpecAnnotation, new(`{"processes":8}`)},
 		{"spec removed", podcontract.SpecAnnotation, nil},
-		{"version changed", podcontract.SpecVersionAnnotation, ptr("kubefstack.io/v1")},
+		{"version changed", podcontract.SpecVersionAnnotation, new("kubefstack.io/v1")},
 		{"version removed", podcontract.SpecVersionAnnotation, nil},
 		// Issue 30: the served addresses are the ones admission claimed; EndpointSlices publish them.
-		{"addresses changed", podcontract.AddressesAnnotation, ptr("0=10.99.0.77")},
+		{"addresses changed", podcontract.AddressesAnnotation, new("0=10.99.0.77")},
 		{"addresses removed", podcontract.AddressesAnnotation, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

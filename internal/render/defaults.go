@@ -76,10 +76,10 @@ func layerDefaults(s *fsv1.StackInstanceSpec) *fsv1.StackInstanceSpec {
 	applyProfile(s)
 	// Profiles set these two, so F-Stack's values come after the profile's.
 	if s.DPDK.PktTxDelayMicroseconds == nil {
-		s.DPDK.PktTxDelayMicroseconds = ptr[int32](100)
+		s.DPDK.PktTxDelayMicroseconds = new(int32(100))
 	}
 	if s.RSSCheck != nil && s.RSSCheck.Enabled == nil {
-		s.RSSCheck.Enabled = ptr(false)
+		s.RSSCheck.Enabled = new(false)
 	}
 	for i := range s.Ports {
 		if s.Ports[i].Attachment == "" {
@@ -90,25 +90,26 @@ func layerDefaults(s *fsv1.StackInstanceSpec) *fsv1.StackInstanceSpec {
 		// A program linked with libfstack replaces the adapter the shim talks to; the shim's
 		// build flags stay unset, so the snapshot keeps to the CRD's rule that a program has
 		// no shim settings.
-		s.Shim.Enabled = ptr(false)
+		s.Shim.Enabled = new(false)
 	} else {
 		for _, b := range []**bool{&s.Shim.Enabled, &s.Shim.KernelEvent, &s.Shim.MultiSC} {
 			if *b == nil {
-				*b = ptr(true)
+				*b = new(true)
 			}
 		}
 	}
 	if hp := &s.Dataplane.HugePages; hp.PageSize == "" {
 		hp.PageSize = fsv1.HugePages2Mi
 		// Unpatched F-Stack cannot use vhost-user with 2 MiB pages (at most 8 memory regions).
-		if s.Dataplane.Flavor == fsv1.FlavorUpstream && hasVhostUser(s) {
+		if s.Dataplane.Flavor == fsv1.FlavorUpstream && HasVhostUser(s) {
 			hp.PageSize = fsv1.HugePages1Gi
 		}
 	}
 	return s
 }
 
-func hasVhostUser(s *fsv1.StackInstanceSpec) bool {
+// HasVhostUser says whether any port of the spec is a vhost-user port (the injector asks it too).
+func HasVhostUser(s *fsv1.StackInstanceSpec) bool {
 	for i := range s.Ports {
 		if s.Ports[i].Device.VhostUser != nil {
 			return true
@@ -116,5 +117,3 @@ func hasVhostUser(s *fsv1.StackInstanceSpec) bool {
 	}
 	return false
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -106,10 +106,10 @@ func (g *gen) profile() {
 func (g *gen) dpdk() {
 	d := &g.spec.DPDK
 	d.Channels = int32(1 + g.intn(8))
-	d.PktTxDelayMicroseconds = ptr(int32(g.intn(101)))
+	d.PktTxDelayMicroseconds = new(int32(g.intn(101)))
 	d.IdleSleepMicroseconds = int32(g.intn(3) * 50)
 	d.TSO, d.SymmetricRSS, d.TxChecksumOffloadSkip = g.flip(), g.flip(), g.flip()
-	d.Promiscuous, d.NUMA, d.VLANStrip = ptr(g.flip()), ptr(g.flip()), ptr(g.flip())
+	d.Promiscuous, d.NUMA, d.VLANStrip = new(g.flip()), new(g.flip()), new(g.flip())
 	if g.flip() {
 		q := resource.MustParse(g.pick([]string{"256Mi", "512Mi", "1Gi"}, []string{"1500", "4Gi"}))
 		d.Memory = &q
@@ -235,19 +235,19 @@ func (g *gen) kni() {
 func (g *gen) freebsd() {
 	fb := &g.spec.FreeBSD
 	if g.flip() {
-		fb.TCBHashSize = ptr(int32(1024 << g.intn(6)))
+		fb.TCBHashSize = new(int32(1024 << g.intn(6)))
 		if g.wild && g.flip() {
-			fb.TCBHashSize = ptr(int32(1000))
+			fb.TCBHashSize = new(int32(1000))
 		}
 	}
 	if g.flip() {
-		fb.MaxFiles = ptr(int32(1024 << g.intn(7)))
+		fb.MaxFiles = new(int32(1024 << g.intn(7)))
 	}
 	if g.flip() {
-		fb.DelayedAck = ptr(g.flip())
+		fb.DelayedAck = new(g.flip())
 	}
 	if g.flip() {
-		fb.SoMaxConn = ptr(int32(4096))
+		fb.SoMaxConn = new(int32(4096))
 	}
 	if g.flip() {
 		fb.Sysctl = map[string]string{"net.inet.tcp.msl": g.pick([]string{"1000", "3000"}, []string{" 1", "a ;b", ""})}
@@ -265,7 +265,7 @@ func (g *gen) rss() {
 	if i := len(local) - 3; i > 0 {
 		local = local[:i]
 	}
-	r := &fsv1.RSSCheckSpec{Enabled: ptr(true)}
+	r := &fsv1.RSSCheckSpec{Enabled: new(true)}
 	n := 1 + g.intn(16)
 	if g.wild {
 		n += g.intn(5)
@@ -279,9 +279,9 @@ func (g *gen) rss() {
 
 func (g *gen) shim(vhost bool) {
 	sh := &g.spec.Shim
-	sh.Enabled = ptr(g.intn(4) != 0)
-	sh.KernelEvent = ptr(g.flip())
-	sh.MultiSC = ptr(g.flip())
+	sh.Enabled = new(g.intn(4) != 0)
+	sh.KernelEvent = new(g.flip())
+	sh.MultiSC = new(g.flip())
 	sh.Polling = !*sh.KernelEvent && g.flip()
 	if g.wild && g.intn(8) == 0 {
 		sh.Polling = true
@@ -291,8 +291,6 @@ func (g *gen) shim(vhost bool) {
 		g.spec.Dataplane.Flavor = fsv1.FlavorUpstream
 	}
 	if *sh.Enabled && *sh.KernelEvent && g.spec.FreeBSD.MaxFiles != nil && *g.spec.FreeBSD.MaxFiles > 65536 && !g.wild {
-		g.spec.FreeBSD.MaxFiles = ptr(int32(65536))
+		g.spec.FreeBSD.MaxFiles = new(int32(65536))
 	}
 }
-
-func ptr[T any](v T) *T { return &v }

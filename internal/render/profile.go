@@ -56,7 +56,7 @@ func pktTxDelay(us int32, source string) profileSetting {
 			}
 			return nil
 		},
-		apply: func(s *fsv1.StackInstanceSpec) { s.DPDK.PktTxDelayMicroseconds = ptr(us) },
+		apply: func(s *fsv1.StackInstanceSpec) { s.DPDK.PktTxDelayMicroseconds = new(us) },
 	}
 }
 
@@ -77,7 +77,7 @@ var rssCheckOn = profileSetting{
 		}
 		return ""
 	},
-	apply: func(s *fsv1.StackInstanceSpec) { s.RSSCheck.Enabled = ptr(true) },
+	apply: func(s *fsv1.StackInstanceSpec) { s.RSSCheck.Enabled = new(true) },
 }
 
 // profiles holds only values an F-Stack document states; docs/profiles.md §2 lists what the

@@ -23,7 +23,7 @@ func TestProfileFreeBSDLayer(t *testing.T) {
 		maxtcptw, ncallout string
 	}{
 		{"profile over shipped", func(*fsv1.FreeBSDSpec) {}, "4096", "524288"},
-		{"typed field over profile", func(fb *fsv1.FreeBSDSpec) { fb.MaxTCPTimeWait = ptr[int32](64) }, "64", "524288"},
+		{"typed field over profile", func(fb *fsv1.FreeBSDSpec) { fb.MaxTCPTimeWait = new(int32(64)) }, "64", "524288"},
 		{"entries over profile", func(fb *fsv1.FreeBSDSpec) {
 			fb.Sysctl = map[string]string{"net.inet.tcp.maxtcptw": "32"}
 			fb.Boot = map[string]string{"kern.ncallout": "131072"}

@@ -95,16 +95,16 @@ func TestProfileYieldsToExplicitFields(t *testing.T) {
 		field   string
 	}{
 		{"pktTxDelay over ShortConnections", base, fsv1.ProfileShortConnections,
-			func(s *fsv1.StackInstanceSpec) { s.DPDK.PktTxDelayMicroseconds = ptr[int32](80) },
+			func(s *fsv1.StackInstanceSpec) { s.DPDK.PktTxDelayMicroseconds = new(int32(80)) },
 			func(c *fstackini.Config) bool { return c.DPDK["pkt_tx_delay"] == "80" }, "spec.dpdk.pktTxDelayMicroseconds"},
 		{"pktTxDelay 100 over ShortConnections", base, fsv1.ProfileShortConnections,
-			func(s *fsv1.StackInstanceSpec) { s.DPDK.PktTxDelayMicroseconds = ptr[int32](100) },
+			func(s *fsv1.StackInstanceSpec) { s.DPDK.PktTxDelayMicroseconds = new(int32(100)) },
 			func(c *fstackini.Config) bool { return c.DPDK["pkt_tx_delay"] == "100" }, "spec.dpdk.pktTxDelayMicroseconds"},
 		{"rssCheck.enabled false over Proxy", proxyBase, fsv1.ProfileProxy,
-			func(s *fsv1.StackInstanceSpec) { s.RSSCheck.Enabled = ptr(false) },
+			func(s *fsv1.StackInstanceSpec) { s.RSSCheck.Enabled = new(false) },
 			func(c *fstackini.Config) bool { return !c.RSSEnable }, "spec.rssCheck.enabled"},
 		{"typed portRangeRandomTime over Proxy", proxyBase, fsv1.ProfileProxy,
-			func(s *fsv1.StackInstanceSpec) { s.FreeBSD.PortRangeRandomTime = ptr[int32](45) },
+			func(s *fsv1.StackInstanceSpec) { s.FreeBSD.PortRangeRandomTime = new(int32(45)) },
 			func(c *fstackini.Config) bool { return sysctl(c, "net.inet.ip.portrange.randomtime") == "45" },
 			"spec.freebsd.portRangeRandomTime"},
 		{"sysctl entry over Proxy", proxyBase, fsv1.ProfileProxy,
@@ -156,7 +156,7 @@ func TestProfileWithoutUpstreams(t *testing.T) {
 // whose documented values are F-Stack's own, renders the very same bytes as no profile.
 func TestNoProfileKeepsFStackDefaults(t *testing.T) {
 	s, f := proxyBase()
-	s.RSSCheck.Enabled = ptr(true)
+	s.RSSCheck.Enabled = new(true)
 	plain, err := render.Render(s, f)
 	if err != nil {
 		t.Fatal(err)

@@ -285,7 +285,7 @@ func TestHostileSpecsAreRefused(t *testing.T) {
 		"processes -5":               {func(s *fsv1.StackInstanceSpec) { s.Processes = -5 }, "spec.processes"},
 		"processes 2147483647":       {func(s *fsv1.StackInstanceSpec) { s.Processes = 2147483647 }, "spec.processes"},
 		"duplicate port names":       {func(s *fsv1.StackInstanceSpec) { s.Ports = append(s.Ports, s.Ports[0]) }, "spec.ports[1]"},
-		"pktTxDelayMicroseconds 150": {func(s *fsv1.StackInstanceSpec) { s.DPDK.PktTxDelayMicroseconds = ptr[int32](150) }, "spec.dpdk.pktTxDelayMicroseconds"},
+		"pktTxDelayMicroseconds 150": {func(s *fsv1.StackInstanceSpec) { s.DPDK.PktTxDelayMicroseconds = new(int32(150)) }, "spec.dpdk.pktTxDelayMicroseconds"},
 		"port process index -1":      {func(s *fsv1.StackInstanceSpec) { s.Ports[0].Processes = []int32{-1} }, "spec.ports[0].processes[0]"},
 		// Issue 23: sizes the CRD once left unbounded.
 		"1 MiB image": {func(s *fsv1.StackInstanceSpec) {

@@ -120,7 +120,7 @@ func checkShim(s *fsv1.StackInstanceSpec) field.ErrorList {
 				"'rte', but F-Stack runs with prefix 'container-"+s.DPDK.FilePrefix+"': remove filePrefix "+
 				"(each pod has its own DPDK runtime directory anyway) or disable the shim"))
 	}
-	if s.Dataplane.Flavor == fsv1.FlavorUpstream && hasVhostUser(s) {
+	if s.Dataplane.Flavor == fsv1.FlavorUpstream && HasVhostUser(s) {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "dataplane", "flavor"), s.Dataplane.Flavor,
 			"with a vhost-user port, upstream F-Stack forces DPDK file prefix 'container', but the shim "+
 				"and the tools only attach to prefix 'rte', so Nginx would silently fall back to kernel "+
@@ -151,7 +151,7 @@ func checkVhostUser(s *fsv1.StackInstanceSpec) field.ErrorList {
 		}
 	}
 	errs = append(errs, checkVhostUserAttachments(s)...)
-	if hasVhostUser(s) && s.Dataplane.Flavor == fsv1.FlavorUpstream &&
+	if HasVhostUser(s) && s.Dataplane.Flavor == fsv1.FlavorUpstream &&
 		s.Dataplane.HugePages.PageSize != fsv1.HugePages1Gi && !s.DPDK.NoHuge {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "dataplane", "hugePages", "pageSize"),
 			s.Dataplane.HugePages.PageSize, "upstream F-Stack maps every 2Mi page as its own region and "+

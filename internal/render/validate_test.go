@@ -83,12 +83,12 @@ func TestValidationNamesFieldAndRemedy(t *testing.T) {
 			s.KNI = &fsv1.KNISpec{Enabled: true, Method: fsv1.KNIReject}
 			s.Ports[0].Processes = []int32{1}
 		}, "spec.ports[0].processes", "primary", "R20"},
-		{"tcbhashsize not a power of two", func(s *fsv1.StackInstanceSpec, f *render.Facts) { s.FreeBSD.TCBHashSize = ptr[int32](1000) },
+		{"tcbhashsize not a power of two", func(s *fsv1.StackInstanceSpec, f *render.Facts) { s.FreeBSD.TCBHashSize = new(int32(1000)) },
 			"spec.freebsd.tcbHashSize", "power of two", "R16"},
 		{"syncache hashsize in the map", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
 			s.FreeBSD.Boot = map[string]string{"net.inet.tcp.syncache.hashsize": "3000"}
 		}, "spec.freebsd.boot[net.inet.tcp.syncache.hashsize]", "power of two", "R16"},
-		{"maxfiles above 65536 with kernelEvent", func(s *fsv1.StackInstanceSpec, f *render.Facts) { s.FreeBSD.MaxFiles = ptr[int32](100000) },
+		{"maxfiles above 65536 with kernelEvent", func(s *fsv1.StackInstanceSpec, f *render.Facts) { s.FreeBSD.MaxFiles = new(int32(100000)) },
 			"spec.freebsd.maxFiles", "at most 65536", "R14"},
 		{"polling with kernelEvent", func(s *fsv1.StackInstanceSpec, f *render.Facts) { s.Shim.Polling = true },
 			"spec.shim.polling", "kernelEvent", "R15"},
@@ -100,7 +100,7 @@ func TestValidationNamesFieldAndRemedy(t *testing.T) {
 		}, "spec.dataplane.flavor", "prefix 'container'", "R8"},
 		{"vhost with 2Mi pages on upstream F-Stack", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
 			vhostPort(s)
-			s.Shim.Enabled = ptr(false)
+			s.Shim.Enabled = new(false)
 			s.Dataplane.Flavor = fsv1.FlavorUpstream
 			s.Dataplane.HugePages.PageSize = fsv1.HugePages2Mi
 		}, "spec.dataplane.hugePages.pageSize", "8", "R29"},
@@ -113,23 +113,23 @@ func TestValidationNamesFieldAndRemedy(t *testing.T) {
 		}, "spec.ports[0].device.bond", "single process", "R22"},
 		{"rss_check on 1.24", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
 			s.FStackVersion = fsv1.FStackV124
-			s.RSSCheck = &fsv1.RSSCheckSpec{Enabled: ptr(true), Entries: []fsv1.RSSCheckEntry{{Port: "data", LocalAddress: "10.0.0.10", RemoteAddress: "10.9.0.1", RemotePort: 80}}}
+			s.RSSCheck = &fsv1.RSSCheckSpec{Enabled: new(true), Entries: []fsv1.RSSCheckEntry{{Port: "data", LocalAddress: "10.0.0.10", RemoteAddress: "10.9.0.1", RemotePort: 80}}}
 		}, "spec.rssCheck", "v1.25", "R26"},
 		{"rss_check over 16 remote pairs", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
-			s.RSSCheck = &fsv1.RSSCheckSpec{Enabled: ptr(true)}
+			s.RSSCheck = &fsv1.RSSCheckSpec{Enabled: new(true)}
 			for i := 0; i < 17; i++ {
 				s.RSSCheck.Entries = append(s.RSSCheck.Entries, fsv1.RSSCheckEntry{Port: "data", LocalAddress: "10.0.0.10", RemoteAddress: fmt.Sprintf("10.9.0.%d", i+1), RemotePort: 80})
 			}
 		}, "spec.rssCheck.entries[16]", "16 distinct", "R12"},
 		{"rss_check over 4 local addresses", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
-			s.RSSCheck = &fsv1.RSSCheckSpec{Enabled: ptr(true)}
+			s.RSSCheck = &fsv1.RSSCheckSpec{Enabled: new(true)}
 			for i := 0; i < 5; i++ {
 				s.Ports[0].VIPs = append(s.Ports[0].VIPs, fmt.Sprintf("172.16.0.%d", i+1))
 				s.RSSCheck.Entries = append(s.RSSCheck.Entries, fsv1.RSSCheckEntry{Port: "data", LocalAddress: fmt.Sprintf("172.16.0.%d", i+1), RemoteAddress: "10.9.0.1", RemotePort: 80})
 			}
 		}, "spec.rssCheck.entries[4].localAddress", "at most 4", "R12"},
 		{"rss_check local address not on the port", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
-			s.RSSCheck = &fsv1.RSSCheckSpec{Enabled: ptr(true), Entries: []fsv1.RSSCheckEntry{{Port: "data", LocalAddress: "10.7.7.7", RemoteAddress: "10.9.0.1", RemotePort: 80}}}
+			s.RSSCheck = &fsv1.RSSCheckSpec{Enabled: new(true), Entries: []fsv1.RSSCheckEntry{{Port: "data", LocalAddress: "10.7.7.7", RemoteAddress: "10.9.0.1", RemotePort: 80}}}
 		}, "spec.rssCheck.entries[0].localAddress", "not an address of port data", "R12"},
 		{"line over 2047 bytes", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
 			// 64 IPv6 VIPs written out in full: within the schema's bounds, 2560 bytes on one line.
@@ -185,7 +185,7 @@ func TestValidationNamesFieldAndRemedy(t *testing.T) {
 			s.FreeBSD.Sysctl = map[string]string{"kern.maxfiles": "1024"}
 		}, "spec.freebsd.sysctl[kern.maxfiles]", "spec.freebsd.boot", "§1.12"},
 		{"typed field and map set the same key", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
-			s.FreeBSD.SoMaxConn = ptr[int32](1024)
+			s.FreeBSD.SoMaxConn = new(int32(1024))
 			s.FreeBSD.Sysctl = map[string]string{"kern.ipc.somaxconn": "2048"}
 		}, "spec.freebsd.sysctl[kern.ipc.somaxconn]", "spec.freebsd.soMaxConn", "§1.1 duplicates"},
 		{"17 VLANs with gateways", func(s *fsv1.StackInstanceSpec, f *render.Facts) {
@@ -255,8 +255,8 @@ func TestBaseIsValid(t *testing.T) {
 // TestAllErrorsAtOnce: a spec with several problems gets every one of them in one answer.
 func TestAllErrorsAtOnce(t *testing.T) {
 	s, f := base()
-	s.FreeBSD.TCBHashSize = ptr[int32](1000)
-	s.FreeBSD.MaxFiles = ptr[int32](100000)
+	s.FreeBSD.TCBHashSize = new(int32(1000))
+	s.FreeBSD.MaxFiles = new(int32(100000))
 	s.Ports[0].VIPs = []string{"nope"}
 	_, err := render.Render(s, f)
 	var ve *render.ValidationError

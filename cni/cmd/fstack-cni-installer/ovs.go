@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"log/slog"
 	"time"
 
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/nodecheck"
 )
 

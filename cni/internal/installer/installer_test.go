@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kube-fstack/kube-fstack/cni/internal/nodeconf"
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 )
 
 func newInstaller(t *testing.T) *Installer {

@@ -8,12 +8,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"log/slog"
 	"os"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

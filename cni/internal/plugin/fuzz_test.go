@@ -9,6 +9,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/containernetworking/cni/pkg/skel"
+
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/containernetworking/cni/pkg/utils"
+
 	"github.com/kube-fstack/kube-fstack/internal/fsutil"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )

@@ -56,11 +56,9 @@ func newAppProbing(raw string) *appProbing {
 // the same way by every fstack build.
 func AgentShimMode(sh *fsv1.ShimSpec) string {
 	c := *sh
-	c.MultiSC, c.Polling = ptrFalse(), false
+	c.MultiSC, c.Polling = new(false), false
 	return ShimMode(&c)
 }
-
-func ptrFalse() *bool { f := false; return &f }
 
 // startProbeAgent is the start's last step when the pod has app probes: the agent is started
 // and has attached to F-Stack (and answered a ping) before the dataplane reports ready, so the

@@ -283,14 +283,14 @@ func endpointOf(p *corev1.Pod, a netip.Addr) discoveryv1.Endpoint {
 	ep := discoveryv1.Endpoint{
 		Addresses: []string{a.String()},
 		Conditions: discoveryv1.EndpointConditions{
-			Ready:       ptr(ready && !terminating),
-			Serving:     ptr(ready),
-			Terminating: ptr(terminating),
+			Ready:       new(ready && !terminating),
+			Serving:     new(ready),
+			Terminating: new(terminating),
 		},
 		TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: p.UID},
 	}
 	if p.Spec.NodeName != "" {
-		ep.NodeName = ptr(p.Spec.NodeName)
+		ep.NodeName = new(p.Spec.NodeName)
 	}
 	return ep
 }
@@ -319,7 +319,7 @@ func servicePorts(svc *corev1.Service, p *corev1.Pod) []discoveryv1.EndpointPort
 		} else if n == 0 {
 			n = int(sp.Port)
 		}
-		out = append(out, discoveryv1.EndpointPort{Name: ptr(sp.Name), Protocol: ptr(sp.Protocol), Port: ptr(int32(n)),
+		out = append(out, discoveryv1.EndpointPort{Name: new(sp.Name), Protocol: new(sp.Protocol), Port: new(int32(n)),
 			AppProtocol: sp.AppProtocol})
 	}
 	return out
@@ -443,8 +443,6 @@ func TrimService(obj any) (any, error) {
 	t.Spec = corev1.ServiceSpec{Selector: s.Spec.Selector, Ports: s.Spec.Ports, ClusterIP: s.Spec.ClusterIP, Type: s.Spec.Type}
 	return t, nil
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // EndpointSliceCache is what the manager's cache holds for this controller: every Service,
 // trimmed (TrimService), and only the operator's own EndpointSlices (Kubernetes' controller

@@ -50,7 +50,7 @@ func TestOperatorManagesWebhookCertificates(t *testing.T) {
 		t.Fatalf("the operator may list every Secret of its namespace: %v, want forbidden", err)
 	}
 	other, _ := decoyWebhooks(t, "certs-test-other", "certs-test-other")
-	other.Webhooks[0].TimeoutSeconds = ptr(int32(3))
+	other.Webhooks[0].TimeoutSeconds = new(int32(3))
 	if err := user.Update(ctx, other); !apierrors.IsForbidden(err) {
 		t.Fatalf("the operator may update a webhook configuration it does not manage: %v", err)
 	}

@@ -124,7 +124,7 @@ func TestCLIVersionReadsOperatorDeployment(t *testing.T) {
 	ctx := context.Background()
 	labels := map[string]string{"app.kubernetes.io/part-of": "kube-fstack", "app.kubernetes.io/component": "operator", "app.kubernetes.io/version": "0.3.0"}
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: plainNS, Name: "kube-fstack-operator", Labels: labels},
-		Spec: appsv1.DeploymentSpec{Replicas: ptr(int32(0)), Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Spec: appsv1.DeploymentSpec{Replicas: new(int32(0)), Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
 				Name: "operator", Image: "example/kube-fstack-operator:v0.3.0", Args: []string{"--dataplane-image=example/dataplane:v0.3.0"}}}}}}}
 	if err := k8s.Create(ctx, dep); err != nil {

@@ -39,7 +39,7 @@ func TestCLIStatusShowsPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	changed := cur.DeepCopy()
-	changed.Spec.DPDK.PktTxDelayMicroseconds = ptr(int32(30))
+	changed.Spec.DPDK.PktTxDelayMicroseconds = new(int32(30))
 	if err := k8s.Patch(ctx, changed, client.MergeFrom(cur)); err != nil {
 		t.Fatal(err)
 	}

@@ -156,7 +156,7 @@ func TestStatusFollowsPods(t *testing.T) {
 	if err := k8s.Get(ctx, types.NamespacedName{Namespace: optedInNS, Name: si.Name}, cur); err != nil {
 		t.Fatal(err)
 	}
-	cur.Spec.DPDK.PktTxDelayMicroseconds = ptr(int32(20))
+	cur.Spec.DPDK.PktTxDelayMicroseconds = new(int32(20))
 	if err := k8s.Update(ctx, cur); err != nil {
 		t.Fatal(err)
 	}

@@ -94,7 +94,7 @@ func TestForgedStatusPodRefused(t *testing.T) {
 		fixtures.WithAnnotation(fsv1.StatusAnnotation, `{"stack":"vhost-user"}`))
 	forged.Spec.InitContainers = []corev1.Container{{
 		Name: podcontract.DataplaneContainer, Image: "registry.example:31337/fstack/dataplane:v1",
-		RestartPolicy: ptr(corev1.ContainerRestartPolicyAlways),
+		RestartPolicy: new(corev1.ContainerRestartPolicyAlways),
 	}}
 	wantErr(t, k8s.Create(ctx, forged), "spec.initContainers[0].image", "--allowed-dataplane-images")
 

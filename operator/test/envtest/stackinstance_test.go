@@ -42,13 +42,13 @@ func TestSchemaAndCELRefuseBadSpecs(t *testing.T) {
 			s.KNI = &fsv1.KNISpec{Enabled: true}
 		}, []string{"spec.kni.method: Required value: method is required"}},
 		{"polling-with-kernel-event", func(s *fsv1.StackInstanceSpec) {
-			s.Shim.Polling, s.Shim.KernelEvent = true, ptr(true)
+			s.Shim.Polling, s.Shim.KernelEvent = true, new(true)
 		}, []string{"spec.shim.polling: ", "polling and kernelEvent cannot be combined"}},
 		{"multicast-mac", func(s *fsv1.StackInstanceSpec) { s.Ports[0].Device.VhostUser.MAC = "01:00:5e:00:00:01" },
 			[]string{"spec.ports[0].device.vhostUser.mac", "a multicast MAC"}},
 		{"page-size", func(s *fsv1.StackInstanceSpec) { s.Dataplane.HugePages.PageSize = "4Mi" }, []string{"spec.dataplane.hugePages.pageSize", "Unsupported value"}},
 		{"program-with-shim", func(s *fsv1.StackInstanceSpec) {
-			s.Program, s.Shim.KernelEvent = &fsv1.ProgramSpec{Mode: fsv1.ProgramPerProcess}, ptr(true)
+			s.Program, s.Shim.KernelEvent = &fsv1.ProgramSpec{Mode: fsv1.ProgramPerProcess}, new(true)
 		}, []string{"spec.shim", "a program linked with libfstack uses no shim"}},
 		{"program-mode", func(s *fsv1.StackInstanceSpec) { s.Program = &fsv1.ProgramSpec{Mode: "Forking"} }, []string{"spec.program.mode", "Unsupported value"}},
 	}
@@ -171,8 +171,6 @@ func TestControllerValidAndConfigMap(t *testing.T) {
 		t.Fatalf("ConfigMap is not owned by the StackInstance: %+v", cm.OwnerReferences)
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // An Upstream image with a vhost-user port and only an amount of hugepages (issue 20) is admitted
 // by the real API server and the webhook, and the controller renders it with 1Gi pages: the page

@@ -91,7 +91,7 @@ func injectReview(t *testing.T, pod any) []byte {
 	b, err := json.Marshal(admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
 		// A dry run: no pod follows this review, so it must claim no address.
-		Request: &admissionv1.AdmissionRequest{UID: "review-1", Namespace: optedInNS, Operation: admissionv1.Create, DryRun: ptr(true),
+		Request: &admissionv1.AdmissionRequest{UID: "review-1", Namespace: optedInNS, Operation: admissionv1.Create, DryRun: new(true),
 			Kind:     metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
 			Resource: metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
 			Object:   runtime.RawExtension{Raw: raw}},

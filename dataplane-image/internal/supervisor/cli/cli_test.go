@@ -93,19 +93,19 @@ func (f *flagNames) Flags(fs *flag.FlagSet) {
 }
 func (f *flagNames) Configure(*supervisor.Config) error { return nil }
 
-// The README's flags table is hand-written: it names every flag of the product binary and no
+// docs/dataplane.md's flags table is hand-written: it names every flag of the product binary and no
 // other (the stand-in's flags have a table of their own). A flag added, renamed or moved to the
 // stand-in without the table fails here.
-func TestREADMEFlagsTableIsTheProductsFlags(t *testing.T) {
+func TestDocsFlagsTableIsTheProductsFlags(t *testing.T) {
 	got := &flagNames{names: map[string]bool{}}
 	_, _ = parseFlags([]string{"--fstack=/x"}, got)
-	b, err := os.ReadFile("../../../README.md")
+	b, err := os.ReadFile("../../../../docs/dataplane.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, table, ok := strings.Cut(string(b), "\n### Flags\n")
 	if !ok {
-		t.Fatal("dataplane-image/README.md has no \"### Flags\" section")
+		t.Fatal("docs/dataplane.md has no \"### Flags\" section")
 	}
 	table, _, _ = strings.Cut(table, "\n#")
 	documented := map[string]bool{}
@@ -120,12 +120,12 @@ func TestREADMEFlagsTableIsTheProductsFlags(t *testing.T) {
 	}
 	for name := range got.names {
 		if !documented[name] {
-			t.Errorf("--%s is a flag of the product supervisor but not in dataplane-image/README.md's flags table", name)
+			t.Errorf("--%s is a flag of the product supervisor but not in docs/dataplane.md's flags table", name)
 		}
 	}
 	for name := range documented {
 		if !got.names[name] {
-			t.Errorf("dataplane-image/README.md's flags table names --%s, which the product supervisor does not have", name)
+			t.Errorf("docs/dataplane.md's flags table names --%s, which the product supervisor does not have", name)
 		}
 	}
 	if len(got.names) < 20 {
