@@ -16,6 +16,7 @@ import (
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/readiness"
 	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/nginxconf"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 )
 
@@ -101,22 +102,25 @@ func ealCPUs(res *render.Result) ([]int, error) {
 }
 
 // startNginx starts the master and waits for its workers in F-Stack's order: the primary
-// ready, then each secondary joined. procs holds the master only.
-func (s *Supervisor) startNginx(res *render.Result, prefix string, exited chan<- *child, stop <-chan struct{}) ([]*child, *nginxMaster, error) {
+// ready, then each secondary joined. g.procs holds the master only; g.nginx is set once every
+// worker is up.
+func (s *Supervisor) startNginx(g *generation) error {
+	res, prefix := g.res, g.prefix
 	argv, err := s.prepareNginx(res)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	s.log.Info("starting F-Stack's Nginx master", "argv", strings.Join(argv, " "))
 	// The master's output is its workers' too (they inherit it): it is Nginx's, not process 0's.
-	c, err := startChild(0, argv, s.fstackEnv(res), s.log.With(logging.KeyProgram, "nginx"), exited)
+	c, err := startChild(0, argv, s.fstackEnv(res), s.log.With(logging.KeyProgram, "nginx"), g.end)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	procs, ng := []*child{c}, &nginxMaster{master: c}
+	g.procs = []*child{c}
+	ng := &nginxMaster{master: c}
 	s.primaryPID.Store(int64(c.cmd.Process.Pid))
 	primary := s.readyCheck(prefix, portIDs(res), c)
-	if err := waitUntil("worker 0 (the primary): "+s.readyWhat(0), c, s.Cfg.Timing, stop, func() error {
+	if err := waitUntil(g.ctx, "worker 0 (the primary): "+s.readyWhat(0), c, s.Cfg.Timing, func() error {
 		if err := primary(); err != nil {
 			return err
 		}
@@ -127,18 +131,19 @@ func (s *Supervisor) startNginx(res *render.Result, prefix string, exited chan<-
 		ng.workers = kids[:1] // forked first, and alone until it has finished ff_init
 		return nil
 	}); err != nil {
-		return procs, nil, err
+		return err
 	}
 	s.workerUp(0, ng.workers[0])
 	for k := 1; k < len(res.EAL); k++ {
-		if err := waitUntil(fmt.Sprintf("worker %d: %s", k, s.readyWhat(k)), c, s.Cfg.Timing, stop, func() error {
+		if err := waitUntil(g.ctx, fmt.Sprintf("worker %d: %s", k, s.readyWhat(k)), c, s.Cfg.Timing, func() error {
 			return s.nextWorker(ng, prefix, k)
 		}); err != nil {
-			return procs, nil, err
+			return err
 		}
 		s.workerUp(k, ng.workers[k])
 	}
-	return procs, ng, nil
+	g.nginx = ng
+	return nil
 }
 
 func (s *Supervisor) workerUp(k, pid int) {
@@ -166,31 +171,29 @@ func (s *Supervisor) nextWorker(ng *nginxMaster, prefix string, k int) error {
 	return last
 }
 
-// watchWorkers reports the first worker that is gone (or a zombie its master has not reaped
-// yet) on the returned channel; it ends when done closes.
-func (ng *nginxMaster) watchWorkers(every time.Duration, done <-chan struct{}) <-chan string {
-	died := make(chan string, 1)
+// watchWorkers ends the generation when a worker is gone (or a zombie its master has not
+// reaped yet), an inPlaceError naming it the cause; it ends with the generation (nil-safe).
+func (ng *nginxMaster) watchWorkers(g *generation, every time.Duration) {
 	if ng == nil {
-		return nil
+		return
 	}
 	go func() {
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {
-			case <-done:
+			case <-g.ctx.Done():
 				return
 			case <-t.C:
 			}
 			for k, pid := range ng.workers {
 				if state, ppid := procState(pid); state == 0 || state == 'Z' || ppid != ng.master.cmd.Process.Pid {
-					died <- fmt.Sprintf("F-Stack process %d (%s, nginx worker pid %d) exited; F-Stack's Nginx master would fork it again, but a DPDK process restarted under a running dataplane is not F-Stack's contract (a new primary strands every secondary), so the whole dataplane stops", k, procType(k), pid)
+					g.end(&inPlaceError{reason: podcontract.DataplaneRestartProcessExit, msg: fmt.Sprintf("F-Stack process %d (%s, nginx worker pid %d) exited; F-Stack's Nginx master would fork it again, but a DPDK process restarted under a running dataplane is not F-Stack's contract (a new primary strands every secondary), so the whole dataplane stops", k, procType(k), pid)})
 					return
 				}
 			}
 		}
 	}()
-	return died
 }
 
 // killGroup ends whatever the master left (its process group: the workers inherit it).
