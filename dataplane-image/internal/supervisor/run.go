@@ -127,11 +127,6 @@ func (s *Supervisor) abandonStart(g *generation, err error) error {
 	return startError(err)
 }
 
-// checkProgram holds the container's command line to the spec (native.go).
-func (s *Supervisor) checkProgram(g *generation) error {
-	return checkNative(&s.Cfg.Launch, g.res.Spec)
-}
-
 // clearReady withdraws the previous generation's ready marker before anything of this one.
 func (s *Supervisor) clearReady(*generation) error {
 	if err := removeReady(s.Cfg.Paths.ShimDir); err != nil {
@@ -172,7 +167,7 @@ func (s *Supervisor) serving(g *generation) {
 	s.metrics.TimeToReady.Set(elapsed.Seconds())
 	s.log.Info("ready", logging.KeyGeneration, g.gen, "processes", len(g.res.EAL), "elapsed", elapsed.Round(time.Millisecond).String())
 	g.links = s.watchLinks(g)
-	g.nginx.watchWorkers(g, 5*s.Cfg.Timing.Poll)
+	s.watchWorkers(g)
 }
 
 // prepare loads the spec, gathers the facts, renders and writes config.ini.
@@ -420,7 +415,7 @@ func (s *Supervisor) shutdown(g *generation) {
 	slices.Reverse(order)
 	stopAll(order, s.Cfg.Timing.Grace)
 	s.primaryPID.Store(0)
-	g.nginx.killGroup() // workers a killed master left behind
+	g.nginx.KillGroup() // workers a killed master left behind
 	s.metrics.AllDown()
 	files, _ := filepath.Glob(filepath.Join(s.Cfg.Paths.HugePagesDir, g.prefix+"map_*"))
 	for _, f := range files {

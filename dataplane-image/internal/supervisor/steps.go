@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/native"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 )
 
@@ -24,7 +25,7 @@ type generation struct {
 	prefix string // the DPDK file prefix
 	gen    int
 	procs  []*child
-	nginx  *nginxMaster // F-Stack's Nginx (spec.program mode Nginx), else nil
+	nginx  *native.Master // F-Stack's Nginx (spec.program mode Nginx), else nil
 	// started is set once the start reaches the processes: a failure from there on is a failed
 	// start (startError), whatever was started is stopped, and liveness fails.
 	started  bool
