@@ -72,7 +72,8 @@ type contextWatch struct {
 // no reading at ready would start its app without checking the contexts. So it waits, bounded
 // like every start step, until every instance's contexts have been read once. Without a source
 // nothing is watched.
-func (s *Supervisor) watchContexts(g *generation) error {
+func (g *generation) watchContexts() error {
+	s := g.s
 	src := s.Contexts
 	if src == nil {
 		return nil
@@ -266,7 +267,8 @@ func (c *Config) contextSource(prefix string) (contexts.ContextSource, error) {
 
 // resetContexts makes the source when none was given and clears the previous generation's
 // state and requests: the launcher must not read a dead generation's counts as current.
-func (s *Supervisor) resetContexts(g *generation) error {
+func (g *generation) resetContexts() error {
+	s := g.s
 	res := g.res
 	if sh := res.Spec.Shim.Enabled; sh == nil || !*sh {
 		s.Contexts = nil // no shim, no contexts: the launcher then checks nothing

@@ -24,7 +24,8 @@ import (
 // of the dead primary is still attached (docs/fstack-rules.md §9). The generation has already
 // moved, so every launcher is stopping its app; the pod shares one PID namespace, so the log
 // can name who holds what. Bounded by Timing.SecondariesTimeout.
-func (s *Supervisor) awaitOldSecondaries(g *generation) error {
+func (g *generation) awaitOldSecondaries() error {
+	s := g.s
 	dir := filepath.Join(s.Cfg.Paths.RuntimeDir, g.prefix)
 	held := heldRuntimeFiles(dir)
 	if len(held) == 0 {

@@ -108,7 +108,8 @@ func linkPorts(res *render.Result) []*watchedPort {
 // Cfg.LinkInterval. Run calls it once the generation is ready: DPDK's start waits for OVS to
 // connect each server-mode port, so every link is up then and readiness does not flap. It
 // returns nil (nothing watched) when the interval is 0 or there is no vhost-user port.
-func (s *Supervisor) watchLinks(g *generation) *linkWatch {
+func (g *generation) watchLinks() *linkWatch {
+	s := g.s
 	ports := linkPorts(g.res)
 	if s.Cfg.LinkInterval <= 0 || len(ports) == 0 {
 		return nil

@@ -20,7 +20,8 @@ import (
 func isNginx(l *Launch) bool { return l.Native == fsv1.ProgramNginx }
 
 // checkProgram holds the container's command line to the spec (native.Check).
-func (s *Supervisor) checkProgram(g *generation) error {
+func (g *generation) checkProgram() error {
+	s := g.s
 	return native.Check(s.Cfg.Launch.Native, g.res.Spec)
 }
 
@@ -40,7 +41,8 @@ func (s *Supervisor) nginxCommand(res *render.Result) ([]string, error) {
 // startNginx starts the master and waits for its workers in F-Stack's order: the primary
 // ready, then each secondary joined. g.procs holds the master only; g.nginx is set once every
 // worker is up.
-func (s *Supervisor) startNginx(g *generation) error {
+func (g *generation) startNginx() error {
+	s := g.s
 	argv, err := s.nginxCommand(g.res)
 	if err != nil {
 		return err
@@ -93,7 +95,8 @@ func (s *Supervisor) workerUp(k, pid int) {
 }
 
 // watchWorkers ends the generation when a worker is gone, an inPlaceError naming it the cause.
-func (s *Supervisor) watchWorkers(g *generation) {
+func (g *generation) watchWorkers() {
+	s := g.s
 	g.nginx.Watch(g.ctx, 5*s.Cfg.Timing.Poll, func(why string) {
 		g.end(&inPlaceError{reason: podcontract.DataplaneRestartProcessExit, msg: why})
 	})

@@ -31,7 +31,8 @@ func AgentShimMode(sh *fsv1.ShimSpec) string {
 
 // startProbeAgent is the start's last step when the pod has app probes: the agent is started
 // and has attached to F-Stack before the dataplane reports ready (appprobe.Prober.Start).
-func (s *Supervisor) startProbeAgent(g *generation) error {
+func (g *generation) startProbeAgent() error {
+	s := g.s
 	if s.app.Count() == 0 {
 		if err := s.app.Err(); err != nil {
 			s.log.Error("app probes: every app probe fails", logging.KeyErr, err)

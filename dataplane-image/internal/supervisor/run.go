@@ -100,25 +100,26 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	s.health.set("starting")
 	// Before any process: what fails here (the spec, the facts, the image) fails again in a new
 	// generation.
-	if err := g.run(s.prepare, s.checkProgram, s.resolveFStack, s.clearReady, s.resetContexts, s.placeShimFirst, s.nextGeneration); err != nil {
+	if err := g.run(g.prepare, g.checkProgram, g.resolveFStack, g.clearReady, g.resetContexts, g.placeShimFirst, g.nextGeneration); err != nil {
 		s.health.set(err.Error())
 		return err
 	}
-	if err := g.run(s.awaitOldSecondaries, s.startProcesses, s.watchContexts, s.startProbeAgent, s.publish); err != nil {
-		return s.abandonStart(g, err)
+	if err := g.run(g.awaitOldSecondaries, g.startProcesses, g.watchContexts, g.startProbeAgent, g.publish); err != nil {
+		return g.abandonStart(err)
 	}
-	s.serving(g)
-	return s.watch(g)
+	g.serving()
+	return g.watch()
 }
 
 // abandonStart stops what a failed start started; a stop meanwhile is no failure.
-func (s *Supervisor) abandonStart(g *generation, err error) error {
+func (g *generation) abandonStart(err error) error {
+	s := g.s
 	if g.started {
 		s.health.failed.Store(true)
 	}
 	s.health.set(err.Error())
 	if g.started {
-		s.shutdown(g)
+		g.shutdown()
 	}
 	if g.stopped() {
 		s.log.Info("stopped while starting", logging.KeyGeneration, g.gen)
@@ -128,7 +129,8 @@ func (s *Supervisor) abandonStart(g *generation, err error) error {
 }
 
 // clearReady withdraws the previous generation's ready marker before anything of this one.
-func (s *Supervisor) clearReady(*generation) error {
+func (g *generation) clearReady() error {
+	s := g.s
 	if err := removeReady(s.Cfg.Paths.ShimDir); err != nil {
 		return fmt.Errorf("ready file: %w", err)
 	}
@@ -137,7 +139,8 @@ func (s *Supervisor) clearReady(*generation) error {
 
 // nextGeneration numbers the generation (the launchers restart their apps when it moves) and
 // registers its collectors.
-func (s *Supervisor) nextGeneration(g *generation) error {
+func (g *generation) nextGeneration() error {
+	s := g.s
 	s.health.started.Store(true)
 	gen, err := bumpGeneration(s.Cfg.Paths.ShimDir)
 	if err != nil {
@@ -152,26 +155,29 @@ func (s *Supervisor) nextGeneration(g *generation) error {
 
 // startProcesses starts F-Stack's processes, or F-Stack's Nginx master and its workers, each
 // ready before the next.
-func (s *Supervisor) startProcesses(g *generation) error {
+func (g *generation) startProcesses() error {
+	s := g.s
 	g.started = true
 	if isNginx(&s.Cfg.Launch) {
-		return s.startNginx(g)
+		return g.startNginx()
 	}
-	return s.startAll(g)
+	return g.startAll()
 }
 
 // serving is the generation ready: what it took, and the watches of a running generation.
-func (s *Supervisor) serving(g *generation) {
+func (g *generation) serving() {
+	s := g.s
 	s.served = true
 	elapsed := s.Now().Sub(g.begin)
 	s.metrics.TimeToReady.Set(elapsed.Seconds())
 	s.log.Info("ready", logging.KeyGeneration, g.gen, "processes", len(g.res.EAL), "elapsed", elapsed.Round(time.Millisecond).String())
-	g.links = s.watchLinks(g)
-	s.watchWorkers(g)
+	g.links = g.watchLinks()
+	g.watchWorkers()
 }
 
 // prepare loads the spec, gathers the facts, renders and writes config.ini.
-func (s *Supervisor) prepare(g *generation) error {
+func (g *generation) prepare() error {
+	s := g.s
 	res, err := s.render()
 	if err != nil {
 		return err
@@ -217,7 +223,8 @@ func (s *Supervisor) render() (*render.Result, error) {
 // containers once the postStart hook (wait-placed) sees the launcher there, and the launcher
 // holds them until ready names this generation. A program linked with libfstack has no app
 // container and no shim.
-func (s *Supervisor) placeShimFirst(g *generation) error {
+func (g *generation) placeShimFirst() error {
+	s := g.s
 	if s.Cfg.Launch.Native != "" {
 		s.log.Info("native program: no shim to place", "mode", s.Cfg.Launch.Native, "argv", strings.Join(s.Cfg.Launch.NativeArgv, " "))
 		return nil
@@ -255,7 +262,8 @@ func (s *Supervisor) primaryPeer() telemetry.Peer {
 
 // resolveFStack picks the fstack binary built with the spec's shim mode when none is given:
 // the fstack server and libff_syscall.so share their build flags, so they come in pairs.
-func (s *Supervisor) resolveFStack(g *generation) error {
+func (g *generation) resolveFStack() error {
+	s := g.s
 	l := &s.Cfg.Launch
 	if l.Programs != nil || l.Native != "" || l.FStack != "" {
 		return nil
@@ -280,7 +288,8 @@ func (s *Supervisor) childEnv() []string {
 
 // startAll starts the primary, waits for it, then each secondary in turn. What it started is in
 // g.procs, also on error, so that it is stopped.
-func (s *Supervisor) startAll(g *generation) error {
+func (g *generation) startAll() error {
+	s := g.s
 	res := g.res
 	if p := s.Cfg.Launch.Programs; p != nil {
 		p.Plan(res, func(msg string) { s.log.Warn(msg) })
@@ -356,7 +365,8 @@ func (s *Supervisor) hugeDirIfUsed() string {
 func exists(path string) bool { _, err := os.Stat(path); return err == nil }
 
 // publish writes the ready marker the launcher waits for (the shim is already in place).
-func (s *Supervisor) publish(g *generation) error {
+func (g *generation) publish() error {
+	s := g.s
 	if err := writeReady(s.Cfg.Paths.ShimDir, g.gen); err != nil {
 		return fmt.Errorf("ready file: %w", err)
 	}
@@ -369,11 +379,12 @@ func (s *Supervisor) publish(g *generation) error {
 // inPlaceError: RunInPlace starts the next generation), a restart request, a port down too long
 // (ErrPortDown, restarted in place too), or a stop (nil). /healthz stays healthy meanwhile: the
 // container is not to be restarted for what a new generation fixes.
-func (s *Supervisor) watch(g *generation) error {
+func (g *generation) watch() error {
+	s := g.s
 	<-g.ctx.Done()
 	if g.stopped() {
 		s.log.Info("stopping: SIGTERM to the secondaries, then the primary; SIGKILL after the grace", "grace", s.Cfg.Timing.Grace.String())
-		s.shutdown(g)
+		g.shutdown()
 		return nil
 	}
 	cause := context.Cause(g.ctx)
@@ -399,13 +410,14 @@ func (s *Supervisor) watch(g *generation) error {
 	case errors.Is(cause, ErrPortDown):
 		s.health.set(cause.Error()) // the link watch logged it
 	}
-	s.shutdown(g)
+	g.shutdown()
 	return cause
 }
 
 // shutdown withdraws readiness first (apps must not attach to what is going away), stops every
 // process, and deletes the primary's hugepage files, which would otherwise hold the pod's pages.
-func (s *Supervisor) shutdown(g *generation) {
+func (g *generation) shutdown() {
+	s := g.s
 	s.health.ready.Store(false)
 	s.stopProbeAgent() // first: a shim client left behind spins on a stopped F-Stack
 	if err := removeReady(s.Cfg.Paths.ShimDir); err != nil {

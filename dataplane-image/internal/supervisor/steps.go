@@ -16,6 +16,7 @@ import (
 // (ErrRestartRequested) or a port down too long (ErrPortDown); context.Cause says which. Every
 // wait of the start gives up at once then, and watch turns the cause into Run's answer.
 type generation struct {
+	s    *Supervisor
 	ctx  context.Context
 	end  context.CancelCauseFunc
 	stop context.Context // Run's context: done when the supervisor is to stop
@@ -35,7 +36,7 @@ type generation struct {
 
 func (s *Supervisor) newGeneration(stop context.Context) *generation {
 	ctx, end := context.WithCancelCause(stop)
-	return &generation{ctx: ctx, end: end, stop: stop, begin: s.Now()}
+	return &generation{s: s, ctx: ctx, end: end, stop: stop, begin: s.Now()}
 }
 
 // stopped says the supervisor was told to stop (not that a process or a watch ended the
@@ -50,12 +51,12 @@ func (g *generation) close() {
 }
 
 // step is one step of a generation's start, in Run's order.
-type step func(g *generation) error
+type step func() error
 
 // run runs steps in order until one fails.
 func (g *generation) run(steps ...step) error {
 	for _, st := range steps {
-		if err := st(g); err != nil {
+		if err := st(); err != nil {
 			return err
 		}
 	}
