@@ -24,7 +24,7 @@ FUZZTIME ?= 60s
 DATAPLANE ?= standin
 FUZZTIME_SHORT ?= 10s
 # The CNI plugin's own packages need no root either; test-node runs them again with the node tier.
-PKGS_UNIT := ./api/... ./internal/... ./kubectl-fstack/cli/... ./kubectl-fstack/cmd/... ./operator/internal/... ./dataplane-image/internal/... ./dataplane-image/cmd/... ./dataplane-image/build/... ./dataplane-image/probe-agent/... ./dataplane-image/standin/... ./cni/internal/... ./e2e/deviceplugin/... ./test/hack/... ./test/docs/... ./hack/tools/...
+PKGS_UNIT := ./api/... ./internal/... ./kubectl-fstack/internal/cli/... ./kubectl-fstack/cmd/... ./operator/internal/... ./dataplane-image/internal/... ./dataplane-image/cmd/... ./dataplane-image/build/... ./dataplane-image/probe-agent/... ./dataplane-image/standin/... ./cni/internal/... ./e2e/deviceplugin/... ./test/hack/... ./test/docs/... ./hack/tools/...
 
 ##@ General
 .PHONY: help
@@ -59,7 +59,7 @@ generate: $(CONTROLLER_GEN) $(HELM) ## Regenerate deepcopy, CRDs, RBAC, the char
 	$(CONTROLLER_GEN) rbac:roleName=kube-fstack-operator paths=./operator/... output:rbac:artifacts:config=config/rbac
 	$(GO) run ./hack/tools/docgen crd-ref config/crd/bases/kubefstack.io_stackinstances.yaml docs/reference/stackinstance.md
 	$(GO) run ./hack/tools/docgen chart-values charts/kube-fstack/values.schema.json charts/kube-fstack/values.yaml charts/kube-fstack/README.md
-	UPDATE_GOLDEN=1 $(GO) test ./internal/render/... ./internal/inject/... ./kubectl-fstack/cli/... -run 'Golden' $(GOTEST_FLAGS) >/dev/null
+	UPDATE_GOLDEN=1 $(GO) test ./internal/render/... ./internal/inject/... ./kubectl-fstack/internal/cli/... -run 'Golden' $(GOTEST_FLAGS) >/dev/null
 	hack/chart-generated.sh
 	UPDATE_GOLDEN=1 HELM=$(HELM) $(GO) test ./test/chart -run 'Golden' $(GOTEST_FLAGS) >/dev/null
 

@@ -26,7 +26,7 @@ manifest=${manifest//VERSION/$version}
 for goos in linux darwin; do
 	for arch in amd64 arm64; do
 		dir=$(mktemp -d)
-		(cd "$root" && CGO_ENABLED=0 GOOS=$goos GOARCH=$arch "$go" build -trimpath -ldflags="-s -w -X github.com/kube-fstack/kube-fstack/kubectl-fstack/cli.Version=$version -X github.com/kube-fstack/kube-fstack/kubectl-fstack/cli.ImageRepo=${IMAGE_REPO:-localhost/kube-fstack}" -o "$dir/kubectl-fstack" ./kubectl-fstack/cmd/kubectl-fstack)
+		(cd "$root" && CGO_ENABLED=0 GOOS=$goos GOARCH=$arch "$go" build -trimpath -ldflags="-s -w -X github.com/kube-fstack/kube-fstack/kubectl-fstack/internal/cli.Version=$version -X github.com/kube-fstack/kube-fstack/kubectl-fstack/internal/cli.ImageRepo=${IMAGE_REPO:-localhost/kube-fstack}" -o "$dir/kubectl-fstack" ./kubectl-fstack/cmd/kubectl-fstack)
 		cp "$root/LICENSE" "$root/NOTICE" "$dir/"
 		"$tools/notices" -o "$dir/THIRD_PARTY_NOTICES" "$dir/kubectl-fstack"
 		archive="$out/kubectl-fstack_${version}_${goos}_${arch}.tar.gz"

@@ -5,7 +5,7 @@ package main
 import (
 	"os"
 
-	"github.com/kube-fstack/kube-fstack/kubectl-fstack/cli"
+	"github.com/kube-fstack/kube-fstack/kubectl-fstack/internal/cli"
 )
 
 func main() {

@@ -34,8 +34,8 @@ import (
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/test/testenv"
 	"github.com/kube-fstack/kube-fstack/operator/internal/manager"
-	"github.com/kube-fstack/kube-fstack/operator/internal/testenv"
 )
 
 func main() {

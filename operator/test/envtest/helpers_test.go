@@ -6,10 +6,12 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
 
@@ -65,4 +67,24 @@ func wantErr(t *testing.T, err error, parts ...string) {
 			t.Fatalf("error %q does not contain %q", err.Error(), p)
 		}
 	}
+}
+
+// statusPod creates a pod bound to stack (injected by the webhook) and writes its node and its
+// dataplane's status.
+func statusPod(t *testing.T, name, stack, node string, state corev1.ContainerState, ready bool, restarts int32) *corev1.Pod {
+	t.Helper()
+	ctx := context.Background()
+	pod := fixtures.LoadPod(t, "nginx-vhost")
+	pod.Name, pod.Labels[fsv1.StackLabel], pod.Spec.NodeName = name, stack, node
+	if err := k8s.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	deleteAtEnd(t, pod)
+	pod.Status.Phase = corev1.PodRunning
+	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: podcontract.DataplaneContainer, State: state,
+		Ready: ready, RestartCount: restarts, Image: "x", ImageID: "x"}}
+	if err := k8s.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	return pod
 }

@@ -26,8 +26,8 @@ import (
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/inject"
+	"github.com/kube-fstack/kube-fstack/internal/test/testenv"
 	"github.com/kube-fstack/kube-fstack/operator/internal/manager"
-	"github.com/kube-fstack/kube-fstack/operator/internal/testenv"
 )
 
 const (

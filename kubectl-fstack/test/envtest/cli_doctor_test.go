@@ -14,7 +14,7 @@ import (
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/nodecheck"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
-	"github.com/kube-fstack/kube-fstack/kubectl-fstack/cli"
+	"github.com/kube-fstack/kube-fstack/kubectl-fstack/internal/cli"
 )
 
 // `kubectl fstack doctor` with StackInstances in the API server: on a node like the demo's (2Mi

@@ -18,12 +18,12 @@ import (
 )
 
 // Version is the plugin's version, set when it is built for a release:
-// go build -ldflags "-X github.com/kube-fstack/kube-fstack/kubectl-fstack/cli.Version=v0.1.0".
+// go build -ldflags "-X github.com/kube-fstack/kube-fstack/kubectl-fstack/internal/cli.Version=v0.1.0".
 var Version = "dev"
 
 // ImageRepo is where the images of the plugin's release live, without the component (release.sh's
 // IMAGE_REPO), set with Version when it is built for a release (hack/krew-release.sh):
-// -X github.com/kube-fstack/kube-fstack/kubectl-fstack/cli.ImageRepo=registry.example/kube-fstack.
+// -X github.com/kube-fstack/kube-fstack/kubectl-fstack/internal/cli.ImageRepo=registry.example/kube-fstack.
 var ImageRepo = "localhost/kube-fstack"
 
 // DefaultDataplaneImage is what inject gives the dataplane container when neither --image nor the

@@ -20,7 +20,7 @@ import (
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
-	"github.com/kube-fstack/kube-fstack/kubectl-fstack/cli"
+	"github.com/kube-fstack/kube-fstack/kubectl-fstack/internal/cli"
 )
 
 // `kubectl fstack status` against the API server, through a kubeconfig file as a user has one:

@@ -66,7 +66,7 @@ func TestOperatorVersions(t *testing.T) {
 
 // The F-Stack commit the plugin names is the one the dataplane image is built from.
 func TestPinnedFStackCommitMatchesBuild(t *testing.T) {
-	raw, err := os.ReadFile("../../dataplane-image/build/build-fstack.sh")
+	raw, err := os.ReadFile("../../../dataplane-image/build/build-fstack.sh")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestReleasedPluginInjectsTheReleasesImage(t *testing.T) {
 	if got := DefaultDataplaneImage(); got != "localhost/kube-fstack/dataplane:dev" {
 		t.Errorf("a dev build's default image is %q, want the local build localhost/kube-fstack/dataplane:dev", got)
 	}
-	script, err := os.ReadFile("../../hack/krew-release.sh")
+	script, err := os.ReadFile("../../../hack/krew-release.sh")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,11 +99,11 @@ func TestReleasedPluginInjectsTheReleasesImage(t *testing.T) {
 		t.Fatalf("expand the script's ldflags: %v", err)
 	}
 	bin := filepath.Join(t.TempDir(), "kubectl-fstack")
-	build := exec.Command("go", "build", "-ldflags="+string(ldflags), "-o", bin, "../cmd/kubectl-fstack")
+	build := exec.Command("go", "build", "-ldflags="+string(ldflags), "-o", bin, "../../cmd/kubectl-fstack")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build -ldflags=%q: %v\n%s", ldflags, err, out)
 	}
-	cmd := exec.Command(bin, "inject", "-f", "../../config/samples/workloads/nginx-vhost.yaml", "--stack", "../../config/samples/vhost-user.yaml")
+	cmd := exec.Command(bin, "inject", "-f", "../../../config/samples/workloads/nginx-vhost.yaml", "--stack", "../../../config/samples/vhost-user.yaml")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

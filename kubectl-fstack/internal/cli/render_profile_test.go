@@ -33,7 +33,7 @@ func TestRenderMarksProfileValues(t *testing.T) {
 	if _, err := fstackini.Parse([]byte(out), fstackini.V125); err != nil {
 		t.Errorf("with the profile's comments the output must stay a config F-Stack reads: %v", err)
 	}
-	golden, err := os.ReadFile(filepath.Join("..", "..", "internal", "render", "testdata", "golden", "proxy-profile.ini"))
+	golden, err := os.ReadFile(filepath.Join("..", "..", "..", "internal", "render", "testdata", "golden", "proxy-profile.ini"))
 	if err != nil {
 		t.Fatal(err)
 	}

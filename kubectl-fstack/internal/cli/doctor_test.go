@@ -23,7 +23,7 @@ func (l linkList) Links() ([]nodecheck.Link, error) { return l, nil }
 
 // A node whose kernel sender on the bridge has tx checksum offload on: doctor names the
 // sender, the fix and why, and shows OVS's userspace TSO setting, while the node keeps its
-// vhost-user label (the checks as the agent makes them; the cluster side is kubectl-fstack/test).
+// vhost-user label (the checks as the agent makes them; the cluster side is kubectl-fstack/test/envtest).
 func TestDoctorExplainsKernelTCPChecksum(t *testing.T) {
 	facts := &nodecheck.BridgeFacts{KernelPorts: []string{"fsk-node-o"}}
 	links := linkList{{Index: 7, Name: "fsk-node-o", Kind: "veth", PeerIndex: 8}, {Index: 8, Name: "fsk-node", Kind: "veth", PeerIndex: 7, TxChecksum: true}}

@@ -2,7 +2,7 @@
 // kube-apiserver and etcd (envtest, KUBEBUILDER_ASSETS from hack/envtest-assets.sh; `make
 // test-envtest`). Nodes are objects only here: no kubelet runs, so the reports are written as the
 // node agent writes them.
-package cli
+package envtest
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ import (
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/nodecheck"
-	"github.com/kube-fstack/kube-fstack/kubectl-fstack/cli"
+	"github.com/kube-fstack/kube-fstack/kubectl-fstack/internal/cli"
 )
 
 func TestDoctor(t *testing.T) {

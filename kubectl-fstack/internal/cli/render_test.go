@@ -26,7 +26,7 @@ func TestRenderMatchesGolden(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	want, err := os.ReadFile(filepath.Join("..", "..", "internal", "render", "testdata", "golden", "nginx-shim.ini"))
+	want, err := os.ReadFile(filepath.Join("..", "..", "..", "internal", "render", "testdata", "golden", "nginx-shim.ini"))
 	if err != nil {
 		t.Fatal(err)
 	}

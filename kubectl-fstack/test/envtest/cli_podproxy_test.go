@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
-	"github.com/kube-fstack/kube-fstack/kubectl-fstack/cli"
+	"github.com/kube-fstack/kube-fstack/kubectl-fstack/internal/cli"
 )
 
 // `kubectl fstack status` and `doctor` read each running pod's /status through kube-apiserver's
