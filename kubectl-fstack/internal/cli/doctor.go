@@ -10,12 +10,14 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/inject"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 type doctorOptions struct {
@@ -147,6 +149,95 @@ func fetchDoctorInput(ctx context.Context, c client.Client, reader podStatusRead
 	in.statuses = readStatuses(ctx, reader, ptrs)
 	in.setup = readSetup(ctx, c, in.stacks, in.pods)
 	return in, nil
+}
+
+// DoctorReport is what `doctor -o json|yaml` prints.
+type DoctorReport struct {
+	metav1.TypeMeta `json:",inline"`
+	Nodes           []NodeDoctor `json:"nodes"`
+	Stacks          []StackNeeds `json:"stacks"`
+	// StacksError says why the StackInstances could not be read; then no check has neededBy.
+	StacksError string `json:"stacksError,omitempty"`
+	// Pods are the bound pods whose dataplane needs attention, by the supervisor's /status.
+	Pods []PodDoctor `json:"pods"`
+	// PodsChecked counts the running bound pods whose /status was read.
+	PodsChecked int `json:"podsChecked"`
+	// PodNotes say why some running pods' /status could not be read (then they are not judged).
+	PodNotes []string `json:"podNotes,omitempty"`
+	// Setup are the cluster-side checks: each used namespace's opt-in label, each
+	// NetworkAttachmentDefinition a stack names, Multus.
+	Setup []SetupCheck `json:"setup"`
+	// SetupNotes say what the setup checks could not read (then that check is not made).
+	SetupNotes []string `json:"setupNotes,omitempty"`
+	// Problems are the reasons for exit status 1: a stack that cannot run where it must, a pod
+	// whose dataplane is not ready or has a port down, a failed setup check.
+	Problems []string `json:"problems"`
+}
+
+// PodDoctor is a bound pod whose dataplane needs attention.
+type PodDoctor struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Node      string `json:"node,omitempty"`
+	// Status is "fail" (not ready, a port down) or "warn" (starting, restarted in place lately).
+	Status string `json:"status"`
+	// Detail says what is wrong, with the supervisor's reason.
+	Detail string `json:"detail"`
+	// Ready and Reason are the supervisor's.
+	Ready     bool                     `json:"ready"`
+	Reason    string                   `json:"reason,omitempty"`
+	DownPorts []podcontract.PortStatus `json:"downPorts,omitempty"`
+	// InPlaceRestarts are the dataplane's, AppRestarts the apps' (all of them since the pod started).
+	InPlaceRestarts int64 `json:"inPlaceRestarts"`
+	AppRestarts     int64 `json:"appRestarts"`
+	// LastRestart is the latest in-place restart, of the dataplane or an app (Of names which).
+	LastRestart *podcontract.RestartRecord `json:"lastRestart,omitempty"`
+	LastOf      string                     `json:"lastOf,omitempty"`
+}
+
+// NodeDoctor is one node.
+type NodeDoctor struct {
+	Name string `json:"name"`
+	// Report is false when the node agent published no report; ReportError when it is unreadable.
+	Report      bool   `json:"report"`
+	ReportError string `json:"reportError,omitempty"`
+	// Labels are the node's node.kubefstack.io/ labels, the ones the scheduler matches.
+	Labels map[string]string `json:"labels"`
+	Checks []DoctorCheck     `json:"checks"`
+	// CanRun and CannotRun are the stacks (namespace/name) whose node affinity this node meets or not.
+	CanRun    []string       `json:"canRun"`
+	CannotRun []StackMissing `json:"cannotRun"`
+}
+
+// DoctorCheck is one of the node agent's checks and the stacks that need it.
+type DoctorCheck struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	Detail string `json:"detail"`
+	Fix    string `json:"fix,omitempty"`
+	// Label is the node label the check decides, empty when it decides none.
+	Label string `json:"label,omitempty"`
+	// NeededBy are the stacks (namespace/name) whose node affinity asks for Label.
+	NeededBy []string `json:"neededBy"`
+}
+
+// StackMissing is a stack a node cannot run and the labels it lacks.
+type StackMissing struct {
+	Stack   string   `json:"stack"`
+	Missing []string `json:"missing"`
+}
+
+// StackNeeds is one StackInstance: what a node must have for it, where it can run.
+type StackNeeds struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Requires are the node labels its pods' node affinity asks for (key=value).
+	Requires []string `json:"requires"`
+	// Error says why the requirements are unknown (the injector refuses the stack).
+	Error string `json:"error,omitempty"`
+	// Nodes are the nodes examined that can run it; PodNodes those its pods are on.
+	Nodes    []string `json:"nodes"`
+	PodNodes []string `json:"podNodes"`
 }
 
 // doctorInput is what doctor read from the cluster, all buildDoctorReport judges.
