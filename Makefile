@@ -83,7 +83,7 @@ envtest-assets: ## Build kube-apiserver from source and find etcd for envtest (c
 	@hack/envtest-assets.sh
 
 .PHONY: test-envtest
-test-envtest: ## The operator against a real kube-apiserver and etcd: CRD schema/CEL, webhooks, controller.
+test-envtest: ## The operator and the kubectl plugin against a real kube-apiserver and etcd: CRD schema/CEL, webhooks, controller, CLI.
 	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test $(GOTEST_FLAGS) -timeout 10m ./operator/test/envtest/... ./kubectl-fstack/test/...
 
 .PHONY: test-chart

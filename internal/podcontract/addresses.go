@@ -23,9 +23,15 @@ type ServedAddress struct {
 	Addr netip.Addr
 }
 
-// maxServedAddresses bounds what ParseAddresses accepts: a stack has at most 64 ports, each with
-// one IPv4 and one IPv6 address.
-const maxServedAddresses = 128
+// MaxPorts is the most ports (spec.ports entries) a stack has, the CRD's bound: readers of what a
+// pod writes (its addresses annotation, its /status, its spec snapshot in the operator's cache)
+// hold it to that. The CRD's marker cannot name a constant; api/v1alpha1's TestBoundsAreTheCRDs
+// holds them equal.
+const MaxPorts = 16
+
+// maxServedAddresses bounds what ParseAddresses accepts: each port serves at most one IPv4 and
+// one IPv6 address.
+const maxServedAddresses = 2 * MaxPorts
 
 // FormatAddresses is the AddressesAnnotation value of addrs, in their order.
 func FormatAddresses(addrs []ServedAddress) string {
@@ -54,8 +60,8 @@ func ParseAddresses(v string) ([]ServedAddress, error) {
 			return nil, fmt.Errorf("annotation %s: entry %d %q is not <port index>=<address>", AddressesAnnotation, i, Printable(p))
 		}
 		n, err := strconv.Atoi(idx)
-		if err != nil || n < 0 || n >= 64 || strconv.Itoa(n) != idx {
-			return nil, fmt.Errorf("annotation %s: entry %d: port index %q is not a number from 0 to 63", AddressesAnnotation, i, Printable(idx))
+		if err != nil || n < 0 || n >= MaxPorts || strconv.Itoa(n) != idx {
+			return nil, fmt.Errorf("annotation %s: entry %d: port index %q is not a number from 0 to %d", AddressesAnnotation, i, Printable(idx), MaxPorts-1)
 		}
 		a, err := netip.ParseAddr(addr)
 		if err != nil || a.Zone() != "" || !a.IsGlobalUnicast() && !a.IsPrivate() {

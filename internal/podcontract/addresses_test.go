@@ -2,6 +2,7 @@ package podcontract
 
 import (
 	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -11,9 +12,10 @@ func TestAddressesRoundTrip(t *testing.T) {
 		{Port: 0, Addr: netip.MustParseAddr("10.56.0.11")},
 		{Port: 0, Addr: netip.MustParseAddr("2001:db8::11")},
 		{Port: 1, Addr: netip.MustParseAddr("10.57.0.11")},
+		{Port: MaxPorts - 1, Addr: netip.MustParseAddr("10.58.0.11")}, // the CRD's last port
 	}
 	v := FormatAddresses(in)
-	if v != "0=10.56.0.11,0=2001:db8::11,1=10.57.0.11" {
+	if v != "0=10.56.0.11,0=2001:db8::11,1=10.57.0.11,15=10.58.0.11" {
 		t.Fatalf("FormatAddresses = %q", v)
 	}
 	out, err := ParseAddresses(v)
@@ -38,6 +40,7 @@ func TestParseAddressesRefusesWhatAPodMightWrite(t *testing.T) {
 		"10.56.0.11",
 		"0=10.56.0.11,x",
 		"-1=10.56.0.11",
+		strconv.Itoa(MaxPorts) + "=10.56.0.11", // past the CRD's last port
 		"64=10.56.0.11",
 		"01=10.56.0.11",
 		"0=10.56.0.0/24",
@@ -47,7 +50,7 @@ func TestParseAddressesRefusesWhatAPodMightWrite(t *testing.T) {
 		"0=0.0.0.0",
 		"0=255.255.255.255",
 		"0=10.56.0.11\n",
-		strings.Repeat("0=10.56.0.11,", 128) + "0=10.56.0.12",
+		strings.Repeat("0=10.56.0.11,", 2*MaxPorts) + "0=10.56.0.12",
 	} {
 		if out, err := ParseAddresses(v); err == nil {
 			t.Errorf("ParseAddresses(%q) = %v, want an error", v, out)

@@ -32,7 +32,10 @@ const ShimProcID = 0
 // The shim never reads this name, so nothing else in the container attaches to F-Stack.
 const EnvInstances = "FSTACK_SHIM_INSTANCES"
 
-// MaxInstances bounds EnvInstances: F-Stack's lcore mask has 64 bits.
+// MaxInstances is the most F-Stack processes a stack has (spec.processes' maximum, and the most
+// entries of a port's spec.ports[].processes): F-Stack's lcore mask has 64 bits. It bounds
+// EnvInstances and the shim-context files (internal/shimctx). The CRD's markers cannot name a
+// constant; api/v1alpha1's TestBoundsAreTheCRDs holds them equal.
 const MaxInstances = 64
 
 // ShimEnvNames are the shim's variables, which the container's environment never carries from

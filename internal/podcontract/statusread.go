@@ -23,7 +23,7 @@ const MaxStatusBytes = StatusMax
 // statuses (the operator) must not hold whatever a pod sends.
 const (
 	maxStatusApps  = 64
-	maxStatusPorts = 64
+	maxStatusPorts = MaxPorts
 	maxStatusText  = 4 << 10
 )
 

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/kube-fstack/kube-fstack/internal/fsutil"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 const (
@@ -35,9 +36,7 @@ const (
 	// DeclinedDir (in the shim dir) holds, per container, the supervisor's answer to a request it
 	// does not honour (its own reading shows enough contexts): the request itself. An honoured
 	// request is answered by the generation moving on.
-	DeclinedDir = "restart-declined"
-	// MaxInstances bounds the instances a file may describe (F-Stack's lcore mask is 64 bits).
-	MaxInstances = 64
+	DeclinedDir  = "restart-declined"
 	maxFileBytes = 16 << 10
 )
 
@@ -97,8 +96,8 @@ func ReadState(dir string) (*State, error) {
 	if err := readJSON(dir, StateFile, &s); err != nil {
 		return nil, err
 	}
-	if len(s.Instances) > MaxInstances {
-		return nil, fmt.Errorf("%s: %d instances, at most %d", StateFile, len(s.Instances), MaxInstances)
+	if len(s.Instances) > podcontract.MaxInstances {
+		return nil, fmt.Errorf("%s: %d instances, at most %d", StateFile, len(s.Instances), podcontract.MaxInstances)
 	}
 	for k, in := range s.Instances {
 		if in.Capacity < 0 || in.Capacity > 255 || in.Free < 0 || in.Free > in.Capacity {
@@ -155,7 +154,7 @@ func readRequest(dir, rel string) (*Request, error) {
 	if err := readJSON(dir, rel, &r); err != nil {
 		return nil, err
 	}
-	if len(r.Need) == 0 || len(r.Need) > MaxInstances {
+	if len(r.Need) == 0 || len(r.Need) > podcontract.MaxInstances {
 		return nil, fmt.Errorf("%s/%s: need lists %d instances", dir, rel, len(r.Need))
 	}
 	for _, n := range r.Need {

@@ -19,7 +19,7 @@ import (
 )
 
 // agentSources are the agent's C files.
-var agentSources = []string{"../fstack-probe-agent.c", "../grpc-health.c"}
+var agentSources = []string{"../fstack-probe-agent.c", "../grpc-health.c", "../sockio.c"}
 
 // build compiles a C source of this directory (or the stand-in shim) into dir.
 func build(t *testing.T, dir, out string, args ...string) string {

@@ -10,7 +10,16 @@
 
 #include "standin.h"
 
+#ifndef STANDIN_SHIM_MODE
+#error "build with -DSTANDIN_SHIM_MODE=\"<mode>\" (build.sh does)"
+#endif
+
 #define KINDS 8
+
+const char *standin_mode(void)
+{
+	return STANDIN_SHIM_MODE;
+}
 
 void standin_announce(const char *kind, const char *what)
 {

@@ -45,11 +45,6 @@ static int contexts;  /* sockets the master opened: the contexts its forks are h
 static int handed;    /* forks of the master so far: the next one gets context `handed` */
 static int faulted;   /* children that got no context */
 
-const char *standin_mode(void)
-{
-	return STANDIN_SHIM_MODE;
-}
-
 static int multi_sc(void)
 {
 	return strstr(STANDIN_SHIM_MODE, "multi-sc") != NULL;

@@ -1,6 +1,7 @@
-// Package testenv describes the API server the operator's envtest suite and benchmark run
-// against: kube-apiserver and etcd from KUBEBUILDER_ASSETS (hack/envtest-assets.sh), with the
-// project's CRDs and webhook configurations installed.
+// Package testenv describes the API server the envtest suites (the operator's, the plugin's) and
+// the operator's benchmark run against: kube-apiserver and etcd from KUBEBUILDER_ASSETS
+// (hack/envtest-assets.sh), with the project's CRDs installed, and the webhook configurations for
+// a suite that runs the operator.
 package testenv
 
 import (
@@ -19,13 +20,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
-// Environment returns the envtest environment for the repository at root.
+// Environment returns the envtest environment for the repository at root: its CRDs, no webhooks.
 func Environment(root string) *envtest.Environment {
 	return &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
-		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{filepath.Join(root, "config", "webhook")}},
 	}
+}
+
+// InstallWebhooks has env's API server call the operator's webhooks (config/webhook): only for a
+// suite that serves them, since their failurePolicy is Fail. Call it before env.Start.
+func InstallWebhooks(env *envtest.Environment, root string) {
+	env.WebhookInstallOptions.Paths = []string{filepath.Join(root, "config", "webhook")}
 }
 
 // WebhookClient is the client certificate the API server presents to the webhooks, as a

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,7 +17,6 @@ import (
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/inject"
-	"github.com/kube-fstack/kube-fstack/internal/nodecheck"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
@@ -98,18 +95,35 @@ func (o *doctorOptions) run(cmd *cobra.Command, stdout, stderr io.Writer, args [
 			return err
 		}
 	}
-	ctx := context.Background()
+	in, err := fetchDoctorInput(context.Background(), c, reader, ns, args)
+	if err != nil {
+		return err
+	}
+	r := buildDoctorReport(in)
+	if table, wide := o.output.table(); table {
+		r.writeTable(stdout, wide)
+	} else if err := o.output.printObject(r, stdout); err != nil {
+		return err
+	}
+	return r.writeVerdict(stderr)
+}
+
+// fetchDoctorInput makes every API call doctor needs: the nodes (the one named in args, or all),
+// the StackInstances and their pods in ns ("": every namespace), the running pods' /status
+// through reader, and the setup's objects. What it may not read is noted in the input, and
+// judged as unknown, rather than failing.
+func fetchDoctorInput(ctx context.Context, c client.Client, reader podStatusReader, ns string, args []string) (doctorInput, error) {
 	var nodes []corev1.Node
 	if len(args) == 1 {
 		n := &corev1.Node{}
 		if err := c.Get(ctx, client.ObjectKey{Name: args[0]}, n); err != nil {
-			return fmt.Errorf("node %s: %w", args[0], err)
+			return doctorInput{}, fmt.Errorf("node %s: %w", args[0], err)
 		}
 		nodes = []corev1.Node{*n}
 	} else {
 		list := &corev1.NodeList{}
 		if err := c.List(ctx, list); err != nil {
-			return fmt.Errorf("list nodes: %w", err)
+			return doctorInput{}, fmt.Errorf("list nodes: %w", err)
 		}
 		nodes = list.Items
 	}
@@ -118,41 +132,23 @@ func (o *doctorOptions) run(cmd *cobra.Command, stdout, stderr io.Writer, args [
 	if err := c.List(ctx, stacks, client.InNamespace(ns)); err != nil {
 		// The checks are still worth seeing; who needs them is not known.
 		in.stacksErr = fmt.Sprintf("list StackInstances in %s: %v", nsText(ns), err)
-	} else {
-		in.stacks = stacks.Items
-		pods := &corev1.PodList{}
-		if err := c.List(ctx, pods, client.InNamespace(ns), client.HasLabels{fsv1.StackLabel}); err != nil {
-			return fmt.Errorf("list the pods of StackInstances in %s: %w", nsText(ns), err)
+		return in, nil
+	}
+	in.stacks = stacks.Items
+	pods := &corev1.PodList{}
+	if err := c.List(ctx, pods, client.InNamespace(ns), client.HasLabels{fsv1.StackLabel}); err != nil {
+		return doctorInput{}, fmt.Errorf("list the pods of StackInstances in %s: %w", nsText(ns), err)
+	}
+	in.pods = pods.Items
+	var ptrs []*corev1.Pod
+	for i := range pods.Items {
+		if onNamedNode(in, &pods.Items[i]) {
+			ptrs = append(ptrs, &pods.Items[i])
 		}
-		in.pods = pods.Items
-		var ptrs []*corev1.Pod
-		for i := range pods.Items {
-			if onNamedNode(in, &pods.Items[i]) {
-				ptrs = append(ptrs, &pods.Items[i])
-			}
-		}
-		in.statuses = readStatuses(ctx, reader, ptrs)
-		in.setup = readSetup(ctx, c, in.stacks, in.pods)
 	}
-	r := buildDoctorReport(in)
-	if table, wide := o.output.table(); table {
-		r.writeTable(stdout, wide)
-	} else if err := o.output.printObject(r, stdout); err != nil {
-		return err
-	}
-	if r.StacksError != "" {
-		fmt.Fprintf(stderr, "warning: %s: which stacks need each check is unknown\n", safe(r.StacksError))
-	}
-	for _, n := range append(append([]string{}, r.PodNotes...), r.SetupNotes...) {
-		fmt.Fprintln(stderr, "warning:", safe(n))
-	}
-	if len(r.Problems) > 0 {
-		for _, p := range r.Problems {
-			fmt.Fprintln(stderr, "error:", safe(p))
-		}
-		return errReported
-	}
-	return nil
+	in.statuses = readStatuses(ctx, reader, ptrs)
+	in.setup = readSetup(ctx, c, in.stacks, in.pods)
+	return in, nil
 }
 
 // DoctorReport is what `doctor -o json|yaml` prints.
@@ -244,6 +240,7 @@ type StackNeeds struct {
 	PodNodes []string `json:"podNodes"`
 }
 
+// doctorInput is what doctor read from the cluster, all buildDoctorReport judges.
 type doctorInput struct {
 	nodes     []corev1.Node
 	named     bool // one node was named: judge only the stacks with pods on it
@@ -297,211 +294,4 @@ func (s stackReqs) missing(n *corev1.Node) []string {
 		}
 	}
 	return out
-}
-
-func buildDoctorReport(in doctorInput) *DoctorReport {
-	r := &DoctorReport{TypeMeta: metav1.TypeMeta{APIVersion: OutputGroupVersion.String(), Kind: "DoctorReport"},
-		Nodes: []NodeDoctor{}, Stacks: []StackNeeds{}, Pods: []PodDoctor{}, Setup: []SetupCheck{}, Problems: []string{},
-		StacksError: in.stacksErr}
-	sort.Slice(in.nodes, func(i, j int) bool { return in.nodes[i].Name < in.nodes[j].Name })
-	sort.Slice(in.stacks, func(i, j int) bool {
-		a, b := in.stacks[i], in.stacks[j]
-		return a.Namespace < b.Namespace || a.Namespace == b.Namespace && a.Name < b.Name
-	})
-	podNodes := map[string][]string{}
-	for _, p := range in.pods {
-		if p.Spec.NodeName == "" {
-			continue
-		}
-		k := p.Namespace + "/" + p.Labels[fsv1.StackLabel]
-		if !slices.Contains(podNodes[k], p.Spec.NodeName) {
-			podNodes[k] = append(podNodes[k], p.Spec.NodeName)
-		}
-	}
-	reqs := make([]stackReqs, len(in.stacks))
-	for i := range in.stacks {
-		reqs[i] = requirements(&in.stacks[i])
-	}
-	for i := range in.nodes {
-		r.Nodes = append(r.Nodes, nodeDoctor(&in.nodes[i], reqs))
-	}
-	for i, s := range reqs {
-		sn := StackNeeds{Namespace: in.stacks[i].Namespace, Name: in.stacks[i].Name, Requires: []string{}, Error: s.err,
-			Nodes: []string{}, PodNodes: podNodes[s.key]}
-		if sn.PodNodes == nil {
-			sn.PodNodes = []string{}
-		}
-		sort.Strings(sn.PodNodes)
-		for _, q := range s.reqs {
-			sn.Requires = append(sn.Requires, q.Key+"="+strings.Join(q.Values, ","))
-		}
-		if s.err != "" {
-			r.Stacks = append(r.Stacks, sn)
-			continue
-		}
-		for _, n := range r.Nodes {
-			if slices.Contains(n.CanRun, s.key) {
-				sn.Nodes = append(sn.Nodes, n.Name)
-			}
-		}
-		for _, n := range r.Nodes {
-			if !slices.Contains(sn.PodNodes, n.Name) {
-				continue
-			}
-			for _, m := range n.CannotRun {
-				if m.Stack == s.key {
-					r.Problems = append(r.Problems, fmt.Sprintf("StackInstance %s has a pod on node %s, which lacks %s",
-						s.key, n.Name, strings.Join(m.Missing, " ")))
-				}
-			}
-		}
-		if !in.named && len(sn.Nodes) == 0 && len(r.Nodes) > 0 {
-			r.Problems = append(r.Problems, fmt.Sprintf("StackInstance %s can run on no node: its pods stay Pending until a node has %s",
-				s.key, strings.Join(sn.Requires, " ")))
-		}
-		r.Stacks = append(r.Stacks, sn)
-	}
-	r.judgePods(in)
-	r.judgeSetup(in)
-	return r
-}
-
-func nodeDoctor(n *corev1.Node, stacks []stackReqs) NodeDoctor {
-	d := NodeDoctor{Name: n.Name, Labels: map[string]string{}, Checks: []DoctorCheck{}, CanRun: []string{}, CannotRun: []StackMissing{}}
-	for k, v := range n.Labels {
-		if strings.HasPrefix(k, fsv1.NodeLabelPrefix) {
-			d.Labels[k] = v
-		}
-	}
-	for _, s := range stacks {
-		if s.err != "" {
-			continue
-		}
-		if m := s.missing(n); len(m) > 0 {
-			d.CannotRun = append(d.CannotRun, StackMissing{Stack: s.key, Missing: m})
-		} else {
-			d.CanRun = append(d.CanRun, s.key)
-		}
-	}
-	raw, ok := n.Annotations[fsv1.NodeReportAnnotation]
-	if !ok {
-		return d
-	}
-	d.Report = true
-	rep, err := nodecheck.ParseReport(raw)
-	if err != nil {
-		d.ReportError = err.Error()
-		return d
-	}
-	for _, c := range rep.Checks {
-		dc := DoctorCheck{Name: c.Name, Status: string(c.Status), Detail: c.Detail, Fix: c.Fix, Label: c.Label, NeededBy: []string{}}
-		for _, s := range stacks {
-			if c.Label != "" && s.needs(c.Label) {
-				dc.NeededBy = append(dc.NeededBy, s.key)
-			}
-		}
-		d.Checks = append(d.Checks, dc)
-	}
-	return d
-}
-
-// writeTable prints each node: its kube-fstack labels, every check with the stacks that need
-// it, a fix line for each check that did not pass, and the stacks it cannot run. Every string of
-// the cluster (the report above all: the node agent writes it, and so can anyone who controls the
-// node or may edit nodes) goes through safe before it is printed.
-func (r *DoctorReport) writeTable(w io.Writer, wide bool) {
-	known := r.StacksError == ""
-	for i, n := range r.Nodes {
-		if i > 0 {
-			fmt.Fprintln(w)
-		}
-		name := safe(n.Name)
-		switch {
-		case !n.Report:
-			fmt.Fprintf(w, "node %s: no report: the kube-fstack node agent has not run there (chart value cni.nodeAgent.enabled; the CNI DaemonSet's nodeSelector and tolerations; its node-agent container's log)\n", name)
-		case n.ReportError != "":
-			// JSON's errors quote the offending bytes.
-			fmt.Fprintf(w, "node %s: unreadable report: %s\n", name, safe(n.ReportError))
-		default:
-			writeNodeChecks(w, &n, known, wide)
-		}
-		if known && len(n.CannotRun) > 0 {
-			var s []string
-			for _, m := range n.CannotRun {
-				s = append(s, m.Stack+" (lacks "+strings.Join(m.Missing, " ")+")")
-			}
-			fmt.Fprintf(w, "  cannot run: %s\n", safe(strings.Join(s, ", ")))
-		}
-	}
-	r.writePods(w)
-	r.writeSetup(w)
-	// A stack the injector refuses has no pods to place; say why it was judged nowhere.
-	for _, s := range r.Stacks {
-		if s.Error != "" {
-			fmt.Fprintf(w, "\nStackInstance %s/%s: not judged, the injector refuses it: %s\n", safe(s.Namespace), safe(s.Name), safe(s.Error))
-		}
-	}
-}
-
-func writeNodeChecks(w io.Writer, n *NodeDoctor, known, wide bool) {
-	attention, notNeeded := 0, 0
-	for _, c := range n.Checks {
-		if c.Status == string(nodecheck.Pass) {
-			continue
-		}
-		attention++
-		if known && c.Status == string(nodecheck.Fail) && len(c.NeededBy) == 0 {
-			notNeeded++
-		}
-	}
-	fmt.Fprintf(w, "node %s: %d of %d checks need attention", safe(n.Name), attention-notNeeded, len(n.Checks))
-	if notNeeded > 0 {
-		fmt.Fprintf(w, " (%d more failed, needed by no StackInstance)", notNeeded)
-	}
-	fmt.Fprintln(w)
-	var ls []string
-	for k, v := range n.Labels {
-		ls = append(ls, k+"="+v)
-	}
-	sort.Strings(ls)
-	if len(ls) == 0 {
-		ls = []string{"(none)"}
-	}
-	fmt.Fprintf(w, "  labels: %s\n", safe(strings.Join(ls, " ")))
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	for _, c := range n.Checks {
-		cols := []string{strings.ToUpper(c.Status), c.Name, c.Detail, neededByText(c, known)}
-		if wide {
-			cols = append(cols, orDash(c.Label))
-		}
-		for i := range cols {
-			cols[i] = safe(cols[i])
-		}
-		fmt.Fprintf(tw, "  %s\n", strings.Join(cols, "\t"))
-	}
-	_ = tw.Flush()
-	for _, c := range n.Checks {
-		if c.Status == string(nodecheck.Pass) || c.Fix == "" {
-			continue
-		}
-		line := fmt.Sprintf("  fix %s: %s: %s", safe(c.Name), safe(c.Detail), safe(c.Fix))
-		if known && c.Status == string(nodecheck.Fail) && len(c.NeededBy) == 0 {
-			line += " (not needed by any StackInstance)"
-		}
-		fmt.Fprintln(w, line)
-	}
-}
-
-// neededByText is the table's last column: who needs the check, "not needed" for a failed check
-// nobody needs, "-" for a check that decides no label a stack asks for.
-func neededByText(c DoctorCheck, known bool) string {
-	switch {
-	case !known:
-		return "needed by: unknown"
-	case len(c.NeededBy) > 0:
-		return "needed by " + strings.Join(c.NeededBy, ", ")
-	case c.Status == string(nodecheck.Fail):
-		return "not needed"
-	}
-	return "-"
 }

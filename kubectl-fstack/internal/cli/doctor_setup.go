@@ -147,61 +147,83 @@ func readSetup(ctx context.Context, c client.Client, stacks []fsv1.StackInstance
 
 // judgeSetup turns the facts into setup checks; a failed one is a problem (exit status 1).
 func (r *DoctorReport) judgeSetup(in doctorInput) {
-	f := in.setup
-	r.SetupNotes = append(r.SetupNotes, f.notes...)
-	add := func(c SetupCheck) {
+	r.SetupNotes = append(r.SetupNotes, in.setup.notes...)
+	checks := namespaceChecks(in)
+	checks = append(checks, networkChecks(in.stacks, in.setup)...)
+	for _, c := range checks {
 		r.Setup = append(r.Setup, c)
 		if c.Status == string(nodecheck.Fail) {
 			r.Problems = append(r.Problems, c.Detail+": "+c.Fix)
 		}
 	}
-	if f.namespaces != nil {
-		stacksIn, podsIn := map[string][]string{}, map[string]int{}
-		for _, s := range in.stacks {
-			stacksIn[s.Namespace] = append(stacksIn[s.Namespace], s.Name)
-		}
-		for _, p := range in.pods {
-			podsIn[p.Namespace]++
-		}
-		for _, ns := range usedNamespaces(in.stacks, in.pods) {
-			labels, ok := f.namespaces[ns]
-			if !ok {
-				continue // unreadable: a note says so
-			}
-			what := namespaceUse(stacksIn[ns], podsIn[ns])
-			c := SetupCheck{Name: "namespace-opt-in"}
-			if labels[fsv1.InjectionLabel] == "enabled" {
-				c.Status, c.Detail = string(nodecheck.Pass), fmt.Sprintf("namespace %s (%s) is labelled %s=enabled", ns, what, fsv1.InjectionLabel)
-			} else {
-				c.Status = string(nodecheck.Fail)
-				c.Detail = fmt.Sprintf("namespace %s has %s but not the label %s=enabled, so its pods are created without a dataplane",
-					ns, what, fsv1.InjectionLabel)
-				if v, set := labels[fsv1.InjectionLabel]; set {
-					c.Detail += fmt.Sprintf(" (it is %q)", v)
-				}
-				c.Fix = fmt.Sprintf("kubectl label namespace %s %s=enabled --overwrite, list %s in the chart value cni.nodeConfig.namespaces, then recreate its pods",
-					ns, fsv1.InjectionLabel, ns)
-			}
-			add(c)
+}
+
+// namespaceChecks: each namespace with a StackInstance or a pod naming a stack carries the
+// opt-in label. An unreadable namespace is left out (a note says so).
+func namespaceChecks(in doctorInput) []SetupCheck {
+	if in.setup.namespaces == nil {
+		return nil
+	}
+	stacksIn, podsIn := map[string][]string{}, map[string]int{}
+	for _, s := range in.stacks {
+		stacksIn[s.Namespace] = append(stacksIn[s.Namespace], s.Name)
+	}
+	for _, p := range in.pods {
+		podsIn[p.Namespace]++
+	}
+	var out []SetupCheck
+	for _, ns := range usedNamespaces(in.stacks, in.pods) {
+		if labels, ok := in.setup.namespaces[ns]; ok {
+			out = append(out, namespaceCheck(ns, namespaceUse(stacksIn[ns], podsIn[ns]), labels))
 		}
 	}
-	nets := stackNetworks(in.stacks)
+	return out
+}
+
+// namespaceCheck is the opt-in check of namespace ns, which has what, by its labels.
+func namespaceCheck(ns, what string, labels map[string]string) SetupCheck {
+	c := SetupCheck{Name: "namespace-opt-in"}
+	if labels[fsv1.InjectionLabel] == "enabled" {
+		c.Status, c.Detail = string(nodecheck.Pass), fmt.Sprintf("namespace %s (%s) is labelled %s=enabled", ns, what, fsv1.InjectionLabel)
+		return c
+	}
+	c.Status = string(nodecheck.Fail)
+	c.Detail = fmt.Sprintf("namespace %s has %s but not the label %s=enabled, so its pods are created without a dataplane",
+		ns, what, fsv1.InjectionLabel)
+	if v, set := labels[fsv1.InjectionLabel]; set {
+		c.Detail += fmt.Sprintf(" (it is %q)", v)
+	}
+	c.Fix = fmt.Sprintf("kubectl label namespace %s %s=enabled --overwrite, list %s in the chart value cni.nodeConfig.namespaces, then recreate its pods",
+		ns, fsv1.InjectionLabel, ns)
+	return c
+}
+
+// networkChecks: when a stack names a network, Multus's API is served, each
+// NetworkAttachmentDefinition named exists, and Multus's DaemonSets are ready.
+func networkChecks(stacks []fsv1.StackInstance, f setupFacts) []SetupCheck {
+	nets := stackNetworks(stacks)
 	if len(nets) == 0 || f.nads == nil {
-		return
+		return nil
 	}
 	if !f.nadCRDServed {
-		add(SetupCheck{Name: "multus", Status: string(nodecheck.Fail),
+		return []SetupCheck{{Name: "multus", Status: string(nodecheck.Fail),
 			Detail: "the API server does not serve NetworkAttachmentDefinitions (k8s.cni.cncf.io/v1), which " + firstUsers(nets) + " name: Multus is not installed",
-			Fix:    "install Multus (docs/quickstart.md, step 1), then the chart with networkAttachmentDefinition.enabled=true"})
-		return
+			Fix:    "install Multus (docs/quickstart.md, step 1), then the chart with networkAttachmentDefinition.enabled=true"}}
 	}
+	return append(nadChecks(nets, f.nads), multusChecks(f.multus)...)
+}
+
+// nadChecks: each NetworkAttachmentDefinition of nets (namespace/name -> the stacks naming it)
+// whose existence is known from nads exists.
+func nadChecks(nets map[string][]string, nads map[string]bool) []SetupCheck {
 	keys := make([]string, 0, len(nets))
 	for k := range nets {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	var out []SetupCheck
 	for _, k := range keys {
-		exists, known := f.nads[k]
+		exists, known := nads[k]
 		if !known {
 			continue
 		}
@@ -214,20 +236,25 @@ func (r *DoctorReport) judgeSetup(in doctorInput) {
 			c.Detail = fmt.Sprintf("NetworkAttachmentDefinition %s does not exist, and %s name it: Multus fails their pods' sandbox", k, strings.Join(nets[k], ", "))
 			c.Fix = fmt.Sprintf("install or upgrade the chart with networkAttachmentDefinition.enabled=true, networkAttachmentDefinition.name=%s and %s in networkAttachmentDefinition.namespaces", name, ns)
 		}
-		add(c)
+		out = append(out, c)
 	}
-	if f.multus == nil {
-		return
+	return out
+}
+
+// multusChecks: Multus's DaemonSets (nil: not looked for) are ready on every node they schedule to.
+func multusChecks(multus []appsv1.DaemonSet) []SetupCheck {
+	if multus == nil {
+		return nil
 	}
-	if len(f.multus) == 0 {
+	if len(multus) == 0 {
 		// The CRD is served, so something installed Multus's API; its DaemonSet may carry
 		// another label (a distribution's own manifests): say so without failing.
-		add(SetupCheck{Name: "multus", Status: string(nodecheck.Warn),
+		return []SetupCheck{{Name: "multus", Status: string(nodecheck.Warn),
 			Detail: fmt.Sprintf("no DaemonSet labelled %s in any namespace, though NetworkAttachmentDefinitions are served", multusSelector),
-			Fix:    "make sure Multus runs on every node that runs a stack (its DaemonSet may carry other labels)"})
-		return
+			Fix:    "make sure Multus runs on every node that runs a stack (its DaemonSet may carry other labels)"}}
 	}
-	for _, ds := range f.multus {
+	out := make([]SetupCheck, 0, len(multus))
+	for _, ds := range multus {
 		key := ds.Namespace + "/" + ds.Name
 		st := ds.Status
 		c := SetupCheck{Name: "multus"}
@@ -238,8 +265,9 @@ func (r *DoctorReport) judgeSetup(in doctorInput) {
 			c.Detail = fmt.Sprintf("Multus DaemonSet %s: %d of %d ready, so pods naming a network on the other nodes get no sandbox", key, st.NumberReady, st.DesiredNumberScheduled)
 			c.Fix = fmt.Sprintf("kubectl -n %s describe daemonset %s, and its pods' logs", ds.Namespace, ds.Name)
 		}
-		add(c)
+		out = append(out, c)
 	}
+	return out
 }
 
 func namespaceUse(stacks []string, pods int) string {

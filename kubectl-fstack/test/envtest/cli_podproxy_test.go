@@ -62,6 +62,7 @@ func TestCLIReadsSupervisorThroughPodProxy(t *testing.T) {
 	if err := k8s.Status().Update(ctx, cur); err != nil {
 		t.Fatal(err)
 	}
+	writeStackStatus(t, optedInNS, si.Name, cur.Annotations[podcontract.ConfigHashAnnotation], 0, 1)
 
 	kubeconfig := writeKubeconfig(t)
 	out := runCLI(t, "status", "--kubeconfig", kubeconfig, si.Name)

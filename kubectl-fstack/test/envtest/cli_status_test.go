@@ -5,12 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
@@ -25,13 +25,16 @@ import (
 
 // `kubectl fstack status` against the API server, through a kubeconfig file as a user has one:
 // a pod admitted before the spec changed runs the old config, one admitted after runs the
-// current one, and each shows its node, its dataplane's state and restarts. No kubelet runs
-// here: the test writes the pods' node and container statuses as the scheduler and kubelet would.
+// current one, and each shows its node, its addresses, its dataplane's state and restarts. No
+// operator runs: the test injects the pods as the webhook does (each with the pool address it
+// would claim) and writes the StackInstance's status as the controller does once one of the two
+// pods is ready. No kubelet either: the test writes the pods' node and container statuses.
 func TestCLIStatusShowsPods(t *testing.T) {
 	ctx := context.Background()
 	si := fixtures.Stack(t, "vhost-user", fixtures.InNamespace(optedInNS, "shown"), withPool(4)) // two pods
 	ensureStack(t, si)
-	oldPod := statusPod(t, "shown-old", si.Name, "node-a", corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}, true, 2)
+	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	oldPod := statusPod(t, "shown-old", si.Name, "node-a", running, true, 2, "10.56.0.10", "2001:db8:56::10")
 	oldHash := oldPod.Annotations[podcontract.ConfigHashAnnotation]
 
 	cur := &fsv1.StackInstance{}
@@ -44,25 +47,12 @@ func TestCLIStatusShowsPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	crashing := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
-	newPod := statusPod(t, "shown-new", si.Name, "node-b", crashing, false, 5)
+	newPod := statusPod(t, "shown-new", si.Name, "node-b", crashing, false, 5, "10.56.0.11", "2001:db8:56::11")
 	newHash := newPod.Annotations[podcontract.ConfigHashAnnotation]
 	if oldHash == "" || oldHash == newHash {
-		t.Fatalf("config hashes old %q new %q: the webhook should record a different one after the spec change", oldHash, newHash)
+		t.Fatalf("config hashes old %q new %q: the injection should record a different one after the spec change", oldHash, newHash)
 	}
-	eventually(t, 20*time.Second, func() error {
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(si), cur); err != nil {
-			return err
-		}
-		if cur.Status.ConfigHash != newHash || cur.Status.Ready != "1/2" {
-			return fmt.Errorf("status hash %q ready %q; want %q, 1/2", cur.Status.ConfigHash, cur.Status.Ready, newHash)
-		}
-		return nil
-	})
-
-	// `kubectl get fsi` says the same: Ready is ready/bound pods, Status the Ready condition's reason.
-	if cells := getColumns(t, optedInNS, si.Name); cells["Ready"] != "1/2" || cells["Status"] != fsv1.ReasonPodsNotReady || cells["Valid"] != "True" {
-		t.Errorf("kubectl get columns %v", cells)
-	}
+	writeStackStatus(t, optedInNS, si.Name, newHash, 1, 2)
 
 	kubeconfig := writeKubeconfig(t)
 	out := runCLI(t, "status", "--kubeconfig", kubeconfig, "-n", optedInNS, si.Name)
@@ -109,13 +99,31 @@ func TestCLIStatusShowsPods(t *testing.T) {
 	}
 }
 
-// statusPod creates a pod bound to stack (injected by the webhook) and writes its node and its
+// withPool gives the stack's port 0 an IPv4 and an IPv6 pool of size addresses each, from
+// 10.56.0.10 and 2001:db8:56::10.
+func withPool(size int) fixtures.StackOption {
+	return func(si *fsv1.StackInstance) {
+		p := &si.Spec.Ports[0]
+		p.IPv4 = &fsv1.IPv4Address{From: fsv1.AddressPool, Gateway: "10.56.0.1",
+			Pool: &fsv1.IPPool{Ranges: []string{fmt.Sprintf("10.56.0.10-10.56.0.%d", 9+size)}, PrefixLength: 24}}
+		p.IPv6 = &fsv1.IPv6Address{From: fsv1.AddressPool,
+			Pool: &fsv1.IPPool{Ranges: []string{fmt.Sprintf("2001:db8:56::10-2001:db8:56::%x", 0x10+size-1)}, PrefixLength: 64}}
+	}
+}
+
+// statusPod creates a pod bound to stack, injected as the webhook injects it holding addrs (the
+// pool addresses it would claim; none for a stack without a pool), and writes its node and its
 // dataplane's status.
-func statusPod(t *testing.T, name, stack, node string, state corev1.ContainerState, ready bool, restarts int32) *corev1.Pod {
+func statusPod(t *testing.T, name, stack, node string, state corev1.ContainerState, ready bool, restarts int32, addrs ...string) *corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
 	pod := fixtures.LoadPod(t, "nginx-vhost")
-	pod.Name, pod.Labels[fsv1.StackLabel], pod.Spec.NodeName = name, stack, node
+	pod.Namespace, pod.Name, pod.Labels[fsv1.StackLabel], pod.Spec.NodeName = optedInNS, name, stack, node
+	held := make([]netip.Addr, len(addrs))
+	for i, a := range addrs {
+		held[i] = netip.MustParseAddr(a)
+	}
+	pod = injected(t, pod, stack, held...)
 	if err := k8s.Create(ctx, pod); err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,3 @@
-// Package cli tests kubectl-fstack's commands that talk to a cluster against a real
-// kube-apiserver and etcd (envtest, KUBEBUILDER_ASSETS from hack/envtest-assets.sh; `make
-// test-envtest`). Nodes are objects only here: no kubelet runs, so the reports are written as the
-// node agent writes them.
 package envtest
 
 import (
@@ -22,6 +18,8 @@ import (
 	"github.com/kube-fstack/kube-fstack/kubectl-fstack/internal/cli"
 )
 
+// doctor's node checks on an API server of its own, without the CRDs (doctor also serves before
+// kube-fstack is installed), whose only nodes are the three made here.
 func TestDoctor(t *testing.T) {
 	kubeconfig, cs := startAPIServer(t)
 	fit := &nodecheck.Report{

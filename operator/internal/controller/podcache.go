@@ -140,7 +140,7 @@ func keep(m map[string]string, key string, n int) map[string]string {
 // servedAnnotations keeps in t what served.Addresses reads of annotations: the addresses
 // annotation, the spec version, and the spec snapshot reduced to its ports' names and
 // addressing. The snapshot is a pod's to write, up to its 256 KiB of annotations; reduced, a
-// stack's 64 ports at most cost a few KiB. A snapshot that does not decode (or is over served's
+// stack's podcontract.MaxPorts ports at most cost a few KiB. A snapshot that does not decode (or is over served's
 // bound) is kept as a short value that does not either, so the pod is skipped as it would have
 // been.
 func servedAnnotations(a map[string]string, t *corev1.Pod) {
@@ -164,7 +164,7 @@ func servedAnnotations(a map[string]string, t *corev1.Pod) {
 }
 
 const (
-	maxSnapshotPorts = 64
+	maxSnapshotPorts = podcontract.MaxPorts
 	maxSnapshotField = 64
 )
 
@@ -179,7 +179,7 @@ func reducedSnapshot(raw string) string {
 	if err := json.Unmarshal([]byte(raw), spec); err != nil {
 		return undecodable
 	}
-	// The CRD's bounds, which an annotation never met: 64 ports, names of 32 characters, and an
+	// The CRD's bounds, which an annotation never met: podcontract.MaxPorts ports, names of 32 characters, and an
 	// address with its prefix is at most 43. A snapshot beyond them is not the injector's.
 	if len(spec.Ports) > maxSnapshotPorts {
 		return undecodable

@@ -186,7 +186,7 @@ func TestTrimPodKeepsTheServedAddresses(t *testing.T) {
 	if _, err := served.Addresses(cached, ""); err == nil {
 		t.Error("the cut addresses annotation was read as valid")
 	}
-	many := fsv1.StackInstanceSpec{Ports: make([]fsv1.PortSpec, 65)}
+	many := fsv1.StackInstanceSpec{Ports: make([]fsv1.PortSpec, podcontract.MaxPorts+1)}
 	raw, _ = json.Marshal(many)
 	for _, snap := range []string{string(raw), "{not json", strings.Repeat(" ", 300<<10) + "{}"} {
 		cached := trim(pod(snap, nil))

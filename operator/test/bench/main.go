@@ -63,6 +63,7 @@ func main() {
 
 func run(root, operator string, pods, stacks int, http1, audit bool, operatorEnv []string) error {
 	env := testenv.Environment(root)
+	testenv.InstallWebhooks(env, root)
 	auditLog := ""
 	if audit {
 		var err error

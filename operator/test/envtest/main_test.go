@@ -74,6 +74,7 @@ func run(m *testing.M) int {
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
 	env = testenv.Environment(root)
+	testenv.InstallWebhooks(env, root)
 	pki, err := os.MkdirTemp("", "kube-fstack-envtest-pki-")
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "webhook client PKI: %v\n", err)

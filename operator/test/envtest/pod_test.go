@@ -144,6 +144,10 @@ func TestStatusFollowsPods(t *testing.T) {
 		pods = append(pods, pod)
 	}
 	waitStatus(t, si.Name, 2, 0, fsv1.ReasonPodsNotReady, "0 of 2 pods have a ready dataplane")
+	// `kubectl get fsi` says the same: Ready is ready/bound pods, Status the Ready condition's reason.
+	if cells := getColumns(t, optedInNS, si.Name); cells["Ready"] != "0/2" || cells["Status"] != fsv1.ReasonPodsNotReady || cells["Valid"] != "True" {
+		t.Errorf("kubectl get columns %v", cells)
+	}
 	for _, pod := range pods {
 		pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: podcontract.DataplaneContainer, Ready: true, Image: "x", ImageID: "x"}}
 		if err := k8s.Status().Update(ctx, pod); err != nil {
