@@ -23,7 +23,7 @@ func BenchmarkRender(b *testing.B) {
 		b.Run(strings.TrimSuffix(filepath.Base(sc), ".facts.yaml"), func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
-				if _, err := render.Render(spec, facts); err != nil {
+				if _, err := render.RenderRaw(spec, facts); err != nil {
 					b.Fatal(err)
 				}
 			}
