@@ -1,8 +1,9 @@
 // Package render turns a StackInstance spec and the facts of one pod into what F-Stack runs:
 // config.ini, the EAL argv F-Stack builds from it for each process, and what the app containers'
-// launcher needs to give the app the shim's environment. It validates everything F-Stack itself would crash on or silently ignore,
-// returning every problem at once with its field path. It is pure: the operator, the dataplane
-// supervisor and the CLI share it.
+// launcher needs to give the app the shim's environment. Prepare applies every default to a spec
+// and checks everything F-Stack itself would crash on or silently ignore, returning every problem
+// at once with its field path, once per path; what it returns (a *Spec) is what the rest takes.
+// It is pure: the operator, the dataplane supervisor and the CLI share it.
 package render
 
 import (
