@@ -314,8 +314,9 @@ func (l *Launcher) supervise(ctx context.Context, a *app, env []string, gen stri
 	watch := l.appWatch(a)
 	pid := l.newPidFile(a, cmd.Process.Pid)
 	defer pid.release()
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
+	// The app's exit, once it is reaped, is the cause that ends exited.
+	exited, exit := context.WithCancelCause(context.Background())
+	go func() { _ = cmd.Wait(); exit(errAppExited) }()
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs)
 	defer signal.Stop(sigs)
@@ -326,7 +327,7 @@ func (l *Launcher) supervise(ctx context.Context, a *app, env []string, gen stri
 	stopping := false
 	for {
 		select {
-		case <-done:
+		case <-exited.Done():
 			code := exitCode(cmd.ProcessState)
 			if stopping || code == 0 {
 				return final(code)
@@ -335,11 +336,11 @@ func (l *Launcher) supervise(ctx context.Context, a *app, env []string, gen stri
 		case s := <-sigs:
 			if a.nginx && (s == syscall.SIGTERM || s == syscall.SIGINT) {
 				l.log().Info("stopping nginx: SIGQUIT, then SIGTERM after quitGrace, then SIGKILL after termGrace more", "signal", s.String(), logging.KeyPID, cmd.Process.Pid, "quitGrace", l.QuitGrace.String(), "termGrace", l.TermGrace.String())
-				l.stopNginx(cmd.Process.Pid, done)
+				l.stopNginx(cmd.Process.Pid, exited)
 				return final(exitCode(cmd.ProcessState))
 			}
 			if a.nginx && s == syscall.SIGHUP {
-				if out, ok := l.reload(ctx, a, cmd.Process.Pid, done, "SIGHUP to the launcher (nginx -s reload reads the launcher's pid from "+a.pidFile+")"); ok {
+				if out, ok := l.reload(ctx, a, cmd.Process.Pid, exited, "SIGHUP to the launcher (nginx -s reload reads the launcher's pid from "+a.pidFile+")"); ok {
 					return out
 				}
 				continue
@@ -352,15 +353,15 @@ func (l *Launcher) supervise(ctx context.Context, a *app, env []string, gen stri
 			}
 		case <-ctx.Done():
 			if a.nginx {
-				l.stopNginx(cmd.Process.Pid, done)
+				l.stopNginx(cmd.Process.Pid, exited)
 			} else {
-				l.stop(cmd, done)
+				l.stop(cmd, exited)
 			}
 			return final(exitCode(cmd.ProcessState))
 		case <-tick.C:
 			if now := l.read(podcontract.GenerationFile); now != gen {
 				l.log().Info("the dataplane restarted: stopping the app so it starts again against the new dataplane", logging.KeyGeneration, gen, "now", now, logging.KeyPID, cmd.Process.Pid)
-				l.stopWithin(cmd, done, l.MovedGrace)
+				l.stopWithin(cmd, exited, l.MovedGrace)
 				return outcome{code: ExitDataplaneRestarted, reason: podcontract.AppRestartDataplane, msg: fmt.Sprintf("the dataplane's generation moved from %s to %s", gen, now)}
 			}
 			pid.takeOver()
@@ -370,17 +371,20 @@ func (l *Launcher) supervise(ctx context.Context, a *app, env []string, gen stri
 			why := watch.look(cmd.Process.Pid, time.Now())
 			if why != "" && watch.reloaded {
 				l.log().Warn(why + ": under the shim re-forked workers cannot serve; restarting nginx in place instead")
-				l.stopNginx(cmd.Process.Pid, done)
+				l.stopNginx(cmd.Process.Pid, exited)
 				return outcome{code: ExitAppBroken, reason: podcontract.AppRestartReload, msg: why}
 			}
 			if why != "" {
 				l.appBroken(why)
-				l.stopNginx(cmd.Process.Pid, done)
+				l.stopNginx(cmd.Process.Pid, exited)
 				return outcome{code: ExitAppBroken, reason: podcontract.AppRestartBroken, msg: why}
 			}
 		}
 	}
 }
+
+// errAppExited ends the context that stands for the app's process once it has exited.
+var errAppExited = errors.New("the app exited")
 
 // describeExit says how the app ended, for the restart's record.
 func describeExit(ps *os.ProcessState) string {
@@ -390,15 +394,15 @@ func describeExit(ps *os.ProcessState) string {
 	return fmt.Sprintf("exit status %d", ps.ExitCode())
 }
 
-func (l *Launcher) stop(cmd *exec.Cmd, done <-chan struct{}) { l.stopWithin(cmd, done, l.Grace) }
+func (l *Launcher) stop(cmd *exec.Cmd, exited context.Context) { l.stopWithin(cmd, exited, l.Grace) }
 
-func (l *Launcher) stopWithin(cmd *exec.Cmd, done <-chan struct{}, grace time.Duration) {
+func (l *Launcher) stopWithin(cmd *exec.Cmd, exited context.Context, grace time.Duration) {
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-done:
+	case <-exited.Done():
 	case <-time.After(grace):
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-done
+		<-exited.Done()
 	}
 }
 

@@ -106,14 +106,14 @@ func withoutPreload(env []string) []string {
 // listeners, exit), then SIGTERM (fast shutdown), then SIGKILL to the whole process group, each
 // step bounded. Under the shim workers often keep spinning after SIGQUIT, and every process
 // killed leaks one of its instance's 32 shim contexts, so the log says what it took.
-func (l *Launcher) stopNginx(pid int, done <-chan struct{}) {
+func (l *Launcher) stopNginx(pid int, exited context.Context) {
 	begin := time.Now()
 	for _, step := range []struct {
 		sig   syscall.Signal
 		bound time.Duration
 	}{{syscall.SIGQUIT, l.QuitGrace}, {syscall.SIGTERM, l.TermGrace}} {
 		_ = syscall.Kill(pid, step.sig)
-		if l.waitGroupGone(pid, done, step.bound) {
+		if l.waitGroupGone(pid, exited, step.bound) {
 			l.log().Info("nginx stopped", "signal", step.sig.String(), logging.KeyPID, pid, "elapsed", time.Since(begin).Round(time.Millisecond).String())
 			return
 		}
@@ -121,17 +121,17 @@ func (l *Launcher) stopNginx(pid int, done <-chan struct{}) {
 	}
 	left := groupMembers(pid)
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
-	<-done
+	<-exited.Done()
 	l.log().Warn("nginx needed SIGKILL: each process killed held a shim context that is now lost until the dataplane restarts", "killed", len(left), "pids", fmt.Sprint(left))
 }
 
 // waitGroupGone waits until the master has exited and no process of its group is left (workers
 // may outlive their master), bounded.
-func (l *Launcher) waitGroupGone(pgid int, done <-chan struct{}, bound time.Duration) bool {
+func (l *Launcher) waitGroupGone(pgid int, exited context.Context, bound time.Duration) bool {
 	deadline := time.Now().Add(bound)
 	for {
 		select {
-		case <-done:
+		case <-exited.Done():
 			if len(groupMembers(pgid)) == 0 {
 				return true
 			}

@@ -85,7 +85,7 @@ func (p *pidFile) release() {
 // reload judges and tests the configuration Nginx would now read; when it passes, it stops the
 // running Nginx gracefully and returns the outcome that restarts it (true). When it does not,
 // the running Nginx goes on serving (false).
-func (l *Launcher) reload(ctx context.Context, a *app, pid int, done <-chan struct{}, why string) (outcome, bool) {
+func (l *Launcher) reload(ctx context.Context, a *app, pid int, exited context.Context, why string) (outcome, bool) {
 	begin := time.Now()
 	next, err := l.prepareApp(ctx, a.orig)
 	if err == nil {
@@ -96,7 +96,7 @@ func (l *Launcher) reload(ctx context.Context, a *app, pid int, done <-chan stru
 		return outcome{}, false
 	}
 	l.log().Info("reload: nginx under the shim cannot re-fork its workers; restarting it in place with the new configuration", "cause", why, logging.KeyPID, pid)
-	l.stopNginx(pid, done)
+	l.stopNginx(pid, exited)
 	return outcome{code: ExitAppBroken, reason: podcontract.AppRestartReload,
 		msg: fmt.Sprintf("nginx reloaded (%s); stopped in %s", why, time.Since(begin).Round(time.Millisecond))}, true
 }

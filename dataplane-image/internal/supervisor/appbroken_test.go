@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"os"
@@ -25,10 +26,9 @@ func TestAppProbesFailWhileTheLauncherSaysTheAppCannotServe(t *testing.T) {
 		`"/app-probe/other/liveness":{"port":80,"timeoutSeconds":1}}`
 	s := New(Config{AppProbes: probes, Paths: facts.Paths{ShimDir: t.TempDir(), AppStateDir: state}, NodeIPs: testNode}, nil, io.Discard)
 	s.health.ready.Store(true)
-	s.app.agent.Store(newProbeAgent(bin, nil, s.log))
-	t.Cleanup(func() { s.app.agent.Load().stop(0) })
+	t.Cleanup(s.app.Stop)
 	// The supervisor attaches the agent before ready (its first attach takes the fake 1.2 s).
-	if _, err := s.app.agent.Load().running(time.Now().Add(10*time.Second), nil); err != nil {
+	if err := s.app.Start(context.Background(), bin, nil, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	srv := s.handler()

@@ -1,9 +1,9 @@
 package supervisor
 
 import (
+	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,12 +13,9 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-
 	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/render"
-	"github.com/kube-fstack/kube-fstack/internal/test/syncbuf"
 )
 
 // fakeAgent stands in for fstack-probe-agent (tested on its own in dataplane-image/probe-agent):
@@ -84,7 +81,7 @@ func TestAppProbesThroughTheAgent(t *testing.T) {
 
 	s := h.supervisor("primary", "secondary")
 	s.Cfg.AppProbes, s.Cfg.ProbeAgent, s.Cfg.NodeIPs = appProbes(t), agentBin, testNode
-	s.app = newAppProbing(s.Cfg.AppProbes)
+	s.app = s.newProber()
 	srv := s.handler()
 	expect := func(path string, code int, body string) {
 		t.Helper()
@@ -95,8 +92,9 @@ func TestAppProbesThroughTheAgent(t *testing.T) {
 	// Not ready: fail, so the kubelet's startup probe keeps waiting.
 	expect("/app-probe/app/readiness", http.StatusServiceUnavailable, "not ready")
 
-	stop := make(chan struct{})
-	done := run(s, stop)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	done := run(s, ctx)
 	eventually(t, "ready", s.health.ready.Load)
 	expect("/app-probe/app/readiness", http.StatusOK, "GET /healthz?x=1 on port 80: HTTP 204")
 	expect("/app-probe/app/liveness", http.StatusOK, "tcp port 80: connected")
@@ -129,15 +127,15 @@ func TestAppProbesThroughTheAgent(t *testing.T) {
 
 	// A late answer is not a stuck agent: the probe fails, the agent lives on and answers the
 	// next probe once it has finished (no kill, no leaked context).
-	first := s.app.agent.Load().cur.cmd.Process.Pid
+	first := s.app.Agent().PID()
 	expect("/app-probe/b/liveness", http.StatusServiceUnavailable, "no answer from the probe agent within the probe's timeout")
 	eventually(t, "the agent answering again", func() bool { c, _ := get(t, srv, "/app-probe/app/liveness"); return c == http.StatusOK })
-	if pid := s.app.agent.Load().cur.cmd.Process.Pid; pid != first {
+	if pid := s.app.Agent().PID(); pid != first {
 		t.Errorf("the agent was replaced (pid %d, was %d) after a late answer", pid, first)
 	}
 	// One that answers neither its probe nor the liveness ping after it is killed once
 	// stuckAfter passes; a dead one is replaced; the next probe gets a fresh agent either way.
-	s.app.agent.Load().stuckAfter = 100 * time.Millisecond
+	s.app.Agent().StuckAfter = 100 * time.Millisecond
 	expect("/app-probe/d/liveness", http.StatusServiceUnavailable, "no answer from the probe agent within the probe's timeout")
 	expect("/app-probe/app/liveness", http.StatusServiceUnavailable, "stopped answering, even its liveness ping, and was killed")
 	expect("/app-probe/app/liveness", http.StatusOK, "connected")
@@ -150,7 +148,7 @@ func TestAppProbesThroughTheAgent(t *testing.T) {
 		}
 	}
 
-	close(stop)
+	stop()
 	if err := waitResult(t, done); err != nil {
 		t.Fatal(err)
 	}
@@ -178,46 +176,6 @@ func TestAppProbesThroughTheAgent(t *testing.T) {
 	expect("/app-probe/app/liveness", http.StatusServiceUnavailable, "not ready")
 }
 
-// An agent that never stays up is started a bounded number of times: each start of a real one
-// takes a shim context, and one that crashes never gives it back.
-// harmlessLibrary is a library the fake agent can preload for real: the C library it already uses.
-func harmlessLibrary(t *testing.T) string {
-	t.Helper()
-	for _, p := range []string{"/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/x86_64-linux-gnu/libc.so.6", "/lib64/libc.so.6", "/usr/lib64/libc.so.6"} {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	t.Fatal("no libc.so.6 in the usual places to preload into the fake agent")
-	return ""
-}
-
-func TestProbeAgentStartsAreBounded(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "agent")
-	mustDo(t, os.WriteFile(bin, []byte("#!/bin/sh\nexit 1\n"), 0o755))
-	log := &syncbuf.Buffer{}
-	a := newProbeAgent(bin, nil, slog.New(slog.NewTextHandler(log, nil)))
-	var told []string
-	a.exhausted = func(msg string) { told = append(told, msg) }
-	req := func(time.Duration) []byte { return []byte("tcp 127.0.0.1 80 100\n") }
-	var err error
-	for range a.maxStarts + 2 {
-		_, err = a.ask(req, time.Now().Add(time.Second))
-	}
-	if err == nil || !strings.Contains(err.Error(), "started 5 times") {
-		t.Fatalf("want the start bound in the error, got %v", err)
-	}
-	// Running out is said once, loudly: the log, the metric and the supervisor's health.
-	if len(told) != 1 || strings.Count(log.String(), "started 5 times in this generation") != 1 {
-		t.Errorf("want the exhausted budget told once, got %q and log:\n%s", told, log.String())
-	}
-	var m dto.Metric
-	mustDo(t, a.metrics.exhausted.Write(&m))
-	if v := m.GetGauge().GetValue(); v != 1 {
-		t.Errorf("fstack_probe_agent_starts_exhausted = %g, want 1", v)
-	}
-}
-
 // With its starts used up, the dataplane's liveness fails, naming why: the kubelet restarts it
 // (an event), which brings fresh zones and a fresh budget.
 func TestAgentOutOfStartsFailsHealth(t *testing.T) {
@@ -233,30 +191,6 @@ func TestAppProbesUnreadable(t *testing.T) {
 	s.health.ready.Store(true)
 	if c, b := get(t, s.handler(), "/app-probe/a/readiness"); c != http.StatusServiceUnavailable || !strings.Contains(b, podcontract.EnvAppProbes) {
 		t.Fatalf("a hostile probe was not refused: %d %q", c, b)
-	}
-}
-
-func TestAgentCPU(t *testing.T) {
-	eal := func(masks ...string) *render.Result {
-		res := &render.Result{}
-		for _, m := range masks {
-			res.EAL = append(res.EAL, []string{"f-stack", "-c" + m, "-n4"})
-		}
-		return res
-	}
-	for _, c := range []struct {
-		res  *render.Result
-		want int
-		ok   bool
-	}{
-		{eal("4"), 2, true},                                 // one process: its CPU
-		{eal("4", "8", "10"), 4, true},                      // the last process's, not process 0's
-		{eal("4", "8000000000000"), 2, true},                // CPU 51 is above what the shim takes
-		{eal("8000000000000", "10000000000000"), 52, false}, // none it takes: warned
-	} {
-		if got, ok := agentCPU(c.res); got != c.want || ok != c.ok {
-			t.Errorf("%v: CPU %d %v, want %d %v", c.res.EAL, got, ok, c.want, c.ok)
-		}
 	}
 }
 
@@ -278,4 +212,16 @@ func TestAgentShimMode(t *testing.T) {
 			t.Errorf("%+v: %s, want %s", c, got, c.want)
 		}
 	}
+}
+
+// harmlessLibrary is a library the fake agent can preload for real: the C library it already uses.
+func harmlessLibrary(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{"/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/x86_64-linux-gnu/libc.so.6", "/lib64/libc.so.6", "/usr/lib64/libc.so.6"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	t.Fatal("no libc.so.6 in the usual places to preload into the fake agent")
+	return ""
 }

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -40,9 +41,10 @@ func relayLines(log *slog.Logger, r io.Reader, attrs ...any) {
 	}
 }
 
-// startChild starts argv as process id; exited receives it once it has exited and its output
-// has been logged, each line to log (which says whose output it is) with the child's pid.
-func startChild(id int, argv, env []string, log *slog.Logger, exited chan<- *child) (*child, error) {
+// startChild starts argv as process id; once it has exited and its output has been logged,
+// each line to log (which says whose output it is) with the child's pid, it ends the
+// generation with a processExit (end: the generation's cancel).
+func startChild(id int, argv, env []string, log *slog.Logger, end context.CancelCauseFunc) (*child, error) {
 	c := &child{id: id, done: make(chan struct{})}
 	c.cmd = exec.Command(argv[0], argv[1:]...)
 	c.cmd.Env = env
@@ -76,7 +78,7 @@ func startChild(id int, argv, env []string, log *slog.Logger, exited chan<- *chi
 		relayLines(log, outR, logging.KeyPID, pid)
 		outR.Close()
 	}()
-	go c.wait(exited)
+	go c.wait(end)
 	return c, nil
 }
 
@@ -87,13 +89,21 @@ type cannotExec struct{ err error }
 func (e *cannotExec) Error() string { return e.err.Error() }
 func (e *cannotExec) Unwrap() error { return e.err }
 
-func (c *child) wait(exited chan<- *child) {
+func (c *child) wait(end context.CancelCauseFunc) {
 	c.err = c.cmd.Wait()
 	c.state = c.cmd.ProcessState
 	c.logs.Wait()
 	c.stdin.Close()
 	close(c.done)
-	exited <- c
+	end(&processExit{c})
+}
+
+// processExit is the cause of a generation ended by one of its processes exiting (the first to
+// exit: a cause is set once).
+type processExit struct{ c *child }
+
+func (e *processExit) Error() string {
+	return fmt.Sprintf("F-Stack process %d (%s) exited: %s", e.c.id, procType(e.c.id), e.c.status())
 }
 
 func (c *child) alive() bool {

@@ -4,11 +4,14 @@
 // containers, reports readiness and metrics, and starts a new generation in place when a process
 // dies (restart.go).
 //
-// It is the supervision core: the run loop, the processes (F-Stack, a native program or
-// F-Stack's Nginx), the shim placement, the app probes through the probe agent and the HTTP
+// It is the supervision core: Run, a generation's start as a list of steps (steps.go: each
+// generation runs under a context whose cancel cause says why it ended), the processes it
+// starts (F-Stack, a native program or F-Stack's Nginx master), the shim placement and the HTTP
 // endpoints. What it builds on lives beside it: facts (what only the pod knows: the spec
 // snapshot, CPUs, attachments, PCI, hugepages, the placed launcher), readiness (when a DPDK
-// process counts as started), contexts (the shim's free contexts) and metrics (its collectors).
+// process counts as started), contexts (the shim's free contexts), appprobe (the app's probes
+// through the probe agent), native (a program linked with libfstack, F-Stack's Nginx) and
+// metrics (its collectors). None of them imports the core.
 package supervisor
 
 import (
@@ -35,7 +38,7 @@ type Launch struct {
 	// Native runs a program linked with libfstack (the StackInstance's spec.program) instead of
 	// F-Stack's fstack: PerProcess starts NativeArgv once per F-Stack process with F-Stack's own
 	// arguments appended, as F-Stack's start.sh; Nginx starts NativeArgv, F-Stack's Nginx, once,
-	// and its master forks the processes (nginx.go).
+	// and its master forks the processes (nginx.go, native/).
 	Native     fsv1.ProgramMode
 	NativeArgv []string
 	// NginxBuild asks F-Stack's Nginx for its compiled-in paths (nginx -V) when its command
@@ -83,7 +86,7 @@ type Config struct {
 	// mode (--require-shim=false only warns).
 	RequireShim bool
 	// AppProbes is podcontract.EnvAppProbes: the app probes the injector rewrote to this
-	// supervisor, performed by ProbeAgent through F-Stack (appprobe.go).
+	// supervisor, performed by ProbeAgent through F-Stack (appprobe/).
 	AppProbes  string
 	ProbeAgent string
 	// NodeIPs is podcontract.EnvNodeIPs: with the pod's default gateways, the only callers

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,7 +19,6 @@ import (
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/contexts"
 	"github.com/kube-fstack/kube-fstack/internal/fsutil"
 	"github.com/kube-fstack/kube-fstack/internal/logging"
-	"github.com/kube-fstack/kube-fstack/internal/render"
 	"github.com/kube-fstack/kube-fstack/internal/shimctx"
 )
 
@@ -56,11 +56,13 @@ func (s *Supervisor) newContextMetrics() {
 // contextWatch publishes readings of one generation and turns a justified restart request into
 // a restart.
 type contextWatch struct {
-	s       *Supervisor
-	src     contexts.ContextSource
-	gen     int
-	restart chan struct{}
-	stop    chan struct{}
+	s   *Supervisor
+	src contexts.ContextSource
+	gen int
+	// restart ends the generation (ErrRestartRequested); cancel and done end the readings.
+	restart context.CancelCauseFunc
+	ctx     context.Context
+	cancel  context.CancelFunc
 	done    chan struct{}
 }
 
@@ -69,28 +71,31 @@ type contextWatch struct {
 // ff_init returns, seconds after its port is up (docs/fstack-rules.md §9), and a launcher that found
 // no reading at ready would start its app without checking the contexts. So it waits, bounded
 // like every start step, until every instance's contexts have been read once. Without a source
-// it returns nil.
-func (s *Supervisor) watchContexts(gen int, procs []*child, stop <-chan struct{}) (*contextWatch, error) {
+// nothing is watched.
+func (g *generation) watchContexts() error {
+	s := g.s
 	src := s.Contexts
 	if src == nil {
-		return nil, nil
+		return nil
 	}
-	if err := src.Reset(procs[0].cmd.Process.Pid, len(procs)); err != nil {
-		return nil, err
+	if err := src.Reset(g.procs[0].cmd.Process.Pid, len(g.procs)); err != nil {
+		return err
 	}
-	w := &contextWatch{s: s, src: src, gen: gen, restart: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
-	s.log.Info("shim contexts: read every interval", "source", src.Name(), "interval", w.interval().String(), logging.KeyGeneration, gen)
+	w := &contextWatch{s: s, src: src, gen: g.gen, restart: g.end, done: make(chan struct{})}
+	s.log.Info("shim contexts: read every interval", "source", src.Name(), "interval", w.interval().String(), logging.KeyGeneration, g.gen)
 	first := func() error {
 		if st := w.publish(); st.Error != "" {
 			return errors.New(st.Error)
 		}
 		return nil
 	}
-	if err := startStep("the shim's contexts of every F-Stack process read once ("+src.Name()+")", procs, s.Cfg.Timing, stop, first); err != nil {
-		return nil, err
+	if err := startStep(g.ctx, "the shim's contexts of every F-Stack process read once ("+src.Name()+")", s.Cfg.Timing, first); err != nil {
+		return err
 	}
+	w.ctx, w.cancel = context.WithCancel(g.ctx)
+	g.contexts = w
 	go w.loop()
-	return w, nil
+	return nil
 }
 
 func (w *contextWatch) loop() {
@@ -99,13 +104,13 @@ func (w *contextWatch) loop() {
 	defer t.Stop()
 	for {
 		select {
-		case <-w.stop:
+		case <-w.ctx.Done():
 			return
 		case <-t.C:
 		}
 		st := w.publish()
 		if w.justified(st) {
-			close(w.restart)
+			w.restart(ErrRestartRequested)
 			return
 		}
 	}
@@ -123,16 +128,8 @@ func (w *contextWatch) Stop() {
 	if w == nil {
 		return
 	}
-	close(w.stop)
+	w.cancel()
 	<-w.done
-}
-
-// restarts is nil-safe for watch's select.
-func (w *contextWatch) restarts() <-chan struct{} {
-	if w == nil {
-		return nil
-	}
-	return w.restart
 }
 
 // publish reads every instance, updates the metrics and writes the state for the launchers.
@@ -270,7 +267,9 @@ func (c *Config) contextSource(prefix string) (contexts.ContextSource, error) {
 
 // resetContexts makes the source when none was given and clears the previous generation's
 // state and requests: the launcher must not read a dead generation's counts as current.
-func (s *Supervisor) resetContexts(res *render.Result) error {
+func (g *generation) resetContexts() error {
+	s := g.s
+	res := g.res
 	if sh := res.Spec.Shim.Enabled; sh == nil || !*sh {
 		s.Contexts = nil // no shim, no contexts: the launcher then checks nothing
 	} else if s.Contexts == nil {

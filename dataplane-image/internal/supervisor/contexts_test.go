@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -26,7 +27,7 @@ func TestRestartsForAJustifiedContextRequest(t *testing.T) {
 	h.writeDevinfo()
 	s := h.supervisor("primary", "secondary")
 	s.Cfg.ShimContexts, s.Cfg.ContextKinds = slots.Kind, map[string]func(string, string) contexts.ContextSource{slots.Kind: slots.Maker(0)}
-	res := run(s, make(chan struct{}))
+	res := run(s, context.Background())
 	eventually(t, "ready", func() bool { return h.shimFile(podcontract.ReadyFile) == "1" })
 	slots := filepath.Join(h.paths.RuntimeDir, "rte", slots.SlotFile(0))
 	st, err := shimctx.ReadState(h.paths.ShimDir)
@@ -54,8 +55,9 @@ func TestRestartsForAJustifiedContextRequest(t *testing.T) {
 	if h.shimFile(podcontract.ReadyFile) != "" {
 		t.Fatal("the ready marker survived the restart's shutdown")
 	}
-	stop := make(chan struct{})
-	res = run(s, stop)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	res = run(s, ctx)
 	eventually(t, "generation 2 ready", func() bool { return h.shimFile(podcontract.ReadyFile) == "2" })
 	if st, err := shimctx.ReadState(h.paths.ShimDir); err != nil || st.Generation != 2 || st.Instances[0].Free != 32 {
 		t.Fatalf("after the restart: %+v %v, want generation 2 with 32 free", st, err)
@@ -67,7 +69,7 @@ func TestRestartsForAJustifiedContextRequest(t *testing.T) {
 			t.Fatalf("metrics lack %q:\n%s", want, m)
 		}
 	}
-	close(stop)
+	stop()
 	mustDo(t, waitResult(t, res))
 }
 

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -77,9 +78,8 @@ func TestConcurrentCallersShareOneProbe(t *testing.T) {
 	s := New(Config{AppProbes: `{"/app-probe/app/liveness":{"port":86,"timeoutSeconds":5}}`, NodeIPs: testNode,
 		Paths: facts.Paths{ShimDir: t.TempDir()}}, nil, io.Discard)
 	s.health.ready.Store(true)
-	s.app.agent.Store(newProbeAgent(bin, nil, s.log))
-	t.Cleanup(func() { s.app.agent.Load().stop(0) })
-	if _, err := s.app.agent.Load().running(time.Now().Add(10*time.Second), nil); err != nil {
+	t.Cleanup(s.app.Stop)
+	if err := s.app.Start(context.Background(), bin, nil, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	h := s.handler()

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -118,9 +119,9 @@ func fakeTelemetryPeer(primary int) telemetry.Peer {
 }
 
 // run starts Run in the background; the result arrives on the channel.
-func run(s *Supervisor, stop <-chan struct{}) <-chan error {
+func run(s *Supervisor, ctx context.Context) <-chan error {
 	ch := make(chan error, 1)
-	go func() { ch <- s.Run(stop) }()
+	go func() { ch <- s.Run(ctx) }()
 	return ch
 }
 

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -23,8 +24,9 @@ import (
 // of the dead primary is still attached (docs/fstack-rules.md §9). The generation has already
 // moved, so every launcher is stopping its app; the pod shares one PID namespace, so the log
 // can name who holds what. Bounded by Timing.SecondariesTimeout.
-func (s *Supervisor) awaitOldSecondaries(prefix string, stop <-chan struct{}) error {
-	dir := filepath.Join(s.Cfg.Paths.RuntimeDir, prefix)
+func (g *generation) awaitOldSecondaries() error {
+	s := g.s
+	dir := filepath.Join(s.Cfg.Paths.RuntimeDir, g.prefix)
 	held := heldRuntimeFiles(dir)
 	if len(held) == 0 {
 		return nil
@@ -42,8 +44,8 @@ func (s *Supervisor) awaitOldSecondaries(prefix string, stop <-chan struct{}) er
 	defer tick.Stop()
 	for len(held) > 0 {
 		select {
-		case <-stop:
-			return errStopped
+		case <-g.ctx.Done():
+			return context.Cause(g.ctx)
 		case <-deadline.C:
 			return fmt.Errorf("the previous generation's DPDK secondaries still hold its runtime files after %s: %s; a new primary cannot start while they do (EAL: Cannot allocate memzone list): stop them (their container's launcher does when the generation moves)",
 				bound, describeHolders(held, "/proc"))

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -41,8 +42,9 @@ func TestNewPrimaryWaitsForTheOldSecondaries(t *testing.T) {
 	holder := holdShared(t, memzone)
 
 	s := h.supervisor("primary", "secondary")
-	stop := make(chan struct{})
-	res := run(s, stop)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	res := run(s, ctx)
 	want := fmt.Sprintf("fbarray_memzone held by pid %d (flock)", holder.Process.Pid)
 	eventually(t, "the wait naming the holder", func() bool {
 		return strings.Contains(h.logLine("waiting for the previous generation's DPDK secondaries to exit")["holders"], want)
@@ -60,7 +62,7 @@ func TestNewPrimaryWaitsForTheOldSecondaries(t *testing.T) {
 	if !h.logged("the previous generation's secondaries are gone", "elapsed", "") {
 		t.Errorf("the log does not say the wait ended:\n%s", h.log.String())
 	}
-	close(stop)
+	stop()
 	mustDo(t, waitResult(t, res))
 }
 
@@ -75,7 +77,7 @@ func TestOldSecondariesThatStayFailTheStart(t *testing.T) {
 	holder := holdShared(t, seg)
 	s := h.supervisor("primary", "secondary")
 	s.Cfg.Timing.SecondariesTimeout = 300 * time.Millisecond
-	err := waitResult(t, run(s, make(chan struct{})))
+	err := waitResult(t, run(s, context.Background()))
 	want := fmt.Sprintf("fbarray_memseg-2048k-0-0 held by pid %d (flock)", holder.Process.Pid)
 	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "Cannot allocate memzone list") {
 		t.Fatalf("got %v, want the start refused naming %q", err, want)

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/appprobe"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/facts"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/readiness"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
@@ -105,7 +106,7 @@ func TestAFIFOInTheAppStateVolumeIsRefused(t *testing.T) {
 		t.Fatalf("the FIFO request stayed: %v", err)
 	}
 	var why string
-	mustReturn(t, "the app-broken marker's read", func() { why = s.appBroken("/app-probe/nginx/liveness") })
+	mustReturn(t, "the app-broken marker's read", func() { why = appprobe.Broken(s.Cfg.Paths.AppStateDir, "/app-probe/nginx/liveness") })
 	if !strings.Contains(why, "cannot be read") || !strings.Contains(why, "a FIFO") {
 		t.Fatalf("app probe: %q", why)
 	}

@@ -55,7 +55,7 @@ func (s *Supervisor) handler() http.Handler {
 		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	mux.HandleFunc(podcontract.AppProbePrefix, s.serveAppProbe)
+	mux.Handle(podcontract.AppProbePrefix, s.app)
 	// Beside /metrics and as reachable: the operator's tools read it from outside the pod.
 	mux.HandleFunc(podcontract.StatusPath, s.serveStatus)
 	mux.HandleFunc(podcontract.ConfigPath, s.serveConfig)

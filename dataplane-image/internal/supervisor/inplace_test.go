@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,9 +19,9 @@ import (
 )
 
 // runInPlace starts RunInPlace in the background.
-func runInPlace(s *Supervisor, stop <-chan struct{}) <-chan error {
+func runInPlace(s *Supervisor, ctx context.Context) <-chan error {
 	ch := make(chan error, 1)
-	go func() { ch <- s.RunInPlace(stop) }()
+	go func() { ch <- s.RunInPlace(ctx) }()
 	return ch
 }
 
@@ -45,8 +46,9 @@ func TestPrimaryKilledThreeTimesRestartsInPlace(t *testing.T) {
 	h.writeDevinfo()
 	s := h.supervisor("primary", "secondary")
 	s.Cfg.Restarts = RestartBudget{Max: 10, Window: 10 * time.Minute}
-	stop := make(chan struct{})
-	res := runInPlace(s, stop)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	res := runInPlace(s, ctx)
 	for gen := 1; gen <= 4; gen++ {
 		eventually(t, fmt.Sprintf("generation %d ready", gen), func() bool { return h.shimFile(podcontract.ReadyFile) == strconv.Itoa(gen) })
 		if gen == 4 {
@@ -81,7 +83,7 @@ func TestPrimaryKilledThreeTimesRestartsInPlace(t *testing.T) {
 	if code, _ := get(t, s.handler(), podcontract.HealthzPath); code != http.StatusOK {
 		t.Errorf("/healthz %d after restarts in place: the kubelet would restart the container", code)
 	}
-	close(stop)
+	stop()
 	if err := waitResult(t, res); err != nil {
 		t.Fatalf("a stop after restarts in place returned %v, want nil", err)
 	}
@@ -95,7 +97,7 @@ func TestCrashLoopSpendsTheBudgetAndExits(t *testing.T) {
 	h.writeDevinfo()
 	s := h.supervisor("primary", "secondary-dies")
 	s.Cfg.Restarts = RestartBudget{Max: 2, Window: time.Hour}
-	err := waitResult(t, runInPlace(s, make(chan struct{})))
+	err := waitResult(t, runInPlace(s, context.Background()))
 	if err == nil || !strings.Contains(err.Error(), "crash loop: 2 restarts in place within 1h0m0s") || !strings.Contains(err.Error(), "F-Stack process 1 (secondary) exited") {
 		t.Fatalf("RunInPlace returned %v, want the crash loop naming the last death", err)
 	}
@@ -132,14 +134,14 @@ func TestWhatCannotRecoverInPlaceExits(t *testing.T) {
 	h := newHarness(t, vhostSpec(1))
 	s := h.supervisor("primary", "secondary")
 	s.Cfg.Restarts = RestartBudget{Max: 10, Window: time.Hour}
-	if err := waitResult(t, runInPlace(s, make(chan struct{}))); err == nil {
+	if err := waitResult(t, runInPlace(s, context.Background())); err == nil {
 		t.Fatal("a pod without its device info ran")
 	}
 	h2 := newHarness(t, vhostSpec(2))
 	h2.writeDevinfo()
 	s2 := h2.supervisor("primary-dies", "secondary")
 	s2.Cfg.Restarts = RestartBudget{Max: 10, Window: time.Hour}
-	err := waitResult(t, runInPlace(s2, make(chan struct{})))
+	err := waitResult(t, runInPlace(s2, context.Background()))
 	if err == nil || !strings.Contains(err.Error(), "process 0 died while starting") {
 		t.Fatalf("got %v", err)
 	}

@@ -18,12 +18,3 @@ func (s *Supervisor) fstackEnv(res *render.Result) []string {
 	}
 	return env
 }
-
-// fstackEnvNames are the names of res.FStackEnv, for F-Stack's Nginx's env directives.
-func fstackEnvNames(res *render.Result) []string {
-	var names []string
-	for _, e := range res.FStackEnv {
-		names = append(names, e.Name)
-	}
-	return names
-}

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -80,9 +81,11 @@ type linkWatch struct {
 	conn   *telemetry.Client
 	// failing is set while telemetry does not answer, so its failure is logged once.
 	failing bool
-	failed  chan error
-	stop    chan struct{}
-	done    chan struct{}
+	// fail ends the generation (ErrPortDown); cancel and done end the readings.
+	fail   context.CancelCauseFunc
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 // linkPorts are the spec's vhost-user ports with their DPDK ids, in id order. PCI and bonded
@@ -105,13 +108,16 @@ func linkPorts(res *render.Result) []*watchedPort {
 // Cfg.LinkInterval. Run calls it once the generation is ready: DPDK's start waits for OVS to
 // connect each server-mode port, so every link is up then and readiness does not flap. It
 // returns nil (nothing watched) when the interval is 0 or there is no vhost-user port.
-func (s *Supervisor) watchLinks(res *render.Result, prefix string, gen int) *linkWatch {
-	ports := linkPorts(res)
+func (g *generation) watchLinks() *linkWatch {
+	s := g.s
+	ports := linkPorts(g.res)
 	if s.Cfg.LinkInterval <= 0 || len(ports) == 0 {
 		return nil
 	}
-	w := &linkWatch{s: s, socket: telemetry.SocketPath(s.Cfg.Paths.RuntimeDir, prefix), gen: gen, ports: ports,
-		failed: make(chan error, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	gen := g.gen
+	w := &linkWatch{s: s, socket: telemetry.SocketPath(s.Cfg.Paths.RuntimeDir, g.prefix), gen: gen, ports: ports,
+		fail: g.end, done: make(chan struct{})}
+	w.ctx, w.cancel = context.WithCancel(g.ctx)
 	names := make([]string, len(ports))
 	for i, p := range ports {
 		names[i] = p.String()
@@ -130,11 +136,11 @@ func (w *linkWatch) loop() {
 	defer t.Stop()
 	for {
 		if err := w.check(); err != nil {
-			w.failed <- err
+			w.fail(err)
 			return
 		}
 		select {
-		case <-w.stop:
+		case <-w.ctx.Done():
 			return
 		case <-t.C:
 		}
@@ -257,21 +263,13 @@ func (w *linkWatch) portStatus() []podcontract.PortStatus {
 	return out
 }
 
-// failures is nil-safe for watch's select: ErrPortDown when a port stayed down too long.
-func (w *linkWatch) failures() <-chan error {
-	if w == nil {
-		return nil
-	}
-	return w.failed
-}
-
 // Stop ends the readings and the readiness they withdrew (nil-safe): the next generation
 // starts afresh.
 func (w *linkWatch) Stop() {
 	if w == nil {
 		return
 	}
-	close(w.stop)
+	w.cancel()
 	<-w.done
 	w.s.health.degrade("")
 }

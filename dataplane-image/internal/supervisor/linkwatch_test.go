@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"errors"
 	"net"
 	"net/http"
@@ -110,8 +111,9 @@ func TestLinkDownWithdrawsReadinessUntilItIsBack(t *testing.T) {
 	tel := serveFakeLinkTelemetry(t, h)
 	s := linkSupervisor(h, 0)
 	hh := s.handler()
-	stop := make(chan struct{})
-	res := run(s, stop)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	res := run(s, ctx)
 	eventually(t, "ready", func() bool { c, _ := get(t, hh, podcontract.ReadyzPath); return c == http.StatusOK })
 	tel.waitAsked(t, 2)
 	if tel.early.Load() {
@@ -165,7 +167,7 @@ func TestLinkDownWithdrawsReadinessUntilItIsBack(t *testing.T) {
 		t.Errorf("no line saying telemetry answers again:\n%s", h.log.String())
 	}
 
-	close(stop)
+	stop()
 	if err := waitResult(t, res); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
@@ -186,7 +188,7 @@ func TestLinkDownTooLongEndsTheGeneration(t *testing.T) {
 	tel := serveFakeLinkTelemetry(t, h)
 	s := linkSupervisor(h, 100*time.Millisecond)
 	hh := s.handler()
-	res := run(s, make(chan struct{}))
+	res := run(s, context.Background())
 	eventually(t, "ready", func() bool { c, _ := get(t, hh, podcontract.ReadyzPath); return c == http.StatusOK })
 	tel.link.Store("DOWN")
 	err := waitResult(t, res)

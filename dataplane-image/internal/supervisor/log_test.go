@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,10 +24,11 @@ func TestLogIsStructuredInBothFormats(t *testing.T) {
 				podcontract.PodInfoName: "web-0", podcontract.PodInfoStack: "edge\nlevel=ERROR msg=forged"})
 			h.logging = logging.Options{Format: format}
 			s := h.supervisor("primary", "secondary")
-			stop := make(chan struct{})
-			res := run(s, stop)
+			ctx, stop := context.WithCancel(context.Background())
+			defer stop()
+			res := run(s, ctx)
 			eventually(t, "the ready marker", func() bool { return h.shimFile(podcontract.ReadyFile) == "1" })
-			close(stop)
+			stop()
 			if err := waitResult(t, res); err != nil {
 				t.Fatal(err)
 			}

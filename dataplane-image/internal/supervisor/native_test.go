@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -38,8 +39,9 @@ func TestNativePerProcessStartsTheProgramAsStartSh(t *testing.T) {
 	h.writeDevinfo()
 	// The image's shim directory has a launcher: a native program must not get it placed.
 	mustDo(t, os.WriteFile(filepath.Join(h.paths.ImageShimDir, podcontract.Launcher), []byte("#!/bin/sh\n"), 0o755))
-	stop := make(chan struct{})
-	res := run(h.nativeSupervisor(fsv1.ProgramPerProcess), stop)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	res := run(h.nativeSupervisor(fsv1.ProgramPerProcess), ctx)
 	eventually(t, "the ready marker", func() bool { return h.shimFile(podcontract.ReadyFile) == "1" })
 	log := h.log.String()
 	conf := h.paths.ConfigFile
@@ -57,7 +59,7 @@ func TestNativePerProcessStartsTheProgramAsStartSh(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(h.paths.ShimDir, podcontract.Launcher)); err == nil {
 		t.Error("a native program has no app container: the launcher must not be placed")
 	}
-	close(stop)
+	stop()
 	if err := waitResult(t, res); err != nil {
 		t.Fatalf("a SIGTERM stop must return nil, got %v", err)
 	}
@@ -82,7 +84,7 @@ func TestNativeRefusesASpecThatSaysOtherwise(t *testing.T) {
 			if c.mode == "" {
 				s = h.supervisor("primary", "secondary")
 			}
-			err := waitResult(t, run(s, make(chan struct{})))
+			err := waitResult(t, run(s, context.Background()))
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("got %v, want an error saying %q", err, c.want)
 			}
@@ -110,7 +112,7 @@ func TestNativeNginxCountsTheMastersWorkers(t *testing.T) {
 	h := newHarness(t, nativeSpec(2, fsv1.ProgramNginx))
 	h.writeDevinfo()
 	sup := h.nginxSupervisor("events {}\n")
-	res := run(sup, make(chan struct{}))
+	res := run(sup, context.Background())
 	eventually(t, "the ready marker", func() bool { return h.shimFile(podcontract.ReadyFile) == "1" })
 	log := h.log.String()
 	want := `-g" "worker_processes 2; fstack_conf ` + h.paths.ConfigFile + `; daemon off; user root;"`
@@ -144,7 +146,7 @@ func TestNativeNginxCountsTheMastersWorkers(t *testing.T) {
 		t.Fatalf("got %v, want the dead worker named", err)
 	}
 	pid0 := h.workerPID(0)
-	eventually(t, "worker 0 stopped with its master", func() bool { st, _ := procState(pid0); return st == 0 })
+	eventually(t, "worker 0 stopped with its master", func() bool { _, err := os.Stat("/proc/" + strconv.Itoa(pid0)); return err != nil })
 }
 
 // A configuration that cannot serve the stack is refused before anything starts, naming the
@@ -152,7 +154,7 @@ func TestNativeNginxCountsTheMastersWorkers(t *testing.T) {
 func TestNativeNginxRefusesAConfigThatCannotWork(t *testing.T) {
 	h := newHarness(t, nativeSpec(2, fsv1.ProgramNginx))
 	h.writeDevinfo()
-	err := waitResult(t, run(h.nginxSupervisor("worker_processes 4;\nevents {}\n"), make(chan struct{})))
+	err := waitResult(t, run(h.nginxSupervisor("worker_processes 4;\nevents {}\n"), context.Background()))
 	if err == nil || !strings.Contains(err.Error(), `nginx.conf:1: "worker_processes 4"`) || !strings.Contains(err.Error(), `write "worker_processes 2;"`) {
 		t.Fatalf("got %v", err)
 	}

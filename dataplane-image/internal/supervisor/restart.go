@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,10 +71,10 @@ func (e *startFailed) Error() string   { return e.err.Error() }
 func (e *startFailed) Unwrap() []error { return []error{e.err, errStartFailed} }
 
 // startError marks err, from a step after the generation's processes were started, as a failed
-// start; a stop stays a stop, and a binary that cannot be executed is not retried.
+// start; a binary that cannot be executed is not retried.
 func startError(err error) error {
 	var ce *cannotExec
-	if err == nil || errors.Is(err, errStopped) || errors.As(err, &ce) {
+	if err == nil || errors.As(err, &ce) {
 		return err
 	}
 	return &startFailed{err: err}
@@ -86,12 +87,12 @@ type restartLog struct {
 	times    []time.Time // within the budget's window
 }
 
-// RunInPlace runs generations until a stop (nil) or an error no new generation can fix,
+// RunInPlace runs generations until ctx ends (nil) or an error no new generation can fix,
 // starting each next one in place after a process death, an app's request for contexts, or
 // another reason restartReason accepts, within Cfg.Restarts.
-func (s *Supervisor) RunInPlace(stop <-chan struct{}) error {
+func (s *Supervisor) RunInPlace(ctx context.Context) error {
 	for {
-		err := s.Run(stop)
+		err := s.Run(ctx)
 		if err == nil {
 			return nil
 		}
@@ -104,10 +105,8 @@ func (s *Supervisor) RunInPlace(stop <-chan struct{}) error {
 			s.health.set(over)
 			return fmt.Errorf("%s: %w", over, err)
 		}
-		select {
-		case <-stop:
+		if ctx.Err() != nil {
 			return nil
-		default:
 		}
 	}
 }

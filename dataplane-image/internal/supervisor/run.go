@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/fftraffic"
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/appprobe"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/contexts"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/facts"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/metrics"
@@ -46,14 +47,9 @@ type Supervisor struct {
 	ctxm           *contextMetrics
 	ctxmOnce       sync.Once
 	collectorsOnce sync.Once
-	app            *appProbing
-	// agentMetrics are the probe agents' counters, kept across generations.
-	agentMetrics     *agentMetrics
-	agentMetricsOnce sync.Once
+	app            *appprobe.Prober
 	// httpLimits bound the callers of Serve (http.go); tests shorten them.
 	httpLimits httpLimits
-	// nginx is this generation's F-Stack's Nginx (spec.program mode Nginx), else nil.
-	nginx *nginxMaster
 	// served is set once a generation of this supervisor was ready (restart.go).
 	served     bool
 	restartLog restartLog
@@ -81,8 +77,8 @@ func New(cfg Config, fs *facts.FactSource, out io.Writer) *Supervisor {
 	}
 	log := slog.New(h).With(append([]any{logging.KeyComponent, logging.ComponentSupervisor}, podIdentity(cfg.Paths.PodInfoDir)...)...)
 	s := &Supervisor{Cfg: cfg, Facts: fs, Env: os.Environ(), Now: time.Now,
-		log: log, metrics: metrics.New(), app: newAppProbing(cfg.AppProbes),
-		httpLimits: defaultHTTPLimits, telemetryPeer: telemetry.ProcessOf}
+		log: log, metrics: metrics.New(), httpLimits: defaultHTTPLimits, telemetryPeer: telemetry.ProcessOf}
+	s.app = s.newProber()
 	s.metrics.Reg.MustRegister(&metrics.AppRestartsCollector{Read: s.appRestarts})
 	if fs != nil && fs.Logf == nil {
 		fs.Logf = func(format string, args ...any) { s.log.Info(fmt.Sprintf(format, args...)) }
@@ -94,93 +90,103 @@ func New(cfg Config, fs *facts.FactSource, out io.Writer) *Supervisor {
 func (s *Supervisor) Logger() *slog.Logger { return s.log }
 
 // Run renders the config and runs one generation of F-Stack until a process dies (an error
-// naming it, which RunInPlace restarts in place) or stop is closed (nil after stopping every
-// process). A setup problem is an error naming the fact.
-func (s *Supervisor) Run(stop <-chan struct{}) error {
-	begin := s.Now()
+// naming it, which RunInPlace restarts in place) or ctx ends (nil after stopping every process).
+// A setup problem is an error naming the fact. The start is the two lists of steps below, in
+// their order.
+func (s *Supervisor) Run(ctx context.Context) error {
+	g := s.newGeneration(ctx)
+	defer g.close()
 	s.health.failed.Store(false) // a generation started in place starts afresh
 	s.health.set("starting")
-	res, err := s.prepare()
-	if err != nil {
+	// Before any process: what fails here (the spec, the facts, the image) fails again in a new
+	// generation.
+	if err := g.run(g.prepare, g.checkProgram, g.resolveFStack, g.clearReady, g.resetContexts, g.placeShimFirst, g.nextGeneration); err != nil {
 		s.health.set(err.Error())
 		return err
 	}
-	if err := checkNative(&s.Cfg.Launch, res.Spec); err != nil {
-		s.health.set(err.Error())
-		return err
+	if err := g.run(g.awaitOldSecondaries, g.startProcesses, g.watchContexts, g.startProbeAgent, g.publish); err != nil {
+		return g.abandonStart(err)
 	}
-	if err := s.resolveFStack(res); err != nil {
-		s.health.set(err.Error())
-		return err
+	g.serving()
+	return g.watch()
+}
+
+// abandonStart stops what a failed start started; a stop meanwhile is no failure.
+func (g *generation) abandonStart(err error) error {
+	s := g.s
+	if g.started {
+		s.health.failed.Store(true)
 	}
+	s.health.set(err.Error())
+	if g.started {
+		g.shutdown()
+	}
+	if g.stopped() {
+		s.log.Info("stopped while starting", logging.KeyGeneration, g.gen)
+		return nil
+	}
+	return startError(err)
+}
+
+// clearReady withdraws the previous generation's ready marker before anything of this one.
+func (g *generation) clearReady() error {
+	s := g.s
 	if err := removeReady(s.Cfg.Paths.ShimDir); err != nil {
 		return fmt.Errorf("ready file: %w", err)
 	}
-	if err := s.resetContexts(res); err != nil {
-		return err
-	}
-	if err := s.placeShimFirst(res); err != nil {
-		s.health.set(err.Error())
-		return err
-	}
+	return nil
+}
+
+// nextGeneration numbers the generation (the launchers restart their apps when it moves) and
+// registers its collectors.
+func (g *generation) nextGeneration() error {
+	s := g.s
 	s.health.started.Store(true)
 	gen, err := bumpGeneration(s.Cfg.Paths.ShimDir)
 	if err != nil {
 		return err
 	}
+	g.gen, g.prefix = gen, FilePrefix(g.res.EAL[0])
 	s.metrics.SetGeneration(gen)
-	prefix := FilePrefix(res.EAL[0])
-	s.registerCollectors(prefix, len(res.EAL))
-	s.log.Info("new generation", logging.KeyGeneration, gen, "processes", len(res.EAL), "lcoreMask", res.LcoreMask, "filePrefix", prefix)
+	s.registerCollectors(g.prefix, len(g.res.EAL))
+	s.log.Info("new generation", logging.KeyGeneration, gen, "processes", len(g.res.EAL), "lcoreMask", g.res.LcoreMask, "filePrefix", g.prefix)
+	return nil
+}
 
-	if err := s.awaitOldSecondaries(prefix, stop); err != nil {
-		if errors.Is(err, errStopped) {
-			s.log.Info("stopped while starting", logging.KeyGeneration, gen)
-			return nil
-		}
-		s.health.set(err.Error())
-		return startError(err)
-	}
-	exited := make(chan *child, len(res.EAL))
-	var procs []*child
-	s.nginx = nil
+// startProcesses starts F-Stack's processes, or F-Stack's Nginx master and its workers, each
+// ready before the next.
+func (g *generation) startProcesses() error {
+	s := g.s
+	g.started = true
 	if isNginx(&s.Cfg.Launch) {
-		procs, s.nginx, err = s.startNginx(res, prefix, exited, stop)
-	} else {
-		procs, err = s.startAll(res, prefix, exited, stop)
+		return g.startNginx()
 	}
-	var cw *contextWatch
-	if err == nil {
-		cw, err = s.watchContexts(gen, procs, stop)
-	}
-	defer cw.Stop()
-	if err == nil {
-		err = s.startProbeAgent(res, procs, stop)
-	}
-	if err == nil {
-		err = s.publish(gen)
-	}
-	if err != nil {
-		s.health.failed.Store(true)
-		s.health.set(err.Error())
-		s.shutdown(procs, prefix)
-		if errors.Is(err, errStopped) {
-			s.log.Info("stopped while starting", logging.KeyGeneration, gen)
-			return nil
-		}
-		return startError(err)
-	}
+	return g.startAll()
+}
+
+// serving is the generation ready: what it took, and the watches of a running generation.
+func (g *generation) serving() {
+	s := g.s
 	s.served = true
-	elapsed := s.Now().Sub(begin)
+	elapsed := s.Now().Sub(g.begin)
 	s.metrics.TimeToReady.Set(elapsed.Seconds())
-	s.log.Info("ready", logging.KeyGeneration, gen, "processes", len(res.EAL), "elapsed", elapsed.Round(time.Millisecond).String())
-	lw := s.watchLinks(res, prefix, gen)
-	defer lw.Stop()
-	return s.watch(procs, prefix, exited, stop, cw.restarts(), lw.failures())
+	s.log.Info("ready", logging.KeyGeneration, g.gen, "processes", len(g.res.EAL), "elapsed", elapsed.Round(time.Millisecond).String())
+	g.links = g.watchLinks()
+	g.watchWorkers()
 }
 
 // prepare loads the spec, gathers the facts, renders and writes config.ini.
-func (s *Supervisor) prepare() (*render.Result, error) {
+func (g *generation) prepare() error {
+	s := g.s
+	res, err := s.render()
+	if err != nil {
+		return err
+	}
+	g.res = res
+	return nil
+}
+
+func (s *Supervisor) render() (*render.Result, error) {
 	spec, err := facts.LoadSpec(s.Cfg.Paths.SpecFile)
 	if err != nil {
 		return nil, err
@@ -217,13 +223,14 @@ func (s *Supervisor) prepare() (*render.Result, error) {
 // containers once the postStart hook (wait-placed) sees the launcher there, and the launcher
 // holds them until ready names this generation. A program linked with libfstack has no app
 // container and no shim.
-func (s *Supervisor) placeShimFirst(res *render.Result) error {
+func (g *generation) placeShimFirst() error {
+	s := g.s
 	if s.Cfg.Launch.Native != "" {
 		s.log.Info("native program: no shim to place", "mode", s.Cfg.Launch.Native, "argv", strings.Join(s.Cfg.Launch.NativeArgv, " "))
 		return nil
 	}
 	t0 := time.Now()
-	warning, err := placeShim(s.Cfg.Paths.ImageShimDir, s.Cfg.Paths.ShimDir, &res.Spec.Shim, s.Cfg.RequireShim)
+	warning, err := placeShim(s.Cfg.Paths.ImageShimDir, s.Cfg.Paths.ShimDir, &g.res.Spec.Shim, s.Cfg.RequireShim)
 	if err != nil {
 		return err
 	}
@@ -255,12 +262,13 @@ func (s *Supervisor) primaryPeer() telemetry.Peer {
 
 // resolveFStack picks the fstack binary built with the spec's shim mode when none is given:
 // the fstack server and libff_syscall.so share their build flags, so they come in pairs.
-func (s *Supervisor) resolveFStack(res *render.Result) error {
+func (g *generation) resolveFStack() error {
+	s := g.s
 	l := &s.Cfg.Launch
 	if l.Programs != nil || l.Native != "" || l.FStack != "" {
 		return nil
 	}
-	mode := ShimMode(&res.Spec.Shim)
+	mode := ShimMode(&g.res.Spec.Shim)
 	l.FStack = filepath.Join(s.Cfg.Paths.ImageShimDir, mode, "fstack")
 	if !exists(l.FStack) {
 		return fmt.Errorf("the image has no fstack built for shim mode %s (%s); use an image built with that mode or change spec.shim", mode, l.FStack)
@@ -278,35 +286,36 @@ func (s *Supervisor) childEnv() []string {
 	return env
 }
 
-// startAll starts the primary, waits for it, then each secondary in turn. It returns what it
-// started, also on error, so the caller can stop it.
-func (s *Supervisor) startAll(res *render.Result, prefix string, exited chan<- *child, stop <-chan struct{}) ([]*child, error) {
-	var procs []*child
+// startAll starts the primary, waits for it, then each secondary in turn. What it started is in
+// g.procs, also on error, so that it is stopped.
+func (g *generation) startAll() error {
+	s := g.s
+	res := g.res
 	if p := s.Cfg.Launch.Programs; p != nil {
 		p.Plan(res, func(msg string) { s.log.Warn(msg) })
 	}
 	for k := range res.EAL {
 		argv, err := s.Cfg.Launch.Argv(res, s.Cfg.Paths.ConfigFile, k)
 		if err != nil {
-			return procs, err
+			return err
 		}
 		s.log.Info("starting process", logging.KeyProcess, k, "argv", strings.Join(argv, " "))
-		c, err := startChild(k, argv, s.fstackEnv(res), s.log.With(logging.KeyProcess, k), exited)
+		c, err := startChild(k, argv, s.fstackEnv(res), s.log.With(logging.KeyProcess, k), g.end)
 		if err != nil {
-			return procs, err
+			return err
 		}
-		procs = append(procs, c)
+		g.procs = append(g.procs, c)
 		if k == 0 {
 			s.primaryPID.Store(int64(c.cmd.Process.Pid))
 		}
 		s.metrics.Starts.WithLabelValues(fmt.Sprint(k)).Inc()
-		if err := waitUntil(s.readyWhat(k), c, s.Cfg.Timing, stop, s.readyCheck(prefix, portIDs(res), c)); err != nil {
-			return procs, err
+		if err := waitUntil(g.ctx, s.readyWhat(k), c, s.Cfg.Timing, s.readyCheck(g.prefix, portIDs(res), c)); err != nil {
+			return err
 		}
 		s.metrics.ProcessUp(k)
 		s.log.Info("process is up", logging.KeyProcess, k, logging.KeyPID, c.cmd.Process.Pid)
 	}
-	return procs, nil
+	return nil
 }
 
 func (s *Supervisor) readyWhat(k int) string {
@@ -356,8 +365,9 @@ func (s *Supervisor) hugeDirIfUsed() string {
 func exists(path string) bool { _, err := os.Stat(path); return err == nil }
 
 // publish writes the ready marker the launcher waits for (the shim is already in place).
-func (s *Supervisor) publish(gen int) error {
-	if err := writeReady(s.Cfg.Paths.ShimDir, gen); err != nil {
+func (g *generation) publish() error {
+	s := g.s
+	if err := writeReady(s.Cfg.Paths.ShimDir, g.gen); err != nil {
 		return fmt.Errorf("ready file: %w", err)
 	}
 	s.health.ready.Store(true)
@@ -365,65 +375,65 @@ func (s *Supervisor) publish(gen int) error {
 	return nil
 }
 
-// watch waits for the first process exit (an inPlaceError: RunInPlace starts the next
-// generation), a restart request, a port down too long (ErrPortDown, restarted in place too), or
-// a stop (nil). /healthz stays healthy meanwhile: the container is not to be restarted for what
-// a new generation fixes.
-func (s *Supervisor) watch(procs []*child, prefix string, exited <-chan *child, stop <-chan struct{}, restart <-chan struct{}, portDown <-chan error) error {
-	done := make(chan struct{})
-	defer close(done)
-	select {
-	case msg := <-s.nginx.watchWorkers(5*s.Cfg.Timing.Poll, done):
-		s.health.ready.Store(false)
-		s.health.set(msg)
-		s.log.Error(msg)
-		s.shutdown(procs, prefix)
-		return &inPlaceError{reason: podcontract.DataplaneRestartProcessExit, msg: msg}
-	case <-restart:
-		s.shutdown(procs, prefix)
-		return ErrRestartRequested
-	case err := <-portDown:
-		s.health.set(err.Error()) // the link watch logged it
-		s.shutdown(procs, prefix)
-		return err
-	case c := <-exited:
-		s.health.ready.Store(false)
-		msg := fmt.Sprintf("F-Stack process %d (%s) exited: %s", c.id, procType(c.id), c.status())
-		if s.nginx != nil {
+// watch waits for the generation's end and answers for its cause: a process exit (an
+// inPlaceError: RunInPlace starts the next generation), a restart request, a port down too long
+// (ErrPortDown, restarted in place too), or a stop (nil). /healthz stays healthy meanwhile: the
+// container is not to be restarted for what a new generation fixes.
+func (g *generation) watch() error {
+	s := g.s
+	<-g.ctx.Done()
+	if g.stopped() {
+		s.log.Info("stopping: SIGTERM to the secondaries, then the primary; SIGKILL after the grace", "grace", s.Cfg.Timing.Grace.String())
+		g.shutdown()
+		return nil
+	}
+	cause := context.Cause(g.ctx)
+	var exit *processExit
+	var gone *inPlaceError
+	switch {
+	case errors.As(cause, &exit):
+		c := exit.c
+		msg := exit.Error()
+		if g.nginx != nil {
 			msg = fmt.Sprintf("F-Stack's Nginx master exited: %s; its workers, the F-Stack processes, are stopped with it", c.status())
 		} else if c.id == 0 {
 			msg += "; a dead primary strands every secondary, so the whole dataplane stops"
 		}
+		s.health.ready.Store(false)
 		s.health.set(msg)
 		s.log.Error(msg, logging.KeyProcess, c.id, logging.KeyPID, c.cmd.Process.Pid)
-		s.shutdown(procs, prefix)
-		return &inPlaceError{reason: podcontract.DataplaneRestartProcessExit, msg: msg}
-	case <-stop:
-		s.log.Info("stopping: SIGTERM to the secondaries, then the primary; SIGKILL after the grace", "grace", s.Cfg.Timing.Grace.String())
-		s.shutdown(procs, prefix)
-		return nil
+		cause = &inPlaceError{reason: podcontract.DataplaneRestartProcessExit, msg: msg}
+	case errors.As(cause, &gone): // a worker of F-Stack's Nginx
+		s.health.ready.Store(false)
+		s.health.set(gone.msg)
+		s.log.Error(gone.msg)
+	case errors.Is(cause, ErrPortDown):
+		s.health.set(cause.Error()) // the link watch logged it
 	}
+	g.shutdown()
+	return cause
 }
 
 // shutdown withdraws readiness first (apps must not attach to what is going away), stops every
 // process, and deletes the primary's hugepage files, which would otherwise hold the pod's pages.
-func (s *Supervisor) shutdown(procs []*child, prefix string) {
+func (g *generation) shutdown() {
+	s := g.s
 	s.health.ready.Store(false)
 	s.stopProbeAgent() // first: a shim client left behind spins on a stopped F-Stack
 	if err := removeReady(s.Cfg.Paths.ShimDir); err != nil {
 		s.log.Error("cannot remove the ready file", logging.KeyErr, err)
 	}
-	order := slices.Clone(procs)
+	order := slices.Clone(g.procs)
 	slices.Reverse(order)
 	stopAll(order, s.Cfg.Timing.Grace)
 	s.primaryPID.Store(0)
-	s.nginx.killGroup() // workers a killed master left behind
+	g.nginx.KillGroup() // workers a killed master left behind
 	s.metrics.AllDown()
-	files, _ := filepath.Glob(filepath.Join(s.Cfg.Paths.HugePagesDir, prefix+"map_*"))
+	files, _ := filepath.Glob(filepath.Join(s.Cfg.Paths.HugePagesDir, g.prefix+"map_*"))
 	for _, f := range files {
 		_ = os.Remove(f)
 	}
-	for _, c := range procs {
+	for _, c := range g.procs {
 		s.log.Info("process stopped", logging.KeyProcess, c.id, logging.KeyPID, c.cmd.Process.Pid, "status", c.status())
 	}
 }

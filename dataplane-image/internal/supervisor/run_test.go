@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,8 +16,9 @@ import (
 func TestStartsPrimaryThenSecondariesAndStopsCleanly(t *testing.T) {
 	h := newHarness(t, vhostSpec(2))
 	h.writeDevinfo()
-	stop := make(chan struct{})
-	res := run(h.supervisor("primary", "secondary"), stop)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	res := run(h.supervisor("primary", "secondary"), ctx)
 	eventually(t, "the ready marker", func() bool { return h.shimFile(podcontract.ReadyFile) == "1" })
 
 	log := h.log.String()
@@ -41,7 +43,7 @@ func TestStartsPrimaryThenSecondariesAndStopsCleanly(t *testing.T) {
 		t.Error("no copy of config.ini in the shim dir")
 	}
 
-	close(stop)
+	stop()
 	if err := waitResult(t, res); err != nil {
 		t.Fatalf("a SIGTERM stop must return nil, got %v", err)
 	}
@@ -59,7 +61,7 @@ func TestPrimaryNeverReadyTimesOut(t *testing.T) {
 	h.writeDevinfo()
 	s := h.supervisor("primary-never-ready", "secondary")
 	s.Cfg.Timing.StartTimeout = 400 * time.Millisecond
-	err := waitResult(t, run(s, make(chan struct{})))
+	err := waitResult(t, run(s, context.Background()))
 	if err == nil || !strings.Contains(err.Error(), "process 0 was not ready within 400ms") || !strings.Contains(err.Error(), "EAL init not finished") {
 		t.Fatalf("want a timeout naming the primary and what it lacked, got %v", err)
 	}
@@ -77,7 +79,7 @@ func TestPrimaryNeverReadyTimesOut(t *testing.T) {
 func TestPrimaryDyingWhileStarting(t *testing.T) {
 	h := newHarness(t, vhostSpec(2))
 	h.writeDevinfo()
-	err := waitResult(t, run(h.supervisor("primary-dies", "secondary"), make(chan struct{})))
+	err := waitResult(t, run(h.supervisor("primary-dies", "secondary"), context.Background()))
 	if err == nil || !strings.Contains(err.Error(), "process 0 died while starting (exit status 3)") {
 		t.Fatalf("got %v", err)
 	}
@@ -89,7 +91,7 @@ func TestPrimaryDyingWhileStarting(t *testing.T) {
 func TestSecondaryDeathStopsEverythingNonZero(t *testing.T) {
 	h := newHarness(t, vhostSpec(2))
 	h.writeDevinfo()
-	res := run(h.supervisor("primary", "secondary-dies"), make(chan struct{}))
+	res := run(h.supervisor("primary", "secondary-dies"), context.Background())
 	eventually(t, "ready", func() bool { return h.shimFile(podcontract.ReadyFile) == "1" })
 	err := waitResult(t, res)
 	if err == nil || !strings.Contains(err.Error(), "F-Stack process 1 (secondary) exited: exit status 7") {
@@ -108,11 +110,12 @@ func TestSIGTERMDuringStart(t *testing.T) {
 	h.writeDevinfo()
 	s := h.supervisor("primary-never-ready", "secondary")
 	s.Cfg.Timing.StartTimeout = time.Minute
-	stop := make(chan struct{})
-	res := run(s, stop)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	res := run(s, ctx)
 	eventually(t, "the primary to start", func() bool { return h.logged("fake", logging.KeyProcess, 0, logging.KeyStream, "output") })
 	begin := time.Now()
-	close(stop)
+	stop()
 	if err := waitResult(t, res); err != nil {
 		t.Fatalf("SIGTERM while starting must stop cleanly, got %v", err)
 	}
@@ -129,10 +132,11 @@ func TestKillAfterGrace(t *testing.T) {
 	h.writeDevinfo()
 	s := h.supervisor("primary-ignores-term", "secondary")
 	s.Cfg.Timing.Grace = 300 * time.Millisecond
-	stop := make(chan struct{})
-	res := run(s, stop)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	res := run(s, ctx)
 	eventually(t, "ready", func() bool { return h.shimFile(podcontract.ReadyFile) == "1" })
-	close(stop)
+	stop()
 	if err := waitResult(t, res); err != nil {
 		t.Fatal(err)
 	}
@@ -145,10 +149,10 @@ func TestGenerationMovesOnEveryStart(t *testing.T) {
 	h := newHarness(t, vhostSpec(1))
 	h.writeDevinfo()
 	for want := 1; want <= 2; want++ {
-		stop := make(chan struct{})
-		res := run(h.supervisor("primary", "secondary"), stop)
+		ctx, stop := context.WithCancel(context.Background())
+		res := run(h.supervisor("primary", "secondary"), ctx)
 		eventually(t, "ready", func() bool { return h.shimFile(podcontract.ReadyFile) == string(rune('0'+want)) })
-		close(stop)
+		stop()
 		mustDo(t, waitResult(t, res))
 		if g := h.shimFile(podcontract.GenerationFile); g != string(rune('0'+want)) {
 			t.Errorf("start %d: generation %q", want, g)
@@ -170,7 +174,7 @@ func TestStaleRuntimeConfigIsNotReady(t *testing.T) {
 func TestInvalidFactsStopBeforeAnyProcess(t *testing.T) {
 	h := newHarness(t, vhostSpec(2))
 	h.cpus = []int{3}
-	err := waitResult(t, run(h.supervisor("primary", "secondary"), make(chan struct{})))
+	err := waitResult(t, run(h.supervisor("primary", "secondary"), context.Background()))
 	if err == nil || !strings.Contains(err.Error(), "has CPUs 3 but the StackInstance asks for 2 processes") ||
 		!strings.Contains(err.Error(), `attachment "net1"`) {
 		t.Fatalf("want every bad fact named, got %v", err)
@@ -188,7 +192,7 @@ func TestFStackModeIsResolvedFromTheSpec(t *testing.T) {
 	h.writeDevinfo()
 	s := h.supervisor("primary", "secondary")
 	s.Cfg.Launch.Programs = nil
-	err := waitResult(t, run(s, make(chan struct{})))
+	err := waitResult(t, run(s, context.Background()))
 	if err == nil || !strings.Contains(err.Error(), "no fstack built for shim mode kernel-event+multi-sc") {
 		t.Fatalf("want the missing mode named, got %v", err)
 	}
@@ -196,7 +200,7 @@ func TestFStackModeIsResolvedFromTheSpec(t *testing.T) {
 	mustDo(t, os.WriteFile(filepath.Join(h.paths.ImageShimDir, "kernel-event+multi-sc", "fstack"), []byte("#!/bin/sh\nexit 9\n"), 0o755))
 	s = h.supervisor("primary", "secondary")
 	s.Cfg.Launch.Programs = nil
-	err = waitResult(t, run(s, make(chan struct{})))
+	err = waitResult(t, run(s, context.Background()))
 	if err == nil || !strings.Contains(err.Error(), "process 0 died while starting (exit status 9)") ||
 		!strings.HasSuffix(h.logLine("starting process", logging.KeyProcess, 0)["argv"], "kernel-event+multi-sc/fstack --conf "+h.paths.ConfigFile+" --proc-type=primary --proc-id=0") {
 		t.Fatalf("want F-Stack's own command line for the mode's fstack, got %v\n%s", err, h.log)
@@ -210,8 +214,9 @@ func TestProcessUpPerProcess(t *testing.T) {
 	h := newHarness(t, vhostSpec(2))
 	h.writeDevinfo()
 	s := h.supervisor("primary", "secondary")
-	stop := make(chan struct{})
-	res := run(s, stop)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	res := run(s, ctx)
 	eventually(t, "the ready marker", func() bool { return h.shimFile(podcontract.ReadyFile) == "1" })
 	_, body := get(t, s.handler(), podcontract.MetricsPath)
 	for _, want := range []string{`fstack_process_up{process="0"} 1`, `fstack_process_up{process="1"} 1`, "fstack_processes_expected 2"} {
@@ -219,7 +224,7 @@ func TestProcessUpPerProcess(t *testing.T) {
 			t.Errorf("/metrics while running lacks %q:\n%s", want, body)
 		}
 	}
-	close(stop)
+	stop()
 	if err := waitResult(t, res); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,10 +32,11 @@ func TestStandinRunSaysItSubstitutes(t *testing.T) {
 	h.env["PCIDEVICE_KUBEFSTACK_IO_E2E_FAKE_VF"] = "0000:00:1f.2"
 	s := h.supervisor("primary", "secondary")
 	s.Cfg.Launch.Programs.(*program.Program).PCI = &program.PCIStandin{Driver: "net_null", SysfsDevices: fakeSysfs(t)}
-	stop := make(chan struct{})
-	res := run(s, stop)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	res := run(s, ctx)
 	eventually(t, "the ready marker", func() bool { return h.shimFile(podcontract.ReadyFile) == "1" })
-	close(stop)
+	stop()
 	if err := waitResult(t, res); err != nil {
 		t.Fatal(err)
 	}

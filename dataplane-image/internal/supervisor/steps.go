@@ -1,47 +1,82 @@
 package supervisor
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
+
+	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/native"
+	"github.com/kube-fstack/kube-fstack/internal/render"
 )
 
-// interrupted closes when stop closes or any of procs exits: a start step that waits (for the
-// shim's zones, for the probe agent) must give up at once then. release ends its goroutines.
-func interrupted(procs []*child, stop <-chan struct{}) (ch <-chan struct{}, release func()) {
-	out, quit := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	fire := func() { once.Do(func() { close(out) }) }
-	watch := func(c <-chan struct{}) {
-		select {
-		case <-c:
-			fire()
-		case <-quit:
-		}
-	}
-	go watch(stop)
-	for _, c := range procs {
-		go watch(c.done)
-	}
-	return out, func() { close(quit) }
+// generation is one run of F-Stack's processes, from its config.ini to its last process stopped.
+// Its context ends at the first of: the supervisor's stop (Run's context), a process's exit
+// (processExit), a worker of F-Stack's Nginx gone, an app's restart request
+// (ErrRestartRequested) or a port down too long (ErrPortDown); context.Cause says which. Every
+// wait of the start gives up at once then, and watch turns the cause into Run's answer.
+type generation struct {
+	s    *Supervisor
+	ctx  context.Context
+	end  context.CancelCauseFunc
+	stop context.Context // Run's context: done when the supervisor is to stop
+
+	begin  time.Time
+	res    *render.Result
+	prefix string // the DPDK file prefix
+	gen    int
+	procs  []*child
+	nginx  *native.Master // F-Stack's Nginx (spec.program mode Nginx), else nil
+	// started is set once the start reaches the processes: a failure from there on is a failed
+	// start (startError), whatever was started is stopped, and liveness fails.
+	started  bool
+	contexts *contextWatch
+	links    *linkWatch
 }
 
-// startStep polls check every timing.Poll until it passes, a process exits, a stop is asked
-// for, or timing.StartTimeout passes; the error then names what was awaited and the last reason.
-func startStep(what string, procs []*child, timing Timing, stop <-chan struct{}, check func() error) error {
-	return pollStep("not ready", what, procs, timing, stop, check)
+func (s *Supervisor) newGeneration(stop context.Context) *generation {
+	ctx, end := context.WithCancelCause(stop)
+	return &generation{s: s, ctx: ctx, end: end, stop: stop, begin: s.Now()}
+}
+
+// stopped says the supervisor was told to stop (not that a process or a watch ended the
+// generation).
+func (g *generation) stopped() bool { return g.stop.Err() != nil }
+
+// close ends what watched the generation, once its processes are stopped.
+func (g *generation) close() {
+	g.links.Stop()
+	g.contexts.Stop()
+	g.end(context.Canceled)
+}
+
+// step is one step of a generation's start, in Run's order.
+type step func() error
+
+// run runs steps in order until one fails.
+func (g *generation) run(steps ...step) error {
+	for _, st := range steps {
+		if err := st(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startStep polls check every timing.Poll until it passes, the generation ends (a process
+// exits, a stop) or timing.StartTimeout passes; the error then names what was awaited and the
+// last reason.
+func startStep(ctx context.Context, what string, timing Timing, check func() error) error {
+	return pollStep(ctx, "not ready", what, timing, check)
 }
 
 // waitUntil is startStep for one process: its timeout names the process.
-func waitUntil(what string, c *child, timing Timing, stop <-chan struct{}, check func() error) error {
-	return pollStep(fmt.Sprintf("process %d was not ready", c.id), what, []*child{c}, timing, stop, check)
+func waitUntil(ctx context.Context, what string, c *child, timing Timing, check func() error) error {
+	return pollStep(ctx, fmt.Sprintf("process %d was not ready", c.id), what, timing, check)
 }
 
 // pollStep is the one polling loop of the start: subject says who was not ready on a timeout.
-func pollStep(subject, what string, procs []*child, timing Timing, stop <-chan struct{}, check func() error) error {
-	abort, release := interrupted(procs, stop)
-	defer release()
+func pollStep(ctx context.Context, subject, what string, timing Timing, check func() error) error {
 	deadline := time.NewTimer(timing.StartTimeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(timing.Poll)
@@ -49,8 +84,8 @@ func pollStep(subject, what string, procs []*child, timing Timing, stop <-chan s
 	last := check()
 	for last != nil {
 		select {
-		case <-abort:
-			return stepAborted(procs)
+		case <-ctx.Done():
+			return stepAborted(ctx)
 		case <-deadline.C:
 			return fmt.Errorf("%s within %s: %s: %w", subject, timing.StartTimeout, what, last)
 		case <-tick.C:
@@ -60,17 +95,13 @@ func pollStep(subject, what string, procs []*child, timing Timing, stop <-chan s
 	return nil
 }
 
-// stepAborted names the process that died during a start step, or says a stop came.
-func stepAborted(procs []*child) error {
-	for _, c := range procs {
-		select {
-		case <-c.done:
-			return fmt.Errorf("process %d died while starting (%s)", c.id, c.status())
-		default:
-		}
+// stepAborted says why the generation ended during a start step: the process that died while
+// starting, else the cause itself (a stop: context.Canceled or the signal).
+func stepAborted(ctx context.Context) error {
+	cause := context.Cause(ctx)
+	var exit *processExit
+	if errors.As(cause, &exit) {
+		return fmt.Errorf("process %d died while starting (%s)", exit.c.id, exit.c.status())
 	}
-	return errStopped
+	return cause
 }
-
-// errStopped means a signal arrived while waiting.
-var errStopped = errors.New("stopped by signal")

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"sync/atomic"
@@ -46,8 +47,9 @@ func TestReadyWaitsForTheFirstContextReading(t *testing.T) {
 			}
 		}
 	}()
-	stop := make(chan struct{})
-	res := run(s, stop)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	res := run(s, ctx)
 	<-watching
 	st := atReady.Load()
 	if st == nil {
@@ -56,7 +58,7 @@ func TestReadyWaitsForTheFirstContextReading(t *testing.T) {
 	if st.Error != "" || len(st.Instances) != 1 || st.Instances[0].Free != 32 {
 		t.Fatalf("the state at ready is %+v, want a reading of 32 free contexts", st)
 	}
-	close(stop)
+	stop()
 	mustDo(t, waitResult(t, res))
 }
 
@@ -75,7 +77,7 @@ func TestUnreadableContextsFailTheStart(t *testing.T) {
 	s := h.supervisor("primary", "secondary")
 	s.Contexts = failingSource{}
 	s.Cfg.Timing.StartTimeout = 300 * time.Millisecond
-	err := waitResult(t, run(s, make(chan struct{})))
+	err := waitResult(t, run(s, context.Background()))
 	if err == nil || !strings.Contains(err.Error(), "the shim's contexts of every F-Stack process read once") ||
 		!strings.Contains(err.Error(), "no memzone ff_socket_ops_zone_0") {
 		t.Fatalf("got %v, want the start to fail naming the contexts and why", err)

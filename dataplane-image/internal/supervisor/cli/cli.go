@@ -180,11 +180,10 @@ func Main(args []string, ext Extension) int {
 		return 1
 	}
 	go func() { _ = s.Serve(ln) }()
-	stop := make(chan struct{})
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	go func() { <-sigs; close(stop) }()
-	if err := s.RunInPlace(stop); err != nil {
+	// The first SIGTERM stops the dataplane; later ones are caught too, and change nothing.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := s.RunInPlace(ctx); err != nil {
 		s.Logger().Error("stopped", logging.KeyErr, err)
 		return 1
 	}

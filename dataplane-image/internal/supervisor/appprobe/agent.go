@@ -1,7 +1,8 @@
-package supervisor
+package appprobe
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -18,7 +19,7 @@ import (
 	"github.com/kube-fstack/kube-fstack/internal/logging"
 )
 
-// probeAgent runs fstack-probe-agent (dataplane-image/probe-agent) and asks it one request at a
+// Agent runs fstack-probe-agent (dataplane-image/probe-agent) and asks it one request at a
 // time. The agent is a shim client: each start attaches a DPDK secondary and takes one of the
 // instance's 32 contexts, which it gives back only when it exits normally. So it is started
 // as part of the dataplane's start (ready waits for its attach) and killed only when it stops
@@ -26,15 +27,15 @@ import (
 // probe without an answer in time (a closed port: F-Stack drops the SYN, docs/fstack-rules.md
 // §9) is the app's answer, not a stuck agent. Starts are bounded per generation, and running
 // out of them is made loud (exhausted).
-type probeAgent struct {
+type Agent struct {
 	binary    string
 	env       []string
 	log       *slog.Logger
 	maxStarts int
-	// stuckAfter is how long an agent may stay silent, its late reply and the liveness ping
+	// StuckAfter is how long an agent may stay silent, its late reply and the liveness ping
 	// sent after it unanswered, before it counts as stuck (a shim call spinning on a dead
 	// F-Stack process) and is killed. Killing leaks its context, so it is generous.
-	stuckAfter time.Duration
+	StuckAfter time.Duration
 	metrics    *agentMetrics
 	// exhausted is called once when the starts of this generation run out.
 	exhausted func(msg string)
@@ -64,25 +65,25 @@ type agentProc struct {
 // own timeout leaves for the answer.
 const replySlack = agentMargin / 2
 
-// probeAgentName is the probe agent as logging.KeyProgram names it.
-const probeAgentName = "fstack-probe-agent"
+// AgentName is the probe agent as logging.KeyProgram names it.
+const AgentName = "fstack-probe-agent"
 
-func newProbeAgent(binary string, env []string, log *slog.Logger) *probeAgent {
-	return &probeAgent{binary: binary, env: env, log: log.With(logging.KeyProgram, probeAgentName), maxStarts: 5, stuckAfter: 10 * time.Second,
+func newAgent(binary string, env []string, log *slog.Logger) *Agent {
+	return &Agent{binary: binary, env: env, log: log.With(logging.KeyProgram, AgentName), maxStarts: 5, StuckAfter: 10 * time.Second,
 		metrics: newAgentMetrics(), exhausted: func(string) {}, turn: make(chan struct{}, 1)}
 }
 
 // ask sends the request req builds for the time left until deadline and returns the agent's
 // reply line. It waits for its turn, for an agent that has attached and for the answers an
 // earlier late probe still owes, all within deadline.
-func (a *probeAgent) ask(req func(timeout time.Duration) []byte, deadline time.Time) (string, error) {
+func (a *Agent) ask(req func(timeout time.Duration) []byte, deadline time.Time) (string, error) {
 	select {
 	case a.turn <- struct{}{}:
 		defer func() { <-a.turn }()
 	case <-time.After(time.Until(deadline)):
 		return "", errors.New("timed out waiting for an earlier probe to finish")
 	}
-	p, err := a.running(deadline, nil)
+	p, err := a.running(context.Background(), deadline)
 	if err != nil {
 		return "", err
 	}
@@ -117,7 +118,7 @@ func (a *probeAgent) ask(req func(timeout time.Duration) []byte, deadline time.T
 
 // settle reads the lines an earlier late probe still owes. An agent that has answered
 // neither its late reply nor the liveness ping after it for stuckAfter is stuck and killed.
-func (a *probeAgent) settle(p *agentProc, deadline time.Time) error {
+func (a *Agent) settle(p *agentProc, deadline time.Time) error {
 	for p.owed > 0 {
 		select {
 		case _, ok := <-p.lines:
@@ -127,7 +128,7 @@ func (a *probeAgent) settle(p *agentProc, deadline time.Time) error {
 			}
 			p.owed--
 		case <-time.After(time.Until(deadline)):
-			if silent := time.Since(p.late); silent > a.stuckAfter {
+			if silent := time.Since(p.late); silent > a.StuckAfter {
 				a.log.Warn("probe agent has answered neither a late probe nor its liveness ping: killing it (a shim call may be stuck on a dead F-Stack process; its shim context is lost)", logging.KeyPID, p.cmd.Process.Pid, "silent", silent.Round(time.Second).String())
 				a.metrics.kills.Inc()
 				a.kill(p)
@@ -140,9 +141,9 @@ func (a *probeAgent) settle(p *agentProc, deadline time.Time) error {
 	return nil
 }
 
-// running returns the live agent, starting one (and waiting for its attach) if needed. abort,
-// when it closes, ends the wait early.
-func (a *probeAgent) running(deadline time.Time, abort <-chan struct{}) (*agentProc, error) {
+// running returns the live agent, starting one (and waiting for its attach) if needed. The
+// end of ctx ends the wait early.
+func (a *Agent) running(ctx context.Context, deadline time.Time) (*agentProc, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
@@ -160,12 +161,12 @@ func (a *probeAgent) running(deadline time.Time, abort <-chan struct{}) (*agentP
 		}
 		a.cur = p
 	}
-	return a.cur, a.awaitReady(a.cur, deadline, abort)
+	return a.cur, a.awaitReady(ctx, a.cur, deadline)
 }
 
 // outOfStarts says, once loudly, that this generation's agent starts are used up: every app
 // probe fails from now on, and only a dataplane restart (fresh zones, a fresh budget) helps.
-func (a *probeAgent) outOfStarts() error {
+func (a *Agent) outOfStarts() error {
 	msg := fmt.Sprintf("the probe agent was started %d times in this generation and did not keep running, so every app probe fails; each start that did not end cleanly leaked a shim context: the dataplane must restart (see this container's log)", a.starts)
 	if !a.toldOut {
 		a.toldOut = true
@@ -178,13 +179,13 @@ func (a *probeAgent) outOfStarts() error {
 
 // awaitReady reads the agent's first line, which comes once the shim has attached (the agent
 // opens one socket at start), then checks its request loop with a ping.
-func (a *probeAgent) awaitReady(p *agentProc, deadline time.Time, abort <-chan struct{}) error {
+func (a *Agent) awaitReady(ctx context.Context, p *agentProc, deadline time.Time) error {
 	if p.ready {
 		return nil
 	}
-	line, err := p.next(deadline, abort)
+	line, err := p.next(ctx, deadline)
 	if err != nil {
-		if !errors.Is(err, errTimedOut) && !errors.Is(err, errStopped) {
+		if !errors.Is(err, errTimedOut) && ctx.Err() == nil {
 			a.reap(p)
 		}
 		return fmt.Errorf("%w waiting for the probe agent to attach to F-Stack", err)
@@ -197,7 +198,7 @@ func (a *probeAgent) awaitReady(p *agentProc, deadline time.Time, abort <-chan s
 		a.reap(p)
 		return fmt.Errorf("the probe agent is gone: %w", err)
 	}
-	pong, err := p.next(deadline, abort)
+	pong, err := p.next(ctx, deadline)
 	if err == nil && pong != "pong" {
 		err = fmt.Errorf("it answered %q", pong)
 	}
@@ -218,22 +219,22 @@ var (
 	errAgentExited = errors.New("the probe agent exited")
 )
 
-// next reads the agent's next line within deadline.
-func (p *agentProc) next(deadline time.Time, abort <-chan struct{}) (string, error) {
+// next reads the agent's next line within deadline, or until ctx ends (its cause then).
+func (p *agentProc) next(ctx context.Context, deadline time.Time) (string, error) {
 	select {
 	case line, ok := <-p.lines:
 		if !ok {
 			return "", errAgentExited
 		}
 		return line, nil
-	case <-abort:
-		return "", errStopped
+	case <-ctx.Done():
+		return "", context.Cause(ctx)
 	case <-time.After(time.Until(deadline)):
 		return "", errTimedOut
 	}
 }
 
-func (a *probeAgent) start() (*agentProc, error) {
+func (a *Agent) start() (*agentProc, error) {
 	repR, repW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -294,6 +295,16 @@ func exitText(err error) string {
 	return err.Error()
 }
 
+// PID is the running agent's process id, 0 when none runs.
+func (a *Agent) PID() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cur == nil || !a.cur.alive() {
+		return 0
+	}
+	return a.cur.cmd.Process.Pid
+}
+
 func (p *agentProc) alive() bool {
 	select {
 	case <-p.done:
@@ -304,7 +315,7 @@ func (p *agentProc) alive() bool {
 }
 
 // reap waits for an agent that closed its reply fd to exit, so the next request starts another.
-func (a *probeAgent) reap(p *agentProc) {
+func (a *Agent) reap(p *agentProc) {
 	select {
 	case <-p.done:
 	case <-time.After(time.Second):
@@ -313,14 +324,14 @@ func (a *probeAgent) reap(p *agentProc) {
 }
 
 // kill ends the agent's process group (it has its own), whatever it started included.
-func (a *probeAgent) kill(p *agentProc) {
+func (a *Agent) kill(p *agentProc) {
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	<-p.done
 }
 
 // stop ends the agent before F-Stack stops: closing its stdin makes it exit normally, which
 // gives its shim context back; one that does not within grace is killed.
-func (a *probeAgent) stop(grace time.Duration) {
+func (a *Agent) stop(grace time.Duration) {
 	a.mu.Lock()
 	a.closed = true
 	p := a.cur
@@ -359,7 +370,7 @@ func (m *agentMetrics) register(reg prometheus.Registerer) {
 }
 
 // startsLeft says whether another start is allowed in this generation.
-func (a *probeAgent) startsLeft() bool {
+func (a *Agent) startsLeft() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.starts < a.maxStarts
