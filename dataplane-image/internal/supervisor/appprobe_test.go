@@ -15,7 +15,6 @@ import (
 
 	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
-	"github.com/kube-fstack/kube-fstack/internal/render"
 )
 
 // fakeAgent stands in for fstack-probe-agent (tested on its own in dataplane-image/probe-agent):
