@@ -114,6 +114,10 @@ bench-operator: ## Injection per pod, pod create with/without the webhook and wi
 bench-cni: ## CNI ADD+DEL latency vs the bridge plugin and ovs-vsctl, and a 1000-cycle fault run (prints ratios).
 	hack/bench-cni.sh
 
+.PHONY: bench-render
+bench-render: ## Render, StackInstance admission, inject.Prepare and the supervisor's spec-to-config vs BASE (default the merge base with main), interleaved (prints ratios).
+	hack/bench-render.sh
+
 .PHONY: bench-supervisor-size
 bench-supervisor-size: ## fstack-supervisor's size as built (CRD walker) vs linking kube-apiserver's validation, with and without CEL (prints ratios; BENCH_SIZE_BASE=<rev> adds a revision).
 	hack/bench-supervisor-size.sh

@@ -51,15 +51,16 @@ func TestSchemaDefaultsMatchRenderer(t *testing.T) {
 			t.Fatalf("%s: the API server refuses it: %v", name, errs.ToAggregate())
 		}
 		stored := decode(t, obj)
-		a, errA := render.Render(&written.Spec, render.PlaceholderFacts(&written.Spec))
-		b, errB := render.Render(&stored.Spec, render.PlaceholderFacts(&stored.Spec))
+		checkedA, errA := render.Prepare(&written.Spec)
+		checkedB, errB := render.Prepare(&stored.Spec)
 		if fmt.Sprint(errA) != fmt.Sprint(errB) {
 			t.Errorf("%s: the renderer alone says %v, after the API server's defaults %v", name, errA, errB)
 			continue
 		}
-		if errA != nil {
+		if len(errA) > 0 {
 			continue
 		}
+		a, b := checkedA.Placeholder(), checkedB.Placeholder()
 		if !bytes.Equal(a.Config, b.Config) || !reflect.DeepEqual(a.EAL, b.EAL) || !reflect.DeepEqual(a.ShimEnv, b.ShimEnv) {
 			t.Errorf("%s: schema defaults change the render:\n%s\n%v\n---\n%s\n%v", name, a.Config, a.EAL, b.Config, b.EAL)
 		}
@@ -68,7 +69,7 @@ func TestSchemaDefaultsMatchRenderer(t *testing.T) {
 
 // TestUpstreamVhostUserGetsGigPagesEverywhere: an Upstream image with a vhost-user port and only
 // an amount of hugepages (issue 20, the fixture stacks/upstream-vhost.yaml) is admitted by the CRD and by the webhook's check
-// (render.Validate on the stored object), and every path renders it with 1Gi pages: unpatched
+// (render.Prepare on the stored object), and every path renders it with 1Gi pages: unpatched
 // F-Stack cannot serve vhost-user from 2Mi pages. Before, the CRD's static 2Mi default made the
 // cluster refuse what `kubectl fstack render` accepted.
 func TestUpstreamVhostUserGetsGigPagesEverywhere(t *testing.T) {
@@ -78,14 +79,15 @@ func TestUpstreamVhostUserGetsGigPagesEverywhere(t *testing.T) {
 		t.Fatalf("the API server refuses it: %v", errs.ToAggregate())
 	}
 	stored := decode(t, obj)
-	if errs := render.Validate(&stored.Spec); len(errs) > 0 {
+	if _, errs := render.Prepare(&stored.Spec); len(errs) > 0 {
 		t.Fatalf("the webhook refuses what the API server stored: %v", errs.ToAggregate())
 	}
 	for what, spec := range map[string]*fsv1.StackInstanceSpec{"as written": &written.Spec, "as stored": &stored.Spec} {
-		res, err := render.Render(spec, render.PlaceholderFacts(spec))
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
+		checked, errs := render.Prepare(spec)
+		if len(errs) > 0 {
+			t.Fatalf("%s: %v", what, errs.ToAggregate())
 		}
+		res := checked.Placeholder()
 		if got := res.Spec.Dataplane.HugePages.PageSize; got != fsv1.HugePages1Gi {
 			t.Errorf("%s: renders with %s pages, want 1Gi", what, got)
 		}

@@ -64,7 +64,8 @@ func TestPoolAddressesReachThePod(t *testing.T) {
 		t.Errorf("snapshot ipv6 %+v, want static 2001:db8::2a/64", a)
 	}
 	// What the dataplane renders from the snapshot.
-	res, err := render.Render(s, render.PlaceholderFacts(s))
+	checked := mustPrepare(t, s)
+	res, err := render.Render(checked, render.PlaceholderFacts(checked))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,34 +4,12 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-
-	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 )
 
-// NodeRequirements are the node agent's labels a node must carry to run the stack: the static
-// CPU manager, free hugepages of the stack's size and the dataplane's seccomp profile always, the vhost-user label for a
-// vhost-user port (OVSDB, the netdev bridge, the socket root), the vfio label for a PCI function
-// named by its address (a port's or a bond member's). Nodes without them are never picked, instead
-// of a pod failing late on them. A function that comes from a device plugin's resource needs no
-// label: the resource request already keeps the pod off nodes that do not advertise it, and the
-// device plugin advertises only functions it has bound for DPDK. `kubectl fstack doctor` reads them
-// too, to say which stacks need each of a node's checks.
+// NodeRequirements are the node agent's labels a node must carry to run the stack
+// (render.Spec.NodeRequirements), which its pods' node affinity asks for.
 func (p *Prepared) NodeRequirements() []corev1.NodeSelectorRequirement {
-	in := func(key, value string) corev1.NodeSelectorRequirement {
-		return corev1.NodeSelectorRequirement{Key: key, Operator: corev1.NodeSelectorOpIn, Values: []string{value}}
-	}
-	reqs := []corev1.NodeSelectorRequirement{
-		in(fsv1.NodeLabelCPUManager, fsv1.NodeCPUManagerStatic),
-		in(fsv1.NodeLabelHugePages(p.spec.Dataplane.HugePages.PageSize), fsv1.NodeReady),
-		in(fsv1.NodeLabelSeccomp, fsv1.NodeReady),
-	}
-	if p.vhost {
-		reqs = append(reqs, in(fsv1.NodeLabelVhostUser, fsv1.NodeReady))
-	}
-	if slices.ContainsFunc(p.spec.Ports, literalPCI) {
-		reqs = append(reqs, in(fsv1.NodeLabelVFIO, fsv1.NodeReady))
-	}
-	return reqs
+	return p.checked.NodeRequirements()
 }
 
 // addNodeAffinity ANDs reqs into every term of the pod's required node affinity (the terms are
@@ -62,13 +40,4 @@ func addNodeAffinity(spec *corev1.PodSpec, reqs []corev1.NodeSelectorRequirement
 			}
 		}
 	}
-}
-
-// literalPCI reports whether a port uses a PCI function by address rather than by resource.
-func literalPCI(port fsv1.PortSpec) bool {
-	byAddress := func(d fsv1.PCIDevice) bool { return d.Address != "" }
-	if port.Device.PCI != nil && byAddress(*port.Device.PCI) {
-		return true
-	}
-	return port.Device.Bond != nil && slices.ContainsFunc(port.Device.Bond.Members, byAddress)
 }

@@ -2,7 +2,6 @@ package inject
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -18,7 +17,8 @@ import (
 // per StackInstance generation, so a pod costs no rendering.
 type Prepared struct {
 	stack    string
-	spec     *fsv1.StackInstanceSpec // defaults applied
+	checked  *render.Spec
+	spec     *fsv1.StackInstanceSpec // checked's, defaults applied
 	cfg      Config
 	hash     string
 	specJSON string
@@ -46,32 +46,35 @@ type plan struct {
 	program int
 }
 
-// Prepare validates and renders stack for injection; an invalid stack gives a *RejectError.
+// Prepare checks stack (render.Prepare, its one defaulting) and prepares it for injection; an
+// invalid stack gives a *RejectError.
 func Prepare(stack *fsv1.StackInstance, cfg Config) (*Prepared, error) {
-	p := &Prepared{stack: stack.Name, cfg: cfg}
-	res, err := render.Render(&stack.Spec, render.PlaceholderFacts(&stack.Spec))
-	if err != nil {
-		var ve *render.ValidationError
-		if !errors.As(err, &ve) {
-			return nil, p.reject(field.InternalError(stackLabelPath(), err))
-		}
-		return nil, p.reject(field.Invalid(stackLabelPath(), stack.Name, fmt.Sprintf(
+	checked, errs := render.Prepare(&stack.Spec)
+	if len(errs) > 0 {
+		return nil, (&Prepared{stack: stack.Name}).reject(field.Invalid(stackLabelPath(), stack.Name, fmt.Sprintf(
 			"StackInstance %q is not valid (%s); fix it, `kubectl describe stackinstance %s` shows every problem",
-			stack.Name, ve.Errs.ToAggregate().Error(), stack.Name)))
+			stack.Name, errs.ToAggregate().Error(), stack.Name)))
 	}
-	p.spec = res.Spec
+	return prepare(stack.Name, checked, cfg)
+}
+
+// prepare is Prepare of a checked spec: the injection's own checks (the operator's images, the
+// snapshot's size) and what every pod of the stack gets.
+func prepare(stack string, checked *render.Spec, cfg Config) (*Prepared, error) {
+	p := &Prepared{stack: stack, checked: checked, spec: checked.Defaulted(), cfg: cfg}
+	res := checked.Placeholder()
 	if ferr := cfg.CheckImage(field.NewPath("spec", "dataplane", "image"), p.spec.Dataplane.Image); ferr != nil {
 		// The StackInstance was admitted before the operator restricted its images.
-		return nil, p.reject(field.Forbidden(stackLabelPath(), fmt.Sprintf("StackInstance %q: %s", stack.Name, ferr.Error())))
+		return nil, p.reject(field.Forbidden(stackLabelPath(), fmt.Sprintf("StackInstance %q: %s", stack, ferr.Error())))
 	}
 	p.hash = render.ConfigHash(res.Config)
-	raw, err := json.Marshal(res.Spec)
+	raw, err := SpecSnapshot(checked)
 	if err != nil {
 		return nil, p.reject(field.InternalError(stackLabelPath(), err))
 	}
 	if ferr := snapshotSizeError(stackLabelPath(), len(raw)); ferr != nil {
 		// The StackInstance was admitted before the operator bounded its snapshot.
-		return nil, p.reject(field.Forbidden(stackLabelPath(), fmt.Sprintf("StackInstance %q: %s", stack.Name, ferr.Detail)))
+		return nil, p.reject(field.Forbidden(stackLabelPath(), fmt.Sprintf("StackInstance %q: %s", stack, ferr.Detail)))
 	}
 	p.specJSON = string(raw)
 	for _, e := range res.ShimEnv {

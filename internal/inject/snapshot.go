@@ -6,7 +6,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 )
@@ -25,13 +24,13 @@ const (
 )
 
 // SpecSnapshot is the kubefstack.io/spec annotation's value for spec.
-func SpecSnapshot(spec *fsv1.StackInstanceSpec) ([]byte, error) {
-	return json.Marshal(render.Defaults(spec))
+func SpecSnapshot(spec *render.Spec) ([]byte, error) {
+	return json.Marshal(spec.Defaulted())
 }
 
 // CheckSnapshotSize refuses a spec whose snapshot does not fit in a pod's annotations, at path
 // (the spec), saying how large it is and how much room it may take.
-func CheckSnapshotSize(path *field.Path, spec *fsv1.StackInstanceSpec) *field.Error {
+func CheckSnapshotSize(path *field.Path, spec *render.Spec) *field.Error {
 	raw, err := SpecSnapshot(spec)
 	if err != nil {
 		return field.InternalError(path, err)

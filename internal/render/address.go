@@ -240,10 +240,7 @@ func (p *plan) resolveVLANs() field.ErrorList {
 	for i := range p.spec.VLANs {
 		vs := &p.spec.VLANs[i]
 		path := field.NewPath("spec", "vlans").Index(i)
-		id, ok := portID[vs.Port]
-		if !ok {
-			errs = append(errs, field.NotFound(path.Child("port"), vs.Port))
-		}
+		id := portID[vs.Port] // a VLAN names a port: the CRD's rule, which Prepare holds the spec to
 		vp := vlanPlan{spec: vs, path: path, portID: id}
 		if vs.IPv4 == nil {
 			errs = append(errs, field.Required(path.Child("ipv4"), "a VLAN needs an IPv4 address"))

@@ -3,6 +3,7 @@ package render
 import (
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -10,21 +11,13 @@ import (
 	"github.com/kube-fstack/kube-fstack/internal/crdwalk"
 )
 
-// Defaults returns a copy of spec with every default applied: first the CRD's (its markers are
-// their only source; package crdwalk applies them as the API server does, so an offline render
-// of a manifest matches what the API server stores), then the ones the schema cannot express.
-// Those are the tuning profile's (an explicit value must win over them, and they must win over
-// F-Stack's, so they come before the defaults of the fields they set) and the ones that depend on
-// other fields: see layerDefaults. A spec the CRD refuses gets what defaults apply; Render
-// refuses it.
-func Defaults(in *fsv1.StackInstanceSpec) *fsv1.StackInstanceSpec {
-	s, _ := schemaDefaults(in)
-	return layerDefaults(s)
-}
+// defaultings counts schemaDefaults' JSON round trips, for the test that holds every path to one.
+var defaultings atomic.Int64
 
 // schemaDefaults returns a copy of in with the CRD's defaults applied and what the CRD refuses
 // in it: its OpenAPI bounds (crdwalk) and its CEL rules (celRules).
 func schemaDefaults(in *fsv1.StackInstanceSpec) (*fsv1.StackInstanceSpec, field.ErrorList) {
+	defaultings.Add(1)
 	sch, err := crdwalk.Load()
 	if err != nil {
 		return in.DeepCopy(), field.ErrorList{field.InternalError(field.NewPath("spec"), err)}

@@ -74,7 +74,7 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := render.Render(&sis[0].Spec, facts)
+			res, err := render.RenderRaw(&sis[0].Spec, facts)
 			if err != nil {
 				t.Fatalf("render: %v", err)
 			}

@@ -38,7 +38,7 @@ func TestLcoresSharingCPUs(t *testing.T) {
 			s.Processes, s.DPDK.LcoresPerCPU = tc.processes, tc.perCPU
 			f.DataplaneCPUs = tc.cpus
 			f.AppCPUs = []int{0}
-			res, err := render.Render(s, f)
+			res, err := render.RenderRaw(s, f)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,7 +67,7 @@ func TestLcoresSharingCPUs(t *testing.T) {
 // Without the option nothing changes: -c<the process's CPU>, no environment.
 func TestOneLcorePerCPUKeepsUpstreamArgv(t *testing.T) {
 	s, f := base()
-	res, err := render.Render(s, f)
+	res, err := render.RenderRaw(s, f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestPlaceholdersHaveTheInjectedCPUCount(t *testing.T) {
 	s, _ := base()
 	vhostPort(s)
 	s.Processes, s.DPDK.LcoresPerCPU = 5, 2
-	f := render.PlaceholderFacts(s)
+	f := render.PlaceholderFacts(render.MustPrepare(t, s))
 	if !reflect.DeepEqual(f.DataplaneCPUs, []int{1, 2, 3}) || !reflect.DeepEqual(f.AppCPUs, []int{4}) {
 		t.Errorf("placeholders: dataplane %v app %v, want 1-3 and 4", f.DataplaneCPUs, f.AppCPUs)
 	}
@@ -93,7 +93,7 @@ func TestPlaceholdersHaveTheInjectedCPUCount(t *testing.T) {
 		t.Errorf("DataplaneCPUCount(5, 2) = %d", got)
 	}
 	s.DPDK.LcoresPerCPU = 9
-	if errs := render.Check(s); len(errs) == 0 || errs[0].Field != "spec.dpdk.lcoresPerCPU" {
+	if errs := render.CheckSchema(s); len(errs) == 0 || errs[0].Field != "spec.dpdk.lcoresPerCPU" {
 		t.Errorf("lcoresPerCPU 9: want the CRD's bound at spec.dpdk.lcoresPerCPU, got %v", errs)
 	}
 }

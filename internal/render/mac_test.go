@@ -17,16 +17,16 @@ func TestVhostUserMACMustBeTheAttachments(t *testing.T) {
 			Attachments: map[string]render.Attachment{"net1": {SocketPath: "/var/run/kube-fstack/vhost/net1.sock", MAC: mac}}}
 	}
 	si := fixtures.Stack(t, "vhost-user")
-	_, err := render.Render(&si.Spec, facts("02:aa:bb:cc:dd:ee"))
+	_, err := render.RenderRaw(&si.Spec, facts("02:aa:bb:cc:dd:ee"))
 	if err == nil || !strings.Contains(err.Error(), "spec.ports[0].device.vhostUser.mac") ||
 		!strings.Contains(err.Error(), "02:aa:bb:cc:dd:ee") || !strings.Contains(err.Error(), "drops frames") {
 		t.Fatalf("a spec MAC unlike the attachment's: want a refusal naming the field and the attachment's MAC, got %v", err)
 	}
-	if _, err := render.Render(&si.Spec, facts(strings.ToUpper(si.Spec.Ports[0].Device.VhostUser.MAC))); err != nil {
+	if _, err := render.RenderRaw(&si.Spec, facts(strings.ToUpper(si.Spec.Ports[0].Device.VhostUser.MAC))); err != nil {
 		t.Fatalf("the same MAC in upper case: %v", err)
 	}
 	si.Spec.Ports[0].Device.VhostUser.MAC = ""
-	res, err := render.Render(&si.Spec, facts("02:aa:bb:cc:dd:ee"))
+	res, err := render.RenderRaw(&si.Spec, facts("02:aa:bb:cc:dd:ee"))
 	if err != nil || !strings.Contains(string(res.Config), "02:aa:bb:cc:dd:ee") {
 		t.Fatalf("no spec MAC: want the attachment's in the config, got %v", err)
 	}

@@ -25,7 +25,7 @@ func TestResourceBackedPortsPerVersion(t *testing.T) {
 	}
 	facts := &render.Facts{DataplaneCPUs: []int{3}, PCIResources: map[string][]string{res: {"0000:00:1f.3", "0000:00:1f.2"}}}
 	for v, key := range map[fsv1.FStackVersion]string{fsv1.FStackV125: "allow", fsv1.FStackV124: "pci_whitelist"} {
-		out, err := render.Render(spec(v), facts)
+		out, err := render.RenderRaw(spec(v), facts)
 		if err != nil {
 			t.Fatalf("%s: %v", v, err)
 		}
@@ -46,7 +46,7 @@ func TestResourceBackedPortsPerVersion(t *testing.T) {
 	}
 	// One address for two ports: the error names the variable and what to request.
 	short := &render.Facts{DataplaneCPUs: []int{3}, PCIResources: map[string][]string{res: {"0000:00:1f.2"}}}
-	_, err := render.Render(spec(fsv1.FStackV125), short)
+	_, err := render.RenderRaw(spec(fsv1.FStackV125), short)
 	if err == nil || !strings.Contains(err.Error(), "spec.ports[1].device.pci.resource") ||
 		!strings.Contains(err.Error(), "PCIDEVICE_KUBEFSTACK_IO_E2E_FAKE_VF") {
 		t.Fatalf("want the second port's resource named with its variable, got %v", err)

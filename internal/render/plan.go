@@ -343,12 +343,8 @@ func (p *plan) resolvePortLcores() field.ErrorList {
 				procs = append(procs, int32(k))
 			}
 		}
-		for j, k := range procs {
-			if int(k) >= len(p.lcores) || k < 0 {
-				errs = append(errs, field.Invalid(pp.path.Child("processes").Index(j), k,
-					fmt.Sprintf("no such process: spec.processes is %d", len(p.lcores))))
-				continue
-			}
+		// Each index is below spec.processes (the CRD's rule, which Prepare holds the spec to).
+		for _, k := range procs {
 			served[k] = true
 			pp.lcores = append(pp.lcores, p.lcores[k])
 		}

@@ -33,7 +33,8 @@ func TestProfileFreeBSDLayer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &fsv1.StackInstanceSpec{Profile: test}
 			tc.set(&s.FreeBSD)
-			s = Defaults(s)
+			d, _ := schemaDefaults(s)
+			s = layerDefaults(d)
 			boot, sysctl, errs := freebsdSections(s)
 			if len(errs) > 0 {
 				t.Fatalf("errors: %v", errs.ToAggregate())

@@ -21,7 +21,7 @@ func proxyBase() (*fsv1.StackInstanceSpec, *render.Facts) {
 // renderINI renders s and reads the result back with F-Stack's rules (package fstackini).
 func renderINI(t *testing.T, s *fsv1.StackInstanceSpec, f *render.Facts) (*render.Result, *fstackini.Config) {
 	t.Helper()
-	res, err := render.Render(s, f)
+	res, err := render.RenderRaw(s, f)
 	if err != nil {
 		t.Fatalf("render: %v", err)
 	}
@@ -157,7 +157,7 @@ func TestProfileWithoutUpstreams(t *testing.T) {
 func TestNoProfileKeepsFStackDefaults(t *testing.T) {
 	s, f := proxyBase()
 	s.RSSCheck.Enabled = new(true)
-	plain, err := render.Render(s, f)
+	plain, err := render.RenderRaw(s, f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestNoProfileKeepsFStackDefaults(t *testing.T) {
 		t.Errorf("pkt_tx_delay default %d, want F-Stack's 100", got)
 	}
 	s.Profile = fsv1.ProfileLongConnections
-	long, err := render.Render(s, f)
+	long, err := render.RenderRaw(s, f)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,14 +1,14 @@
 // Package render turns a StackInstance spec and the facts of one pod into what F-Stack runs:
 // config.ini, the EAL argv F-Stack builds from it for each process, and what the app containers'
-// launcher needs to give the app the shim's environment. It validates everything F-Stack itself would crash on or silently ignore,
-// returning every problem at once with its field path. It is pure: the operator, the dataplane
-// supervisor and the CLI share it.
+// launcher needs to give the app the shim's environment. Prepare applies every default to a spec
+// and checks everything F-Stack itself would crash on or silently ignore, returning every problem
+// at once with its field path, once per path; what it returns (a *Spec) is what the rest takes.
+// It is pure: the operator, the dataplane supervisor and the CLI share it.
 package render
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -59,76 +59,25 @@ func (e *ValidationError) Error() string {
 	return fmt.Sprintf("invalid StackInstance: %s", e.Errs.ToAggregate().Error())
 }
 
-// Render validates spec against facts and renders it. On any problem it returns a
-// *ValidationError listing all of them.
-func Render(spec *fsv1.StackInstanceSpec, facts *Facts) (*Result, error) {
-	// The CRD's bounds and rules first and alone: every later step sizes or indexes by them.
-	d, errs := schemaDefaults(spec)
-	if len(errs) > 0 {
-		return nil, &ValidationError{Errs: errs}
-	}
-	s := layerDefaults(d)
-	errs = checkSpec(s)
-	p, e := resolve(s, facts)
-	errs = append(errs, e...)
-	boot, sysctl, e := freebsdSections(s)
-	errs = append(errs, e...)
-	if len(errs) > 0 {
-		return nil, &ValidationError{Errs: dedupe(errs)}
-	}
-	cfg, errs := p.emit(boot, sysctl)
-	res := &Result{Config: cfg, LcoreMask: p.lcoreMask(), PortIDs: map[string]int{}, Spec: s, Profile: ProfileValues(spec)}
-	for k := range p.lcores {
-		res.EAL = append(res.EAL, p.ealArgs(k))
-	}
-	errs = append(errs, checkEAL(res.EAL[0])...)
-	if len(errs) > 0 {
-		return nil, &ValidationError{Errs: dedupe(errs)}
-	}
-	for _, pp := range p.ports {
-		res.PortIDs[pp.spec.Name] = pp.id
-	}
-	res.ShimEnv = p.shimEnv()
-	res.ShimEAL = p.shimEAL()
-	res.CPUs = p.cpus
-	res.FStackEnv = p.fstackEnv()
-	return res, nil
-}
-
-// Check holds spec to the CRD (its OpenAPI bounds through crdwalk, its CEL rules through their
-// twins in this package) with the CRD's defaults applied, as the API server would. Render runs
-// it first; the dataplane runs it on the pod's spec snapshot, which never passed the API server
-// once anyone who may edit the pod has changed it.
-func Check(spec *fsv1.StackInstanceSpec) field.ErrorList {
-	_, errs := schemaDefaults(spec)
-	return errs
-}
-
-// Validate runs every check possible before a pod exists, rendering with PlaceholderFacts.
-func Validate(spec *fsv1.StackInstanceSpec) field.ErrorList {
-	if errs := Check(spec); len(errs) > 0 {
-		return errs
-	}
-	_, err := Render(spec, PlaceholderFacts(spec))
-	var ve *ValidationError
-	if errors.As(err, &ve) {
-		return ve.Errs
-	}
-	return nil
-}
-
 // PlaceholderFacts stands in for a pod that does not exist yet: consecutive CPUs from 1 (CPU 0
 // is left to the node and F-Stack's tools), one device per PCI port, the CNI plugin's socket
 // paths, and documentation-range addresses for attachments.
-func PlaceholderFacts(spec *fsv1.StackInstanceSpec) *Facts {
-	s := Defaults(spec)
+func PlaceholderFacts(spec *Spec) *Facts {
+	s := spec.spec
 	f := &Facts{PCIResources: map[string][]string{}, Attachments: map[string]Attachment{}}
 	// As many CPUs as the injection asks for (fewer than processes with lcoresPerCPU > 1).
 	cpus := DataplaneCPUCount(min(int(s.Processes), maxProcesses), int(s.DPDK.LcoresPerCPU))
 	for i := 0; i < cpus; i++ {
 		f.DataplaneCPUs = append(f.DataplaneCPUs, 1+i)
 	}
-	f.AppCPUs = []int{1 + cpus}
+	// The app's CPU after the dataplane's, unless that is beyond what the shim can name: a node
+	// may well give the app a low CPU and the dataplane the high ones, so a placeholder must not
+	// refuse the spec for it (the supervisor checks the real one).
+	app := 1 + cpus
+	if app > podcontract.MaxShimLcore {
+		app = 0
+	}
+	f.AppCPUs = []int{app}
 	dev := 0
 	addDev := func(d *fsv1.PCIDevice) {
 		if d.Resource != "" {
@@ -188,16 +137,3 @@ func (p *plan) fstackEnv() []EnvVar {
 // lcoresShareCPUs is the lab option in effect: every process's lcore is pinned with --lcores
 // (patch 0003), even when the container happens to have a CPU for each.
 func (p *plan) lcoresShareCPUs() bool { return p.spec.DPDK.LcoresPerCPU > 1 }
-
-// dedupe drops repeated errors (the same check reached from two places).
-func dedupe(errs field.ErrorList) field.ErrorList {
-	seen := map[string]bool{}
-	out := errs[:0]
-	for _, e := range errs {
-		if k := e.Error(); !seen[k] {
-			seen[k] = true
-			out = append(out, e)
-		}
-	}
-	return out
-}

@@ -26,9 +26,6 @@ func checkRSS(s *fsv1.StackInstanceSpec) field.ErrorList {
 	}
 	path := field.NewPath("spec", "rssCheck", "entries")
 	var errs field.ErrorList
-	if *r.Enabled && len(r.Entries) == 0 {
-		errs = append(errs, field.Required(path, "an enabled rssCheck needs entries"))
-	}
 	if len(r.Entries) > maxRSSEntries {
 		errs = append(errs, field.TooMany(path, len(r.Entries), maxRSSEntries))
 	}
@@ -83,11 +80,7 @@ func (p *plan) rssTable() (string, field.ErrorList) {
 	parts := make([]string, 0, len(r.Entries))
 	for i, e := range r.Entries {
 		path := field.NewPath("spec", "rssCheck", "entries").Index(i)
-		pp, ok := byName[e.Port]
-		if !ok {
-			errs = append(errs, field.NotFound(path.Child("port"), e.Port))
-			continue
-		}
+		pp := byName[e.Port] // an entry names a port: the CRD's rule, which Prepare holds the spec to
 		if known, owned := p.ownsAddress(pp, e.LocalAddress); known && !owned {
 			errs = append(errs, field.Invalid(path.Child("localAddress"), e.LocalAddress, fmt.Sprintf(
 				"is not an address of port %s (its address, a VIP, or one of its VLANs): connections from "+

@@ -322,7 +322,7 @@ func TestHostileSpecsAreRefused(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s, f := base()
 			tc.mutate(s)
-			_, err := render.Render(s, f)
+			_, err := render.RenderRaw(s, f)
 			var ve *render.ValidationError
 			if !errors.As(err, &ve) || !errorAt(ve.Errs, tc.path) {
 				t.Errorf("Render: want an error at %s, got %v", tc.path, err)
@@ -340,7 +340,7 @@ func TestSchemaErrorsDoNotEchoHugeValues(t *testing.T) {
 	huge := strings.Repeat("x", 200000)
 	s.DPDK.BaseVirtAddr = huge
 	s.Shim.Containers = []string{huge, huge}
-	errs := render.Check(s)
+	errs := render.CheckSchema(s)
 	if len(errs) != 4 { // the prefix, each name too long, the second a duplicate
 		t.Fatalf("want 4 errors, got %v", errs)
 	}

@@ -25,7 +25,7 @@ func TestProgramSchema(t *testing.T) {
 	if errs := adm.admit(base); len(errs) > 0 {
 		t.Fatalf("the API server refuses the program base: %v", errs.ToAggregate())
 	}
-	if errs := render.Check(decodeSpec(t, base)); len(errs) > 0 {
+	if errs := render.CheckSchema(decodeSpec(t, base)); len(errs) > 0 {
 		t.Fatalf("render.Check refuses the program base: %v", errs.ToAggregate())
 	}
 	cases := map[string]struct {
@@ -46,7 +46,7 @@ func TestProgramSchema(t *testing.T) {
 		if errs := adm.admit(spec); len(errs) == 0 {
 			t.Errorf("%s: the API server accepts it", name)
 		}
-		if errs := render.Check(decodeSpec(t, spec)); !errorAt(errs, c.path) {
+		if errs := render.CheckSchema(decodeSpec(t, spec)); !errorAt(errs, c.path) {
 			t.Errorf("%s: render.Check does not refuse it at %s: %v", name, c.path, errs.ToAggregate())
 		}
 	}

@@ -102,7 +102,7 @@ func TestRendererEnforcesEveryCRDBound(t *testing.T) {
 	if errs := adm.admit(base); len(errs) > 0 {
 		t.Fatalf("the base spec must pass the CRD: %v", errs.ToAggregate())
 	}
-	if errs := render.Check(decodeSpec(t, base)); len(errs) > 0 {
+	if errs := render.CheckSchema(decodeSpec(t, base)); len(errs) > 0 {
 		t.Fatalf("the base spec must pass render.Check: %v", errs.ToAggregate())
 	}
 	w := newWalker()
@@ -145,14 +145,14 @@ func runCase(t *testing.T, adm *admission, base map[string]any, c *schemaCase) s
 		}
 		return map[bool]string{true: "refused"}[want]
 	}
-	got := errorAt(render.Check(&s), c.fieldPath())
+	got := errorAt(render.CheckSchema(&s), c.fieldPath())
 	if want && !got && !representable(&s, spec, c) {
 		return c.fieldPath() + " " + c.rule + " " + describe(c)
 	}
 	// A CEL rule reports at the object that holds it, the renderer at the field to change.
 	if want != got && (!got || !errorAbove(admErrs, c.fieldPath())) {
 		t.Errorf("%s (%s) = %s: API server refuses it there: %v, renderer: %v\n%v",
-			c.fieldPath(), c.rule, describe(c), want, got, render.Check(&s).ToAggregate())
+			c.fieldPath(), c.rule, describe(c), want, got, render.CheckSchema(&s).ToAggregate())
 	}
 	if want && !errorAt(render.Validate(&s), c.fieldPath()) {
 		t.Errorf("%s (%s): render.Validate does not refuse it there", c.fieldPath(), c.rule)

@@ -17,7 +17,7 @@ func TestServerAttachmentRidesOnThePath(t *testing.T) {
 	for _, server := range []bool{true, false} {
 		facts := &Facts{DataplaneCPUs: []int{1}, Attachments: map[string]Attachment{
 			"net1": {SocketPath: "/var/run/kube-fstack/vhost/net1.sock", Server: server}}}
-		res, err := Render(spec, facts)
+		res, err := RenderRaw(spec, facts)
 		if err != nil {
 			t.Fatal(err)
 		}

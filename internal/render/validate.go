@@ -44,13 +44,7 @@ func checkLcoresPerCPU(s *fsv1.StackInstanceSpec) field.ErrorList {
 
 func checkVersion(s *fsv1.StackInstanceSpec) field.ErrorList {
 	var errs field.ErrorList
-	v := field.NewPath("spec", "fstackVersion")
-	switch s.FStackVersion {
-	case fsv1.FStackV125, fsv1.FStackV124:
-	default:
-		return field.ErrorList{field.NotSupported(v, s.FStackVersion,
-			[]string{string(fsv1.FStackV125), string(fsv1.FStackV124)})}
-	}
+	// The version is one of the two (the CRD's enum, which Prepare holds the spec to).
 	if s.FStackVersion == fsv1.FStackV124 {
 		if s.RSSCheck != nil {
 			errs = append(errs, field.Forbidden(field.NewPath("spec", "rssCheck"),
@@ -105,15 +99,10 @@ func wholeMiB(q *resource.Quantity) (int64, bool) {
 
 func checkShim(s *fsv1.StackInstanceSpec) field.ErrorList {
 	sh := &s.Shim
-	path := field.NewPath("spec", "shim")
 	if !*sh.Enabled {
 		return nil
 	}
 	var errs field.ErrorList
-	if sh.Polling && *sh.KernelEvent {
-		errs = append(errs, field.Invalid(path.Child("polling"), true,
-			"polling cannot be combined with kernelEvent (the shim silently stops polling): set kernelEvent=false or polling=false"))
-	}
 	if s.DPDK.FilePrefix != "" {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "dpdk", "filePrefix"), s.DPDK.FilePrefix,
 			"the shim (libff_syscall.so) and F-Stack's tools only attach to DPDK's default file prefix "+
@@ -302,10 +291,6 @@ func checkKNI(s *fsv1.StackInstanceSpec) field.ErrorList {
 	}
 	path := field.NewPath("spec", "kni")
 	var errs field.ErrorList
-	if k.Method != fsv1.KNIAccept && k.Method != fsv1.KNIReject {
-		errs = append(errs, field.NotSupported(path.Child("method"), k.Method,
-			[]string{string(fsv1.KNIAccept), string(fsv1.KNIReject)}))
-	}
 	errs = append(errs, checkPortRanges(k.TCPPorts, path.Child("tcpPorts"))...)
 	errs = append(errs, checkPortRanges(k.UDPPorts, path.Child("udpPorts"))...)
 	for i := range s.Ports {

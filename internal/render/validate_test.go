@@ -224,7 +224,7 @@ func TestValidationNamesFieldAndRemedy(t *testing.T) {
 			s, f := base()
 			tc.mutate(s, f)
 			before := s.DeepCopy()
-			_, err := render.Render(s, f)
+			_, err := render.RenderRaw(s, f)
 			var ve *render.ValidationError
 			if !errors.As(err, &ve) {
 				t.Fatalf("want a ValidationError for %s (docs/fstack-rules.md §4 %s), got %v", tc.name, tc.constrain, err)
@@ -247,7 +247,7 @@ func TestValidationNamesFieldAndRemedy(t *testing.T) {
 
 func TestBaseIsValid(t *testing.T) {
 	s, f := base()
-	if _, err := render.Render(s, f); err != nil {
+	if _, err := render.RenderRaw(s, f); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -258,7 +258,7 @@ func TestAllErrorsAtOnce(t *testing.T) {
 	s.FreeBSD.TCBHashSize = new(int32(1000))
 	s.FreeBSD.MaxFiles = new(int32(100000))
 	s.Ports[0].VIPs = []string{"nope"}
-	_, err := render.Render(s, f)
+	_, err := render.RenderRaw(s, f)
 	var ve *render.ValidationError
 	if !errors.As(err, &ve) || len(ve.Errs) < 3 {
 		t.Fatalf("want 3 errors at once, got %v", err)
@@ -291,7 +291,7 @@ func TestTwoNetworksForOneInterfaceRefused(t *testing.T) {
 	second.Network = &fsv1.NetworkRef{Name: "other-net"}
 	second.Addressing = fsv1.Addressing{IPv4: &fsv1.IPv4Address{Address: "10.1.0.10/24", Gateway: "10.1.0.1"}}
 	s.Ports = append(s.Ports, second)
-	_, err := render.Render(s, f)
+	_, err := render.RenderRaw(s, f)
 	var ve *render.ValidationError
 	if !errors.As(err, &ve) {
 		t.Fatalf("want a ValidationError, got %v", err)

@@ -15,7 +15,6 @@ import (
 
 	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
-	"github.com/kube-fstack/kube-fstack/internal/render"
 )
 
 // fakeAgent stands in for fstack-probe-agent (tested on its own in dataplane-image/probe-agent):
@@ -74,7 +73,7 @@ func TestAppProbesThroughTheAgent(t *testing.T) {
 	h.writeDevinfo()
 	agentBin := filepath.Join(t.TempDir(), "agent")
 	mustDo(t, os.WriteFile(agentBin, []byte(fakeAgent), 0o755))
-	mode := AgentShimMode(&render.Defaults(vhostSpec(2)).Shim)
+	mode := AgentShimMode(&defaulted(t, vhostSpec(2)).Shim)
 	lib := filepath.Join(h.paths.ImageShimDir, mode, podcontract.ShimLibrary)
 	mustDo(t, os.MkdirAll(filepath.Dir(lib), 0o755))
 	mustDo(t, copyFile(harmlessLibrary(t), lib))
@@ -206,7 +205,7 @@ func TestAgentShimMode(t *testing.T) {
 		{&f, &f, true, false, "thread-socket"},
 		{&tr, &f, false, false, "kernel-event"},
 	} {
-		sh := render.Defaults(vhostSpec(1)).Shim
+		sh := defaulted(t, vhostSpec(1)).Shim
 		sh.KernelEvent, sh.MultiSC, sh.ThreadSocket, sh.Polling = c.ke, c.msc, c.ts, c.poll
 		if got := AgentShimMode(&sh); got != c.want {
 			t.Errorf("%+v: %s, want %s", c, got, c.want)

@@ -37,9 +37,13 @@ func TestParseArgsAsGetoptLong(t *testing.T) {
 // mode): both play F-Stack's dpdk_args_setup, one from the file, one from the spec.
 func TestTestpmdMatchesProgramMode(t *testing.T) {
 	si := fixtures.StackInstance("vhost", fixtures.WithProcesses(2), fixtures.WithVhostPort("data", "net1", 2), fixtures.WithShim(false))
-	facts := render.PlaceholderFacts(&si.Spec)
+	checked, errs := render.Prepare(&si.Spec)
+	if len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	facts := render.PlaceholderFacts(checked)
 	facts.DataplaneCPUs = []int{2, 5}
-	res, err := render.Render(&si.Spec, facts)
+	res, err := render.Render(checked, facts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,9 +105,13 @@ func TestReadNginx(t *testing.T) {
 func TestTestpmdHonoursTheLcoreCPUs(t *testing.T) {
 	si := fixtures.StackInstance("vhost", fixtures.WithProcesses(2), fixtures.WithVhostPort("data", "net1", 2), fixtures.WithShim(false))
 	si.Spec.DPDK.LcoresPerCPU = 2
-	facts := render.PlaceholderFacts(&si.Spec)
+	checked, errs := render.Prepare(&si.Spec)
+	if len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	facts := render.PlaceholderFacts(checked)
 	facts.DataplaneCPUs = []int{3}
-	res, err := render.Render(&si.Spec, facts)
+	res, err := render.Render(checked, facts)
 	if err != nil {
 		t.Fatal(err)
 	}

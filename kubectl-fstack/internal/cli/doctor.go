@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/internal/inject"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/render"
 )
 
 type doctorOptions struct {
@@ -263,12 +263,12 @@ type stackReqs struct {
 // node affinity: the same function, so doctor cannot disagree with the scheduler.
 func requirements(si *fsv1.StackInstance) stackReqs {
 	s := stackReqs{key: si.Namespace + "/" + si.Name, sel: labels.NewSelector()}
-	p, err := inject.Prepare(si, inject.Config{})
-	if err != nil {
-		s.err = err.Error()
+	checked, errs := render.Prepare(&si.Spec)
+	if len(errs) > 0 {
+		s.err = (&render.ValidationError{Errs: errs}).Error()
 		return s
 	}
-	s.reqs = p.NodeRequirements()
+	s.reqs = checked.NodeRequirements()
 	for _, r := range s.reqs {
 		req, err := labels.NewRequirement(r.Key, selection.Operator(strings.ToLower(string(r.Operator))), r.Values)
 		if err != nil {

@@ -61,18 +61,25 @@ func (o *renderOptions) run(stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	facts, notes, err := o.facts(&si.Spec)
+	checked, errs := render.Prepare(&si.Spec)
+	if len(errs) > 0 {
+		return invalidStack(stderr, si.Name, append(errs, o.cpuErrors(&si.Spec)...))
+	}
+	facts, notes, err := o.facts(checked, &si.Spec)
 	if err != nil {
 		return err
 	}
-	res, err := render.Render(&si.Spec, facts)
+	if len(o.addr) > 0 {
+		// --addr may have given a pool port its address, which the spec then holds as static.
+		if checked, errs = render.Prepare(&si.Spec); len(errs) > 0 {
+			return invalidStack(stderr, si.Name, errs)
+		}
+	}
+	notes = append(notes, placeholderNotes(checked.Defaulted(), facts)...)
+	res, err := render.Render(checked, facts)
 	var ve *render.ValidationError
 	if errors.As(err, &ve) {
-		fmt.Fprintf(stderr, "StackInstance %s is invalid:\n", si.Name)
-		for _, e := range ve.Errs {
-			fmt.Fprintf(stderr, "  %s\n", e.Error())
-		}
-		return errReported
+		return invalidStack(stderr, si.Name, ve.Errs)
 	}
 	if err != nil {
 		return err
@@ -96,6 +103,28 @@ func (o *renderOptions) run(stdout, stderr io.Writer) error {
 	return nil
 }
 
+// cpuErrors compares --cpus with the processes a spec that fails its checks asks for, so that its
+// problems and the flags' show at once (a valid spec's are the render's).
+func (o *renderOptions) cpuErrors(raw *fsv1.StackInstanceSpec) field.ErrorList {
+	cpus, err := render.ParseCPUList(o.cpus)
+	if o.cpus == "" || err != nil {
+		return nil
+	}
+	procs := max(raw.Processes, 1) // the CRD's default
+	if err := render.CheckDataplaneCPUs(cpus, int(procs), int(raw.DPDK.LcoresPerCPU)); err != nil {
+		return field.ErrorList{field.Invalid(field.NewPath("spec", "processes"), procs, err.Error())}
+	}
+	return nil
+}
+
+func invalidStack(stderr io.Writer, name string, errs field.ErrorList) error {
+	fmt.Fprintf(stderr, "StackInstance %s is invalid:\n", name)
+	for _, e := range errs {
+		fmt.Fprintf(stderr, "  %s\n", e.Error())
+	}
+	return errReported
+}
+
 // load reads the chosen StackInstance of the file as the API server would store it (admit).
 func (o *renderOptions) load(stderr io.Writer) (*fsv1.StackInstance, error) {
 	files, err := o.files.read()
@@ -108,15 +137,15 @@ func (o *renderOptions) load(stderr io.Writer) (*fsv1.StackInstance, error) {
 // facts starts from placeholders and replaces each with what the flags say. Each flag's value is
 // parsed and checked by the function the dataplane uses for the same fact (package render), so a
 // value the dataplane would refuse is refused here in its words.
-func (o *renderOptions) facts(spec *fsv1.StackInstanceSpec) (*render.Facts, []string, error) {
-	f := render.PlaceholderFacts(spec)
+func (o *renderOptions) facts(checked *render.Spec, spec *fsv1.StackInstanceSpec) (*render.Facts, []string, error) {
+	f := render.PlaceholderFacts(checked)
 	var notes []string
 	var err error
 	if o.cpus == "" {
 		notes = append(notes, fmt.Sprintf("no --cpus: placeholder dataplane CPUs %s", render.FormatCPUList(f.DataplaneCPUs)))
 	} else if f.DataplaneCPUs, err = render.ParseCPUList(o.cpus); err != nil {
 		return nil, nil, fmt.Errorf("--cpus: %w", err)
-	} else if note, err := cpusBeyondProcesses(spec, o.cpus, f.DataplaneCPUs); err != nil {
+	} else if note, err := cpusBeyondProcesses(checked.Defaulted(), o.cpus, f.DataplaneCPUs); err != nil {
 		return nil, nil, err
 	} else if note != "" {
 		notes = append(notes, note)
@@ -140,7 +169,7 @@ func (o *renderOptions) facts(spec *fsv1.StackInstanceSpec) (*render.Facts, []st
 			f.PCIResources[res] = append(f.PCIResources[res], devs...)
 		}
 	}
-	attOf := attachmentsByPort(spec)
+	attOf := attachmentsByPort(checked.Defaulted())
 	for _, kv := range o.vhost {
 		port, path, ok := strings.Cut(kv, "=")
 		att, known := attOf[port]
@@ -162,7 +191,7 @@ func (o *renderOptions) facts(spec *fsv1.StackInstanceSpec) (*render.Facts, []st
 			return nil, nil, err
 		}
 	}
-	return f, append(notes, placeholderNotes(spec, f)...), nil
+	return f, notes, nil
 }
 
 // setAddr sets the address of a port: for a port from: Attachment what IPAM gave it, for a port
@@ -235,7 +264,7 @@ func setPoolAddr(spec *fsv1.StackInstanceSpec, port, cidr, gw string) (done bool
 
 func attachmentsByPort(spec *fsv1.StackInstanceSpec) map[string]string {
 	m := map[string]string{}
-	for _, p := range render.Defaults(spec).Ports {
+	for _, p := range spec.Ports {
 		m[p.Name] = p.Attachment
 	}
 	return m
@@ -243,7 +272,7 @@ func attachmentsByPort(spec *fsv1.StackInstanceSpec) map[string]string {
 
 func placeholderNotes(spec *fsv1.StackInstanceSpec, f *render.Facts) []string {
 	var notes []string
-	for _, p := range render.Defaults(spec).Ports {
+	for _, p := range spec.Ports {
 		if (p.IPv4 != nil && p.IPv4.From == fsv1.AddressPool) || (p.IPv6 != nil && p.IPv6.From == fsv1.AddressPool) {
 			notes = append(notes, fmt.Sprintf("port %s: placeholder address, the pool's first; each pod takes its own (--addr to set one)", p.Name))
 		}

@@ -101,17 +101,13 @@ func (r *StackInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	return ctrl.Result{}, obs.configMap
 }
 
-// renderPreview renders the spec with placeholder facts; errs lists why it is invalid.
+// renderPreview is the spec rendered with placeholder facts; errs lists why it is invalid.
 func renderPreview(si *fsv1.StackInstance) (*render.Result, field.ErrorList) {
-	res, err := render.Render(&si.Spec, render.PlaceholderFacts(&si.Spec))
-	var ve *render.ValidationError
-	if errors.As(err, &ve) {
-		return nil, ve.Errs
+	checked, errs := render.Prepare(&si.Spec)
+	if len(errs) > 0 {
+		return nil, errs
 	}
-	if err != nil {
-		return nil, field.ErrorList{field.InternalError(field.NewPath("spec"), err)}
-	}
-	return res, nil
+	return checked.Placeholder(), nil
 }
 
 // patchStatus computes the whole status from obs and writes it in one patch, emitting an event

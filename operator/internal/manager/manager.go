@@ -153,7 +153,7 @@ func New(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
 	if err := addrs.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	if err := nodemetrics.Register(context.Background(), mgr.GetCache(), o.Inject, metrics.Registry); err != nil {
+	if err := nodemetrics.Register(context.Background(), mgr.GetCache(), metrics.Registry); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/internal/inject"
 	"github.com/kube-fstack/kube-fstack/internal/nodecheck"
+	"github.com/kube-fstack/kube-fstack/internal/render"
 )
 
 // Bounds on what one Node's annotation may add to a scrape: the agent writes it, but anyone
@@ -42,9 +42,7 @@ func nodeList() *metav1.PartialObjectMetadataList {
 
 // Collector reads the reports at scrape time from the manager's cache.
 type Collector struct {
-	Reader client.Reader
-	// Inject is the injector's configuration: a stack's node requirements are those its pods get.
-	Inject  inject.Config
+	Reader  client.Reader
 	Timeout time.Duration
 
 	check *prometheus.Desc
@@ -52,8 +50,8 @@ type Collector struct {
 }
 
 // New is a collector over reader (the manager's cache).
-func New(reader client.Reader, cfg inject.Config) *Collector {
-	return &Collector{Reader: reader, Inject: cfg, Timeout: 5 * time.Second,
+func New(reader client.Reader) *Collector {
+	return &Collector{Reader: reader, Timeout: 5 * time.Second,
 		check: prometheus.NewDesc("kubefstack_node_check_failed",
 			"1 if the node agent's check failed on the node (status fail), 0 if it passed or warned; needed is true when an F-Stack pod bound to the node has a StackInstance that needs the label the check decides.",
 			[]string{"node", "check", "needed"}, nil),
@@ -138,8 +136,9 @@ func judge(node string, r *nodecheck.Report, needed map[string]bool) []Result {
 }
 
 // needsByNode is, for every node running a pod bound to a StackInstance, the node labels those
-// stacks need (the injector's node affinity). Only stacks with such a pod are prepared, each
-// once; a stack that cannot be prepared (invalid) adds nothing: its pods are refused, none runs.
+// stacks need (render.Spec.NodeRequirements, which the injector puts in the pods' node affinity).
+// Only stacks with such a pod are prepared, each once; an invalid stack adds nothing: its pods are
+// refused, none runs.
 func (c *Collector) needsByNode(ctx context.Context) (map[string]map[string]bool, error) {
 	pods := &corev1.PodList{}
 	if err := c.Reader.List(ctx, pods, client.HasLabels{fsv1.StackLabel}); err != nil {
@@ -162,11 +161,11 @@ func (c *Collector) needsByNode(ctx context.Context) (map[string]map[string]bool
 			}
 			return nil, err
 		}
-		prep, err := inject.Prepare(stack, c.Inject)
-		if err != nil {
+		checked, errs := render.Prepare(&stack.Spec)
+		if len(errs) > 0 {
 			continue
 		}
-		for _, req := range prep.NodeRequirements() {
+		for _, req := range checked.NodeRequirements() {
 			for _, n := range nodes {
 				if out[n] == nil {
 					out[n] = map[string]bool{}
@@ -180,13 +179,13 @@ func (c *Collector) needsByNode(ctx context.Context) (map[string]map[string]bool
 
 // Register makes c watch the Nodes' metadata (started with the manager's other informers) and
 // adds the collector to reg; a second manager in one process (tests) keeps the first's.
-func Register(ctx context.Context, c cache.Cache, cfg inject.Config, reg prometheus.Registerer) error {
+func Register(ctx context.Context, c cache.Cache, reg prometheus.Registerer) error {
 	node := &metav1.PartialObjectMetadata{}
 	node.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Node"))
 	if _, err := c.GetInformer(ctx, node, cache.BlockUntilSynced(false)); err != nil {
 		return fmt.Errorf("watch the Nodes' metadata: %w", err)
 	}
-	err := reg.Register(New(c, cfg))
+	err := reg.Register(New(c))
 	if are := (prometheus.AlreadyRegisteredError{}); errors.As(err, &are) {
 		return nil
 	}

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/internal/inject"
 	"github.com/kube-fstack/kube-fstack/internal/nodecheck"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
@@ -57,7 +56,7 @@ func TestChecksFailedAndNeeded(t *testing.T) {
 	}
 	r := newReader(t, stack, node("n1", checks...), node("n2", checks...), node("n3"),
 		boundPod("web", "a", "vhost-user", "n1"), boundPod("other", "b", "vhost-user", "n2"))
-	c := New(r, inject.DefaultConfig())
+	c := New(r)
 	got := gather(t, c)
 	want := []string{
 		`kubefstack_node_check_failed{check="aslr",needed="false",node="n1"} 0`,
@@ -113,7 +112,7 @@ func TestHostileReport(t *testing.T) {
 	}
 	bad := node("bad")
 	bad.Annotations = map[string]string{fsv1.NodeReportAnnotation: "{not json"}
-	got, err := New(newReader(t, node("n", checks...), bad), inject.DefaultConfig()).Results(context.Background())
+	got, err := New(newReader(t, node("n", checks...), bad)).Results(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

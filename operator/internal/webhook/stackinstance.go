@@ -31,18 +31,20 @@ func (v *StackInstanceValidator) SetupWithManager(mgr ctrl.Manager) error {
 
 // ValidateCreate checks a new StackInstance.
 func (v *StackInstanceValidator) ValidateCreate(_ context.Context, si *fsv1.StackInstance) (admission.Warnings, error) {
-	if err := v.validate(si); err != nil {
+	checked, err := v.validate(si)
+	if err != nil {
 		return nil, err
 	}
-	return profileWarnings(&si.Spec), nil
+	return profileWarnings(checked.Profile()), nil
 }
 
 // ValidateUpdate checks a changed StackInstance and says that running pods keep their config.
 func (v *StackInstanceValidator) ValidateUpdate(_ context.Context, old, si *fsv1.StackInstance) (admission.Warnings, error) {
-	if err := v.validate(si); err != nil {
+	checked, err := v.validate(si)
+	if err != nil {
 		return nil, err
 	}
-	warnings := profileWarnings(&si.Spec)
+	warnings := profileWarnings(checked.Profile())
 	if !equality.Semantic.DeepEqual(old.Spec, si.Spec) && old.Status.BoundPods > 0 {
 		warnings = append(warnings, "pods already running keep the config they started with; recreate them (e.g. kubectl rollout restart) to apply this change")
 	}
@@ -54,16 +56,21 @@ func (v *StackInstanceValidator) ValidateDelete(context.Context, *fsv1.StackInst
 	return nil, nil
 }
 
-func (v *StackInstanceValidator) validate(si *fsv1.StackInstance) error {
-	errs := render.Validate(&si.Spec)
-	if ferr := inject.CheckSnapshotSize(field.NewPath("spec"), &si.Spec); ferr != nil {
-		errs = append(errs, ferr)
+// validate prepares the spec (its one defaulting and every check of the renderer) and adds the
+// operator's own rules.
+func (v *StackInstanceValidator) validate(si *fsv1.StackInstance) (*render.Spec, error) {
+	checked, errs := render.Prepare(&si.Spec)
+	if checked != nil {
+		// The snapshot is the checked spec: an invalid one is refused for its errors first.
+		if ferr := inject.CheckSnapshotSize(field.NewPath("spec"), checked); ferr != nil {
+			errs = append(errs, ferr)
+		}
 	}
 	if ferr := v.Images.CheckImage(field.NewPath("spec", "dataplane", "image"), si.Spec.Dataplane.Image); ferr != nil {
 		errs = append(errs, ferr)
 	}
 	if len(errs) > 0 {
-		return apierrors.NewInvalid(fsv1.GroupVersion.WithKind("StackInstance").GroupKind(), si.Name, errs)
+		return nil, apierrors.NewInvalid(fsv1.GroupVersion.WithKind("StackInstance").GroupKind(), si.Name, errs)
 	}
-	return nil
+	return checked, nil
 }

@@ -45,7 +45,7 @@ func TestHugeImageRefused(t *testing.T) {
 	if len(err.Error()) > 4096 {
 		t.Errorf("the refusal echoes the image: %d bytes", len(err.Error()))
 	}
-	errs := render.Validate(&si.Spec)
+	_, errs := render.Prepare(&si.Spec)
 	if len(errs) == 0 || errs[0].Field != "spec.dataplane.image" || !strings.Contains(errs[0].Error(), "1024") {
 		t.Fatalf("offline: want spec.dataplane.image refused as longer than 1024, got %v", errs.ToAggregate())
 	}

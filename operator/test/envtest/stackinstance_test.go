@@ -134,10 +134,11 @@ func TestControllerValidAndConfigMap(t *testing.T) {
 	ctx := context.Background()
 	si := stack(t, "vhost-user", "configmap")
 	ensureStack(t, si)
-	res, err := render.Render(&si.Spec, render.PlaceholderFacts(&si.Spec))
-	if err != nil {
-		t.Fatal(err)
+	checked, errs := render.Prepare(&si.Spec)
+	if len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
 	}
+	res := checked.Placeholder()
 	hash := render.ConfigHash(res.Config)
 	want, err := controller.ConfigMapData(res, hash)
 	if err != nil {
@@ -186,10 +187,11 @@ func TestUpstreamVhostUserAdmittedWithGigPages(t *testing.T) {
 	if err := k8s.Get(ctx, types.NamespacedName{Namespace: optedInNS, Name: si.Name}, stored); err != nil {
 		t.Fatal(err)
 	}
-	res, err := render.Render(&stored.Spec, render.PlaceholderFacts(&stored.Spec))
-	if err != nil {
-		t.Fatal(err)
+	checked, errs := render.Prepare(&stored.Spec)
+	if len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
 	}
+	res := checked.Placeholder()
 	if got := res.Spec.Dataplane.HugePages.PageSize; got != fsv1.HugePages1Gi {
 		t.Fatalf("the stored StackInstance renders with %s pages, want 1Gi", got)
 	}

@@ -108,7 +108,7 @@ func TestGatherChecksTheCgroupV2Cpuset(t *testing.T) {
 	fs := h.facts()
 	fs.Cgroup = &CgroupSource{Root: root}
 	fs.Logf = func(format string, args ...any) { fmt.Fprintf(&log, format+"\n", args...) }
-	_, err := fs.Gather(spec)
+	_, err := fs.Gather(checked(t, spec))
 	if err == nil || !strings.Contains(err.Error(), "CPU 3 of the supervisor's affinity (2-3) is outside the container's cpuset 2") ||
 		!strings.Contains(err.Error(), "cpuset.cpus.effective") {
 		t.Fatalf("want the v2 cpuset to refuse CPU 3, got %v", err)
@@ -126,7 +126,7 @@ func TestSkippedCrossCheckIsLogged(t *testing.T) {
 	fs := h.facts()
 	fs.Cgroup = &CgroupSource{Root: cgroupTree{mountinfo: miProc, cgroup: "0::/\n"}.build(t)}
 	fs.Logf = func(format string, args ...any) { fmt.Fprintf(&log, format+"\n", args...) }
-	if _, err := fs.Gather(spec); err != nil {
+	if _, err := fs.Gather(checked(t, spec)); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(log.String(), "cpuset cross-check skipped: no cpuset cgroup is mounted") {

@@ -49,8 +49,8 @@ func (f *FactSource) logf(format string, args ...any) {
 
 // Gather collects the facts the spec needs and checks them, naming the fact that is missing or
 // wrong and what provides it. Every problem is reported, not only the first.
-func (f *FactSource) Gather(spec *fsv1.StackInstanceSpec) (*render.Facts, error) {
-	s := render.Defaults(spec)
+func (f *FactSource) Gather(spec *render.Spec) (*render.Facts, error) {
+	s := spec.Defaulted()
 	facts := &render.Facts{
 		PCIResources: map[string][]string{},
 		Attachments:  map[string]render.Attachment{},

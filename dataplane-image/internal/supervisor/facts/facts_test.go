@@ -7,22 +7,32 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 func TestGatherReadsEveryFact(t *testing.T) {
 	spec := vhostSpec(2)
-	spec.Ports = append(spec.Ports, fsv1.PortSpec{Name: "vf", Device: fsv1.PortDevice{PCI: &fsv1.PCIDevice{Resource: "intel.com/sriov_dpdk"}},
-		Addressing: fsv1.Addressing{IPv4: &fsv1.IPv4Address{Address: "192.168.1.2/24", Gateway: "192.168.1.1"}}})
 	h := newHarness(t, spec)
 	h.writeDevinfo()
 	h.env["PCIDEVICE_INTEL_COM_SRIOV_DPDK"] = "0000:3b:02.1, 0000:3b:02.0"
 	h.cpus = []int{4, 5, 6}
-	facts, err := h.facts().Gather(spec)
+	facts, err := h.facts().Gather(checked(t, spec))
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A stack's ports are all vhost-user or all PCI: the device plugin's functions in a stack of
+	// their own.
+	pci := vhostSpec(2)
+	pci.Ports = []fsv1.PortSpec{{Name: "vf", Device: fsv1.PortDevice{PCI: &fsv1.PCIDevice{Resource: "intel.com/sriov_dpdk"}},
+		Addressing: fsv1.Addressing{IPv4: &fsv1.IPv4Address{Address: "192.168.1.2/24", Gateway: "192.168.1.1"}}}}
+	pciFacts, err := h.facts().Gather(checked(t, pci))
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts.PCIResources = pciFacts.PCIResources
 	if !reflect.DeepEqual(facts.DataplaneCPUs, []int{4, 5, 6}) {
 		t.Errorf("CPUs = %v", facts.DataplaneCPUs)
 	}
@@ -43,7 +53,7 @@ func TestGatherAcceptsOneCPUForTwoSharingLcores(t *testing.T) {
 	h := newHarness(t, spec)
 	h.writeDevinfo()
 	h.cpus = []int{1}
-	facts, err := h.facts().Gather(spec)
+	facts, err := h.facts().Gather(checked(t, spec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,6 +71,7 @@ func TestGatherNamesEachBadFact(t *testing.T) {
 			[]string{"the dataplane container has CPUs 3 but the StackInstance asks for 2 processes; kubelet's static CPU manager must give it 2 exclusive CPUs (Guaranteed pod, integer cpu)"}},
 		"too few CPUs for lcores sharing them": {func(h *harness, s *fsv1.StackInstanceSpec) {
 			s.Processes, s.DPDK.LcoresPerCPU = 5, 2
+			s.Ports[0].Device.VhostUser.Queues = 5
 			h.cpus = []int{3, 4}
 		}, []string{"the dataplane container has CPUs 3-4 but the StackInstance asks for 5 processes (2 processes per CPU, spec.dpdk.lcoresPerCPU); kubelet's static CPU manager must give it 3 exclusive CPUs"}},
 		"no device info": {func(h *harness, _ *fsv1.StackInstanceSpec) {
@@ -71,12 +82,12 @@ func TestGatherNamesEachBadFact(t *testing.T) {
 			_ = os.WriteFile(filepath.Join(h.paths.PodSocketDir, "net1.json"), []byte(`{"type":"vhost-user"}`), 0o644)
 		}, []string{"vhost-user.path is missing"}},
 		"no PCIDEVICE": {func(_ *harness, s *fsv1.StackInstanceSpec) {
-			s.Ports[0].Device = fsv1.PortDevice{PCI: &fsv1.PCIDevice{Resource: "intel.com/vf"}}
+			pciPort(s)
 		}, []string{"environment variable PCIDEVICE_INTEL_COM_VF is not set", "SR-IOV device plugin"}},
 		// The same checks `kubectl fstack render` runs on --pci and --addr (render.ParsePCIDevices,
 		// render.AttachmentOf), in the same words.
 		"PCIDEVICE not a PCI address": {func(h *harness, s *fsv1.StackInstanceSpec) {
-			s.Ports[0].Device = fsv1.PortDevice{PCI: &fsv1.PCIDevice{Resource: "intel.com/vf"}}
+			pciPort(s)
 			h.env = map[string]string{"PCIDEVICE_INTEL_COM_VF": "5e:02"}
 		}, []string{`environment variable PCIDEVICE_INTEL_COM_VF: "5e:02" is not a PCI address`}},
 		"device info address without prefix": {func(h *harness, _ *fsv1.StackInstanceSpec) {
@@ -100,7 +111,7 @@ func TestGatherNamesEachBadFact(t *testing.T) {
 			h := newHarness(t, spec)
 			h.writeDevinfo()
 			tc.mutate(h, spec)
-			_, err := h.facts().Gather(spec)
+			_, err := h.facts().Gather(checked(t, spec))
 			if err == nil {
 				t.Fatal("Gather accepted a bad fact")
 			}
@@ -115,11 +126,11 @@ func TestGatherNamesEachBadFact(t *testing.T) {
 
 func TestNoHugeSkipsTheHugepageCheck(t *testing.T) {
 	spec := vhostSpec(1)
-	spec.DPDK.NoHuge = true
+	spec.DPDK.NoHuge, spec.DPDK.Memory = true, new(resource.MustParse("256Mi"))
 	h := newHarness(t, spec)
 	h.writeDevinfo()
 	h.fsType = 0
-	if _, err := h.facts().Gather(spec); err != nil {
+	if _, err := h.facts().Gather(checked(t, spec)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -139,4 +150,11 @@ func TestLoadSpecErrors(t *testing.T) {
 	if _, err := LoadSpec(bad); err == nil || !strings.Contains(err.Error(), "not valid JSON") {
 		t.Errorf("bad: %v", err)
 	}
+}
+
+// pciPort makes the spec's port a function of the SR-IOV resource intel.com/vf, statically
+// addressed (a PCI port's CNI plugin reports no address).
+func pciPort(s *fsv1.StackInstanceSpec) {
+	s.Ports[0].Device = fsv1.PortDevice{PCI: &fsv1.PCIDevice{Resource: "intel.com/vf"}}
+	s.Ports[0].Addressing = fsv1.Addressing{IPv4: &fsv1.IPv4Address{Address: "192.168.1.2/24", Gateway: "192.168.1.1"}}
 }

@@ -15,12 +15,12 @@ func TestPCIResourceVariableAsTheDevicePluginSpellsIt(t *testing.T) {
 		Device:     fsv1.PortDevice{PCI: &fsv1.PCIDevice{Resource: "my-nic.example/vf"}},
 		Addressing: fsv1.Addressing{IPv4: &fsv1.IPv4Address{Address: "10.98.0.2/24", Gateway: "10.98.0.1"}}}}}
 	h := newHarness(t, spec)
-	_, err := h.facts().Gather(spec)
+	_, err := h.facts().Gather(checked(t, spec))
 	if err == nil || !strings.Contains(err.Error(), "PCIDEVICE_MY_NIC_EXAMPLE_VF (or PCIDEVICE_MY-NIC_EXAMPLE_VF) is not set") {
 		t.Fatalf("want both spellings named, got %v", err)
 	}
 	h.env["PCIDEVICE_MY-NIC_EXAMPLE_VF"] = "0000:00:1f.2,0000:00:1f.3"
-	facts, err := h.facts().Gather(spec)
+	facts, err := h.facts().Gather(checked(t, spec))
 	if err != nil {
 		t.Fatal(err)
 	}

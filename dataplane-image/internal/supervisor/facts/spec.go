@@ -29,7 +29,7 @@ const MaxSpecBytes = 256 << 10
 // The API version that wrote it is checked first (the file podcontract.PodInfoSpecVersion beside
 // it, the kubefstack.io/spec-version annotation): a spec this image cannot read is refused before
 // any of it is decoded.
-func LoadSpec(path string) (*fsv1.StackInstanceSpec, error) {
+func LoadSpec(path string) (*render.Spec, error) {
 	if err := checkSpecVersion(filepath.Join(filepath.Dir(path), podcontract.PodInfoSpecVersion)); err != nil {
 		return nil, err
 	}
@@ -105,11 +105,11 @@ func readBounded(path string, limit int64) ([]byte, error) {
 
 // DecodeSpec decodes a spec the way the API server would accept it: one JSON object, field
 // names matched exactly, no repeated fields, and every bound and rule of the CRD embedded in this
-// binary (render.Check); problems come back with their field paths. Unknown fields are ignored,
+// binary, and every other check of the renderer (render.Prepare); problems come back with their field paths. Unknown fields are ignored,
 // as the API server's own clients do: the operator writes the spec with its defaults applied, so a
 // newer operator's new defaulted field must not stop a pod whose StackInstance pins an older
 // dataplane image. An ignored field changes nothing, so it gives an editor of the annotation no power.
-func DecodeSpec(data []byte) (*fsv1.StackInstanceSpec, error) {
+func DecodeSpec(data []byte) (*render.Spec, error) {
 	if len(data) > MaxSpecBytes {
 		return nil, fmt.Errorf("%d bytes, %w", len(data), errTooLarge)
 	}
@@ -121,8 +121,9 @@ func DecodeSpec(data []byte) (*fsv1.StackInstanceSpec, error) {
 	if len(strict) > 0 {
 		return nil, fmt.Errorf("not a StackInstance spec as the API server stores it: %w", errors.Join(strict...))
 	}
-	if errs := render.Check(&spec); len(errs) > 0 {
+	checked, errs := render.Prepare(&spec)
+	if len(errs) > 0 {
 		return nil, &render.ValidationError{Errs: errs}
 	}
-	return &spec, nil
+	return checked, nil
 }

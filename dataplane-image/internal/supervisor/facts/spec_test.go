@@ -44,11 +44,11 @@ func TestDecodeSpecRefusesHostileSpecs(t *testing.T) {
 // case folding onto a field it does know.
 func TestDecodeSpecIgnoresUnknownFields(t *testing.T) {
 	spec, err := DecodeSpec([]byte(`{"processes":2,"futureKnob":{"x":1},"ports":[{"name":"data","device":{"pci":{"address":"0000:3b:00.0"}},"ipv4":{"address":"10.0.0.1/24","gateway":"10.0.0.2"}}]}`))
-	if err != nil || spec.Processes != 2 {
+	if err != nil || spec.Defaulted().Processes != 2 {
 		t.Fatalf("want the spec with 2 processes, got %+v, %v", spec, err)
 	}
 	spec, err = DecodeSpec([]byte(`{"Processes":-5,"ports":[{"name":"data","device":{"pci":{"address":"0000:3b:00.0"}},"ipv4":{"address":"10.0.0.1/24","gateway":"10.0.0.2"}}]}`))
-	if err != nil || spec.Processes != 0 {
+	if err != nil || spec.Defaulted().Processes != 1 {
 		t.Fatalf("a case-folded \"Processes\" must be ignored, not read as processes: got %+v, %v", spec, err)
 	}
 }
@@ -98,8 +98,9 @@ func FuzzDecodeSpec(f *testing.F) {
 			}
 			return
 		}
-		if errs := render.Check(spec); len(errs) > 0 {
-			t.Fatalf("DecodeSpec returned a spec outside the CRD's bounds: %v", errs)
+		// What the injector would snapshot of it must be accepted again.
+		if _, errs := render.Prepare(spec.Defaulted()); len(errs) > 0 {
+			t.Fatalf("the defaulted spec DecodeSpec returned is refused: %v", errs)
 		}
 		_, _ = fs.Gather(spec)
 		_, _ = render.Render(spec, render.PlaceholderFacts(spec))
@@ -139,7 +140,7 @@ func TestSamplesDecode(t *testing.T) {
 // one) load; a version this image does not know and an oversized one are refused, naming the
 // annotation, the version and what to do, before the spec is decoded.
 func TestLoadSpecChecksTheVersionFirst(t *testing.T) {
-	spec, err := json.Marshal(render.Defaults(fixtures.Stacks(t)["vhost-user"].Spec.DeepCopy()))
+	spec, err := json.Marshal(checked(t, fixtures.Stacks(t)["vhost-user"].Spec.DeepCopy()).Defaulted())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,144 @@
+package render
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+)
+
+// Spec is a StackInstance spec the renderer has checked, with every default applied. Only
+// Prepare makes one, so a function that takes a *Spec needs neither default nor check it again:
+// each path prepares its spec once, from the API server's object (the webhook, the controller),
+// the pod's snapshot (the dataplane's supervisor) or a file (the CLI), and renders, injects or
+// derives node requirements from that. A Spec is never changed after Prepare: the webhook shares
+// one among the pods it injects.
+type Spec struct {
+	spec *fsv1.StackInstanceSpec
+	// boot and sysctl are the [freebsd.boot] and [freebsd.sysctl] sections: they depend on the
+	// spec alone.
+	boot, sysctl []kv
+	profile      []ProfileValue
+	// placeholder is the spec rendered with PlaceholderFacts, which Prepare does to run every
+	// check that needs facts with stand-ins for them.
+	placeholder *Result
+}
+
+// Prepare applies every default to a copy of raw and runs every check possible before a pod
+// exists: the CRD's bounds and rules (the API server's, as the dataplane and the CLI must apply
+// them to specs that never passed it), what F-Stack would crash on or silently ignore, and a
+// render with PlaceholderFacts. It returns every problem found with its field path; the Spec only
+// when there is none.
+//
+// The defaults are the CRD's (its markers are their only source; package crdwalk applies them as
+// the API server does, so an offline render of a manifest matches what the API server stores),
+// then the ones the schema cannot express: the tuning profile's (an explicit value must win over
+// them, and they must win over F-Stack's) and the ones that depend on other fields (layerDefaults).
+func Prepare(raw *fsv1.StackInstanceSpec) (*Spec, field.ErrorList) {
+	// The CRD's bounds and rules first and alone: every later step sizes or indexes by them.
+	d, errs := schemaDefaults(raw)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	s := &Spec{spec: layerDefaults(d), profile: ProfileValues(raw)}
+	errs = checkSpec(s.spec)
+	boot, sysctl, bsdErrs := freebsdSections(s.spec)
+	s.boot, s.sysctl = boot, sysctl
+	res, errs := s.render(PlaceholderFacts(s), errs, bsdErrs)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	s.placeholder = res
+	return s, nil
+}
+
+// Defaulted is the spec with every default applied. It is shared: read it, never change it.
+func (s *Spec) Defaulted() *fsv1.StackInstanceSpec { return s.spec }
+
+// Profile is what the spec's tuning profile sets, for display (config.ini already holds it).
+func (s *Spec) Profile() []ProfileValue { return s.profile }
+
+// Placeholder is the spec rendered with PlaceholderFacts: config.ini and the EAL argv of a pod
+// that does not exist yet (the operator's preview, the injector's config hash).
+func (s *Spec) Placeholder() *Result { return s.placeholder }
+
+// Render renders spec against the facts of one pod. Only the checks that compare the spec with
+// the facts are left; on any problem it returns a *ValidationError listing all of them.
+func Render(spec *Spec, facts *Facts) (*Result, error) {
+	res, errs := spec.render(facts, nil, nil)
+	if len(errs) > 0 {
+		return nil, &ValidationError{Errs: errs}
+	}
+	return res, nil
+}
+
+// render resolves the spec against f and writes config.ini and the EAL argv. before and after
+// are the problems found without facts (Prepare's), listed around the ones the facts show, and
+// stop the render before anything is written.
+func (s *Spec) render(f *Facts, before, after field.ErrorList) (*Result, field.ErrorList) {
+	p, errs := resolve(s.spec, f)
+	if errs = append(append(before, errs...), after...); len(errs) > 0 {
+		return nil, errs
+	}
+	cfg, errs := p.emit(s.boot, s.sysctl)
+	res := &Result{Config: cfg, LcoreMask: p.lcoreMask(), PortIDs: map[string]int{}, Spec: s.spec, Profile: s.profile}
+	for k := range p.lcores {
+		res.EAL = append(res.EAL, p.ealArgs(k))
+	}
+	if errs = append(errs, checkEAL(res.EAL[0])...); len(errs) > 0 {
+		return nil, errs
+	}
+	for _, pp := range p.ports {
+		res.PortIDs[pp.spec.Name] = pp.id
+	}
+	res.ShimEnv = p.shimEnv()
+	res.ShimEAL = p.shimEAL()
+	res.CPUs = p.cpus
+	res.FStackEnv = p.fstackEnv()
+	return res, nil
+}
+
+// NodeRequirements are the node agent's labels a node must carry to run the stack: the static
+// CPU manager, free hugepages of the stack's size and the dataplane's seccomp profile always, the
+// vhost-user label for a vhost-user port (OVSDB, the netdev bridge, the socket root), the vfio
+// label for a PCI function named by its address (a port's or a bond member's). The injector puts
+// them in its pods' node affinity, so nodes without them are never picked, instead of a pod
+// failing late on them; the operator's node metrics and `kubectl fstack doctor` read them to say
+// which stacks need each of a node's checks. A function that comes from a device plugin's
+// resource needs no label: the resource request already keeps the pod off nodes that do not
+// advertise it, and the device plugin advertises only functions it has bound for DPDK.
+func (s *Spec) NodeRequirements() []corev1.NodeSelectorRequirement {
+	in := func(key, value string) corev1.NodeSelectorRequirement {
+		return corev1.NodeSelectorRequirement{Key: key, Operator: corev1.NodeSelectorOpIn, Values: []string{value}}
+	}
+	reqs := []corev1.NodeSelectorRequirement{
+		in(fsv1.NodeLabelCPUManager, fsv1.NodeCPUManagerStatic),
+		in(fsv1.NodeLabelHugePages(s.spec.Dataplane.HugePages.PageSize), fsv1.NodeReady),
+		in(fsv1.NodeLabelSeccomp, fsv1.NodeReady),
+	}
+	if HasVhostUser(s.spec) {
+		reqs = append(reqs, in(fsv1.NodeLabelVhostUser, fsv1.NodeReady))
+	}
+	for i := range s.spec.Ports {
+		if literalPCI(&s.spec.Ports[i]) {
+			reqs = append(reqs, in(fsv1.NodeLabelVFIO, fsv1.NodeReady))
+			break
+		}
+	}
+	return reqs
+}
+
+// literalPCI reports whether a port uses a PCI function by address rather than by resource.
+func literalPCI(port *fsv1.PortSpec) bool {
+	if d := port.Device.PCI; d != nil && d.Address != "" {
+		return true
+	}
+	if b := port.Device.Bond; b != nil {
+		for _, m := range b.Members {
+			if m.Address != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
