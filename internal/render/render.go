@@ -66,7 +66,7 @@ func PlaceholderFacts(spec *Spec) *Facts {
 	s := spec.spec
 	f := &Facts{PCIResources: map[string][]string{}, Attachments: map[string]Attachment{}}
 	// As many CPUs as the injection asks for (fewer than processes with lcoresPerCPU > 1).
-	cpus := DataplaneCPUCount(min(int(s.Processes), maxProcesses), int(s.DPDK.LcoresPerCPU))
+	cpus := DataplaneCPUCount(min(int(s.Processes), podcontract.MaxInstances), int(s.DPDK.LcoresPerCPU))
 	for i := 0; i < cpus; i++ {
 		f.DataplaneCPUs = append(f.DataplaneCPUs, 1+i)
 	}

@@ -68,9 +68,6 @@ const (
 	maxDNSLabel     = 63
 )
 
-// maxProcesses is spec.processes' maximum, for PlaceholderFacts alone: the CRD bounds it.
-const maxProcesses = 64
-
 type rules struct{ errs field.ErrorList }
 
 func (c *rules) add(e *field.Error) { c.errs = append(c.errs, e) }
