@@ -35,7 +35,8 @@ func celRules(s *fsv1.StackInstanceSpec) field.ErrorList {
 	for i := range s.VLANs {
 		vp := root.Child("vlans").Index(i)
 		c.addressing(&s.VLANs[i].Addressing, vp)
-		if v := s.VLANs[i].Port; v != "" && !hasPort(s, v) {
+		// "" too: the CEL rule finds no port of that name either.
+		if v := s.VLANs[i].Port; !hasPort(s, v) {
 			c.add(field.NotFound(vp.Child("port"), v))
 		}
 	}
@@ -152,7 +153,7 @@ func (c *rules) rssCheck(s *fsv1.StackInstanceSpec, p *field.Path) {
 		c.add(field.Required(ep, "an enabled rssCheck needs entries"))
 	}
 	for i := range r.Entries {
-		if e := &r.Entries[i]; e.Port != "" && !hasPort(s, e.Port) {
+		if e := &r.Entries[i]; !hasPort(s, e.Port) {
 			c.add(field.NotFound(ep.Index(i).Child("port"), e.Port))
 		}
 	}

@@ -303,3 +303,30 @@ func TestTwoNetworksForOneInterfaceRefused(t *testing.T) {
 	}
 	t.Fatalf("no error at spec.ports[1].attachment naming interface net1; got:\n%v", err)
 }
+
+// TestEmptyPortNamesRefused: an rssCheck entry or a VLAN whose port is empty names no port, as
+// the CRD's CEL rules say (no port is named ""). Found by FuzzDecodeSpec: the renderer's twins of
+// those rules let "" through, and rendering the rss table then dereferenced the missing port.
+func TestEmptyPortNamesRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(*fsv1.StackInstanceSpec)
+		field  string
+	}{
+		{"rssCheck entry", func(s *fsv1.StackInstanceSpec) {
+			s.RSSCheck = &fsv1.RSSCheckSpec{Entries: []fsv1.RSSCheckEntry{{LocalAddress: "10.0.0.10", RemoteAddress: "10.0.1.10", RemotePort: 80}}}
+		}, "spec.rssCheck.entries[0].port"},
+		{"vlan", func(s *fsv1.StackInstanceSpec) {
+			s.VLANs = []fsv1.VLANSpec{{ID: 10, Addressing: fsv1.Addressing{IPv4: &fsv1.IPv4Address{Address: "10.0.2.10/24"}}}}
+		}, "spec.vlans[0].port"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, f := base()
+			tc.mutate(s)
+			_, err := render.RenderRaw(s, f)
+			if err == nil || !strings.Contains(err.Error(), tc.field) {
+				t.Fatalf("want an error at %s, got %v", tc.field, err)
+			}
+		})
+	}
+}
