@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -191,4 +192,52 @@ func TestRefusesWithoutItsStateDir(t *testing.T) {
 	if _, err := os.Stat(l.StateDir); err == nil {
 		t.Fatal("the launcher made the directory itself, where the dataplane never looks")
 	}
+}
+
+// A process of the app that outlives it (an Nginx worker whose master exited at once, as when the
+// master's EAL initialisation failed against a primary killed a moment before) is killed when
+// the generation moves: as a secondary of the dead primary it holds the old generation's runtime
+// files, and the new primary waits for them. On real F-Stack, before this, the launcher started
+// the new app while the worker lived on; the dataplane waited for it until the kubelet's
+// liveness probe restarted the container, 44 s after the primary was killed.
+func TestAppLeftoversDieWhenTheGenerationMoves(t *testing.T) {
+	l, dir, log := newTest(t, 2)
+	l.MovedGrace = 100 * time.Millisecond
+	write(t, dir, podcontract.GenerationFile, "1\n")
+	write(t, dir, podcontract.ReadyFile, "1\n")
+	child := filepath.Join(t.TempDir(), "child")
+	time.AfterFunc(300*time.Millisecond, func() { write(t, dir, podcontract.GenerationFile, "2\n") })
+	// The first process exits on SIGTERM at once; its child ignores SIGTERM (as sleep does,
+	// inheriting the ignored signal) and stays in the app's process group.
+	code := l.Run(context.Background(), []string{"sh", "-c",
+		`sh -c "trap '' TERM; echo \$\$ > ` + child + `.tmp; mv ` + child + `.tmp ` + child + `; sleep 60" & wait`})
+	if code != ExitDataplaneRestarted {
+		t.Fatalf("exit code %d, want %d; log:\n%s", code, ExitDataplaneRestarted, log)
+	}
+	b, err := os.ReadFile(child)
+	if err != nil {
+		t.Fatalf("the app's child never started: %v; log:\n%s", err, log)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alive(pid) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("the app's child %d outlived the app's stop when the generation moved; log:\n%s", pid, log)
+	}
+	if !strings.Contains(log.String(), "outlived it were killed") {
+		t.Fatalf("the launcher did not say it killed the leftovers; log:\n%s", log)
+	}
+}
+
+// alive says whether pid runs (a zombie waiting for init to reap it does not).
+func alive(pid int) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
 }

@@ -204,7 +204,30 @@ func (l *Launcher) stopWithin(cmd *exec.Cmd, exited context.Context, grace time.
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-exited.Done()
 	}
+	l.killLeftovers(cmd.Process.Pid)
 }
+
+// killLeftovers kills what is left of the app's process group once its first process has
+// exited: children that outlived it (an Nginx worker whose master died at its EAL
+// initialisation against a primary just killed) are DPDK secondaries of the old generation, and
+// the new primary cannot start while they hold its runtime files, so the new app would wait for
+// a dataplane that waits for them until the kubelet's liveness probe restarts the container.
+func (l *Launcher) killLeftovers(pgid int) {
+	left := groupMembers(pgid)
+	if len(left) == 0 {
+		return
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	deadline := time.Now().Add(leftoverWait)
+	for len(groupMembers(pgid)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(l.Poll)
+	}
+	l.log().Warn("the app's processes that outlived it were killed: each held a shim context that is now lost until the dataplane restarts", "killed", len(left), "pids", fmt.Sprint(left))
+}
+
+// leftoverWait bounds the wait for SIGKILLed leftovers to die (a process in uninterruptible
+// sleep dies only when it wakes).
+const leftoverWait = 5 * time.Second
 
 func exitCode(ps *os.ProcessState) int {
 	if ps == nil {
