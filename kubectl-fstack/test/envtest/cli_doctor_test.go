@@ -14,6 +14,7 @@ import (
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/nodecheck"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/test/testenv"
 	"github.com/kube-fstack/kube-fstack/kubectl-fstack/internal/cli"
 )
 
@@ -24,7 +25,7 @@ import (
 func TestCLIDoctorNeededBy(t *testing.T) {
 	ctx := context.Background()
 	si := stack(t, "vhost-user", "doctored")
-	ensureStack(t, si)
+	testenv.CreateIfAbsent(t, k8s, si)
 	statusPod(t, "doctored-0", si.Name, "doctor-demo", corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}, true, 0)
 	report := &nodecheck.Report{
 		Checks: []nodecheck.Check{
@@ -100,7 +101,7 @@ func TestCLIDoctorSetupChecks(t *testing.T) {
 	})
 	si := fixtures.Stack(t, "vhost-user", fixtures.InNamespace(ns, "needs-multus"))
 	si.Spec.Ports[0].Network = &fsv1.NetworkRef{Name: "fstack-net"}
-	ensureStack(t, si)
+	testenv.CreateIfAbsent(t, k8s, si)
 
 	var stdout, stderr strings.Builder
 	code := cli.Run([]string{"doctor", "--kubeconfig", writeKubeconfig(t), "-n", ns}, &stdout, &stderr)

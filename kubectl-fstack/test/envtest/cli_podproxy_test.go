@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/test/testenv"
 	"github.com/kube-fstack/kube-fstack/kubectl-fstack/internal/cli"
 )
 
@@ -52,7 +53,7 @@ func TestCLIReadsSupervisorThroughPodProxy(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Close() })
 
 	si := stack(t, "vhost-user", "proxied")
-	ensureStack(t, si)
+	testenv.CreateIfAbsent(t, k8s, si)
 	pod := statusPod(t, "proxied-a", si.Name, "node-a", corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(killed.Add(-time.Hour))}}, false, 1)
 	cur := &corev1.Pod{}
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(pod), cur); err != nil {
@@ -119,7 +120,7 @@ func TestCLIReadsSupervisorThroughPodProxy(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 20*time.Second, func() error {
+	testenv.Eventually(t, 20*time.Second, func() error {
 		stdout.Reset()
 		stderr.Reset()
 		if code := cli.Run([]string{"status", "--kubeconfig", kubeconfig, "--as", user, si.Name}, &stdout, &stderr); code != 0 {

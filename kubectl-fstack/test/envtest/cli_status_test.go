@@ -20,6 +20,7 @@ import (
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/test/testenv"
 	"github.com/kube-fstack/kube-fstack/kubectl-fstack/internal/cli"
 )
 
@@ -32,7 +33,7 @@ import (
 func TestCLIStatusShowsPods(t *testing.T) {
 	ctx := context.Background()
 	si := fixtures.Stack(t, "vhost-user", fixtures.InNamespace(optedInNS, "shown"), withPool(4)) // two pods
-	ensureStack(t, si)
+	testenv.CreateIfAbsent(t, k8s, si)
 	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
 	oldPod := statusPod(t, "shown-old", si.Name, "node-a", running, true, 2, "10.56.0.10", "2001:db8:56::10")
 	oldHash := oldPod.Annotations[podcontract.ConfigHashAnnotation]
@@ -127,7 +128,7 @@ func statusPod(t *testing.T, name, stack, node string, state corev1.ContainerSta
 	if err := k8s.Create(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	deleteAtEnd(t, pod)
+	testenv.DeleteAtEnd(t, k8s, pod)
 	pod.Status.Phase = corev1.PodRunning
 	pod.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: podcontract.DataplaneContainer, State: state,
 		Ready: ready, RestartCount: restarts, Image: "x", ImageID: "x"}}

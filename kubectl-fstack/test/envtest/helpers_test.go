@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"net/netip"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
@@ -16,44 +14,11 @@ import (
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
 
-// eventually retries check until it passes or timeout, then fails with its last error.
-func eventually(t *testing.T, timeout time.Duration, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %v", timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // stack is the sample or test StackInstance name (internal/test/fixtures), as a StackInstance named as
 // in the opted-in namespace.
 func stack(t *testing.T, name, as string) *fsv1.StackInstance {
 	t.Helper()
 	return fixtures.Stack(t, name, fixtures.InNamespace(optedInNS, as))
-}
-
-// ensureStack creates si unless it exists.
-func ensureStack(t *testing.T, si *fsv1.StackInstance) {
-	t.Helper()
-	if err := k8s.Create(context.Background(), si); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("create StackInstance %s: %v", si.Name, err)
-	}
-}
-
-// deleteAtEnd deletes obj when the test ends.
-func deleteAtEnd(t *testing.T, obj client.Object) {
-	t.Cleanup(func() {
-		if err := k8s.Delete(context.Background(), obj, client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("delete %s: %v", obj.GetName(), err)
-		}
-	})
 }
 
 // injected is pod as the operator's webhook admits it for the StackInstance stack as stored (the

@@ -47,12 +47,9 @@ func run(m *testing.M) int {
 		return 1
 	}
 	env := testenv.Environment(root)
-	cfg, err := env.Start()
+	cfg, err := testenv.Start(env)
 	if err != nil {
-		// Start fails after starting etcd and kube-apiserver when the CRDs are refused: stop
-		// them, or they outlive the test.
-		_ = env.Stop()
-		fmt.Fprintf(os.Stderr, "start envtest: %v\n", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer func() { _ = env.Stop() }()

@@ -76,9 +76,9 @@ func run(root, operator string, pods, stacks int, http1, audit bool, operatorEnv
 		env.WebhookInstallOptions.LocalServingHost = "127.0.0.1"
 		env.WebhookInstallOptions.LocalServingHostExternalName = "0.0.0.0"
 	}
-	cfg, err := env.Start()
+	cfg, err := testenv.Start(env)
 	if err != nil {
-		return fmt.Errorf("start envtest (KUBEBUILDER_ASSETS=%q): %w", os.Getenv("KUBEBUILDER_ASSETS"), err)
+		return err
 	}
 	defer func() { _ = env.Stop() }()
 	c, err := client.New(cfg, client.Options{Scheme: manager.Scheme()})

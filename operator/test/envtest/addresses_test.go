@@ -19,6 +19,7 @@ import (
 	"github.com/kube-fstack/kube-fstack/internal/inject"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/test/testenv"
 	"github.com/kube-fstack/kube-fstack/operator/internal/claims"
 	"github.com/kube-fstack/kube-fstack/operator/internal/manager"
 )
@@ -83,7 +84,7 @@ func TestPoolAddressesDistinctUnderConcurrentAdmission(t *testing.T) {
 	ns := poolNamespace(t, "pools")
 	const pods, size = 50, 52
 	si := fixtures.Stack(t, "vhost-user", fixtures.InNamespace(ns, "web"), withPool(size))
-	ensureStack(t, si)
+	testenv.CreateIfAbsent(t, k8s, si)
 
 	created := make([]*corev1.Pod, pods)
 	errs := make([]error, pods)
@@ -122,7 +123,7 @@ func TestPoolAddressesDistinctUnderConcurrentAdmission(t *testing.T) {
 		}
 	}
 	// Every claim is bound to the pod that serves its address.
-	eventually(t, 60*time.Second, func() error {
+	testenv.Eventually(t, 60*time.Second, func() error {
 		items := listClaims(t, ns)
 		if len(items) != 2*pods {
 			return fmt.Errorf("%d claims, want %d", len(items), 2*pods)
@@ -155,7 +156,7 @@ func TestPoolAddressesDistinctUnderConcurrentAdmission(t *testing.T) {
 	if err := k8s.Delete(ctx, &all.Items[0]); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, func() error {
+	testenv.Eventually(t, 60*time.Second, func() error {
 		if n := len(listClaims(t, ns)); n != before-2 {
 			return fmt.Errorf("%d claims after deleting one pod, want %d", n, before-2)
 		}
@@ -173,7 +174,7 @@ func TestPoolAddressesDistinctUnderConcurrentAdmission(t *testing.T) {
 	if err := k8s.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, func() error {
+	testenv.Eventually(t, 60*time.Second, func() error {
 		if n := len(listClaims(t, ns)); n != 0 {
 			return fmt.Errorf("%d claims left after the pods went", n)
 		}
@@ -272,7 +273,7 @@ func TestStaticAddressServesOnePod(t *testing.T) {
 	ctx := context.Background()
 	ns := poolNamespace(t, "static")
 	si := fixtures.Stack(t, "vhost-user", fixtures.InNamespace(ns, "web"))
-	ensureStack(t, si)
+	testenv.CreateIfAbsent(t, k8s, si)
 	first := fixtures.LoadPod(t, "nginx-vhost", fixtures.WithNamespace(ns), fixtures.WithStackLabel(si.Name), fixtures.WithName("first"))
 	if err := k8s.Create(ctx, first); err != nil {
 		t.Fatal(err)
@@ -284,7 +285,7 @@ func TestStaticAddressServesOnePod(t *testing.T) {
 	second := fixtures.LoadPod(t, "nginx-vhost", fixtures.WithNamespace(ns), fixtures.WithStackLabel(si.Name), fixtures.WithName("second"))
 	wantErr(t, k8s.Create(ctx, second), "static address 10.99.0.10 (spec.ports[0].ipv4.address) is served by pod first",
 		"from: Pool", "strategy Recreate")
-	eventually(t, 30*time.Second, func() error {
+	testenv.Eventually(t, 30*time.Second, func() error {
 		c := &fsv1.AddressClaim{}
 		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web.10-99-0-10"}, c); err != nil {
 			return err
@@ -300,14 +301,14 @@ func TestStaticAddressServesOnePod(t *testing.T) {
 	if err := k8s.Delete(ctx, first); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, func() error {
+	testenv.Eventually(t, 30*time.Second, func() error {
 		second = fixtures.LoadPod(t, "nginx-vhost", fixtures.WithNamespace(ns), fixtures.WithStackLabel(si.Name), fixtures.WithName("second"))
 		return k8s.Create(ctx, second)
 	})
 
 	// A claim no pod holds yet: "a pod being created".
 	other := fixtures.Stack(t, "vhost-user", fixtures.InNamespace(ns, "other"))
-	ensureStack(t, other)
+	testenv.CreateIfAbsent(t, k8s, other)
 	pending := &fsv1.AddressClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "other.10-99-0-10"},
 		Spec: fsv1.AddressClaimSpec{StackInstance: "other", Address: "10.99.0.10", Port: "data"}}
 	if err := k8s.Create(ctx, pending); err != nil {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/kube-fstack/kube-fstack/internal/test/testenv"
 	"github.com/kube-fstack/kube-fstack/operator/internal/certs"
 	"github.com/kube-fstack/kube-fstack/operator/internal/manager"
 )
@@ -78,7 +79,7 @@ func TestReplicasShareOneCertificate(t *testing.T) {
 	}()
 
 	var ca []byte
-	eventually(t, 60*time.Second, func() error {
+	testenv.Eventually(t, 60*time.Second, func() error {
 		s := &corev1.Secret{}
 		if err := k8s.Get(ctx, types.NamespacedName{Namespace: operatorNS, Name: secret}, s); err != nil {
 			return err
@@ -102,7 +103,7 @@ func TestReplicasShareOneCertificate(t *testing.T) {
 	})
 
 	for i, r := range replicas {
-		eventually(t, 90*time.Second, func() error { return r.ready() })
+		testenv.Eventually(t, 90*time.Second, func() error { return r.ready() })
 		s := &corev1.Secret{}
 		if err := k8s.Get(ctx, types.NamespacedName{Namespace: operatorNS, Name: secret}, s); err != nil {
 			t.Fatal(err)

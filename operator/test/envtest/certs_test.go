@@ -27,6 +27,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kube-fstack/kube-fstack/internal/test/testenv"
 	"github.com/kube-fstack/kube-fstack/operator/internal/certs"
 	"github.com/kube-fstack/kube-fstack/operator/internal/manager"
 )
@@ -81,7 +82,7 @@ func TestOperatorManagesWebhookCertificates(t *testing.T) {
 		}
 	}()
 	waitLeader(t)
-	eventually(t, 60*time.Second, func() error {
+	testenv.Eventually(t, 60*time.Second, func() error {
 		secret := &corev1.Secret{}
 		if err := k8s.Get(ctx, types.NamespacedName{Namespace: operatorNS, Name: "certs-test"}, secret); err != nil {
 			return err
@@ -122,7 +123,7 @@ func TestOperatorManagesWebhookCertificates(t *testing.T) {
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(secret.Data["ca.crt"])
-	eventually(t, 60*time.Second, func() error {
+	testenv.Eventually(t, 60*time.Second, func() error {
 		conn, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", webhookPort), &tls.Config{
 			RootCAs: pool, ServerName: "kube-fstack-webhook." + operatorNS + ".svc", MinVersion: tls.VersionTLS12})
 		if err != nil {
@@ -140,7 +141,7 @@ func TestOperatorManagesWebhookCertificates(t *testing.T) {
 	}
 	token := metricsReaderToken(t, cs, "certs-scraper")
 	verified := &tls.Config{RootCAs: pool, ServerName: "kube-fstack-metrics." + operatorNS + ".svc", MinVersion: tls.VersionTLS12}
-	eventually(t, 30*time.Second, func() error {
+	testenv.Eventually(t, 30*time.Second, func() error {
 		code, body, err := scrapeWith(metrics, token, verified)
 		if err == nil && code != http.StatusOK {
 			err = fmt.Errorf("scrape with a metrics-reader token: %d %.100s", code, body)

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/test/testenv"
 	"github.com/kube-fstack/kube-fstack/operator/internal/controller"
 )
 
@@ -46,9 +47,9 @@ func testNotAdopted(t *testing.T, stackName string, labels map[string]string) {
 	}
 	before := users.DeepCopy()
 	si := stack(t, "vhost-user", stackName)
-	ensureStack(t, si)
+	testenv.CreateIfAbsent(t, k8s, si)
 	var got *fsv1.StackInstance
-	eventually(t, 20*time.Second, func() error {
+	testenv.Eventually(t, 20*time.Second, func() error {
 		got = &fsv1.StackInstance{}
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(si), got); err != nil {
 			return err
@@ -97,7 +98,7 @@ func testNotAdopted(t *testing.T, stackName string, labels map[string]string) {
 	if err := k8s.Patch(ctx, patched, client.MergeFrom(got)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, func() error {
+	testenv.Eventually(t, 20*time.Second, func() error {
 		cm := &corev1.ConfigMap{}
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(users), cm); err != nil {
 			return err
@@ -112,7 +113,7 @@ func testNotAdopted(t *testing.T, stackName string, labels map[string]string) {
 // waitWarning waits for a Warning event about obj with the given reason.
 func waitWarning(t *testing.T, obj client.Object, reason string) {
 	t.Helper()
-	eventually(t, 20*time.Second, func() error {
+	testenv.Eventually(t, 20*time.Second, func() error {
 		list := &eventsv1.EventList{}
 		if err := k8s.List(context.Background(), list, client.InNamespace(obj.GetNamespace())); err != nil {
 			return err

@@ -16,6 +16,7 @@ import (
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/inject"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/test/testenv"
 	"github.com/kube-fstack/kube-fstack/operator/internal/manager"
 	fswebhook "github.com/kube-fstack/kube-fstack/operator/internal/webhook"
 )
@@ -30,7 +31,7 @@ import (
 func TestDrainingReplicaEndsEachConnectionAfterItsAnswer(t *testing.T) {
 	pod := fixtures.LoadPod(t, "nginx-vhost")
 	pod.Name = "draining"
-	ensureStack(t, stack(t, inject.StackName(pod), inject.StackName(pod)))
+	testenv.CreateIfAbsent(t, k8s, stack(t, inject.StackName(pod), inject.StackName(pod)))
 	review := injectReview(t, pod)
 	wh := env.WebhookInstallOptions
 	webhookPort, probe := freePort(t), fmt.Sprintf("127.0.0.1:%d", freePort(t))
@@ -70,7 +71,7 @@ func TestDrainingReplicaEndsEachConnectionAfterItsAnswer(t *testing.T) {
 		}
 		return nil
 	}
-	eventually(t, 60*time.Second, readyz)
+	testenv.Eventually(t, 60*time.Second, readyz)
 
 	h1, h2 := newReviewClient(t, webhookPort, false), newReviewClient(t, webhookPort, true)
 	siReview := stackInstanceReview(t, inject.StackName(pod))
@@ -84,7 +85,7 @@ func TestDrainingReplicaEndsEachConnectionAfterItsAnswer(t *testing.T) {
 	}
 
 	signal()
-	eventually(t, 60*time.Second, func() error {
+	testenv.Eventually(t, 60*time.Second, func() error {
 		if readyz() == nil {
 			return fmt.Errorf("still ready while draining")
 		}
@@ -104,7 +105,7 @@ func TestDrainingReplicaEndsEachConnectionAfterItsAnswer(t *testing.T) {
 	if a := h2.post(fswebhook.InjectPath, review); !a.reused || a.patch == 0 {
 		t.Fatalf("HTTP/2 while draining: on the kept connection %v, %d bytes of patch", a.reused, a.patch)
 	}
-	eventually(t, 60*time.Second, func() error {
+	testenv.Eventually(t, 60*time.Second, func() error {
 		if a := h2.post(stackInstanceValidatePath, siReview); a.reused {
 			return fmt.Errorf("HTTP/2: a review still goes on the connection the server answered while draining")
 		}

@@ -14,6 +14,7 @@ import (
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/test/testenv"
 	"github.com/kube-fstack/kube-fstack/operator/internal/controller"
 )
 
@@ -82,7 +83,7 @@ func serviceSlices(svc string) ([]discoveryv1.EndpointSlice, error) {
 // ports resolved against the pod (http named 80, alt 9090) and the Service as their owner.
 func waitEndpoints(t *testing.T, svc *corev1.Service, want ...endpointState) {
 	t.Helper()
-	eventually(t, sliceWait, func() error {
+	testenv.Eventually(t, sliceWait, func() error {
 		items, err := serviceSlices(svc.Name)
 		if err != nil {
 			return err
@@ -117,7 +118,7 @@ func waitEndpoints(t *testing.T, svc *corev1.Service, want ...endpointState) {
 func TestEndpointSlicesFollowThePods(t *testing.T) {
 	ctx := context.Background()
 	si := stack(t, "vhost-user", "eps")
-	ensureStack(t, si)
+	testenv.CreateIfAbsent(t, k8s, si)
 	svc := stackService("eps", si.Name)
 	if err := k8s.Create(ctx, svc); err != nil {
 		t.Fatal(err)
@@ -179,7 +180,7 @@ func TestEndpointSlicesFollowThePods(t *testing.T) {
 func TestEndpointSlicesRefuseAServiceWithASelector(t *testing.T) {
 	ctx := context.Background()
 	si := stack(t, "vhost-user", "eps-sel")
-	ensureStack(t, si)
+	testenv.CreateIfAbsent(t, k8s, si)
 	pod := endpointPod(t, "eps-sel-a", si.Name)
 	setPodReady(t, pod, true)
 	svc := stackService("eps-sel", si.Name)

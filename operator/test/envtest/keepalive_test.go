@@ -18,6 +18,7 @@ import (
 
 	"github.com/kube-fstack/kube-fstack/internal/inject"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/test/testenv"
 	fswebhook "github.com/kube-fstack/kube-fstack/operator/internal/webhook"
 )
 
@@ -88,7 +89,7 @@ func (r *reviewClient) post(path string, review []byte) answer {
 func TestWebhookKeepsConnectionsAcrossReviews(t *testing.T) {
 	pod := fixtures.LoadPod(t, "nginx-vhost")
 	pod.Name = "keepalive"
-	ensureStack(t, stack(t, inject.StackName(pod), inject.StackName(pod)))
+	testenv.CreateIfAbsent(t, k8s, stack(t, inject.StackName(pod), inject.StackName(pod)))
 	review := injectReview(t, pod)
 	for _, h2 := range []bool{false, true} {
 		c := newReviewClient(t, env.WebhookInstallOptions.LocalServingPort, h2)

@@ -87,12 +87,9 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "webhook client certificate: %v\n", err)
 		return 1
 	}
-	cfg, err := env.Start()
+	cfg, err := testenv.Start(env)
 	if err != nil {
-		// Start fails after starting etcd and kube-apiserver when the CRDs are refused (a CEL
-		// rule over its cost budget): stop them, or they outlive the test.
-		_ = env.Stop()
-		fmt.Fprintf(os.Stderr, "start envtest: %v\n", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer func() { _ = env.Stop() }()

@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kube-fstack/kube-fstack/internal/test/testenv"
 )
 
 // The operator's metrics are served as controller-runtime recommends: HTTPS, and the real API
@@ -64,7 +66,7 @@ func metricsReaderToken(t *testing.T, cs kubernetes.Interface, name string) stri
 		}
 	}
 	token := serviceAccountToken(t, cs, name)
-	eventually(t, 20*time.Second, func() error {
+	testenv.Eventually(t, 20*time.Second, func() error {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User:                  "system:serviceaccount:" + plainNS + ":" + name,
 			NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/metrics", Verb: "get"}}}

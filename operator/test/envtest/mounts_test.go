@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/test/testenv"
 )
 
 // Pods whose containers mount a volume the injector owns are refused with the mount's field
@@ -18,8 +19,8 @@ import (
 // ephemeral container is admitted, and pods outside opted-in namespaces are not judged.
 func TestPodsMountingInjectedVolumesRefused(t *testing.T) {
 	ctx := context.Background()
-	ensureStack(t, stack(t, "vhost-user", "vhost-user"))
-	ensureStack(t, stack(t, "nginx-shim", "nginx-shim"))
+	testenv.CreateIfAbsent(t, k8s, stack(t, "vhost-user", "vhost-user"))
+	testenv.CreateIfAbsent(t, k8s, stack(t, "nginx-shim", "nginx-shim"))
 	for name, path := range map[string]string{
 		"mounts-socket-root":   "spec.containers[0].volumeMounts[1].name",
 		"mounts-injected-init": "spec.initContainers[0].volumeMounts[0].name",
@@ -35,7 +36,7 @@ func TestPodsMountingInjectedVolumesRefused(t *testing.T) {
 	if err := k8s.Create(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	deleteAtEnd(t, pod)
+	testenv.DeleteAtEnd(t, k8s, pod)
 	reach := debugContainer("reach", corev1.VolumeMount{Name: "fstack-vhost", MountPath: "/all-pods"})
 	wantErr(t, addEphemeral(ctx, pod, reach), "spec.ephemeralContainers[0].volumeMounts[0].name: Forbidden", "fstack-vhost")
 	got := &corev1.Pod{}
@@ -79,8 +80,8 @@ func addEphemeral(ctx context.Context, pod *corev1.Pod, c corev1.EphemeralContai
 // injected volume (issue 23). An opted-out pod that does neither is admitted as it is.
 func TestHostPathsAndOptedOutPodsRefused(t *testing.T) {
 	ctx := context.Background()
-	ensureStack(t, stack(t, "vhost-user", "vhost-user"))
-	ensureStack(t, stack(t, "nginx-shim", "nginx-shim"))
+	testenv.CreateIfAbsent(t, k8s, stack(t, "vhost-user", "vhost-user"))
+	testenv.CreateIfAbsent(t, k8s, stack(t, "nginx-shim", "nginx-shim"))
 	wantErr(t, k8s.Create(ctx, fixtures.LoadPod(t, "hostpath-socket-root")),
 		`spec.volumes[0].hostPath.path: Forbidden: hostPath "/run/kube-fstack/vhost/" of volume "sockets"`,
 		`spec.volumes[1].hostPath.path: Forbidden: hostPath "/" of volume "node"`)

@@ -7,6 +7,7 @@ import (
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/inject"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/test/testenv"
 )
 
 // A StackInstance port that names a NetworkAttachmentDefinition puts it in the pod's Multus
@@ -17,7 +18,7 @@ func TestPodNetworksAnnotationFromStackInstance(t *testing.T) {
 	ctx := context.Background()
 	si := stack(t, "vhost-user", "with-network")
 	si.Spec.Ports[0].Network = &fsv1.NetworkRef{Name: "fstack-net"}
-	ensureStack(t, si)
+	testenv.CreateIfAbsent(t, k8s, si)
 
 	pod := fixtures.LoadPod(t, "nginx-vhost", fixtures.WithName("with-network"), fixtures.WithStackLabel(si.Name),
 		fixtures.WithAnnotation(inject.NetworksAnnotation, "mgmt@eth9"))

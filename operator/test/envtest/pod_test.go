@@ -20,6 +20,7 @@ import (
 	"github.com/kube-fstack/kube-fstack/internal/manifest"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/test/testenv"
 )
 
 // goldenDir holds the injector's goldens: what it makes of each fixture pod (the outputs of
@@ -62,14 +63,14 @@ func TestPodsInjectedLikeTheGoldens(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			in := fixtures.LoadPod(t, name)
 			if s := inject.StackName(in); s != "" {
-				ensureStack(t, stack(t, s, s))
+				testenv.CreateIfAbsent(t, k8s, stack(t, s, s))
 			}
 			golden := readGolden(t, name+".yaml.injected")
 			want := serverDefaulted(t, golden)
 			if err := k8s.Create(ctx, in); err != nil {
 				t.Fatalf("create: %v", err)
 			}
-			deleteAtEnd(t, in)
+			testenv.DeleteAtEnd(t, k8s, in)
 			if diff := cmp.Diff(comparable(want), comparable(in)); diff != "" {
 				t.Fatalf("the webhook's pod differs from %s.yaml.injected (-golden +api):\n%s", name, diff)
 			}
@@ -78,7 +79,7 @@ func TestPodsInjectedLikeTheGoldens(t *testing.T) {
 			if err := k8s.Create(ctx, again); err != nil {
 				t.Fatalf("create the injected pod: %v", err)
 			}
-			deleteAtEnd(t, again)
+			testenv.DeleteAtEnd(t, k8s, again)
 			if diff := cmp.Diff(comparable(want), comparable(again)); diff != "" {
 				t.Fatalf("re-submitting an injected pod changed it (-golden +api):\n%s", diff)
 			}
@@ -105,7 +106,7 @@ func TestPodsOutsideOptedInNamespacesUntouched(t *testing.T) {
 // Pods the injector cannot serve are refused with the reason and the field to fix.
 func TestPodsRefusedWithReason(t *testing.T) {
 	ctx := context.Background()
-	ensureStack(t, stack(t, "nginx-shim", "nginx-shim"))
+	testenv.CreateIfAbsent(t, k8s, stack(t, "nginx-shim", "nginx-shim"))
 	missing := fixtures.LoadPod(t, "nginx-pci")
 	missing.Name, missing.Labels[fsv1.StackLabel] = "names-missing-stack", "nope"
 	wantErr(t, k8s.Create(ctx, missing), `StackInstance "nope" not found in namespace "web"`)
@@ -119,7 +120,7 @@ func TestPodsRefusedWithReason(t *testing.T) {
 
 	// A program linked with libfstack (spec.program) in a pod of two containers that does not
 	// say which one runs it.
-	ensureStack(t, stack(t, "native", "native"))
+	testenv.CreateIfAbsent(t, k8s, stack(t, "native", "native"))
 	wantErr(t, k8s.Create(ctx, fixtures.LoadPod(t, "native-two-containers")), "set spec.program.container to the one that runs it")
 	// Its probe: the kubelet cannot reach F-Stack's sockets, and no probe agent serves a program.
 	probed := fixtures.LoadPod(t, "native-helloworld")
@@ -133,7 +134,7 @@ func TestPodsRefusedWithReason(t *testing.T) {
 func TestStatusFollowsPods(t *testing.T) {
 	ctx := context.Background()
 	si := fixtures.Stack(t, "vhost-user", fixtures.InNamespace(optedInNS, "counted"), withPool(4)) // two pods
-	ensureStack(t, si)
+	testenv.CreateIfAbsent(t, k8s, si)
 	var pods []*corev1.Pod
 	for i := range 2 {
 		pod := fixtures.LoadPod(t, "nginx-vhost")
@@ -176,7 +177,7 @@ func TestStatusFollowsPods(t *testing.T) {
 
 func waitStatus(t *testing.T, name string, bound, ready int32, reason, message string) {
 	t.Helper()
-	eventually(t, 20*time.Second, func() error {
+	testenv.Eventually(t, 20*time.Second, func() error {
 		si := &fsv1.StackInstance{}
 		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: optedInNS, Name: name}, si); err != nil {
 			return err

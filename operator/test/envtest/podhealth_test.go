@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/test/testenv"
 	"github.com/kube-fstack/kube-fstack/operator/internal/controller"
 )
 
@@ -70,7 +71,7 @@ func (s *supervisorStandIn) readCount() int {
 func TestDataplaneHealthEvents(t *testing.T) {
 	ctx := context.Background()
 	si := stack(t, "vhost-user", "health")
-	ensureStack(t, si)
+	testenv.CreateIfAbsent(t, k8s, si)
 	before := supervisor.readCount()
 	pod := statusPod(t, "health-a", si.Name, "node-a", corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}, false, 0)
 	setDataplane(t, pod, true) // first readiness: no event, no read
@@ -133,7 +134,7 @@ func setDataplane(t *testing.T, pod *corev1.Pod, ready bool) {
 // waitEvent waits for an event about obj of the type and reason whose note starts with prefix.
 func waitEvent(t *testing.T, obj client.Object, kind, reason, prefix string) {
 	t.Helper()
-	eventually(t, 20*time.Second, func() error {
+	testenv.Eventually(t, 20*time.Second, func() error {
 		list := &eventsv1.EventList{}
 		if err := k8s.List(context.Background(), list, client.InNamespace(obj.GetNamespace())); err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/test/testenv"
 )
 
 // In a namespace that enforces Pod Security "baseline", the API server's own PodSecurity plugin
@@ -17,7 +18,7 @@ import (
 func TestInjectedPodsMeetPodSecurityBaseline(t *testing.T) {
 	ctx := context.Background()
 	for _, name := range []string{"vhost-user", "nginx-shim"} {
-		ensureStack(t, fixtures.Stack(t, name, fixtures.InNamespace(baselineNS, name)))
+		testenv.CreateIfAbsent(t, k8s, fixtures.Stack(t, name, fixtures.InNamespace(baselineNS, name)))
 	}
 
 	vhost := fixtures.LoadPod(t, "nginx-vhost", fixtures.WithNamespace(baselineNS), fixtures.WithName("baseline-vhost"))

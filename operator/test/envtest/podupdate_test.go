@@ -12,6 +12,7 @@ import (
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/test/testenv"
 )
 
 // Updates of an injected pod cannot undo admission: a dataplane image outside the allowed ones
@@ -20,13 +21,13 @@ import (
 // image and unrelated changes pass.
 func TestInjectedPodUpdatesRefused(t *testing.T) {
 	ctx := context.Background()
-	ensureStack(t, stack(t, "vhost-user", "vhost-user"))
+	testenv.CreateIfAbsent(t, k8s, stack(t, "vhost-user", "vhost-user"))
 	pod := fixtures.LoadPod(t, "nginx-vhost")
 	pod.Name = "updated"
 	if err := k8s.Create(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	deleteAtEnd(t, pod)
+	testenv.DeleteAtEnd(t, k8s, pod)
 	wantErr(t, updatePod(ctx, pod.Name, func(p *corev1.Pod) { p.Spec.InitContainers[0].Image = "evil.example/fstack/dataplane:v1" }),
 		"spec.initContainers[0].image: Invalid value", "--allowed-dataplane-images")
 	wantErr(t, updatePod(ctx, pod.Name, func(p *corev1.Pod) { delete(p.Labels, fsv1.StackLabel) }),
@@ -77,7 +78,7 @@ func updatePod(ctx context.Context, name string, change func(*corev1.Pod)) error
 // matchConditions select a changed dataplane image in either list) and meet the same allow-list.
 func TestProgramDataplaneImageUpdateRefused(t *testing.T) {
 	ctx := context.Background()
-	ensureStack(t, stack(t, "native", "native"))
+	testenv.CreateIfAbsent(t, k8s, stack(t, "native", "native"))
 	pod := fixtures.LoadPod(t, "native-helloworld")
 	pod.Name = "program-updated"
 	if err := k8s.Create(ctx, pod); err != nil {

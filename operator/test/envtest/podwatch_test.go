@@ -13,6 +13,7 @@ import (
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/test/testenv"
 )
 
 // podEvents records, through the controller's test hook, each pod event that passed the pod
@@ -47,7 +48,7 @@ func eventKey(o client.Object) string {
 func TestIrrelevantPodUpdateDoesNotReconcile(t *testing.T) {
 	ctx := context.Background()
 	si := stack(t, "vhost-user", "watched")
-	ensureStack(t, si)
+	testenv.CreateIfAbsent(t, k8s, si)
 	pod := fixtures.LoadPod(t, "nginx-vhost")
 	pod.Name, pod.Labels[fsv1.StackLabel] = "watched-0", si.Name
 	if err := k8s.Create(ctx, pod); err != nil {
@@ -65,7 +66,7 @@ func TestIrrelevantPodUpdateDoesNotReconcile(t *testing.T) {
 	if err := k8s.Status().Update(ctx, fence); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, func() error {
+	testenv.Eventually(t, 20*time.Second, func() error {
 		if !podEvents.has(fence) {
 			return fmt.Errorf("the dataplane-ready update (%s) has not enqueued the StackInstance", eventKey(fence))
 		}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/test/testenv"
 	"github.com/kube-fstack/kube-fstack/operator/internal/controller"
 )
 
@@ -21,7 +22,7 @@ func TestProfileThroughTheAPIServer(t *testing.T) {
 	ctx := context.Background()
 	si := stack(t, "vhost-user", "short-profile")
 	si.Spec.Profile = fsv1.ProfileShortConnections
-	ensureStack(t, si)
+	testenv.CreateIfAbsent(t, k8s, si)
 	got := &fsv1.StackInstance{}
 	if err := k8s.Get(ctx, types.NamespacedName{Namespace: optedInNS, Name: si.Name}, got); err != nil {
 		t.Fatal(err)
@@ -29,7 +30,7 @@ func TestProfileThroughTheAPIServer(t *testing.T) {
 	if d := got.Spec.DPDK.PktTxDelayMicroseconds; d != nil {
 		t.Fatalf("the API server stored pktTxDelayMicroseconds=%d, which overrides the profile's value", *d)
 	}
-	eventually(t, 20*time.Second, func() error {
+	testenv.Eventually(t, 20*time.Second, func() error {
 		cm := &corev1.ConfigMap{}
 		if err := k8s.Get(ctx, types.NamespacedName{Namespace: optedInNS, Name: controller.ConfigMapName(si.Name)}, cm); err != nil {
 			return err

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kube-fstack/kube-fstack/internal/test/testenv"
 	"github.com/kube-fstack/kube-fstack/operator/internal/manager"
 )
 
@@ -67,7 +68,7 @@ func operatorUser(t *testing.T, names map[string]string) *restrictedClient {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, func() error {
+	testenv.Eventually(t, 20*time.Second, func() error {
 		if err := c.List(ctx, &admissionregistrationv1.MutatingWebhookConfigurationList{}); err != nil {
 			return err
 		}
@@ -111,7 +112,7 @@ func roleAndBinding(t *testing.T, role *rbacv1.Role, name string, subject []rbac
 // runs without leader election, so the holder is the one under test).
 func waitLeader(t *testing.T) {
 	t.Helper()
-	eventually(t, 60*time.Second, func() error {
+	testenv.Eventually(t, 60*time.Second, func() error {
 		lease := &coordinationv1.Lease{}
 		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: operatorNS, Name: leaseName}, lease); err != nil {
 			return err

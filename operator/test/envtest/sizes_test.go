@@ -20,6 +20,7 @@ import (
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/test/testenv"
 )
 
 // Issue 23, hostile sizes: what the audit did with a real kube-apiserver, refused.
@@ -89,7 +90,7 @@ func TestOversizeSnapshotRefused(t *testing.T) {
 // still passes the allow-list, and it cannot drop its stack label afterwards.
 func TestForgedStatusPodRefused(t *testing.T) {
 	ctx := context.Background()
-	ensureStack(t, stack(t, "vhost-user", "vhost-user"))
+	testenv.CreateIfAbsent(t, k8s, stack(t, "vhost-user", "vhost-user"))
 	forged := fixtures.LoadPod(t, "nginx-vhost", fixtures.WithName("forged-image"),
 		fixtures.WithAnnotation(fsv1.StatusAnnotation, `{"stack":"vhost-user"}`))
 	forged.Spec.InitContainers = []corev1.Container{{
@@ -168,7 +169,7 @@ func heapAlloc() uint64 {
 // waitObserved waits until the controller has reconciled the StackInstance's latest generation.
 func waitObserved(t *testing.T, name string) {
 	t.Helper()
-	eventually(t, 30*time.Second, func() error {
+	testenv.Eventually(t, 30*time.Second, func() error {
 		si := &fsv1.StackInstance{}
 		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: optedInNS, Name: name}, si); err != nil {
 			return err
@@ -250,7 +251,7 @@ func TestOperatorHeapFlatOverTenantObjects(t *testing.T) {
 		}
 	}
 	// The operator's own informers: the pods' typed one, the ConfigMaps' metadata one.
-	eventually(t, 2*time.Minute, func() error {
+	testenv.Eventually(t, 2*time.Minute, func() error {
 		pods := &corev1.PodList{}
 		if err := operatorCache.List(ctx, pods, client.InNamespace(ns)); err != nil {
 			return err

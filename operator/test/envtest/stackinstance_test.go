@@ -16,6 +16,7 @@ import (
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/render"
+	"github.com/kube-fstack/kube-fstack/internal/test/testenv"
 	"github.com/kube-fstack/kube-fstack/operator/internal/controller"
 )
 
@@ -82,7 +83,7 @@ func TestWebhookRefusesCrossFieldErrors(t *testing.T) {
 	}
 	// An update that breaks a stored StackInstance is refused too, and the stored spec stays.
 	ok := stack(t, "nginx-shim", "update-refused")
-	ensureStack(t, ok)
+	testenv.CreateIfAbsent(t, k8s, ok)
 	broken := ok.DeepCopy()
 	broken.Spec.Ports = append(broken.Spec.Ports, *second)
 	// A merge patch, not an update: the controller's status writes move resourceVersion on.
@@ -133,7 +134,7 @@ func TestWebhookRefusesSharedAttachmentsAndAddresses(t *testing.T) {
 func TestControllerValidAndConfigMap(t *testing.T) {
 	ctx := context.Background()
 	si := stack(t, "vhost-user", "configmap")
-	ensureStack(t, si)
+	testenv.CreateIfAbsent(t, k8s, si)
 	checked, errs := render.Prepare(&si.Spec)
 	if len(errs) > 0 {
 		t.Fatal(errs.ToAggregate())
@@ -144,7 +145,7 @@ func TestControllerValidAndConfigMap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, func() error {
+	testenv.Eventually(t, 20*time.Second, func() error {
 		got := &fsv1.StackInstance{}
 		if err := k8s.Get(ctx, types.NamespacedName{Namespace: optedInNS, Name: si.Name}, got); err != nil {
 			return err

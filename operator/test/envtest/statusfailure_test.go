@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/test/testenv"
 	"github.com/kube-fstack/kube-fstack/operator/internal/controller"
 )
 
@@ -29,7 +30,7 @@ func TestConfigMapWriteFailureInStatus(t *testing.T) {
 	ctx := context.Background()
 	binding := denyConfigMap(t, "cm-denied-fstack")
 	si := stack(t, "vhost-user", "cm-denied")
-	ensureStack(t, si)
+	testenv.CreateIfAbsent(t, k8s, si)
 	got := waitConfigMapCondition(t, si, metav1.ConditionFalse, fsv1.ReasonConfigMapFailed)
 	msg := meta.FindStatusCondition(got.Status.Conditions, fsv1.ConditionConfigMap).Message
 	for _, want := range []string{"writing ConfigMap web/cm-denied-fstack failed (retrying)", denyMessage} {
@@ -96,7 +97,7 @@ func denyConfigMap(t *testing.T, name string) *admissionv1.ValidatingAdmissionPo
 	}
 	t.Cleanup(func() { _ = k8s.Delete(ctx, policy) })
 	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: optedInNS, Name: name}}
-	eventually(t, 30*time.Second, func() error {
+	testenv.Eventually(t, 30*time.Second, func() error {
 		err := k8s.Create(ctx, probe.DeepCopy(), client.DryRunAll)
 		if err == nil || !strings.Contains(err.Error(), denyMessage) {
 			return errors.Join(errors.New("the policy is not enforced yet"), err)
@@ -109,7 +110,7 @@ func denyConfigMap(t *testing.T, name string) *admissionv1.ValidatingAdmissionPo
 func waitConfigMapCondition(t *testing.T, si *fsv1.StackInstance, status metav1.ConditionStatus, reason string) *fsv1.StackInstance {
 	t.Helper()
 	got := &fsv1.StackInstance{}
-	eventually(t, 60*time.Second, func() error {
+	testenv.Eventually(t, 60*time.Second, func() error {
 		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(si), got); err != nil {
 			return err
 		}

@@ -26,6 +26,7 @@ import (
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/inject"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
+	"github.com/kube-fstack/kube-fstack/internal/test/testenv"
 	fswebhook "github.com/kube-fstack/kube-fstack/operator/internal/webhook"
 )
 
@@ -36,7 +37,7 @@ import (
 func TestWebhookAnswersOnlyTheAPIServer(t *testing.T) {
 	pod := fixtures.LoadPod(t, "nginx-vhost")
 	pod.Name = "webhook-auth"
-	ensureStack(t, stack(t, inject.StackName(pod), inject.StackName(pod)))
+	testenv.CreateIfAbsent(t, k8s, stack(t, inject.StackName(pod), inject.StackName(pod)))
 	review := injectReview(t, pod)
 	wh := env.WebhookInstallOptions
 	url := "https://" + net.JoinHostPort(wh.LocalServingHost, strconv.Itoa(wh.LocalServingPort)) + fswebhook.InjectPath
@@ -76,7 +77,7 @@ func TestWebhookAnswersOnlyTheAPIServer(t *testing.T) {
 	if err := k8s.Create(context.Background(), pod); err != nil {
 		t.Fatalf("create through the API server: %v", err)
 	}
-	deleteAtEnd(t, pod)
+	testenv.DeleteAtEnd(t, k8s, pod)
 	if pod.Annotations[fsv1.StatusAnnotation] == "" {
 		t.Fatalf("the pod created through the API server was not injected")
 	}
