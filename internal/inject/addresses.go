@@ -1,7 +1,6 @@
 package inject
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/netip"
 
@@ -10,6 +9,7 @@ import (
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract/snapshot"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 )
 
@@ -106,7 +106,7 @@ func (p *Prepared) withAddresses(addrs []netip.Addr) (*Prepared, error) {
 			if a != n.Static.Addr() {
 				return nil, p.reject(field.InternalError(stackLabelPath(), fmt.Errorf("%s: %s is not the static address %s", n.Field, a, n.Static)))
 			}
-			served = append(served, podcontract.ServedAddress{Port: n.Port, Addr: a})
+			served = append(served, podcontract.ServedAddress{Port: n.Port, PortName: n.PortName, Addr: a})
 			continue
 		}
 		if !n.Pool.Contains(a) {
@@ -115,18 +115,13 @@ func (p *Prepared) withAddresses(addrs []netip.Addr) (*Prepared, error) {
 		if spec == nil {
 			spec = p.spec.DeepCopy()
 		}
-		port := &spec.Ports[n.Port]
-		if a.Is4() {
-			port.IPv4.From, port.IPv4.Address, port.IPv4.Pool = fsv1.AddressStatic, n.Pool.Prefix(a), nil
-		} else {
-			port.IPv6.From, port.IPv6.Address, port.IPv6.Pool = fsv1.AddressStatic, n.Pool.Prefix(a), nil
-		}
-		served = append(served, podcontract.ServedAddress{Port: n.Port, Addr: a})
+		snapshot.PinAddress(spec, n.Port, netip.PrefixFrom(a, n.Pool.Bits))
+		served = append(served, podcontract.ServedAddress{Port: n.Port, PortName: n.PortName, Addr: a})
 	}
 	if spec != nil {
-		raw, err := json.Marshal(spec)
-		if err != nil {
-			return nil, p.reject(field.InternalError(stackLabelPath(), err))
+		raw, err := snapshot.Encode(spec)
+		if ferr := snapshotError(stackLabelPath(), raw, err); ferr != nil {
+			return nil, p.reject(ferr)
 		}
 		pp.spec, pp.specJSON, pp.networks = spec, string(raw), portNetworks(spec)
 	}

@@ -1,7 +1,6 @@
 package inject
 
 import (
-	"encoding/json"
 	"net/netip"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract/snapshot"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
@@ -27,11 +27,11 @@ func withPools(si *fsv1.StackInstance) {
 // podSpec is the spec snapshot an injected pod carries.
 func podSpec(t *testing.T, pod *corev1.Pod) *fsv1.StackInstanceSpec {
 	t.Helper()
-	var s fsv1.StackInstanceSpec
-	if err := json.Unmarshal([]byte(pod.Annotations[podcontract.SpecAnnotation]), &s); err != nil {
+	s, err := snapshot.Decode([]byte(pod.Annotations[podcontract.SpecAnnotation]), pod.Annotations[podcontract.SpecVersionAnnotation])
+	if err != nil {
 		t.Fatal(err)
 	}
-	return &s
+	return s
 }
 
 // Issue 30: a pod of a pool stack serves the addresses admission claimed for it, and everything
@@ -53,7 +53,7 @@ func TestPoolAddressesReachThePod(t *testing.T) {
 	if err != nil || d != Injected {
 		t.Fatalf("decision %q, error %v", d, err)
 	}
-	if got, want := pod.Annotations[podcontract.AddressesAnnotation], "0=10.99.0.40,0=2001:db8::2a"; got != want {
+	if got, want := pod.Annotations[podcontract.AddressesAnnotation], "0:data=10.99.0.40,0:data=2001:db8::2a"; got != want {
 		t.Errorf("addresses annotation %q, want %q (the pod's own value never stays)", got, want)
 	}
 	s := podSpec(t, pod)
@@ -73,7 +73,7 @@ func TestPoolAddressesReachThePod(t *testing.T) {
 		t.Errorf("the dataplane's config does not serve the pod's addresses:\n%s", res.Config)
 	}
 	want := `[{"name":"fstack-net","interface":"net1","ips":["10.99.0.40/24","2001:db8::2a/64"],"mac":"02:fe:00:00:00:01"}]`
-	if got := pod.Annotations[NetworksAnnotation]; got != want {
+	if got := pod.Annotations[podcontract.NetworksAnnotation]; got != want {
 		t.Errorf("networks annotation\n got %s\nwant %s", got, want)
 	}
 	// The config hash stays the stack's: every pod of one spec runs the same config, but for its address.
@@ -124,8 +124,8 @@ func TestStaticAddressRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := pod.Annotations[podcontract.AddressesAnnotation]; got != "0=10.99.0.10" {
-		t.Errorf("addresses %q, want 0=10.99.0.10", got)
+	if got := pod.Annotations[podcontract.AddressesAnnotation]; got != "0:data=10.99.0.10" {
+		t.Errorf("addresses %q, want 0:data=10.99.0.10", got)
 	}
 	// An address from the attachment's IPAM is not known at admission: no annotation, and the
 	// pod's own value is dropped.

@@ -31,7 +31,7 @@ func TestStackVIPsAndVLANsReachTheCNIPlugin(t *testing.T) {
 	}
 	const sources = `"sources":["10.99.0.50","2001:db8::50","10.100.0.10","10.100.0.50"],"vlans":[100]`
 	want := `[{"name":"fstack-net","interface":"net1","ips":["10.99.0.10/24"],"mac":"02:fe:00:00:00:01","cni-args":{"kubefstack.io/binding":{` + sources + `}}}]`
-	if diff := cmp.Diff(want, out.Annotations[NetworksAnnotation]); diff != "" {
+	if diff := cmp.Diff(want, out.Annotations[podcontract.NetworksAnnotation]); diff != "" {
 		t.Errorf("networks annotation (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(`{"net1":{"ips":["10.99.0.10/24"],`+sources+`}}`, out.Annotations[podcontract.BindingAnnotation]); diff != "" {

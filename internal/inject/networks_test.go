@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
 
@@ -48,18 +49,18 @@ func TestNetworksAnnotationMerged(t *testing.T) {
 			stack := fixtures.Stack(t, "vhost-user", withNetwork(tc.ref))
 			opts := []fixtures.PodOption{}
 			if tc.have != "" {
-				opts = append(opts, fixtures.WithAnnotation(NetworksAnnotation, tc.have))
+				opts = append(opts, fixtures.WithAnnotation(podcontract.NetworksAnnotation, tc.have))
 			}
 			pod := fixtures.LoadPod(t, "nginx-vhost", opts...)
 			out, d, err := Inject(pod, stack, testConfig())
 			if err != nil || d != Injected {
 				t.Fatalf("decision %q, error %v", d, err)
 			}
-			if diff := cmp.Diff(tc.want, out.Annotations[NetworksAnnotation]); diff != "" {
+			if diff := cmp.Diff(tc.want, out.Annotations[podcontract.NetworksAnnotation]); diff != "" {
 				t.Errorf("networks annotation (-want +got):\n%s", diff)
 			}
 			var list []map[string]any
-			if err := json.Unmarshal([]byte(out.Annotations[NetworksAnnotation]), &list); err != nil {
+			if err := json.Unmarshal([]byte(out.Annotations[podcontract.NetworksAnnotation]), &list); err != nil {
 				t.Fatalf("the annotation is not the JSON list Multus reads: %v", err)
 			}
 		})
@@ -86,7 +87,7 @@ func TestNetworksAnnotationConflictsRefused(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			stack := fixtures.Stack(t, "vhost-user", withNetwork(&fsv1.NetworkRef{Name: "fstack-net"}))
-			pod := fixtures.LoadPod(t, "nginx-vhost", fixtures.WithAnnotation(NetworksAnnotation, tc.have))
+			pod := fixtures.LoadPod(t, "nginx-vhost", fixtures.WithAnnotation(podcontract.NetworksAnnotation, tc.have))
 			_, _, err := Inject(pod, stack, testConfig())
 			if err == nil {
 				t.Fatal("injected; want the pod refused")
@@ -105,13 +106,13 @@ func TestNetworksAnnotationUntouchedWithoutNetwork(t *testing.T) {
 	for _, have := range []string{"", "anything, even @@ not parseable"} {
 		opts := []fixtures.PodOption{}
 		if have != "" {
-			opts = append(opts, fixtures.WithAnnotation(NetworksAnnotation, have))
+			opts = append(opts, fixtures.WithAnnotation(podcontract.NetworksAnnotation, have))
 		}
 		out, d, err := Inject(fixtures.LoadPod(t, "nginx-vhost", opts...), fixtures.Stack(t, "vhost-user"), testConfig())
 		if err != nil || d != Injected {
 			t.Fatalf("decision %q, error %v", d, err)
 		}
-		if got, ok := out.Annotations[NetworksAnnotation]; got != have || (have == "" && ok) {
+		if got, ok := out.Annotations[podcontract.NetworksAnnotation]; got != have || (have == "" && ok) {
 			t.Errorf("annotation %q became %q", have, got)
 		}
 	}
@@ -127,7 +128,7 @@ func TestNetworksEntryOfAttachmentAddressHasNoIPs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := out.Annotations[NetworksAnnotation], `[{"name":"fstack-net","interface":"net1"}]`; got != want {
+	if got, want := out.Annotations[podcontract.NetworksAnnotation], `[{"name":"fstack-net","interface":"net1"}]`; got != want {
 		t.Errorf("got %s, want %s", got, want)
 	}
 }
@@ -148,7 +149,7 @@ func FuzzNetworksAnnotation(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, have string) {
-		pod := fixtures.LoadPod(t, "nginx-vhost", fixtures.WithAnnotation(NetworksAnnotation, have))
+		pod := fixtures.LoadPod(t, "nginx-vhost", fixtures.WithAnnotation(podcontract.NetworksAnnotation, have))
 		out, _, err := prep.Inject(pod)
 		if err != nil {
 			var re *RejectError
@@ -162,8 +163,8 @@ func FuzzNetworksAnnotation(f *testing.F) {
 			}
 			return
 		}
-		got := out.Annotations[NetworksAnnotation]
-		entries, err := parseNetworks(got)
+		got := out.Annotations[podcontract.NetworksAnnotation]
+		entries, err := podcontract.ParseNetworks(got)
 		if err != nil || !strings.HasPrefix(got, "[") {
 			t.Fatalf("annotation %q is not a JSON list Multus reads: %v", got, err)
 		}
@@ -171,17 +172,17 @@ func FuzzNetworksAnnotation(f *testing.F) {
 		for _, e := range entries {
 			if e.Interface == "net1" {
 				n++
-				if string(e.raw) != ours {
-					t.Fatalf("the entry for net1 is %s, want %s", e.raw, ours)
+				if string(e.Raw) != ours {
+					t.Fatalf("the entry for net1 is %s, want %s", e.Raw, ours)
 				}
 			}
 		}
 		if n != 1 {
 			t.Fatalf("%d entries for net1 in %s", n, got)
 		}
-		again, _, err := prep.Inject(fixtures.LoadPod(t, "nginx-vhost", fixtures.WithAnnotation(NetworksAnnotation, got)))
-		if err != nil || again.Annotations[NetworksAnnotation] != got {
-			t.Fatalf("merging %s again: %v, %q", got, err, again.Annotations[NetworksAnnotation])
+		again, _, err := prep.Inject(fixtures.LoadPod(t, "nginx-vhost", fixtures.WithAnnotation(podcontract.NetworksAnnotation, got)))
+		if err != nil || again.Annotations[podcontract.NetworksAnnotation] != got {
+			t.Fatalf("merging %s again: %v, %q", got, err, again.Annotations[podcontract.NetworksAnnotation])
 		}
 	})
 }

@@ -10,6 +10,7 @@ import (
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract/snapshot"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 )
 
@@ -68,13 +69,13 @@ func prepare(stack string, checked *render.Spec, cfg Config) (*Prepared, error) 
 		return nil, p.reject(field.Forbidden(stackLabelPath(), fmt.Sprintf("StackInstance %q: %s", stack, ferr.Error())))
 	}
 	p.hash = render.ConfigHash(res.Config)
-	raw, err := SpecSnapshot(checked)
-	if err != nil {
-		return nil, p.reject(field.InternalError(stackLabelPath(), err))
-	}
-	if ferr := snapshotSizeError(stackLabelPath(), len(raw)); ferr != nil {
-		// The StackInstance was admitted before the operator bounded its snapshot.
-		return nil, p.reject(field.Forbidden(stackLabelPath(), fmt.Sprintf("StackInstance %q: %s", stack, ferr.Detail)))
+	raw, err := snapshot.Encode(p.spec)
+	if ferr := snapshotError(stackLabelPath(), raw, err); ferr != nil {
+		if ferr.Type == field.ErrorTypeForbidden {
+			// The StackInstance was admitted before the operator bounded its snapshot.
+			ferr.Detail = fmt.Sprintf("StackInstance %q: %s", stack, ferr.Detail)
+		}
+		return nil, p.reject(ferr)
 	}
 	p.specJSON = string(raw)
 	for _, e := range res.ShimEnv {
@@ -237,7 +238,7 @@ func (p *plan) apply() {
 	p.addDrain(&pod.Spec)
 	raw, _ := json.Marshal(status)
 	pod.Annotations[podcontract.SpecAnnotation] = p.specJSON
-	pod.Annotations[podcontract.SpecVersionAnnotation] = fsv1.GroupVersion.String()
+	pod.Annotations[podcontract.SpecVersionAnnotation] = snapshot.Version()
 	pod.Annotations[podcontract.ConfigHashAnnotation] = p.hash
 	pod.Annotations[fsv1.StatusAnnotation] = string(raw)
 	// Always the injection's: readers publish these addresses (EndpointSlices), so a value the

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract/snapshot"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
@@ -17,7 +18,7 @@ import (
 // before the bound (Prepare), with the field, the size and the room it may take.
 func TestSnapshotSize(t *testing.T) {
 	fits := fixtures.Stack(t, "vhost-user", fixtures.WithTunables(300, ""))
-	if raw, _ := SpecSnapshot(mustPrepare(t, &fits.Spec)); len(raw) < 100<<10 {
+	if raw, _ := snapshot.Encode(mustPrepare(t, &fits.Spec).Defaulted()); len(raw) < 100<<10 {
 		t.Fatalf("the fitting spec's snapshot is %d bytes; the test wants one near the bound", len(raw))
 	}
 	if ferr := CheckSnapshotSize(field.NewPath("spec"), mustPrepare(t, &fits.Spec)); ferr != nil {

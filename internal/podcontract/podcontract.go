@@ -150,6 +150,20 @@ const (
 	ConfigHashAnnotation = "kubefstack.io/config-hash"
 )
 
+// Every injected pod carries its StackInstance's spec (defaults applied, JSON) in SpecAnnotation,
+// and the API server refuses a pod whose annotations (names and values) exceed 256 KiB in total.
+// A spec whose snapshot takes most of that would be admitted and then make every pod that names
+// it fail at creation, so admission keeps it to half: the other half is left for the status,
+// config-hash and app-probe annotations the injection adds (a few KiB) and for the pod's own
+// annotations. Readers hold the snapshot to the same bound (internal/podcontract/snapshot): one
+// larger was not written by the injector.
+const (
+	// PodAnnotationLimit is the API server's limit on a pod's annotations, names and values.
+	PodAnnotationLimit = 256 << 10
+	// MaxSpecSnapshot is the largest spec snapshot an injected pod may carry.
+	MaxSpecSnapshot = PodAnnotationLimit / 2
+)
+
 // What the image carries and what lands in ShimDir.
 const (
 	// ImageShimDir holds, in the dataplane image, what is copied into ShimDir: its top-level

@@ -44,3 +44,19 @@ func isPrintable(s string) bool {
 	}
 	return true
 }
+
+// Clip bounds text from a pod or a node for a message: cut to at most n bytes on a rune
+// boundary, the cut marked with "...". Pair it with Printable for text that goes to a terminal.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	if n <= 3 {
+		return s[:n]
+	}
+	cut := n - 3
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}

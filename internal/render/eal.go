@@ -42,7 +42,7 @@ func (p *plan) ealArgs(proc int) []string {
 	if d.LogLevel != 0 {
 		args = append(args, fmt.Sprintf("--log-level=%d", d.LogLevel))
 	}
-	args = append(args, "--proc-type="+procType(proc))
+	args = append(args, "--proc-type="+ProcType(proc))
 	if d.BaseVirtAddr != "" {
 		args = append(args, "--base-virtaddr="+d.BaseVirtAddr)
 	}
@@ -109,7 +109,9 @@ func bondDevargs(i int, b *bondPlan) string {
 	return sb.String()
 }
 
-func procType(proc int) string {
+// ProcType is the --proc-type of F-Stack process proc: the first is the primary, the rest its
+// secondaries.
+func ProcType(proc int) string {
 	if proc == 0 {
 		return "primary"
 	}

@@ -24,9 +24,10 @@ var (
 	attach = fsv1.Addressing{IPv4: &fsv1.IPv4Address{From: fsv1.AddressAttachment}}
 )
 
-// The annotation wins over the snapshot; without it, the snapshot's static addresses; an
-// attachment's address without the annotation, an unknown stack port, or a malformed
-// annotation: no address, and an error that says why.
+// The addresses annotation is the one source: a port by index or by name (an entry of
+// kube-fstack 0.1.0 has no name and matches by index only); without the annotation, an unknown
+// stack port, or a malformed annotation: no address, and an error that says why. The snapshot
+// is never read (issue 37: the pre-annotation fallback retired).
 func TestServedAddresses(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -35,22 +36,27 @@ func TestServedAddresses(t *testing.T) {
 		want string
 		err  string
 	}{
-		{name: "static fallback", pod: specPod(t, []fsv1.Addressing{dual}, nil), want: "10.56.0.10 2001:db8::10"},
+		{name: "snapshot alone is not read", pod: specPod(t, []fsv1.Addressing{dual}, nil),
+			err: "it has no kubefstack.io/addresses annotation"},
 		{name: "annotation", pod: specPod(t, []fsv1.Addressing{static4, static4},
-			map[string]string{podcontract.AddressesAnnotation: "0=10.56.0.11,1=10.57.0.11,0=2001:db8::11"}), want: "10.56.0.11 2001:db8::11"},
+			map[string]string{podcontract.AddressesAnnotation: "0:data=10.56.0.11,1:mgmt=10.57.0.11,0:data=2001:db8::11"}), want: "10.56.0.11 2001:db8::11"},
 		{name: "annotation, second port by name", pod: specPod(t, []fsv1.Addressing{static4, static4},
-			map[string]string{podcontract.AddressesAnnotation: "0=10.56.0.11,1=10.57.0.11"}), port: "mgmt", want: "10.57.0.11"},
-		{name: "second port by index", pod: specPod(t, []fsv1.Addressing{static4, dual}, nil), port: "1", want: "10.56.0.10 2001:db8::10"},
-		{name: "attachment without annotation", pod: specPod(t, []fsv1.Addressing{attach}, nil),
-			err: "takes its address from the attachment and the pod has no kubefstack.io/addresses annotation"},
+			map[string]string{podcontract.AddressesAnnotation: "0:data=10.56.0.11,1:mgmt=10.57.0.11"}), port: "mgmt", want: "10.57.0.11"},
+		{name: "second port by index", pod: specPod(t, []fsv1.Addressing{static4, dual},
+			map[string]string{podcontract.AddressesAnnotation: "0:data=10.56.0.11,1:mgmt=10.56.0.10,1:mgmt=2001:db8::10"}), port: "1", want: "10.56.0.10 2001:db8::10"},
+		{name: "0.1.0 annotation by index", pod: specPod(t, []fsv1.Addressing{static4, static4},
+			map[string]string{podcontract.AddressesAnnotation: "0=10.56.0.11,1=10.57.0.11"}), port: "1", want: "10.57.0.11"},
+		{name: "0.1.0 annotation by name", pod: specPod(t, []fsv1.Addressing{static4, static4},
+			map[string]string{podcontract.AddressesAnnotation: "0=10.56.0.11,1=10.57.0.11"}), port: "mgmt", err: `names no address of stack port "mgmt"`},
 		{name: "attachment with annotation", pod: specPod(t, []fsv1.Addressing{attach},
 			map[string]string{podcontract.AddressesAnnotation: "0=10.56.0.12"}), want: "10.56.0.12"},
-		{name: "no such port", pod: specPod(t, []fsv1.Addressing{static4}, nil), port: "2", err: `its stack has no port named "2"`},
+		{name: "no such port", pod: specPod(t, []fsv1.Addressing{static4},
+			map[string]string{podcontract.AddressesAnnotation: "0:data=10.56.0.11"}), port: "2", err: `names no address of stack port "2"`},
 		{name: "malformed annotation", pod: specPod(t, []fsv1.Addressing{static4},
 			map[string]string{podcontract.AddressesAnnotation: "0=10.56.0.11,0=224.0.0.1"}), err: "is not a unicast address"},
 		{name: "annotation without the port", pod: specPod(t, []fsv1.Addressing{static4, static4},
 			map[string]string{podcontract.AddressesAnnotation: "1=10.57.0.11"}), err: "names no address of stack port 0"},
-		{name: "not injected", pod: corev1.Pod{}, err: "it has no kubefstack.io/spec annotation"},
+		{name: "not injected", pod: corev1.Pod{}, err: "it was not injected"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := Addresses(&c.pod, c.port)

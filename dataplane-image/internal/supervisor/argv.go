@@ -20,19 +20,12 @@ func (l *Launch) Argv(res *render.Result, configFile string, k int) ([]string, e
 	if l.Programs != nil {
 		return l.Programs.Argv(res, k)
 	}
-	fstackArgs := []string{"--conf", configFile, "--proc-type=" + procType(k), "--proc-id=" + strconv.Itoa(k)}
+	fstackArgs := []string{"--conf", configFile, "--proc-type=" + render.ProcType(k), "--proc-id=" + strconv.Itoa(k)}
 	if l.Native != "" {
 		// start.sh's order: the program's own arguments, then F-Stack's, which ff_init parses.
 		return append(slices.Clone(l.NativeArgv), fstackArgs...), nil
 	}
 	return append([]string{l.FStack}, fstackArgs...), nil
-}
-
-func procType(k int) string {
-	if k == 0 {
-		return "primary"
-	}
-	return "secondary"
 }
 
 // FilePrefix is the DPDK file prefix of the rendered EAL argv (the last --file-prefix wins, as

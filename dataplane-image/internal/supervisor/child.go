@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kube-fstack/kube-fstack/internal/logging"
+	"github.com/kube-fstack/kube-fstack/internal/render"
 )
 
 // child is one running F-Stack process.
@@ -103,7 +104,7 @@ func (c *child) wait(end context.CancelCauseFunc) {
 type processExit struct{ c *child }
 
 func (e *processExit) Error() string {
-	return fmt.Sprintf("F-Stack process %d (%s) exited: %s", e.c.id, procType(e.c.id), e.c.status())
+	return fmt.Sprintf("F-Stack process %d (%s) exited: %s", e.c.id, render.ProcType(e.c.id), e.c.status())
 }
 
 func (c *child) alive() bool {

@@ -63,7 +63,7 @@ func (r *DoctorReport) judgePods(in doctorInput) {
 				d.LastOf, d.LastRestart.Reason, d.LastRestart.Message)
 		}
 		if d.Status == string(nodecheck.Fail) {
-			r.Problems = append(r.Problems, fmt.Sprintf("pod %s on node %s: %s", key, orDash(d.Node), clip(d.Detail, 300)))
+			r.Problems = append(r.Problems, fmt.Sprintf("pod %s on node %s: %s", key, orDash(d.Node), podcontract.Clip(d.Detail, 300)))
 		}
 		r.Pods = append(r.Pods, d)
 	}

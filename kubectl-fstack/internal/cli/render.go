@@ -13,6 +13,7 @@ import (
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract/snapshot"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 )
 
@@ -251,12 +252,11 @@ func setPoolAddr(spec *fsv1.StackInstanceSpec, port, cidr, gw string) (done bool
 		case sgw != "" && sgw != gw:
 			return true, fmt.Errorf("the port's gateway is %s (%s), not %s", sgw, field.NewPath("spec", "ports").Index(i).Child(family, "gateway"), gw)
 		}
-		if family == "ipv4" {
-			ps.IPv4.From, ps.IPv4.Address, ps.IPv4.Pool = fsv1.AddressStatic, pfx.String(), nil
-		} else {
-			ps.IPv6.From, ps.IPv6.Address, ps.IPv6.Pool = fsv1.AddressStatic, pfx.String(), nil
+		if family == "ipv6" {
 			ps.IPv6.Gateway = gw
 		}
+		// As the injection writes the pod's snapshot: the pool port holds its address as static.
+		snapshot.PinAddress(spec, i, pfx)
 		return true, nil
 	}
 	return false, nil
@@ -324,7 +324,7 @@ func printProgram(w io.Writer, res *render.Result) error {
 		_, err = fmt.Fprintf(w, "# program Nginx: F-Stack's Nginx master, <nginx> -c <nginx.conf>, with -g \"worker_processes %d; fstack_conf %s; daemon off; user root;\" for what the file leaves out; worker k is F-Stack process k (0 the primary)\n", n, programConfigFile)
 	default:
 		for k := range n {
-			if _, err = fmt.Fprintf(w, "# program PerProcess: process %d is <command> <args> --conf %s --proc-type=%s --proc-id=%d\n", k, programConfigFile, procType(k), k); err != nil {
+			if _, err = fmt.Fprintf(w, "# program PerProcess: process %d is <command> <args> --conf %s --proc-type=%s --proc-id=%d\n", k, programConfigFile, render.ProcType(k), k); err != nil {
 				break
 			}
 		}
@@ -334,13 +334,6 @@ func printProgram(w io.Writer, res *render.Result) error {
 
 // programConfigFile is where the supervisor writes config.ini in the dataplane container.
 const programConfigFile = "/etc/f-stack/config.ini"
-
-func procType(k int) string {
-	if k == 0 {
-		return "primary"
-	}
-	return "secondary"
-}
 
 // cpusBeyondProcesses refuses --cpus with more CPUs than the dataplane container of a pod of spec
 // has: the injection asks for exactly that many exclusive CPUs, so more is no pod that can exist,

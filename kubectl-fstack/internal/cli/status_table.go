@@ -177,7 +177,7 @@ func addressColumn(p PodStatus, vips []string) string {
 		}
 	}
 	if p.AddressError != "" {
-		parts = append(parts, "unknown: "+clip(p.AddressError, maxReasonText))
+		parts = append(parts, "unknown: "+podcontract.Clip(p.AddressError, maxReasonText))
 	}
 	if len(parts) > 0 {
 		for _, v := range vips {
@@ -273,7 +273,7 @@ func dataplaneColumns(p PodStatus) (state, restarts string) {
 	case d.State == "running" && d.Ready:
 		state += "Running, ready"
 	case d.State == "running" && d.Health != "" && d.Health != "ready":
-		state += "Running, not ready: " + clip(d.Health, maxReasonText)
+		state += "Running, not ready: " + podcontract.Clip(d.Health, maxReasonText)
 	case d.State == "running":
 		state += "Running, not ready"
 	case d.State == "waiting":
@@ -325,14 +325,6 @@ func restartText(container int64, inPlace *int64) string {
 	return fmt.Sprintf("%d (%d in place)", container+*inPlace, *inPlace)
 }
 
-// clip cuts s to n runes, marking the cut.
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-3]) + "..."
-}
 
 // writeTable prints the list as the table, with each pod's served addresses; wide adds the
 // pod's kernel IP and the dataplane's image and shows whole config hashes. Without headers

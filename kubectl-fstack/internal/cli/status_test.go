@@ -143,7 +143,7 @@ func TestOutputFormatRefused(t *testing.T) {
 	}
 }
 
-// The table shows each pod's served addresses (the annotation's, or the snapshot's static ones),
+// The table shows each pod's served addresses (the annotation's; the snapshot is never read),
 // other ports' with their index, and the stack's VIPs; -o json has them as fields.
 func TestStatusServedAddresses(t *testing.T) {
 	si := &fsv1.StackInstance{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "web"}}
@@ -162,7 +162,7 @@ func TestStatusServedAddresses(t *testing.T) {
 	}
 	for _, re := range []string{
 		`\ns +0/0 +a +- +10\.99\.0\.11, 10\.57\.0\.11 \(port 1\), vip 10\.99\.0\.100 +- .* 10\.244\.0\.9 +-\n`,
-		`\ns +0/0 +b +- +10\.99\.0\.10, unknown: stack port 1 takes its address from the attachment .*, vip 10\.99\.0\.100 +`,
+		`\ns +0/0 +b +- +unknown: it has no kubefstack\.io/addresses annotation: it was not injected.*, vip 10\.99\.0\.100 +`,
 	} {
 		if !regexp.MustCompile(re).MatchString(out.String()) {
 			t.Errorf("table does not match %q:\n%s", re, out.String())

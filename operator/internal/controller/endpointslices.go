@@ -415,8 +415,7 @@ func EndpointMayDiffer() predicate.Funcs {
 			(o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) ||
 			o.Status.Phase != n.Status.Phase || podReady(o) != podReady(n) ||
 			o.Spec.NodeName != n.Spec.NodeName ||
-			o.Annotations[podcontract.AddressesAnnotation] != n.Annotations[podcontract.AddressesAnnotation] ||
-			o.Annotations[podcontract.SpecAnnotation] != n.Annotations[podcontract.SpecAnnotation]
+			o.Annotations[podcontract.AddressesAnnotation] != n.Annotations[podcontract.AddressesAnnotation]
 	}}
 }
 

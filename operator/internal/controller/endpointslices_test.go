@@ -31,7 +31,7 @@ func TestDesiredSlices(t *testing.T) {
 			{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromString("http")},
 			{Name: "alt", Port: 8080, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(9090)},
 			{Name: "same", Port: 443, Protocol: corev1.ProtocolTCP}}}}
-	a := fixtures.SnapshotPod(t, "a", []fsv1.Addressing{dual}, nil)
+	a := fixtures.SnapshotPod(t, "a", []fsv1.Addressing{dual}, map[string]string{podcontract.AddressesAnnotation: "0:data=10.56.0.10,0:data=2001:db8::10"})
 	a.Spec.Containers = []corev1.Container{{Name: "nginx", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8000}}}}
 	b := fixtures.SnapshotPod(t, "b", []fsv1.Addressing{static4}, map[string]string{podcontract.AddressesAnnotation: "0=10.56.0.20"})
 	b.Spec.Containers = []corev1.Container{{Name: podcontract.DataplaneContainer, Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 1}}},

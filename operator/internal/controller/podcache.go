@@ -1,8 +1,6 @@
 package controller
 
 import (
-	"encoding/json"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -15,23 +13,15 @@ import (
 // is kept cut short, which still differs from every hash (countPods counts it as another config).
 const maxCachedHash = 64
 
-// maxCachedAddresses bounds the addresses annotation a cached pod keeps: a value
-// podcontract.ParseAddresses accepts (128 entries of <index>=<address>) is under 7 KiB, so
-// one cut to this length is refused as the whole would have been.
-const maxCachedAddresses = 8 << 10
-
-// maxSnapshot is the largest spec snapshot the served addresses are read from (served's bound).
-const maxSnapshot = 256 << 10
-
 // TrimPod is the transform of the manager's pod cache: it keeps what the controllers read from a
 // pod and drops the rest. That is its name, namespace, UID, resource version and deletion
 // timestamp, the stack label alone among its labels, the config-hash annotation alone among its
 // annotations (cut to maxCachedHash), its phase, the node it runs on (the node check metrics),
 // its IP (the dataplane health events read /status there) and the name and readiness of the
 // dataplane's status, an init container's or a program's regular one; for the EndpointSlice
-// controller its Ready condition, its containers' named ports, the addresses annotation (cut to
-// maxCachedAddresses) and the spec snapshot reduced to its ports' names and addressing, which
-// is all served.Addresses reads of it. Every pod with the stack
+// controller its Ready condition, its containers' named ports and the addresses annotation (cut
+// to podcontract.MaxAddressesBytes, which a value ParseAddresses accepts never reaches), all
+// served.Addresses reads of it. Every pod with the stack
 // label reaches the cache, in any namespace, and a pod writes its own labels and annotations
 // (256 KiB of annotations each): kept whole, a tenant's thousand such pods would be a quarter
 // GiB of the operator's heap and crash-loop it, and with failurePolicy Fail stop injection
@@ -45,7 +35,12 @@ func TrimPod(obj any) (any, error) {
 	t := &corev1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: trimMeta(&p.ObjectMeta)}
 	t.Labels = keep(p.Labels, fsv1.StackLabel, len(p.Labels[fsv1.StackLabel]))
 	t.Annotations = keep(p.Annotations, podcontract.ConfigHashAnnotation, maxCachedHash)
-	servedAnnotations(p.Annotations, t)
+	if v, ok := p.Annotations[podcontract.AddressesAnnotation]; ok {
+		if t.Annotations == nil {
+			t.Annotations = map[string]string{}
+		}
+		t.Annotations[podcontract.AddressesAnnotation] = v[:min(len(v), podcontract.MaxAddressesBytes)]
+	}
 	t.Spec.NodeName = p.Spec.NodeName
 	t.Status.Phase = p.Status.Phase
 	t.Status.PodIP = p.Status.PodIP
@@ -135,78 +130,4 @@ func keep(m map[string]string, key string, n int) map[string]string {
 		v = v[:n]
 	}
 	return map[string]string{key: v}
-}
-
-// servedAnnotations keeps in t what served.Addresses reads of annotations: the addresses
-// annotation, the spec version, and the spec snapshot reduced to its ports' names and
-// addressing. The snapshot is a pod's to write, up to its 256 KiB of annotations; reduced, a
-// stack's podcontract.MaxPorts ports at most cost a few KiB. A snapshot that does not decode (or is over served's
-// bound) is kept as a short value that does not either, so the pod is skipped as it would have
-// been.
-func servedAnnotations(a map[string]string, t *corev1.Pod) {
-	set := func(k, v string) {
-		if t.Annotations == nil {
-			t.Annotations = map[string]string{}
-		}
-		t.Annotations[k] = v
-	}
-	if v, ok := a[podcontract.AddressesAnnotation]; ok {
-		set(podcontract.AddressesAnnotation, v[:min(len(v), maxCachedAddresses)])
-	}
-	if v, ok := a[podcontract.SpecVersionAnnotation]; ok {
-		set(podcontract.SpecVersionAnnotation, v[:min(len(v), maxCachedHash)])
-	}
-	raw, ok := a[podcontract.SpecAnnotation]
-	if !ok {
-		return
-	}
-	set(podcontract.SpecAnnotation, reducedSnapshot(raw))
-}
-
-const (
-	maxSnapshotPorts = podcontract.MaxPorts
-	maxSnapshotField = 64
-)
-
-// undecodable stands for a snapshot the served addresses cannot be read from.
-const undecodable = "<not a spec snapshot>"
-
-func reducedSnapshot(raw string) string {
-	if len(raw) > maxSnapshot {
-		return undecodable
-	}
-	spec := &fsv1.StackInstanceSpec{}
-	if err := json.Unmarshal([]byte(raw), spec); err != nil {
-		return undecodable
-	}
-	// The CRD's bounds, which an annotation never met: podcontract.MaxPorts ports, names of 32 characters, and an
-	// address with its prefix is at most 43. A snapshot beyond them is not the injector's.
-	if len(spec.Ports) > maxSnapshotPorts {
-		return undecodable
-	}
-	reduced := &fsv1.StackInstanceSpec{Ports: make([]fsv1.PortSpec, len(spec.Ports))}
-	for i := range spec.Ports {
-		p, r := &spec.Ports[i], &reduced.Ports[i]
-		if len(p.Name) > maxSnapshotField {
-			return undecodable
-		}
-		r.Name = p.Name
-		if v4 := p.IPv4; v4 != nil {
-			if len(v4.Address) > maxSnapshotField || len(v4.From) > maxSnapshotField {
-				return undecodable
-			}
-			r.IPv4 = &fsv1.IPv4Address{From: v4.From, Address: v4.Address}
-		}
-		if v6 := p.IPv6; v6 != nil {
-			if len(v6.Address) > maxSnapshotField || len(v6.From) > maxSnapshotField {
-				return undecodable
-			}
-			r.IPv6 = &fsv1.IPv6Address{From: v6.From, Address: v6.Address}
-		}
-	}
-	out, err := json.Marshal(reduced)
-	if err != nil {
-		return undecodable
-	}
-	return string(out)
 }

@@ -263,7 +263,7 @@ func (r *PodHealthReconciler) write(ctx context.Context, pod *corev1.Pod, e podE
 		// Named as the recorder names them, the pod's name and the time, with a sequence for
 		// two events of one reconcile.
 		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace,
-			Name: fmt.Sprintf("%s.%x.%d", clip(pod.Name, 200), now.UnixNano(), r.seq.Add(1))},
+			Name: fmt.Sprintf("%s.%x.%d", pod.Name[:min(len(pod.Name), 200)], now.UnixNano(), r.seq.Add(1))},
 		EventTime: metav1.NewMicroTime(now), ReportingController: reportingController, ReportingInstance: r.Instance,
 		Action: "Observe", Reason: e.reason, Type: e.kind, Note: note(e.note),
 		Regarding: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
@@ -381,10 +381,3 @@ func note(s string) string {
 }
 
 func newBucket(qps float64, burst int) *rate.Limiter { return rate.NewLimiter(rate.Limit(qps), burst) }
-
-func clip(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
-}

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/internal/inject"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
 
@@ -30,7 +30,7 @@ func TestHandleComparesNetworksInTheRequestsNamespace(t *testing.T) {
 	h.Reader = fake.NewClientBuilder().WithScheme(scheme).WithObjects(si,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: map[string]string{fsv1.InjectionLabel: "enabled"}}}).Build()
 	h.decoder = admission.NewDecoder(scheme)
-	pod := podJSON(t, fixtures.WithNamespace(""), fixtures.WithAnnotation(inject.NetworksAnnotation, "web/fstack-net@net1"))
+	pod := podJSON(t, fixtures.WithNamespace(""), fixtures.WithAnnotation(podcontract.NetworksAnnotation, "web/fstack-net@net1"))
 	resp := h.Handle(context.Background(), request("web", pod))
 	if !resp.Allowed {
 		t.Fatalf("refused: %+v", resp.Result)

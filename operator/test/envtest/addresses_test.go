@@ -2,7 +2,6 @@ package envtest
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/inject"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract/snapshot"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/test/testenv"
 	"github.com/kube-fstack/kube-fstack/operator/internal/claims"
@@ -114,8 +114,8 @@ func TestPoolAddressesDistinctUnderConcurrentAdmission(t *testing.T) {
 			seen[a.Addr] = pod.Name
 		}
 		// What the dataplane serves is the same address.
-		var spec fsv1.StackInstanceSpec
-		if err := json.Unmarshal([]byte(pod.Annotations[podcontract.SpecAnnotation]), &spec); err != nil {
+		spec, err := snapshot.Decode([]byte(pod.Annotations[podcontract.SpecAnnotation]), pod.Annotations[podcontract.SpecVersionAnnotation])
+		if err != nil {
 			t.Fatal(err)
 		}
 		if got, want := spec.Ports[0].IPv4.Address, addrs[0].Addr.String()+"/24"; got != want || spec.Ports[0].IPv4.From != fsv1.AddressStatic {
@@ -278,8 +278,8 @@ func TestStaticAddressServesOnePod(t *testing.T) {
 	if err := k8s.Create(ctx, first); err != nil {
 		t.Fatal(err)
 	}
-	if got := first.Annotations[podcontract.AddressesAnnotation]; got != "0=10.99.0.10" {
-		t.Fatalf("addresses %q, want 0=10.99.0.10", got)
+	if got := first.Annotations[podcontract.AddressesAnnotation]; got != "0:data=10.99.0.10" {
+		t.Fatalf("addresses %q, want 0:data=10.99.0.10", got)
 	}
 	// Before the operator binds the claim, the holder is found by its addresses; after, by owner.
 	second := fixtures.LoadPod(t, "nginx-vhost", fixtures.WithNamespace(ns), fixtures.WithStackLabel(si.Name), fixtures.WithName("second"))

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/internal/inject"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/test/testenv"
 )
@@ -21,17 +21,17 @@ func TestPodNetworksAnnotationFromStackInstance(t *testing.T) {
 	testenv.CreateIfAbsent(t, k8s, si)
 
 	pod := fixtures.LoadPod(t, "nginx-vhost", fixtures.WithName("with-network"), fixtures.WithStackLabel(si.Name),
-		fixtures.WithAnnotation(inject.NetworksAnnotation, "mgmt@eth9"))
+		fixtures.WithAnnotation(podcontract.NetworksAnnotation, "mgmt@eth9"))
 	if err := k8s.Create(ctx, pod); err != nil {
 		t.Fatalf("create: %v", err)
 	}
 	want := `[{"name":"mgmt","interface":"eth9"},{"name":"fstack-net","interface":"net1","ips":["10.99.0.10/24"],"mac":"02:fe:00:00:00:01"}]`
-	if got := pod.Annotations[inject.NetworksAnnotation]; got != want {
+	if got := pod.Annotations[podcontract.NetworksAnnotation]; got != want {
 		t.Fatalf("networks annotation:\n got %s\nwant %s", got, want)
 	}
 
 	clash := fixtures.LoadPod(t, "nginx-vhost", fixtures.WithName("network-clash"), fixtures.WithStackLabel(si.Name),
-		fixtures.WithAnnotation(inject.NetworksAnnotation, `[{"name":"other","interface":"net1"}]`))
+		fixtures.WithAnnotation(podcontract.NetworksAnnotation, `[{"name":"other","interface":"net1"}]`))
 	wantErr(t, k8s.Create(ctx, clash), "metadata.annotations[k8s.v1.cni.cncf.io/networks]",
 		"network web/other to interface net1", "spec.ports[0].network")
 }

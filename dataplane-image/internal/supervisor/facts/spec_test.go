@@ -11,6 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract/snapshot"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
@@ -55,10 +57,10 @@ func TestDecodeSpecIgnoresUnknownFields(t *testing.T) {
 
 func TestLoadSpecBoundsTheFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "spec")
-	mustDo(t, os.WriteFile(path, []byte(`{"ports":[],"x":"`+strings.Repeat("a", MaxSpecBytes)+`"}`), 0o644))
+	mustDo(t, os.WriteFile(path, []byte(`{"ports":[],"x":"`+strings.Repeat("a", podcontract.MaxSpecSnapshot)+`"}`), 0o644))
 	_, err := LoadSpec(path)
-	if !errors.Is(err, errTooLarge) {
-		t.Fatalf("want errTooLarge, got %v", err)
+	if !errors.Is(err, snapshot.ErrTooLarge) {
+		t.Fatalf("want snapshot.ErrTooLarge, got %v", err)
 	}
 }
 

@@ -159,19 +159,12 @@ func (m *Master) Watch(ctx context.Context, every time.Duration, gone func(why s
 			}
 			for k, pid := range m.Workers {
 				if state, ppid, _ := procStat(pid); state == 0 || state == 'Z' || ppid != m.PID {
-					gone(fmt.Sprintf("F-Stack process %d (%s, nginx worker pid %d) exited; F-Stack's Nginx master would fork it again, but a DPDK process restarted under a running dataplane is not F-Stack's contract (a new primary strands every secondary), so the whole dataplane stops", k, procType(k), pid))
+					gone(fmt.Sprintf("F-Stack process %d (%s, nginx worker pid %d) exited; F-Stack's Nginx master would fork it again, but a DPDK process restarted under a running dataplane is not F-Stack's contract (a new primary strands every secondary), so the whole dataplane stops", k, render.ProcType(k), pid))
 					return
 				}
 			}
 		}
 	}()
-}
-
-func procType(k int) string {
-	if k == 0 {
-		return "primary"
-	}
-	return "secondary"
 }
 
 // KillGroup ends whatever the master left (its process group: the workers inherit it;
