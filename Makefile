@@ -59,6 +59,7 @@ generate: $(CONTROLLER_GEN) $(HELM) ## Regenerate deepcopy, CRDs, RBAC, the char
 	$(CONTROLLER_GEN) rbac:roleName=kube-fstack-operator paths=./operator/... output:rbac:artifacts:config=config/rbac
 	$(GO) run ./hack/tools/docgen crd-ref config/crd/bases/kubefstack.io_stackinstances.yaml docs/reference/stackinstance.md
 	$(GO) run ./hack/tools/docgen chart-values charts/kube-fstack/values.schema.json charts/kube-fstack/values.yaml charts/kube-fstack/README.md
+	$(GO) run ./hack/tools/docgen pod-contract docs/reference/pod-contract.md
 	UPDATE_GOLDEN=1 $(GO) test ./internal/render/... ./internal/inject/... ./kubectl-fstack/internal/cli/... -run 'Golden' $(GOTEST_FLAGS) >/dev/null
 	hack/chart-generated.sh
 	UPDATE_GOLDEN=1 HELM=$(HELM) $(GO) test ./test/chart -run 'Golden' $(GOTEST_FLAGS) >/dev/null

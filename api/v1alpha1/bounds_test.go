@@ -46,6 +46,7 @@ func TestBoundsAreTheCRDs(t *testing.T) {
 		{"spec.processes maximum", spec.Properties["processes"].Maximum, podcontract.MaxInstances, "podcontract.MaxInstances"},
 		{"spec.ports[].processes maxItems", ports.Items.Properties["processes"].MaxItems, podcontract.MaxInstances, "podcontract.MaxInstances"},
 		{"spec.ports maxItems", ports.MaxItems, podcontract.MaxPorts, "podcontract.MaxPorts"},
+		{"spec.ports[].name maxLength", ports.Items.Properties["name"].MaxLength, podcontract.MaxPortName, "podcontract.MaxPortName"},
 	} {
 		if b.crd == nil || *b.crd != int64(b.constant) {
 			t.Errorf("the CRD's %s is %v, %s is %d: change both (the marker in api/v1alpha1, then make generate)",
@@ -60,6 +61,7 @@ type schema struct {
 	Items      *schema           `json:"items"`
 	Maximum    *int64            `json:"maximum"`
 	MaxItems   *int64            `json:"maxItems"`
+	MaxLength  *int64            `json:"maxLength"`
 }
 
 func deref(p *int64) any {

@@ -57,3 +57,22 @@ func TestParseAddressesRefusesWhatAPodMightWrite(t *testing.T) {
 		}
 	}
 }
+
+// An entry names its port; one of kube-fstack 0.1.0 does not, and is still read.
+func TestAddressesNameTheirPort(t *testing.T) {
+	in := []ServedAddress{{Port: 0, PortName: "data", Addr: netip.MustParseAddr("10.56.0.11")}, {Port: 1, PortName: "mgmt", Addr: netip.MustParseAddr("2001:db8::11")}}
+	v := FormatAddresses(in)
+	if v != "0:data=10.56.0.11,1:mgmt=2001:db8::11" {
+		t.Fatalf("FormatAddresses = %q", v)
+	}
+	out, err := ParseAddresses(v + ",2=10.57.0.11")
+	if err != nil || len(out) != 3 || out[0] != in[0] || out[1] != in[1] || out[2].PortName != "" || out[2].Port != 2 {
+		t.Fatalf("ParseAddresses = %+v, %v", out, err)
+	}
+	for _, bad := range []string{"0:=10.56.0.11", "0:Data=10.56.0.11", "0:-a=10.56.0.11", "0:" + strings.Repeat("a", MaxPortName+1) + "=10.56.0.11",
+		"0:a:b=10.56.0.11", strings.Repeat("0=10.56.0.11,", MaxAddressesBytes/12) + "0=10.56.0.11"} {
+		if _, err := ParseAddresses(bad); err == nil {
+			t.Errorf("ParseAddresses(%.40q) was read", bad)
+		}
+	}
+}

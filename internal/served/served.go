@@ -14,20 +14,13 @@ import (
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
-// StackPortAnnotation, on a Service that opts in with StackServiceAnnotation, names the stack
-// port (spec.ports[].name, or its index) whose served addresses the Service's endpoints carry.
-// Without it, port 0: a stack's first port is its service network in every sample, and a
-// Service per data network is how a multi-port stack is reached (one address per endpoint,
-// as kube-proxy and DNS expect).
-const StackPortAnnotation = "kubefstack.io/stack-port"
-
 // errNotServed says why a pod has no address to publish (not a malformed pod: the user's fix).
 type errNotServed struct{ msg string }
 
 func (e *errNotServed) Error() string { return e.msg }
 
-// Addresses are the addresses a bound pod's F-Stack serves on the stack port named by port
-// ("" is port 0; else a port's name or its index), from podcontract.AddressesAnnotation. A pod
+// Addresses are the addresses a bound pod's F-Stack serves on the stack port named by port (a
+// podcontract.ServiceStackPortAnnotation value: "" is port 0; else a port's name or its index), from podcontract.AddressesAnnotation. A pod
 // without it was not injected, or was injected before kube-fstack 0.1.0 wrote it: an error says
 // to re-create it (docs/upgrading.md).
 func Addresses(pod *corev1.Pod, port string) ([]netip.Addr, error) {
@@ -59,7 +52,7 @@ func All(pod *corev1.Pod) ([]podcontract.ServedAddress, error) {
 	return podcontract.ParseAddresses(v)
 }
 
-// stackPort matches the entries of a StackPortAnnotation value: port 0 for "", a port of that
+// stackPort matches the entries of a ServiceStackPortAnnotation value: port 0 for "", a port of that
 // index for a number, else the port of that name. An entry written by kube-fstack 0.1.0 has no
 // name and matches only by index.
 func stackPort(port string) func(podcontract.ServedAddress) bool {

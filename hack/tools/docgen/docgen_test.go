@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // The repository root, from this package's directory.
@@ -22,6 +24,9 @@ func TestCommittedReferencesAreCurrent(t *testing.T) {
 	}
 	if got := read(t, "docs/reference/stackinstance.md"); string(got) != string(want) {
 		t.Errorf("docs/reference/stackinstance.md is not what the CRD generates: run make generate")
+	}
+	if got := read(t, "docs/reference/pod-contract.md"); string(got) != string(podContractRef(podcontract.Keys())) {
+		t.Errorf("docs/reference/pod-contract.md is not what podcontract.Keys generates: run make generate")
 	}
 
 	table, err := valuesTable(read(t, "charts/kube-fstack/values.schema.json"), read(t, "charts/kube-fstack/values.yaml"))

@@ -5,9 +5,11 @@
 //	docgen chart-values SCHEMA VALUES README
 //	                                      the chart README's values table, from values.schema.json and
 //	                                      the defaults in values.yaml, between the README's markers
+//	docgen pod-contract OUT.md            the reference of every label and annotation key, from
+//	                                      internal/podcontract's registry
 //
-// The sources are the generated CRD and the chart's schema, so the reference cannot say something
-// the API server or Helm does not enforce.
+// The sources are the generated CRD, the chart's schema and the key registry the code is held
+// to, so a reference cannot say something the API server, Helm or the code does not do.
 package main
 
 import (
@@ -16,7 +18,8 @@ import (
 )
 
 const usage = `usage: docgen crd-ref CRD.yaml OUT.md
-       docgen chart-values values.schema.json values.yaml README.md`
+       docgen chart-values values.schema.json values.yaml README.md
+       docgen pod-contract OUT.md`
 
 func main() {
 	if err := run(os.Args[1:]); err != nil {
@@ -31,6 +34,8 @@ func run(args []string) error {
 		return writeCRDRef(args[1], args[2])
 	case len(args) == 4 && args[0] == "chart-values":
 		return writeChartValues(args[1], args[2], args[3])
+	case len(args) == 2 && args[0] == "pod-contract":
+		return writePodContractRef(args[1])
 	}
 	return fmt.Errorf("%s", usage)
 }

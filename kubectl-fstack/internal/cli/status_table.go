@@ -325,7 +325,6 @@ func restartText(container int64, inPlace *int64) string {
 	return fmt.Sprintf("%d (%d in place)", container+*inPlace, *inPlace)
 }
 
-
 // writeTable prints the list as the table, with each pod's served addresses; wide adds the
 // pod's kernel IP and the dataplane's image and shows whole config hashes. Without headers
 // (--no-headers) the rows alone, for scripts, as kubectl's.

@@ -38,12 +38,6 @@ import (
 )
 
 const (
-	// StackServiceAnnotation opts a Service without a selector in: the operator publishes its
-	// EndpointSlices with the served addresses of the pods bound to the StackInstance it names
-	// (same namespace). kube-proxy and CoreDNS read those slices, so the Service's ClusterIP,
-	// NodePorts and DNS names lead to F-Stack rather than to the pods' kernel IPs, where nothing
-	// of F-Stack's listens.
-	StackServiceAnnotation = "kubefstack.io/stack"
 	// EndpointSliceManagedBy is the value of discoveryv1.LabelManagedBy on the slices the
 	// operator writes. Kubernetes' own controllers name themselves <controller>.<their domain>
 	// (endpointslice-controller.k8s.io, endpointslicemirroring-controller.k8s.io): this follows
@@ -71,7 +65,7 @@ const (
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=list;watch;create;update;delete
 
 // EndpointSliceReconciler publishes the EndpointSlices of the Services that opt in with
-// StackServiceAnnotation: one endpoint per bound pod's served address, ready while the pod is
+// podcontract.ServiceStackAnnotation: one endpoint per bound pod's served address, ready while the pod is
 // Ready and not terminating, serving while it is Ready, terminating from its deletion, so a
 // rollout drains a pod (see the injector's preStop) before its dataplane stops.
 type EndpointSliceReconciler struct {
@@ -91,7 +85,7 @@ func (r *EndpointSliceReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	stack, ok := svc.Annotations[StackServiceAnnotation]
+	stack, ok := svc.Annotations[podcontract.ServiceStackAnnotation]
 	switch {
 	case !ok || svc.DeletionTimestamp != nil || svc.Spec.Type == corev1.ServiceTypeExternalName:
 		return ctrl.Result{}, r.deleteSlices(ctx, req.NamespacedName, nil)
@@ -99,12 +93,12 @@ func (r *EndpointSliceReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		r.event(svc, corev1.EventTypeWarning, EventSelectorIgnored,
 			"the Service has a selector, so Kubernetes publishes the pods' kernel IPs, where F-Stack does not listen; "+
 				"remove spec.selector for the operator to publish the served addresses of StackInstance %s's pods (annotation %s)",
-			podcontract.Printable(stack), StackServiceAnnotation)
+			podcontract.Printable(stack), podcontract.ServiceStackAnnotation)
 		return ctrl.Result{}, r.deleteSlices(ctx, req.NamespacedName, nil)
 	}
 	if errs := validation.IsDNS1123Subdomain(stack); len(errs) > 0 || len(stack) > validation.LabelValueMaxLength {
 		r.event(svc, corev1.EventTypeWarning, EventInvalidStackAnnotation,
-			"annotation %s=%q names no StackInstance: set it to the name of a StackInstance in namespace %s", StackServiceAnnotation,
+			"annotation %s=%q names no StackInstance: set it to the name of a StackInstance in namespace %s", podcontract.ServiceStackAnnotation,
 			podcontract.Printable(stack), svc.Namespace)
 		return ctrl.Result{}, r.deleteSlices(ctx, req.NamespacedName, nil)
 	}
@@ -198,7 +192,7 @@ func desiredSlices(svc *corev1.Service, pods []corev1.Pod) ([]*discoveryv1.Endpo
 	}
 	groups := map[string]*group{}
 	var skipped []skippedPod
-	port := svc.Annotations[served.StackPortAnnotation]
+	port := svc.Annotations[podcontract.ServiceStackPortAnnotation]
 	for i := range pods {
 		p := &pods[i]
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
@@ -351,7 +345,7 @@ func portsKey(ports []discoveryv1.EndpointPort) string {
 // operator's slices, and the bound pods' changes that move an endpoint.
 func (r *EndpointSliceReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Service{}, serviceStackIndex, func(o client.Object) []string {
-		if v, ok := o.GetAnnotations()[StackServiceAnnotation]; ok {
+		if v, ok := o.GetAnnotations()[podcontract.ServiceStackAnnotation]; ok {
 			return []string{v}
 		}
 		return nil
@@ -395,8 +389,8 @@ func serviceChanged() predicate.Funcs {
 		if !ok1 || !ok2 {
 			return true
 		}
-		return o.Annotations[StackServiceAnnotation] != n.Annotations[StackServiceAnnotation] ||
-			o.Annotations[served.StackPortAnnotation] != n.Annotations[served.StackPortAnnotation] ||
+		return o.Annotations[podcontract.ServiceStackAnnotation] != n.Annotations[podcontract.ServiceStackAnnotation] ||
+			o.Annotations[podcontract.ServiceStackPortAnnotation] != n.Annotations[podcontract.ServiceStackPortAnnotation] ||
 			(o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) ||
 			!equality.Semantic.DeepEqual(o.Spec, n.Spec)
 	}}
@@ -431,13 +425,13 @@ func TrimService(obj any) (any, error) {
 		Namespace: s.Namespace, Name: s.Name, UID: s.UID, ResourceVersion: s.ResourceVersion,
 		Generation: s.Generation, DeletionTimestamp: s.DeletionTimestamp,
 	}}
-	stack, ok := s.Annotations[StackServiceAnnotation]
+	stack, ok := s.Annotations[podcontract.ServiceStackAnnotation]
 	if !ok {
 		return t, nil
 	}
-	t.Annotations = map[string]string{StackServiceAnnotation: stack}
-	if p, ok := s.Annotations[served.StackPortAnnotation]; ok {
-		t.Annotations[served.StackPortAnnotation] = p
+	t.Annotations = map[string]string{podcontract.ServiceStackAnnotation: stack}
+	if p, ok := s.Annotations[podcontract.ServiceStackPortAnnotation]; ok {
+		t.Annotations[podcontract.ServiceStackPortAnnotation] = p
 	}
 	t.Spec = corev1.ServiceSpec{Selector: s.Spec.Selector, Ports: s.Spec.Ports, ClusterIP: s.Spec.ClusterIP, Type: s.Spec.Type}
 	return t, nil

@@ -11,7 +11,6 @@ import (
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
-	"github.com/kube-fstack/kube-fstack/internal/served"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
 
@@ -26,7 +25,7 @@ var (
 // that resolve it differently land in different slices; the conditions follow the pod.
 func TestDesiredSlices(t *testing.T) {
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "front",
-		Annotations: map[string]string{StackServiceAnnotation: "s"}},
+		Annotations: map[string]string{podcontract.ServiceStackAnnotation: "s"}},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{
 			{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromString("http")},
 			{Name: "alt", Port: 8080, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(9090)},
@@ -103,14 +102,14 @@ func TestHeadlessSliceLabel(t *testing.T) {
 // of the others.
 func TestTrimService(t *testing.T) {
 	in := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "x", Labels: map[string]string{"a": "b"},
-		Annotations: map[string]string{StackServiceAnnotation: "s", served.StackPortAnnotation: "data", "other": "y"}},
+		Annotations: map[string]string{podcontract.ServiceStackAnnotation: "s", podcontract.ServiceStackPortAnnotation: "data", "other": "y"}},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}, ClusterIP: "10.0.0.1", ExternalIPs: []string{"1.2.3.4"}}}
 	out, _ := TrimService(in)
 	s := out.(*corev1.Service)
 	if len(s.Annotations) != 2 || s.Labels != nil || len(s.Spec.Ports) != 1 || s.Spec.ClusterIP != "10.0.0.1" || s.Spec.ExternalIPs != nil {
 		t.Fatalf("trimmed %+v", s)
 	}
-	delete(in.Annotations, StackServiceAnnotation)
+	delete(in.Annotations, podcontract.ServiceStackAnnotation)
 	out, _ = TrimService(in)
 	if s := out.(*corev1.Service); s.Annotations != nil || len(s.Spec.Ports) != 0 || s.Name != "x" {
 		t.Fatalf("trimmed a Service that does not opt in to %+v", s)

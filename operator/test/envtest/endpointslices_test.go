@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/test/testenv"
 	"github.com/kube-fstack/kube-fstack/operator/internal/controller"
@@ -26,7 +27,7 @@ const sliceWait = 30 * time.Second
 func stackService(name, stack string) *corev1.Service {
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: optedInNS, Name: name,
-			Annotations: map[string]string{controller.StackServiceAnnotation: stack}},
+			Annotations: map[string]string{podcontract.ServiceStackAnnotation: stack}},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{
 			{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromString("http")},
 			{Name: "alt", Port: 8080, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(9090)}}},
@@ -153,7 +154,7 @@ func TestEndpointSlicesFollowThePods(t *testing.T) {
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(svc), cur); err != nil {
 		t.Fatal(err)
 	}
-	delete(cur.Annotations, controller.StackServiceAnnotation)
+	delete(cur.Annotations, podcontract.ServiceStackAnnotation)
 	if err := k8s.Update(ctx, cur); err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +162,7 @@ func TestEndpointSlicesFollowThePods(t *testing.T) {
 
 	// Opted in again, then deleted: envtest runs no garbage collector, so the controller itself
 	// deletes the slices of a Service that is gone.
-	cur.Annotations = map[string]string{controller.StackServiceAnnotation: si.Name}
+	cur.Annotations = map[string]string{podcontract.ServiceStackAnnotation: si.Name}
 	if err := k8s.Update(ctx, cur); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,97 @@
+package podcontract
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+)
+
+// The keys the API package owns are registered with the API's values.
+func TestKeysOfTheAPIAreTheAPIs(t *testing.T) {
+	for reg, api := range map[string]string{
+		namespaceInjectionLabel: fsv1.InjectionLabel,
+		podStackLabel:           fsv1.StackLabel,
+		podInjectAnnotation:     fsv1.InjectAnnotation,
+		podStatusAnnotation:     fsv1.StatusAnnotation,
+		nodeReportAnnotation:    fsv1.NodeReportAnnotation,
+		nodeLabelPattern:        fsv1.NodeLabelPrefix + "<check>",
+	} {
+		if reg != api {
+			t.Errorf("the registry names %q where api/v1alpha1 says %q", reg, api)
+		}
+	}
+}
+
+// notKeys are strings of the key's shape that name something else.
+var notKeys = map[string]string{
+	"kubefstack.io/stack-service": "the operator's cache index of Services by stack, never on an object",
+}
+
+var reKey = regexp.MustCompile(`^(node\.)?kubefstack\.io/[a-z0-9][-a-z0-9]*$`)
+
+// Every label or annotation key the product's code names is in the registry, which the
+// reference (docs/reference/pod-contract.md) is generated from: a key added without a
+// registry entry fails here, naming the file.
+func TestEveryKeyTheCodeNamesIsRegistered(t *testing.T) {
+	registered := map[string]bool{}
+	for _, k := range Keys() {
+		if k.Name == "" || k.Kind == "" || k.On == "" || k.Writer == "" || k.Readers == "" || k.Value == "" || k.Doc == "" {
+			t.Errorf("registry entry %+v: every field must say something", k)
+		}
+		if registered[k.Name+"@"+k.On+"@"+string(k.Kind)] {
+			t.Errorf("%s (%s on %s) is registered twice", k.Name, k.Kind, k.On)
+		}
+		registered[k.Name+"@"+k.On+"@"+string(k.Kind)] = true
+		registered[k.Name] = true
+	}
+	found := 0
+	root := filepath.Join("..", "..")
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); path != root && (strings.HasPrefix(n, ".") || n == "testdata" || n == "e2e" || path == filepath.Join(root, "internal", "test")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			lit, ok := n.(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				return true
+			}
+			s, err := strconv.Unquote(lit.Value)
+			if err != nil || !reKey.MatchString(s) {
+				return true
+			}
+			found++
+			if _, other := notKeys[s]; !other && !registered[s] {
+				t.Errorf("%s names the key %q, which is not in podcontract.Keys: register it (the reference is generated from the registry)", path, s)
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found < 10 {
+		t.Fatalf("found %d key literals in the tree; the walk did not read the code (run from internal/podcontract)", found)
+	}
+}
