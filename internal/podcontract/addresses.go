@@ -17,7 +17,7 @@ import (
 // "0:data=10.56.0.11,0:data=2001:db8::11,1:mgmt=10.57.0.11"; FormatAddresses writes it and
 // ParseAddresses reads it back, refusing anything else, since a pod's annotations are the pod's
 // to write. The port name lets a Service name its stack port (kubefstack.io/stack-port) without
-// its reader decoding the snapshot. kube-fstack 0.1.0 wrote entries without the name
+// its reader decoding the snapshot. Operators built before that wrote entries without the name
 // (<port index>=<address>), which ParseAddresses still reads, with PortName empty.
 const AddressesAnnotation = "kubefstack.io/addresses"
 
@@ -25,7 +25,7 @@ const AddressesAnnotation = "kubefstack.io/addresses"
 // index and name of the spec.ports entry that serves it.
 type ServedAddress struct {
 	Port int
-	// PortName is the spec.ports entry's name; empty in an entry written by kube-fstack 0.1.0.
+	// PortName is the spec.ports entry's name; empty in an entry an older operator wrote.
 	PortName string
 	Addr     netip.Addr
 }

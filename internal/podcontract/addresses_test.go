@@ -58,7 +58,7 @@ func TestParseAddressesRefusesWhatAPodMightWrite(t *testing.T) {
 	}
 }
 
-// An entry names its port; one of kube-fstack 0.1.0 does not, and is still read.
+// An entry names its port; one an older operator wrote does not, and is still read.
 func TestAddressesNameTheirPort(t *testing.T) {
 	in := []ServedAddress{{Port: 0, PortName: "data", Addr: netip.MustParseAddr("10.56.0.11")}, {Port: 1, PortName: "mgmt", Addr: netip.MustParseAddr("2001:db8::11")}}
 	v := FormatAddresses(in)

@@ -21,7 +21,7 @@ func (e *errNotServed) Error() string { return e.msg }
 
 // Addresses are the addresses a bound pod's F-Stack serves on the stack port named by port (a
 // podcontract.ServiceStackPortAnnotation value: "" is port 0; else a port's name or its index), from podcontract.AddressesAnnotation. A pod
-// without it was not injected, or was injected before kube-fstack 0.1.0 wrote it: an error says
+// without it was not injected, or was injected by an operator built before it was written: an error says
 // to re-create it (docs/upgrading.md).
 func Addresses(pod *corev1.Pod, port string) ([]netip.Addr, error) {
 	all, err := All(pod)
@@ -45,7 +45,7 @@ func Addresses(pod *corev1.Pod, port string) ([]netip.Addr, error) {
 func All(pod *corev1.Pod) ([]podcontract.ServedAddress, error) {
 	v, ok := pod.Annotations[podcontract.AddressesAnnotation]
 	if !ok {
-		return nil, &errNotServed{fmt.Sprintf("it has no %s annotation: it was not injected, or injected before kube-fstack 0.1.0 "+
+		return nil, &errNotServed{fmt.Sprintf("it has no %s annotation: it was not injected, or injected by an operator built before it was written "+
 			"(re-create it), or its addresses come from the attachment's IPAM, which the operator does not learn",
 			podcontract.AddressesAnnotation)}
 	}
@@ -53,7 +53,7 @@ func All(pod *corev1.Pod) ([]podcontract.ServedAddress, error) {
 }
 
 // stackPort matches the entries of a ServiceStackPortAnnotation value: port 0 for "", a port of that
-// index for a number, else the port of that name. An entry written by kube-fstack 0.1.0 has no
+// index for a number, else the port of that name. An entry of an operator built before entries named their port has no
 // name and matches only by index.
 func stackPort(port string) func(podcontract.ServedAddress) bool {
 	if port == "" {

@@ -25,7 +25,7 @@ var (
 )
 
 // The addresses annotation is the one source: a port by index or by name (an entry of
-// kube-fstack 0.1.0 has no name and matches by index only); without the annotation, an unknown
+// an older operator has no name and matches by index only); without the annotation, an unknown
 // stack port, or a malformed annotation: no address, and an error that says why. The snapshot
 // is never read (issue 37: the pre-annotation fallback retired).
 func TestServedAddresses(t *testing.T) {
@@ -44,9 +44,9 @@ func TestServedAddresses(t *testing.T) {
 			map[string]string{podcontract.AddressesAnnotation: "0:data=10.56.0.11,1:mgmt=10.57.0.11"}), port: "mgmt", want: "10.57.0.11"},
 		{name: "second port by index", pod: specPod(t, []fsv1.Addressing{static4, dual},
 			map[string]string{podcontract.AddressesAnnotation: "0:data=10.56.0.11,1:mgmt=10.56.0.10,1:mgmt=2001:db8::10"}), port: "1", want: "10.56.0.10 2001:db8::10"},
-		{name: "0.1.0 annotation by index", pod: specPod(t, []fsv1.Addressing{static4, static4},
+		{name: "unnamed entries by index", pod: specPod(t, []fsv1.Addressing{static4, static4},
 			map[string]string{podcontract.AddressesAnnotation: "0=10.56.0.11,1=10.57.0.11"}), port: "1", want: "10.57.0.11"},
-		{name: "0.1.0 annotation by name", pod: specPod(t, []fsv1.Addressing{static4, static4},
+		{name: "unnamed entries by name", pod: specPod(t, []fsv1.Addressing{static4, static4},
 			map[string]string{podcontract.AddressesAnnotation: "0=10.56.0.11,1=10.57.0.11"}), port: "mgmt", err: `names no address of stack port "mgmt"`},
 		{name: "attachment with annotation", pod: specPod(t, []fsv1.Addressing{attach},
 			map[string]string{podcontract.AddressesAnnotation: "0=10.56.0.12"}), want: "10.56.0.12"},
