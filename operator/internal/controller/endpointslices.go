@@ -415,7 +415,8 @@ func EndpointMayDiffer() predicate.Funcs {
 
 // TrimService is the transform of the manager's Service cache: every Service of the cluster is
 // watched (a selector cannot filter on an annotation), so only what the controller reads is
-// kept, and a Service that does not opt in keeps its name alone.
+// kept, bounded whatever the Service carries (one selector entry, its first
+// maxCachedServicePorts ports), and a Service that does not opt in keeps its name alone.
 func TrimService(obj any) (any, error) {
 	s, ok := obj.(*corev1.Service)
 	if !ok {
@@ -433,8 +434,30 @@ func TrimService(obj any) (any, error) {
 	if p, ok := s.Annotations[podcontract.ServiceStackPortAnnotation]; ok {
 		t.Annotations[podcontract.ServiceStackPortAnnotation] = p
 	}
-	t.Spec = corev1.ServiceSpec{Selector: s.Spec.Selector, Ports: s.Spec.Ports, ClusterIP: s.Spec.ClusterIP, Type: s.Spec.Type}
+	t.Spec = corev1.ServiceSpec{Selector: oneLabel(s.Spec.Selector), Ports: s.Spec.Ports[:min(len(s.Spec.Ports), maxCachedServicePorts)],
+		ClusterIP: s.Spec.ClusterIP, Type: s.Spec.Type}
 	return t, nil
+}
+
+// maxCachedServicePorts bounds the ports a cached Service keeps, and so the ports of the slices
+// published for it: a Service's ports are its writer's to multiply (each a few dozen bytes of the
+// operator's heap, and nothing in the API bounds their number).
+const maxCachedServicePorts = 100
+
+// oneLabel stands for a selector in the cache: the controller only asks whether a Service has
+// one (it publishes for Services without), and a tenant's selector may be a megabyte. One entry,
+// whose key and value the API server bounds, says the same.
+func oneLabel(sel map[string]string) map[string]string {
+	if len(sel) == 0 {
+		return nil
+	}
+	k := ""
+	for key := range sel {
+		if k == "" || key < k {
+			k = key
+		}
+	}
+	return map[string]string{k: sel[k]}
 }
 
 // EndpointSliceCache is what the manager's cache holds for this controller: every Service,
