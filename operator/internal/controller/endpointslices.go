@@ -94,14 +94,14 @@ func (r *EndpointSliceReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	case !ok || svc.DeletionTimestamp != nil || svc.Spec.Type == corev1.ServiceTypeExternalName:
 		return ctrl.Result{}, r.deleteSlices(ctx, req.NamespacedName, nil)
 	case len(svc.Spec.Selector) > 0:
-		r.event(svc, corev1.EventTypeWarning, EventSelectorIgnored,
+		r.warn(svc, EventSelectorIgnored,
 			"the Service has a selector, so Kubernetes publishes the pods' kernel IPs, where F-Stack does not listen; "+
 				"remove spec.selector for the operator to publish the served addresses of StackInstance %s's pods (annotation %s)",
 			podcontract.Printable(stack), podcontract.ServiceStackAnnotation)
 		return ctrl.Result{}, r.deleteSlices(ctx, req.NamespacedName, nil)
 	}
 	if errs := validation.IsDNS1123Subdomain(stack); len(errs) > 0 || len(stack) > validation.LabelValueMaxLength {
-		r.event(svc, corev1.EventTypeWarning, EventInvalidStackAnnotation,
+		r.warn(svc, EventInvalidStackAnnotation,
 			"annotation %s=%q names no StackInstance: set it to the name of a StackInstance in namespace %s", podcontract.ServiceStackAnnotation,
 			podcontract.Printable(stack), svc.Namespace)
 		return ctrl.Result{}, r.deleteSlices(ctx, req.NamespacedName, nil)
@@ -111,7 +111,7 @@ func (r *EndpointSliceReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, err
 	}
 	if !optedIn {
-		r.event(svc, corev1.EventTypeWarning, EventNamespaceNotOptedIn,
+		r.warn(svc, EventNamespaceNotOptedIn,
 			"namespace %s is not labelled %s=enabled: the operator publishes only the pods it injected, in namespaces that opted in",
 			svc.Namespace, fsv1.InjectionLabel)
 		return ctrl.Result{}, r.deleteSlices(ctx, req.NamespacedName, nil)
@@ -127,7 +127,7 @@ func (r *EndpointSliceReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	want, skipped := desiredSlices(svc, pods.Items, held)
 	for _, s := range skipped {
-		r.event(svc, corev1.EventTypeWarning, EventPodNotPublished, "pod %s is not in the Service's endpoints: %s", s.pod, s.why)
+		r.warn(svc, EventPodNotPublished, "pod %s is not in the Service's endpoints: %s", s.pod, s.why)
 	}
 	var errs []error
 	keep := map[string]bool{}
@@ -175,9 +175,11 @@ func (r *EndpointSliceReconciler) heldAddresses(ctx context.Context, ns, stack s
 	return held, nil
 }
 
-func (r *EndpointSliceReconciler) event(svc *corev1.Service, kind, reason, note string, args ...any) {
+// warn records a Warning Event on svc: every Event of this controller says why something is not
+// published.
+func (r *EndpointSliceReconciler) warn(svc *corev1.Service, reason, note string, args ...any) {
 	if r.Recorder != nil {
-		r.Recorder.Eventf(svc, nil, kind, reason, "PublishEndpoints", note, args...)
+		r.Recorder.Eventf(svc, nil, corev1.EventTypeWarning, reason, "PublishEndpoints", note, args...)
 	}
 }
 

@@ -224,7 +224,7 @@ func TestForgedAddressesAreNotPublished(t *testing.T) {
 	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: outside}}); err != nil {
 		t.Fatal(err)
 	}
-	forgedPod := func(ns, name string, extra map[string]string) *corev1.Pod {
+	forgedPod := func(ns, name string, extra map[string]string) {
 		ann := map[string]string{podcontract.AddressesAnnotation: forged}
 		for k, v := range extra {
 			ann[k] = v
@@ -236,7 +236,6 @@ func TestForgedAddressesAreNotPublished(t *testing.T) {
 			t.Fatal(err)
 		}
 		setPodReady(t, pod, true)
-		return pod
 	}
 	forgedPod(outside, "forger", nil)
 	lb := stackService("hijack", "hijack")
