@@ -257,8 +257,10 @@ checksums_and_signatures() {
   sign_blob "$OUT/SHA256SUMS" "$OUT/SHA256SUMS.sig"
 }
 
-# verify: every checksum, every file's signature, and each image signature's payload naming the
-# digest of the image archive it signs.
+# verify: every checksum; every file's signature, none missing; and every image's signature
+# (signatures/NAME.sig over the payload naming IMAGE@digest) verified, its payload naming the
+# digest of the image archive it signs. A missing .sig fails: a release whose signatures were
+# deleted is not a verified one.
 verify() {
   local f n=0 name d got pub=$OUT/cosign.pub
   mkdir -p "$WORK"
@@ -267,21 +269,31 @@ verify() {
   "$COSIGN" public-key --key "$COSIGN_KEY" 2>/dev/null | cmp -s - "$pub" || die "$pub is not COSIGN_KEY's public key"
   (cd "$OUT" && sha256sum --quiet -c SHA256SUMS) >&2 || die "SHA256SUMS does not match the files in $OUT"
   for f in SHA256SUMS $(awk '{print $2}' "$OUT/SHA256SUMS"); do
-    [ -f "$OUT/$f.sig" ] || continue
-    "$COSIGN" verify-blob --key "$pub" --insecure-ignore-tlog=true --signature "$OUT/$f.sig" "$OUT/$f" >/dev/null 2>"$WORK/cosign.log" \
-      || die "the signature of $f does not verify with $pub: $(cat "$WORK/cosign.log")"
+    case "$f" in signatures/*) continue ;; esac # the image signatures' payloads: below
+    verify_blob "$OUT/$f" "$OUT/$f.sig" "$f"
     n=$((n + 1))
   done
-  for f in "$OUT"/signatures/*.payload.json; do
-    [ -e "$f" ] || continue
-    name=$(basename "$f" .payload.json)
-    d=$(cat "$OUT/images/$name.digest")
+  for d in "$OUT"/images/*.digest; do
+    [ -e "$d" ] || continue
+    name=$(basename "$d" .digest)
+    d=$(cat "$d")
+    f="$OUT/signatures/$name.payload.json"
+    [ -f "$f" ] || die "image $name ($d) has no signature payload (signatures/$name.payload.json): every image of a release is signed"
+    verify_blob "$f" "$OUT/signatures/$name.sig" "the signature of image $name"
+    n=$((n + 1))
     got=$(grep -oE '"docker-manifest-digest":"[^"]+"' "$f" | cut -d'"' -f4)
     [ "$got" = "$d" ] || die "signatures/$name.payload.json signs $got, but images/$name.digest is $d"
     oci_digest "$OUT/images/$name.oci.tar" "$d" || die "images/$name.oci.tar's index does not hold $d"
   done
   [ "$n" -gt 0 ] || die "no signature verified in $OUT"
-  say "verified: $n signatures and every checksum in $OUT with $pub"
+  say "verified: $n signatures (every artifact's and every image's) and every checksum in $OUT with $pub"
+}
+
+# verify_blob FILE SIG WHAT: SIG is there and verifies FILE with the release's public key.
+verify_blob() {
+  [ -f "$2" ] || die "${2#"$OUT"/} missing: every artifact and image of a release is signed, and $3 has no signature"
+  "$COSIGN" verify-blob --key "$OUT/cosign.pub" --insecure-ignore-tlog=true --signature "$2" "$1" >/dev/null 2>"$WORK/cosign.log" \
+    || die "the signature of ${1#"$OUT"/} does not verify with $OUT/cosign.pub: $(cat "$WORK/cosign.log")"
 }
 
 # oci_digest ARCHIVE DIGEST: ARCHIVE's top-level index names DIGEST, and DIGEST's blob hashes to it.

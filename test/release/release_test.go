@@ -528,6 +528,44 @@ func checkSignatures(t *testing.T, e env, cosign, keys string) {
 		t.Errorf("hack/release.sh verify passed with a key that did not sign the release:\n%s", log)
 	}
 
+	// A deleted signature, of an artifact or of an image: verify fails, naming it (issue 38; it
+	// used to skip a file without one).
+	for _, sig := range []string{"fstack.yaml.sig", "signatures/cni.sig"} {
+		path := filepath.Join(e.out, sig)
+		saved := read(t, path)
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		log, err := run(t, e, "verify", version)
+		if err == nil || !strings.Contains(log, sig+" missing") {
+			t.Errorf("hack/release.sh verify with %s deleted: %v, want a failure naming it:\n%s", sig, err, log)
+		}
+		if err := os.WriteFile(path, saved, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An image signature over another payload: verify fails on it.
+	payloadFile := filepath.Join(e.out, "signatures", "cni.payload.json")
+	origPayload := read(t, payloadFile)
+	if err := os.WriteFile(payloadFile, append(append([]byte{}, origPayload...), ' '), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sums0 := filepath.Join(e.out, "SHA256SUMS")
+	origSums0 := read(t, sums0)
+	p0, p1 := sha256.Sum256(origPayload), sha256.Sum256(append(append([]byte{}, origPayload...), ' '))
+	if err := os.WriteFile(sums0, bytes.Replace(origSums0, []byte(hex.EncodeToString(p0[:])), []byte(hex.EncodeToString(p1[:])), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if log, err := run(t, e, "verify", version); err == nil || !strings.Contains(log, "signatures/cni.payload.json does not verify") {
+		t.Errorf("hack/release.sh verify with the image's payload changed after signing: %v, want its signature refused:\n%s", err, log)
+	}
+	if err := os.WriteFile(payloadFile, origPayload, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(sums0, origSums0, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
 	// One byte changed in a signed file (its checksum updated too, so the signature must catch it).
 	manifest := filepath.Join(e.out, "fstack.yaml")
 	orig := read(t, manifest)
