@@ -166,10 +166,7 @@ func rulesOf(p port) ([]antispoof.Rule, error) {
 	if err != nil {
 		return nil, err
 	}
-	if legacy {
-		return antispoof.LegacyRules(p.Name, spec.MAC)
-	}
-	return antispoof.Rules(p.Name, spec)
+	return antispoof.RuleSet(p.Name, spec, legacy)
 }
 
 // dropDeleted removes the rules just applied to ports that are gone now: a DEL that removed its
@@ -192,8 +189,7 @@ func (k *Keeper) dropDeleted(ctx context.Context, applied []port) {
 			continue
 		}
 		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-		del := openflow.FlowMod{Command: openflow.FlowDelete, Table: openflow.TableAll, Cookie: antispoof.Cookie(p.Name), CookieMask: ^uint64(0)}
-		err = c.Bundle(rctx, []openflow.FlowMod{del})
+		err = c.Bundle(rctx, antispoof.Removal(p.Name))
 		cancel()
 		k.Log.Info("removed the anti-spoofing flows of a port deleted meanwhile", logging.KeyPort, p.Name, "bridge", p.Bridge, logging.KeyErr, err)
 	}
