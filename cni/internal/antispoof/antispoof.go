@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/kube-fstack/kube-fstack/cni/internal/openflow"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // What fstack-cni keeps on each of its OVS ports (Interface and Port external_ids), and what
@@ -46,11 +47,11 @@ const (
 	ExternalIDVLANs = "kube-fstack.io/vlans"
 )
 
-// Limits on what one port's rules bind, so its rule count stays in the hundreds: a stack port has
-// an address of each family, VIPs and VLAN sub-interfaces (64 VIPs per family, 16 VLANs).
+// Limits on what one port's rules bind, so its rule count stays in the hundreds: podcontract's,
+// whose binding codec refuses more in what the injector passes.
 const (
-	MaxAddrs = 256
-	MaxVLANs = 128
+	MaxAddrs = podcontract.MaxBoundAddrs
+	MaxVLANs = podcontract.MaxBoundVLANs
 )
 
 // Spec is what a port's rules bind: its MAC, every address it may send from, and the tagged

@@ -32,8 +32,10 @@ func refusal(t *testing.T, err error, want ...string) {
 // no port, no files, no lease.
 func TestAddRefusesAddressesOutsideTheNetwork(t *testing.T) {
 	ipam := map[string]any{"type": "fake", "subnet": "10.9.0.0/24", "gateway": "10.9.0.1"}
+	// As a pod writes it: not through the codec, which refuses to write a bad value.
+	type podWritten podcontract.PortBinding
 	annotation := func(b podcontract.PortBinding) map[string]any {
-		v, _ := json.Marshal(map[string]podcontract.PortBinding{"net1": b})
+		v, _ := json.Marshal(map[string]podWritten{"net1": podWritten(b)})
 		return map[string]any{podcontract.PodAnnotationsCapability: map[string]string{podcontract.BindingAnnotation: string(v)}}
 	}
 	cases := []struct {
@@ -55,6 +57,10 @@ func TestAddRefusesAddressesOutsideTheNetwork(t *testing.T) {
 			[]string{"vlans", "4095"}},
 		{"malformed annotation", map[string]any{"ipam": ipam, "runtimeConfig": map[string]any{podcontract.PodAnnotationsCapability: map[string]string{podcontract.BindingAnnotation: "{"}}},
 			[]string{podcontract.BindingAnnotation, "the injector writes it"}},
+		{"annotation naming a member twice", map[string]any{"ipam": ipam, "runtimeConfig": map[string]any{podcontract.PodAnnotationsCapability: map[string]string{
+			podcontract.BindingAnnotation: `{"net1":{"sources":["10.9.0.50"],"sources":["10.9.0.1"]}}`}}}, []string{podcontract.BindingAnnotation, "given twice"}},
+		{"networks entry with an unknown member", map[string]any{"ipam": ipam, "args": map[string]any{"cni": map[string]any{podcontract.CNIArgsBinding: map[string]any{"vips": []string{"10.9.0.50"}}}}},
+			[]string{"args.cni." + podcontract.CNIArgsBinding, `unknown member "vips"`}},
 		{"malformed subnet", map[string]any{"ipam": map[string]any{"type": "fake", "subnet": "10.9.0.0"}}, []string{"ipam.subnet", "not a CIDR"}},
 	}
 	for _, tc := range cases {
