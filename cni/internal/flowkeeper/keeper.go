@@ -279,9 +279,32 @@ func (k *Keeper) list(ctx context.Context) ([]port, []string, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("OVSDB at %s: %w", k.OVSDB, err)
 	}
-	bridgeOf := map[string]string{} // Port UUID -> bridge name
-	var netdev []string
-	for _, row := range res[0].Rows {
+	bridgeOf, netdev, err := bridges(res[0].Rows)
+	if err != nil {
+		return nil, nil, err
+	}
+	portBridge, err := portBridges(res[1].Rows, bridgeOf)
+	if err != nil {
+		return nil, nil, err
+	}
+	var ports []port
+	for _, row := range res[2].Rows {
+		p, err := decode(row)
+		if err != nil {
+			return nil, nil, err
+		}
+		var ok bool
+		if p.Bridge, ok = portBridge[p.Name]; ok { // fstack-cni names Port and Interface alike
+			ports = append(ports, p)
+		}
+	}
+	return ports, netdev, nil
+}
+
+// bridges reads the Bridge rows: the bridge of each Port UUID, and the netdev bridges.
+func bridges(rows []ovsdb.Row) (bridgeOf map[string]string, netdev []string, err error) {
+	bridgeOf = map[string]string{}
+	for _, row := range rows {
 		name, err := row.String("name")
 		if err != nil {
 			return nil, nil, err
@@ -297,32 +320,26 @@ func (k *Keeper) list(ctx context.Context) ([]port, []string, error) {
 			bridgeOf[id] = name
 		}
 	}
-	portBridge := map[string]string{} // port name -> bridge name
-	for _, row := range res[1].Rows {
+	return bridgeOf, netdev, nil
+}
+
+// portBridges is the bridge of each of fstack-cni's Port rows, by port name.
+func portBridges(rows []ovsdb.Row, bridgeOf map[string]string) (map[string]string, error) {
+	portBridge := map[string]string{}
+	for _, row := range rows {
 		id, err := row.UUID("_uuid")
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		name, err := row.String("name")
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if b, ok := bridgeOf[id]; ok {
 			portBridge[name] = b
 		}
 	}
-	var ports []port
-	for _, row := range res[2].Rows {
-		p, err := decode(row)
-		if err != nil {
-			return nil, nil, err
-		}
-		var ok bool
-		if p.Bridge, ok = portBridge[p.Name]; ok { // fstack-cni names Port and Interface alike
-			ports = append(ports, p)
-		}
-	}
-	return ports, netdev, nil
+	return portBridge, nil
 }
 
 func decode(row ovsdb.Row) (port, error) {
