@@ -66,35 +66,44 @@ func TestFlowModsFollowTheRules(t *testing.T) {
 	if d := mods[1]; d.Command != openflow.FlowDelete || d.CookieMask != 0 || len(d.Match) != 1 || d.Match[0].Field != openflow.FieldInPort || binary.BigEndian.Uint32(d.Match[0].Value) != 7 {
 		t.Errorf("second mod %+v, want a delete of every rule on ofport 7", d)
 	}
-	needs := map[uint8]uint8{openflow.FieldARPSHA: openflow.FieldEthType, openflow.FieldARPSPA: openflow.FieldEthType,
-		openflow.FieldIPv4Src: openflow.FieldEthType, openflow.FieldIPv6Src: openflow.FieldEthType, openflow.FieldIPProto: openflow.FieldEthType,
-		openflow.FieldICMPv6Type: openflow.FieldIPProto, openflow.FieldICMPv6Code: openflow.FieldIPProto,
-		openflow.FieldNDSLL: openflow.FieldICMPv6Type, openflow.FieldNDTLL: openflow.FieldICMPv6Type, openflow.FieldNDTarget: openflow.FieldICMPv6Type}
 	for i, m := range mods[2:] {
-		r := rules[i]
-		goTo := uint8(0)
-		if r.Action == Next {
-			goTo = r.Table + 1
+		assertAddsRule(t, i, m, rules[i], cookie)
+	}
+}
+
+// prerequisite is the field OpenFlow requires before each field the rules match on.
+var prerequisite = map[uint8]uint8{openflow.FieldARPSHA: openflow.FieldEthType, openflow.FieldARPSPA: openflow.FieldEthType,
+	openflow.FieldIPv4Src: openflow.FieldEthType, openflow.FieldIPv6Src: openflow.FieldEthType, openflow.FieldIPProto: openflow.FieldEthType,
+	openflow.FieldICMPv6Type: openflow.FieldIPProto, openflow.FieldICMPv6Code: openflow.FieldIPProto,
+	openflow.FieldNDSLL: openflow.FieldICMPv6Type, openflow.FieldNDTLL: openflow.FieldICMPv6Type, openflow.FieldNDTarget: openflow.FieldICMPv6Type}
+
+// assertAddsRule asserts that flow mod i adds rule r under cookie, matching the ofport first and
+// every prerequisite before the field that needs it, and passing the source stage only from
+// the port's MAC.
+func assertAddsRule(t *testing.T, i int, m openflow.FlowMod, r Rule, cookie uint64) {
+	t.Helper()
+	goTo := uint8(0)
+	if r.Action == Next {
+		goTo = r.Table + 1
+	}
+	if m.Command != openflow.FlowAdd || m.Cookie != cookie || m.Table != r.Table || m.Priority != r.Priority || m.Normal != (r.Action == Pass) || m.GotoTable != goTo {
+		t.Errorf("mod %d %+v does not add rule %+v", i, m, r)
+	}
+	if m.Match[0].Field != openflow.FieldInPort {
+		t.Errorf("mod %d does not match the ofport first", i)
+	}
+	seen := map[uint8]bool{}
+	for _, f := range m.Match {
+		if p, ok := prerequisite[f.Field]; ok && !seen[p] {
+			t.Errorf("mod %d: field %d before its prerequisite %d", i, f.Field, p)
 		}
-		if m.Command != openflow.FlowAdd || m.Cookie != cookie || m.Table != r.Table || m.Priority != r.Priority || m.Normal != (r.Action == Pass) || m.GotoTable != goTo {
-			t.Errorf("mod %d %+v does not add rule %+v", i, m, r)
+		seen[f.Field] = true
+		if f.Field == openflow.FieldEthSrc && net.HardwareAddr(f.Value).String() != "02:aa:bb:cc:dd:ee" {
+			t.Errorf("mod %d passes source %s", i, net.HardwareAddr(f.Value))
 		}
-		if m.Match[0].Field != openflow.FieldInPort {
-			t.Errorf("mod %d does not match the ofport first", i)
-		}
-		seen := map[uint8]bool{}
-		for _, f := range m.Match {
-			if p, ok := needs[f.Field]; ok && !seen[p] {
-				t.Errorf("mod %d: field %d before its prerequisite %d", i, f.Field, p)
-			}
-			seen[f.Field] = true
-			if f.Field == openflow.FieldEthSrc && net.HardwareAddr(f.Value).String() != "02:aa:bb:cc:dd:ee" {
-				t.Errorf("mod %d passes source %s", i, net.HardwareAddr(f.Value))
-			}
-		}
-		if r.Table == TableSource && (r.Action != Drop) != seen[openflow.FieldEthSrc] {
-			t.Errorf("mod %d: only frames from the port's MAC may pass the source stage", i)
-		}
+	}
+	if r.Table == TableSource && (r.Action != Drop) != seen[openflow.FieldEthSrc] {
+		t.Errorf("mod %d: only frames from the port's MAC may pass the source stage", i)
 	}
 }
 

@@ -31,6 +31,33 @@ func refusal(t *testing.T, err error, want ...string) {
 // network's subnets and refuses any address that is a gateway of it, before anything is taken:
 // no port, no files, no lease.
 func TestAddRefusesAddressesOutsideTheNetwork(t *testing.T) {
+	for _, tc := range outsideTheNetwork() {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeOVSDB(t, nil)
+			n := newNode(t, f.path, tc.over)
+			_, _, err := n.add()
+			refusal(t, err, tc.want...)
+			for _, txn := range f.recorded() {
+				if strings.Contains(fmt.Sprint(txn), "insert") {
+					t.Errorf("a port was inserted: %v", txn)
+				}
+			}
+			n.assertNoFiles()
+			if a, d := n.ipam.counts(); a != d {
+				t.Errorf("IPAM ADD %d, DEL %d: a lease is left", a, d)
+			}
+		})
+	}
+}
+
+type refusalCase struct {
+	name string
+	over map[string]any
+	want []string
+}
+
+// outsideTheNetwork are network configs ADD refuses, and what each refusal names.
+func outsideTheNetwork() []refusalCase {
 	ipam := map[string]any{"type": "fake", "subnet": "10.9.0.0/24", "gateway": "10.9.0.1"}
 	// As a pod writes it: not through the codec, which refuses to write a bad value.
 	type podWritten podcontract.PortBinding
@@ -38,11 +65,7 @@ func TestAddRefusesAddressesOutsideTheNetwork(t *testing.T) {
 		v, _ := json.Marshal(map[string]podWritten{"net1": podWritten(b)})
 		return map[string]any{podcontract.PodAnnotationsCapability: map[string]string{podcontract.BindingAnnotation: string(v)}}
 	}
-	cases := []struct {
-		name string
-		over map[string]any
-		want []string
-	}{
+	return []refusalCase{
 		{"static address outside the subnet", map[string]any{"ipam": ipam, "runtimeConfig": map[string]any{"ips": []string{"10.8.0.5/24"}}},
 			[]string{"runtimeConfig.ips", "10.8.0.5", "outside", "10.9.0.0/24"}},
 		{"static address outside the ranges", map[string]any{"ipam": map[string]any{"type": "fake", "ranges": [][]map[string]string{{{"subnet": "10.7.0.0/24"}}}},
@@ -62,23 +85,6 @@ func TestAddRefusesAddressesOutsideTheNetwork(t *testing.T) {
 		{"networks entry with an unknown member", map[string]any{"ipam": ipam, "args": map[string]any{"cni": map[string]any{podcontract.CNIArgsBinding: map[string]any{"vips": []string{"10.9.0.50"}}}}},
 			[]string{"args.cni." + podcontract.CNIArgsBinding, `unknown member "vips"`}},
 		{"malformed subnet", map[string]any{"ipam": map[string]any{"type": "fake", "subnet": "10.9.0.0"}}, []string{"ipam.subnet", "not a CIDR"}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newFakeOVSDB(t, nil)
-			n := newNode(t, f.path, tc.over)
-			_, _, err := n.add()
-			refusal(t, err, tc.want...)
-			for _, txn := range f.recorded() {
-				if strings.Contains(fmt.Sprint(txn), "insert") {
-					t.Errorf("a port was inserted: %v", txn)
-				}
-			}
-			n.assertNoFiles()
-			if a, d := n.ipam.counts(); a != d {
-				t.Errorf("IPAM ADD %d, DEL %d: a lease is left", a, d)
-			}
-		})
 	}
 }
 
