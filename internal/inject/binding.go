@@ -1,7 +1,6 @@
 package inject
 
 import (
-	"encoding/json"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -60,10 +59,14 @@ func withoutPrefix(cidr string) string {
 func emptyBinding(b podcontract.PortBinding) bool { return len(b.IPs)+len(b.Sources)+len(b.VLANs) == 0 }
 
 // cniArgs is port i's networks entry's cni-args, or nil when the port binds nothing beyond its
-// result (the entry's ips, or IPAM's).
+// result (the entry's ips, or IPAM's). The entry is marshalled with podcontract's codec
+// (PortBinding.MarshalJSON); a binding it refuses is left out (see setBinding).
 func cniArgs(s *fsv1.StackInstanceSpec, i int) map[string]podcontract.PortBinding {
 	b := portBinding(s, i, false)
 	if emptyBinding(b) {
+		return nil
+	}
+	if _, err := podcontract.EncodeBinding(b); err != nil {
 		return nil
 	}
 	return map[string]podcontract.PortBinding{podcontract.CNIArgsBinding: b}
@@ -81,10 +84,13 @@ func setBinding(pod *corev1.Pod, s *fsv1.StackInstanceSpec) {
 			all[s.Ports[i].Attachment] = b
 		}
 	}
-	if len(all) == 0 {
+	raw, err := podcontract.EncodeBindings(all)
+	// The codec refuses only values render.Prepare has refused already (addresses, VLAN ids),
+	// so err is a bug; it fails closed: without a binding fstack-cni binds the port to its
+	// own addresses alone, never to more.
+	if len(all) == 0 || err != nil {
 		delete(pod.Annotations, podcontract.BindingAnnotation)
 		return
 	}
-	raw, _ := json.Marshal(all)
-	pod.Annotations[podcontract.BindingAnnotation] = string(raw)
+	pod.Annotations[podcontract.BindingAnnotation] = raw
 }

@@ -24,27 +24,11 @@ import (
 // runAgent is `fstack-cni-installer node-agent`: the DaemonSet's second container, the same
 // image, so nodes need no other one.
 func runAgent(args []string) error {
-	fs := flag.NewFlagSet("node-agent", flag.ContinueOnError)
-	a := &nodeagent.Agent{}
-	logOpts := logging.FromEnv(os.LookupEnv)
-	logOpts.BindFlags(fs)
-	var socketRoot, ovsAnswers string
-	fs.StringVar(&a.Node, "node", os.Getenv("NODE_NAME"), "this node's name (the downward API's spec.nodeName)")
-	fs.DurationVar(&a.Period, "period", time.Minute, "how often to check the node")
-	fs.StringVar(&a.Checks.Root, "root", "/", "where the node's /sys and /proc are")
-	fs.StringVar(&a.Checks.KubeletDir, "kubelet-dir", "/host/kubelet", "the host's kubelet root dir, mounted read-only")
-	fs.StringVar(&socketRoot, "socket-root", "/host/vhost-parent/vhost", "the vhost-user socket root inside a mount of its host parent dir")
-	fs.StringVar(&a.Checks.Bridge, "bridge", "br-fstack", "the OVS bridge fstack-cni adds ports to")
-	fs.StringVar(&a.Checks.SeccompDir, "seccomp-dir", "/host/seccomp", "the kubelet's seccomp directory of the project (<kubelet root>/seccomp/"+podcontract.SeccompProfileDir+"), where the agent installs the dataplane's profile")
-	fs.DurationVar(&a.CheckpointMinUptime, "checkpoint-min-uptime", 11*time.Minute, "how long to run before exiting for a replaced CPU manager checkpoint (over twice the kubelet's 5m maximum restart back-off, so restarts do not crash-loop)")
-	fs.StringVar(&ovsAnswers, "ovs-answers", "/run/kube-fstack-node/ovs.json", "the file the installer container writes its OVS answers to (empty: fail the OVS checks)")
-	if err := fs.Parse(args); err != nil {
+	a, f, err := parseAgentFlags(args)
+	if err != nil {
 		return err
 	}
-	if a.Node == "" {
-		return errors.New("--node (or NODE_NAME) is required: set it from the downward API's spec.nodeName")
-	}
-	log, err := logging.New(os.Stderr, logging.ComponentNodeAgent, logOpts)
+	log, err := logging.New(os.Stderr, logging.ComponentNodeAgent, f.logOpts)
 	if err != nil {
 		return err
 	}
@@ -52,34 +36,68 @@ func runAgent(args []string) error {
 	if a.Period <= 0 {
 		return fmt.Errorf("--period %s: must be positive", a.Period)
 	}
-	profile, err := seccompprofile.Dataplane()
-	if err != nil {
+	if err := f.wire(a); err != nil {
 		return fmt.Errorf("node-agent: %w", err)
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	return a.Run(ctx)
+}
+
+// agentFlags are what of the node agent's command line is not the Agent's own.
+type agentFlags struct {
+	logOpts                logging.Options
+	socketRoot, ovsAnswers string
+}
+
+func parseAgentFlags(args []string) (*nodeagent.Agent, *agentFlags, error) {
+	fs := flag.NewFlagSet("node-agent", flag.ContinueOnError)
+	a, f := &nodeagent.Agent{}, &agentFlags{logOpts: logging.FromEnv(os.LookupEnv)}
+	f.logOpts.BindFlags(fs)
+	fs.StringVar(&a.Node, "node", os.Getenv("NODE_NAME"), "this node's name (the downward API's spec.nodeName)")
+	fs.DurationVar(&a.Period, "period", time.Minute, "how often to check the node")
+	fs.StringVar(&a.Checks.Root, "root", "/", "where the node's /sys and /proc are")
+	fs.StringVar(&a.Checks.KubeletDir, "kubelet-dir", "/host/kubelet", "the host's kubelet root dir, mounted read-only")
+	fs.StringVar(&f.socketRoot, "socket-root", "/host/vhost-parent/vhost", "the vhost-user socket root inside a mount of its host parent dir")
+	fs.StringVar(&a.Checks.Bridge, "bridge", "br-fstack", "the OVS bridge fstack-cni adds ports to")
+	fs.StringVar(&a.Checks.SeccompDir, "seccomp-dir", "/host/seccomp", "the kubelet's seccomp directory of the project (<kubelet root>/seccomp/"+podcontract.SeccompProfileDir+"), where the agent installs the dataplane's profile")
+	fs.DurationVar(&a.CheckpointMinUptime, "checkpoint-min-uptime", 11*time.Minute, "how long to run before exiting for a replaced CPU manager checkpoint (over twice the kubelet's 5m maximum restart back-off, so restarts do not crash-loop)")
+	fs.StringVar(&f.ovsAnswers, "ovs-answers", "/run/kube-fstack-node/ovs.json", "the file the installer container writes its OVS answers to (empty: fail the OVS checks)")
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, err
+	}
+	if a.Node == "" {
+		return nil, nil, errors.New("--node (or NODE_NAME) is required: set it from the downward API's spec.nodeName")
+	}
+	return a, f, nil
+}
+
+// wire gives the agent what its checks read and the client it publishes with.
+func (f *agentFlags) wire(a *nodeagent.Agent) error {
+	profile, err := seccompprofile.Dataplane()
+	if err != nil {
+		return err
+	}
 	a.Checks.SeccompProfile = profile
-	a.Checks.SocketRootParent, a.Checks.SocketRootName = filepath.Dir(socketRoot), filepath.Base(socketRoot)
+	a.Checks.SocketRootParent, a.Checks.SocketRootName = filepath.Dir(f.socketRoot), filepath.Base(f.socketRoot)
 	a.Checkpoint = filepath.Join(a.Checks.KubeletDir, "cpu_manager_state")
 	// The pod's network namespace is the node's (hostNetwork): the bridge's kernel ports are here
 	// when OVS runs on the host.
 	a.Checks.Links = nodecheck.KernelLinks{}
 	// The agent holds no OVS socket (see internal/nodecheck/ovsfile.go). The installer asks on
 	// the same period; three periods without an answer mean it is stuck or gone.
-	if ovsAnswers != "" {
+	if ovsAnswers := f.ovsAnswers; ovsAnswers != "" {
 		a.Checks.OVS = &nodecheck.OVSFile{Path: ovsAnswers, MaxAge: 3*a.Period + 10*time.Second}
 		a.FirstRoundAfter = func() bool { _, err := os.Lstat(ovsAnswers); return err == nil }
 		a.FirstRoundWait = 30 * time.Second
 	}
 	cfg, err := rest.InClusterConfig()
 	if err != nil {
-		return fmt.Errorf("node-agent: %w", err)
+		return err
 	}
 	cfg.UserAgent = "kube-fstack-node-agent"
-	if a.Client, err = kubernetes.NewForConfig(cfg); err != nil {
-		return fmt.Errorf("node-agent: %w", err)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	return a.Run(ctx)
+	a.Client, err = kubernetes.NewForConfig(cfg)
+	return err
 }
 
 // runCleanup is `fstack-cni-installer node-cleanup`: the chart's post-delete hook, which removes

@@ -1,7 +1,7 @@
-// Package antispoof is the one description of a port's anti-spoofing OpenFlow rules, which both
-// fstack-cni (through ovs-ofctl, at ADD) and the flow keeper (in OpenFlow, after ovs-vswitchd
-// restarts) install: the two render the same list, so the rules a restart brings back are the
-// ones ADD made.
+// Package antispoof is the one description of a port's anti-spoofing OpenFlow rules and their one
+// encoding as flow mods, which both fstack-cni (at ADD) and the flow keeper (after ovs-vswitchd
+// restarts) send over OpenFlow: the rules a restart brings back are the ones ADD made, byte for
+// byte.
 package antispoof
 
 import (
@@ -10,10 +10,12 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/kube-fstack/kube-fstack/cni/internal/openflow"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // What fstack-cni keeps on each of its OVS ports (Interface and Port external_ids), and what
@@ -45,11 +47,11 @@ const (
 	ExternalIDVLANs = "kube-fstack.io/vlans"
 )
 
-// Limits on what one port's rules bind, so its rule count stays in the hundreds: a stack port has
-// an address of each family, VIPs and VLAN sub-interfaces (64 VIPs per family, 16 VLANs).
+// Limits on what one port's rules bind, so its rule count stays in the hundreds: podcontract's,
+// whose binding codec refuses more in what the injector passes.
 const (
-	MaxAddrs = 256
-	MaxVLANs = 128
+	MaxAddrs = podcontract.MaxBoundAddrs
+	MaxVLANs = podcontract.MaxBoundVLANs
 )
 
 // Spec is what a port's rules bind: its MAC, every address it may send from, and the tagged
@@ -185,20 +187,46 @@ type Rule struct {
 // its neighbour advertisements, and no VLAN tag but those of spec. Other EtherTypes, router
 // advertisements and redirects are dropped.
 func Rules(port string, spec Spec) ([]Rule, error) {
-	hw, err := net.ParseMAC(spec.MAC)
-	if err != nil || len(hw) != 6 {
-		return nil, fmt.Errorf("anti-spoofing rules for port %s: MAC %q is not an Ethernet address", port, spec.MAC)
+	hw, err := parseMAC(port, spec.MAC)
+	if err != nil {
+		return nil, err
 	}
 	if len(spec.Addrs) > MaxAddrs || len(spec.VLANs) > MaxVLANs {
 		return nil, fmt.Errorf("anti-spoofing rules for port %s: %d addresses and %d VLANs, at most %d and %d", port, len(spec.Addrs), len(spec.VLANs), MaxAddrs, MaxVLANs)
 	}
-	var v4, v6 []netip.Addr
+	v4, v6, err := byFamily(port, spec.Addrs)
+	if err != nil {
+		return nil, err
+	}
+	if len(v6) > 0 && !slices.Contains(v6, LinkLocal(hw)) {
+		// The stack's IPv6 sends neighbour discovery from the link-local address its MAC gives
+		// (EUI-64), which no one declares.
+		v6 = append(v6, LinkLocal(hw))
+	}
+	rules, err := vlanStage(port, spec.VLANs)
+	if err != nil {
+		return nil, err
+	}
+	rules = append(rules, sourceStage(hw, v4, v6)...)
+	return append(rules, targetStage(hw, v6)...), nil
+}
+
+func parseMAC(port, mac string) (net.HardwareAddr, error) {
+	hw, err := net.ParseMAC(mac)
+	if err != nil || len(hw) != 6 {
+		return nil, fmt.Errorf("anti-spoofing rules for port %s: MAC %q is not an Ethernet address", port, mac)
+	}
+	return hw, nil
+}
+
+// byFamily splits addrs into IPv4 and IPv6, each once, refusing any a port cannot send from.
+func byFamily(port string, addrs []netip.Addr) (v4, v6 []netip.Addr, err error) {
 	seen := map[netip.Addr]bool{}
-	for _, a := range spec.Addrs {
+	for _, a := range addrs {
 		a = a.Unmap()
 		switch {
 		case !a.IsValid() || a.IsUnspecified() || a.IsMulticast() || a.Zone() != "":
-			return nil, fmt.Errorf("anti-spoofing rules for port %s: %q is not a unicast address", port, a)
+			return nil, nil, fmt.Errorf("anti-spoofing rules for port %s: %q is not a unicast address", port, a)
 		case seen[a]:
 			continue
 		case a.Is4():
@@ -208,31 +236,37 @@ func Rules(port string, spec Spec) ([]Rule, error) {
 		}
 		seen[a] = true
 	}
-	if len(v6) > 0 {
-		// The stack's IPv6 sends neighbour discovery from the link-local address its MAC gives
-		// (EUI-64), which no one declares.
-		if ll := LinkLocal(hw); !seen[ll] {
-			v6 = append(v6, ll)
-		}
-	}
-	none := make(net.HardwareAddr, 6)
+	return v4, v6, nil
+}
+
+// vlanStage is table 0: router advertisements and redirects dropped, untagged frames and those
+// of vlans on to the next stage, anything else dropped.
+func vlanStage(port string, vlans []uint16) ([]Rule, error) {
 	rules := []Rule{
 		{Table: TableVLAN, Priority: prioRouterOnly, VLAN: AnyVLAN, Proto: RouterAdvert},
 		{Table: TableVLAN, Priority: prioRouterOnly, VLAN: AnyVLAN, Proto: Redirect},
 		{Table: TableVLAN, Priority: prioBound, VLAN: Untagged, Action: Next},
 	}
-	vlanSeen := map[uint16]bool{}
-	for _, v := range spec.VLANs {
+	seen := map[uint16]bool{}
+	for _, v := range vlans {
 		if v < 1 || v > 4094 {
 			return nil, fmt.Errorf("anti-spoofing rules for port %s: VLAN id %d is not 1..4094", port, v)
 		}
-		if !vlanSeen[v] {
-			vlanSeen[v] = true
+		if !seen[v] {
+			seen[v] = true
 			rules = append(rules, Rule{Table: TableVLAN, Priority: prioBound, VLAN: int(v), Action: Next})
 		}
 	}
-	rules = append(rules, Rule{Table: TableVLAN, Priority: prioDrop, VLAN: AnyVLAN})
+	return append(rules, Rule{Table: TableVLAN, Priority: prioDrop, VLAN: AnyVLAN}), nil
+}
+
+// sourceStage is table 1: ARP, ND and IP from the port's MAC and one of its addresses, with the
+// port's MAC inside ARP and ND, pass (a neighbour advertisement on to the target stage); any
+// other ARP or ND, and anything else, is dropped.
+func sourceStage(hw net.HardwareAddr, v4, v6 []netip.Addr) []Rule {
+	none := make(net.HardwareAddr, 6)
 	src := func(r Rule) Rule { r.Table, r.VLAN, r.Source = TableSource, AnyVLAN, hw; return r }
+	var rules []Rule
 	for _, a := range v4 {
 		rules = append(rules,
 			src(Rule{Priority: prioBound, Proto: ARP, Sender: a, LinkLayer: hw, Action: Pass}),
@@ -251,13 +285,19 @@ func Rules(port string, spec Spec) ([]Rule, error) {
 	for _, p := range []Proto{ARP, NeighborSolicit, NeighborAdvert} {
 		rules = append(rules, Rule{Table: TableSource, Priority: prioUnbound, VLAN: AnyVLAN, Proto: p})
 	}
-	rules = append(rules, Rule{Table: TableSource, Priority: prioDrop, VLAN: AnyVLAN})
+	return append(rules, Rule{Table: TableSource, Priority: prioDrop, VLAN: AnyVLAN})
+}
+
+// targetStage is table 2: a neighbour advertisement passes when its target is one of the port's
+// addresses and its link-layer option the port's MAC or absent.
+func targetStage(hw net.HardwareAddr, v6 []netip.Addr) []Rule {
+	var rules []Rule
 	for _, a := range v6 {
-		for _, ll := range []net.HardwareAddr{hw, none} {
+		for _, ll := range []net.HardwareAddr{hw, make(net.HardwareAddr, 6)} {
 			rules = append(rules, Rule{Table: TableTarget, Priority: prioBound, VLAN: AnyVLAN, Proto: NeighborAdvert, Target: a, LinkLayer: ll, Action: Pass})
 		}
 	}
-	return append(rules, Rule{Table: TableTarget, Priority: prioDrop, VLAN: AnyVLAN}), nil
+	return append(rules, Rule{Table: TableTarget, Priority: prioDrop, VLAN: AnyVLAN})
 }
 
 // LinkLocal is the IPv6 link-local address of mac by modified EUI-64 (RFC 4291 appendix A).
@@ -273,9 +313,9 @@ func LinkLocal(mac net.HardwareAddr) netip.Addr {
 // back for such a port after an OVS restart, as its ADD made them; recreating the pod gives it
 // the full rules.
 func LegacyRules(port, mac string) ([]Rule, error) {
-	hw, err := net.ParseMAC(mac)
-	if err != nil || len(hw) != 6 {
-		return nil, fmt.Errorf("anti-spoofing rules for port %s: MAC %q is not an Ethernet address", port, mac)
+	hw, err := parseMAC(port, mac)
+	if err != nil {
+		return nil, err
 	}
 	none := make(net.HardwareAddr, 6)
 	r := func(prio uint16, src net.HardwareAddr, p Proto, ll net.HardwareAddr, pass bool) Rule {
@@ -299,127 +339,100 @@ func LegacyRules(port, mac string) ([]Rule, error) {
 	}, nil
 }
 
-// Ofctl is the ovs-ofctl add-flows input that puts rules on ofport: first the removal of the
-// port's own rules from an earlier ADD (whose port may have had another ofport) and of whatever
-// a collected port left on this ofport, then the rules.
-func Ofctl(port string, ofport int64, rules []Rule) string {
-	cookie := Cookie(port)
-	lines := []string{fmt.Sprintf("delete cookie=%#x/-1", cookie), fmt.Sprintf("delete in_port=%d", ofport)}
-	for _, r := range rules {
-		l := fmt.Sprintf("add cookie=%#x,table=%d,in_port=%d", cookie, r.Table, ofport)
-		if r.Source != nil {
-			l += ",dl_src=" + r.Source.String()
-		}
-		l += fmt.Sprintf(",priority=%d", r.Priority)
-		switch {
-		case r.VLAN == Untagged:
-			l += ",vlan_tci=0x0000/0x1fff"
-		case r.VLAN > 0:
-			l += fmt.Sprintf(",dl_vlan=%d", r.VLAN)
-		}
-		switch r.Proto {
-		case ARP:
-			l += ",arp"
-		case IPv4:
-			l += ",ip"
-		case IPv6:
-			l += ",ipv6"
-		case NeighborSolicit, NeighborAdvert, RouterAdvert, Redirect:
-			l += fmt.Sprintf(",icmp6,icmp_type=%d", icmpv6Type[r.Proto])
-			if r.Proto == NeighborSolicit || r.Proto == NeighborAdvert {
-				l += ",icmp_code=0"
-			}
-		}
-		if r.Sender.IsValid() {
-			l += "," + senderField[r.Proto] + "=" + r.Sender.String()
-		}
-		if r.Target.IsValid() {
-			l += ",nd_target=" + r.Target.String()
-		}
-		if r.LinkLayer != nil {
-			l += "," + linkLayerField[r.Proto] + "=" + r.LinkLayer.String()
-		}
-		switch r.Action {
-		case Pass:
-			l += ",actions=NORMAL"
-		case Next:
-			l += fmt.Sprintf(",actions=goto_table:%d", r.Table+1)
-		default:
-			l += ",actions=drop"
-		}
-		lines = append(lines, l)
+// RuleSet is port's rules: those of spec, or, for a legacy port (SpecFromIDs), the MAC-only
+// rules its ADD set. ADD, CHECK and the keeper all take a port's rules from here.
+func RuleSet(port string, spec Spec, legacy bool) ([]Rule, error) {
+	if legacy {
+		return LegacyRules(port, spec.MAC)
 	}
-	return strings.Join(lines, "\n") + "\n"
+	return Rules(port, spec)
 }
 
 var (
-	linkLayerField = map[Proto]string{ARP: "arp_sha", NeighborSolicit: "nd_sll", NeighborAdvert: "nd_tll"}
-	senderField    = map[Proto]string{ARP: "arp_spa", IPv4: "nw_src", IPv6: "ipv6_src", NeighborSolicit: "ipv6_src", NeighborAdvert: "ipv6_src"}
+	linkLayerField = map[Proto]uint8{ARP: openflow.FieldARPSHA, NeighborSolicit: openflow.FieldNDSLL, NeighborAdvert: openflow.FieldNDTLL}
 	icmpv6Type     = map[Proto]uint8{RouterAdvert: 134, NeighborSolicit: 135, NeighborAdvert: 136, Redirect: 137}
 )
 
-// FlowMods is Ofctl's list as OpenFlow flow mods, for one atomic bundle.
+// FlowMods is the one encoding of a port's rules, which ADD and the keeper send in one atomic
+// bundle: first the removal of the port's own rules from an earlier ADD (whose port may have
+// had another ofport) and of whatever a collected port left on this ofport, then the rules.
 func FlowMods(port string, ofport int64, rules []Rule) []openflow.FlowMod {
 	cookie := Cookie(port)
-	in := openflow.OXM{Field: openflow.FieldInPort, Value: openflow.U32(uint32(ofport))}
-	mods := []openflow.FlowMod{
-		{Command: openflow.FlowDelete, Table: openflow.TableAll, Cookie: cookie, CookieMask: ^uint64(0)},
-		{Command: openflow.FlowDelete, Table: openflow.TableAll, Match: []openflow.OXM{in}},
-	}
+	in := InPort(ofport)
+	mods := append(Removal(port), openflow.FlowMod{Command: openflow.FlowDelete, Table: openflow.TableAll, Match: in})
 	for _, r := range rules {
-		m := []openflow.OXM{in}
-		if r.Source != nil {
-			m = append(m, openflow.OXM{Field: openflow.FieldEthSrc, Value: r.Source})
-		}
-		switch {
-		case r.VLAN == Untagged:
-			m = append(m, openflow.OXM{Field: openflow.FieldVLANVID, Value: openflow.U16(0)})
-		case r.VLAN > 0:
-			m = append(m, openflow.OXM{Field: openflow.FieldVLANVID, Value: openflow.U16(openflow.VLANPresent | uint16(r.VLAN))})
-		}
-		switch r.Proto {
-		case ARP:
-			m = append(m, openflow.OXM{Field: openflow.FieldEthType, Value: openflow.U16(0x0806)})
-			if r.Sender.IsValid() {
-				m = append(m, openflow.OXM{Field: openflow.FieldARPSPA, Value: r.Sender.AsSlice()})
-			}
-			if r.LinkLayer != nil {
-				m = append(m, openflow.OXM{Field: openflow.FieldARPSHA, Value: r.LinkLayer})
-			}
-		case IPv4:
-			m = append(m, openflow.OXM{Field: openflow.FieldEthType, Value: openflow.U16(0x0800)},
-				openflow.OXM{Field: openflow.FieldIPv4Src, Value: r.Sender.AsSlice()})
-		case IPv6:
-			m = append(m, openflow.OXM{Field: openflow.FieldEthType, Value: openflow.U16(0x86dd)},
-				openflow.OXM{Field: openflow.FieldIPv6Src, Value: r.Sender.AsSlice()})
-		case NeighborSolicit, NeighborAdvert, RouterAdvert, Redirect:
-			m = append(m, openflow.OXM{Field: openflow.FieldEthType, Value: openflow.U16(0x86dd)})
-			if r.Sender.IsValid() {
-				m = append(m, openflow.OXM{Field: openflow.FieldIPv6Src, Value: r.Sender.AsSlice()})
-			}
-			m = append(m, openflow.OXM{Field: openflow.FieldIPProto, Value: openflow.U8(58)},
-				openflow.OXM{Field: openflow.FieldICMPv6Type, Value: openflow.U8(icmpv6Type[r.Proto])})
-			if r.Proto == NeighborSolicit || r.Proto == NeighborAdvert {
-				m = append(m, openflow.OXM{Field: openflow.FieldICMPv6Code, Value: openflow.U8(0)})
-			}
-			if r.Target.IsValid() {
-				m = append(m, openflow.OXM{Field: openflow.FieldNDTarget, Value: r.Target.AsSlice()})
-			}
-			if r.LinkLayer != nil {
-				field := uint8(openflow.FieldNDSLL)
-				if r.Proto == NeighborAdvert {
-					field = openflow.FieldNDTLL
-				}
-				m = append(m, openflow.OXM{Field: field, Value: r.LinkLayer})
-			}
-		}
-		mod := openflow.FlowMod{Command: openflow.FlowAdd, Table: r.Table, Cookie: cookie, Priority: r.Priority, Match: m, Normal: r.Action == Pass}
+		mod := openflow.FlowMod{Command: openflow.FlowAdd, Table: r.Table, Cookie: cookie, Priority: r.Priority,
+			Match: r.match(in), Normal: r.Action == Pass}
 		if r.Action == Next {
 			mod.GotoTable = r.Table + 1
 		}
 		mods = append(mods, mod)
 	}
 	return mods
+}
+
+// Removal removes every rule of port, found by its cookie on any ofport.
+func Removal(port string) []openflow.FlowMod {
+	return []openflow.FlowMod{{Command: openflow.FlowDelete, Table: openflow.TableAll, Cookie: Cookie(port), CookieMask: ^uint64(0)}}
+}
+
+// match is r's OXM match after in: every prerequisite (the EtherType, the IP protocol, the
+// ICMPv6 type) before the field that needs it, as OpenFlow requires.
+func (r Rule) match(in []openflow.OXM) []openflow.OXM {
+	m := slices.Clone(in)
+	if r.Source != nil {
+		m = append(m, openflow.OXM{Field: openflow.FieldEthSrc, Value: r.Source})
+	}
+	switch {
+	case r.VLAN == Untagged:
+		m = append(m, openflow.OXM{Field: openflow.FieldVLANVID, Value: openflow.U16(0)})
+	case r.VLAN > 0:
+		m = append(m, openflow.OXM{Field: openflow.FieldVLANVID, Value: openflow.U16(openflow.VLANPresent | uint16(r.VLAN))})
+	}
+	switch r.Proto {
+	case ARP:
+		m = append(m, etherType(0x0806))
+		m = r.appendSender(m, openflow.FieldARPSPA)
+		return r.appendLinkLayer(m)
+	case IPv4:
+		return r.appendSender(append(m, etherType(0x0800)), openflow.FieldIPv4Src)
+	case IPv6:
+		return r.appendSender(append(m, etherType(0x86dd)), openflow.FieldIPv6Src)
+	case NeighborSolicit, NeighborAdvert, RouterAdvert, Redirect:
+		return r.icmpv6Match(append(m, etherType(0x86dd)))
+	}
+	return m
+}
+
+func (r Rule) icmpv6Match(m []openflow.OXM) []openflow.OXM {
+	m = r.appendSender(m, openflow.FieldIPv6Src)
+	m = append(m, openflow.OXM{Field: openflow.FieldIPProto, Value: openflow.U8(58)},
+		openflow.OXM{Field: openflow.FieldICMPv6Type, Value: openflow.U8(icmpv6Type[r.Proto])})
+	if r.Proto == NeighborSolicit || r.Proto == NeighborAdvert {
+		m = append(m, openflow.OXM{Field: openflow.FieldICMPv6Code, Value: openflow.U8(0)})
+	}
+	if r.Target.IsValid() {
+		m = append(m, openflow.OXM{Field: openflow.FieldNDTarget, Value: r.Target.AsSlice()})
+	}
+	return r.appendLinkLayer(m)
+}
+
+func etherType(t uint16) openflow.OXM {
+	return openflow.OXM{Field: openflow.FieldEthType, Value: openflow.U16(t)}
+}
+
+func (r Rule) appendSender(m []openflow.OXM, field uint8) []openflow.OXM {
+	if !r.Sender.IsValid() {
+		return m
+	}
+	return append(m, openflow.OXM{Field: field, Value: r.Sender.AsSlice()})
+}
+
+func (r Rule) appendLinkLayer(m []openflow.OXM) []openflow.OXM {
+	if r.LinkLayer == nil {
+		return m
+	}
+	return append(m, openflow.OXM{Field: linkLayerField[r.Proto], Value: r.LinkLayer})
 }
 
 // InPort is the match that finds the rules on ofport, for a flow count.

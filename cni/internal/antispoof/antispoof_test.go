@@ -2,16 +2,19 @@ package antispoof
 
 import (
 	"encoding/binary"
+	"fmt"
 	"net"
 	"net/netip"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/kube-fstack/kube-fstack/cni/internal/openflow"
 )
 
 // The legacy rules are exactly what fstack-cni set before ports recorded their addresses: the
-// keeper puts those back for such a port after a restart.
+// keeper puts those back for such a port after a restart. (Written as the ovs-ofctl input that
+// set them then, which ofctlText renders the flow mods as.)
 func TestLegacyOfctlIsUnchanged(t *testing.T) {
 	rules, err := LegacyRules("fsk0123456789ab", "02:AA:bb:cc:dd:ee")
 	if err != nil {
@@ -30,7 +33,7 @@ add cookie=0x36a169c56b77279e,table=0,in_port=7,priority=30,icmp6,icmp_type=136,
 add cookie=0x36a169c56b77279e,table=0,in_port=7,dl_src=02:aa:bb:cc:dd:ee,priority=20,actions=NORMAL
 add cookie=0x36a169c56b77279e,table=0,in_port=7,priority=10,actions=drop
 `
-	if got := Ofctl("fsk0123456789ab", 7, rules); got != want {
+	if got := ofctlText(FlowMods("fsk0123456789ab", 7, rules)); got != want {
 		t.Errorf("ovs-ofctl input:\n%s\nwant:\n%s", got, want)
 	}
 	for _, mac := range []string{"nonsense", "02:00:00:00:00:00:00:01"} {
@@ -46,7 +49,7 @@ add cookie=0x36a169c56b77279e,table=0,in_port=7,priority=10,actions=drop
 // The flow mods are the same list: two deletes (cookie, ofport) and one add per rule under the
 // port's cookie, each matching the ofport first and every prerequisite before the field that
 // needs it, NORMAL exactly for the pass rules. (The node test compares what OVS then holds
-// with what ovs-ofctl made.)
+// with what ADD made.)
 func TestFlowModsFollowTheRules(t *testing.T) {
 	rules, err := Rules("fsk0123456789ab", testSpec)
 	if err != nil {
@@ -63,35 +66,44 @@ func TestFlowModsFollowTheRules(t *testing.T) {
 	if d := mods[1]; d.Command != openflow.FlowDelete || d.CookieMask != 0 || len(d.Match) != 1 || d.Match[0].Field != openflow.FieldInPort || binary.BigEndian.Uint32(d.Match[0].Value) != 7 {
 		t.Errorf("second mod %+v, want a delete of every rule on ofport 7", d)
 	}
-	needs := map[uint8]uint8{openflow.FieldARPSHA: openflow.FieldEthType, openflow.FieldARPSPA: openflow.FieldEthType,
-		openflow.FieldIPv4Src: openflow.FieldEthType, openflow.FieldIPv6Src: openflow.FieldEthType, openflow.FieldIPProto: openflow.FieldEthType,
-		openflow.FieldICMPv6Type: openflow.FieldIPProto, openflow.FieldICMPv6Code: openflow.FieldIPProto,
-		openflow.FieldNDSLL: openflow.FieldICMPv6Type, openflow.FieldNDTLL: openflow.FieldICMPv6Type, openflow.FieldNDTarget: openflow.FieldICMPv6Type}
 	for i, m := range mods[2:] {
-		r := rules[i]
-		goTo := uint8(0)
-		if r.Action == Next {
-			goTo = r.Table + 1
+		assertAddsRule(t, i, m, rules[i], cookie)
+	}
+}
+
+// prerequisite is the field OpenFlow requires before each field the rules match on.
+var prerequisite = map[uint8]uint8{openflow.FieldARPSHA: openflow.FieldEthType, openflow.FieldARPSPA: openflow.FieldEthType,
+	openflow.FieldIPv4Src: openflow.FieldEthType, openflow.FieldIPv6Src: openflow.FieldEthType, openflow.FieldIPProto: openflow.FieldEthType,
+	openflow.FieldICMPv6Type: openflow.FieldIPProto, openflow.FieldICMPv6Code: openflow.FieldIPProto,
+	openflow.FieldNDSLL: openflow.FieldICMPv6Type, openflow.FieldNDTLL: openflow.FieldICMPv6Type, openflow.FieldNDTarget: openflow.FieldICMPv6Type}
+
+// assertAddsRule asserts that flow mod i adds rule r under cookie, matching the ofport first and
+// every prerequisite before the field that needs it, and passing the source stage only from
+// the port's MAC.
+func assertAddsRule(t *testing.T, i int, m openflow.FlowMod, r Rule, cookie uint64) {
+	t.Helper()
+	goTo := uint8(0)
+	if r.Action == Next {
+		goTo = r.Table + 1
+	}
+	if m.Command != openflow.FlowAdd || m.Cookie != cookie || m.Table != r.Table || m.Priority != r.Priority || m.Normal != (r.Action == Pass) || m.GotoTable != goTo {
+		t.Errorf("mod %d %+v does not add rule %+v", i, m, r)
+	}
+	if m.Match[0].Field != openflow.FieldInPort {
+		t.Errorf("mod %d does not match the ofport first", i)
+	}
+	seen := map[uint8]bool{}
+	for _, f := range m.Match {
+		if p, ok := prerequisite[f.Field]; ok && !seen[p] {
+			t.Errorf("mod %d: field %d before its prerequisite %d", i, f.Field, p)
 		}
-		if m.Command != openflow.FlowAdd || m.Cookie != cookie || m.Table != r.Table || m.Priority != r.Priority || m.Normal != (r.Action == Pass) || m.GotoTable != goTo {
-			t.Errorf("mod %d %+v does not add rule %+v", i, m, r)
+		seen[f.Field] = true
+		if f.Field == openflow.FieldEthSrc && net.HardwareAddr(f.Value).String() != "02:aa:bb:cc:dd:ee" {
+			t.Errorf("mod %d passes source %s", i, net.HardwareAddr(f.Value))
 		}
-		if m.Match[0].Field != openflow.FieldInPort {
-			t.Errorf("mod %d does not match the ofport first", i)
-		}
-		seen := map[uint8]bool{}
-		for _, f := range m.Match {
-			if p, ok := needs[f.Field]; ok && !seen[p] {
-				t.Errorf("mod %d: field %d before its prerequisite %d", i, f.Field, p)
-			}
-			seen[f.Field] = true
-			if f.Field == openflow.FieldEthSrc && net.HardwareAddr(f.Value).String() != "02:aa:bb:cc:dd:ee" {
-				t.Errorf("mod %d passes source %s", i, net.HardwareAddr(f.Value))
-			}
-		}
-		if r.Table == TableSource && (r.Action != Drop) != seen[openflow.FieldEthSrc] {
-			t.Errorf("mod %d: only frames from the port's MAC may pass the source stage", i)
-		}
+	}
+	if r.Table == TableSource && (r.Action != Drop) != seen[openflow.FieldEthSrc] {
+		t.Errorf("mod %d: only frames from the port's MAC may pass the source stage", i)
 	}
 }
 
@@ -274,4 +286,78 @@ func TestLinkLocal(t *testing.T) {
 	if got := LinkLocal(mac).String(); got != "fe80::aa:bbff:fecc:ddee" {
 		t.Errorf("link-local %s", got)
 	}
+}
+
+// ofctlText writes flow mods as the ovs-ofctl add-flows input fstack-cni used to send, field by
+// field from what each mod's match holds, so a test can state a rule set as its readers know it.
+func ofctlText(mods []openflow.FlowMod) string {
+	var b strings.Builder
+	for _, m := range mods {
+		f := map[uint8][]byte{}
+		for _, o := range m.Match {
+			f[o.Field] = o.Value
+		}
+		if m.Command == openflow.FlowDelete {
+			if m.CookieMask != 0 {
+				fmt.Fprintf(&b, "delete cookie=%#x/-1\n", m.Cookie)
+			} else {
+				fmt.Fprintf(&b, "delete in_port=%d\n", binary.BigEndian.Uint32(f[openflow.FieldInPort]))
+			}
+			continue
+		}
+		fmt.Fprintf(&b, "add cookie=%#x,table=%d,in_port=%d", m.Cookie, m.Table, binary.BigEndian.Uint32(f[openflow.FieldInPort]))
+		if v, ok := f[openflow.FieldEthSrc]; ok {
+			b.WriteString(",dl_src=" + net.HardwareAddr(v).String())
+		}
+		fmt.Fprintf(&b, ",priority=%d", m.Priority)
+		b.WriteString(matchText(f))
+		switch {
+		case m.Normal:
+			b.WriteString(",actions=NORMAL\n")
+		case m.GotoTable != 0:
+			fmt.Fprintf(&b, ",actions=goto_table:%d\n", m.GotoTable)
+		default:
+			b.WriteString(",actions=drop\n")
+		}
+	}
+	return b.String()
+}
+
+// matchText is the part of an ovs-ofctl match after the priority, in ovs-ofctl's order.
+func matchText(f map[uint8][]byte) string {
+	var b strings.Builder
+	if v, ok := f[openflow.FieldVLANVID]; ok {
+		if id := binary.BigEndian.Uint16(v); id == 0 {
+			b.WriteString(",vlan_tci=0x0000/0x1fff")
+		} else {
+			fmt.Fprintf(&b, ",dl_vlan=%d", id&^openflow.VLANPresent)
+		}
+	}
+	ip := func(v []byte) string { a, _ := netip.AddrFromSlice(v); return a.String() }
+	names := []struct {
+		field uint8
+		name  string
+		text  func([]byte) string
+	}{
+		{openflow.FieldICMPv6Type, "icmp_type", func(v []byte) string { return fmt.Sprint(v[0]) }},
+		{openflow.FieldICMPv6Code, "icmp_code", func(v []byte) string { return fmt.Sprint(v[0]) }},
+		{openflow.FieldARPSPA, "arp_spa", ip}, {openflow.FieldIPv4Src, "nw_src", ip}, {openflow.FieldIPv6Src, "ipv6_src", ip},
+		{openflow.FieldNDTarget, "nd_target", ip},
+		{openflow.FieldARPSHA, "arp_sha", func(v []byte) string { return net.HardwareAddr(v).String() }},
+		{openflow.FieldNDSLL, "nd_sll", func(v []byte) string { return net.HardwareAddr(v).String() }},
+		{openflow.FieldNDTLL, "nd_tll", func(v []byte) string { return net.HardwareAddr(v).String() }},
+	}
+	switch t, ok := f[openflow.FieldEthType]; {
+	case !ok:
+	case f[openflow.FieldIPProto] != nil:
+		b.WriteString(",icmp6")
+	default:
+		b.WriteString(map[uint16]string{0x0806: ",arp", 0x0800: ",ip", 0x86dd: ",ipv6"}[binary.BigEndian.Uint16(t)])
+	}
+	for _, n := range names {
+		if v, ok := f[n.field]; ok {
+			b.WriteString("," + n.name + "=" + n.text(v))
+		}
+	}
+	return b.String()
 }

@@ -166,10 +166,7 @@ func rulesOf(p port) ([]antispoof.Rule, error) {
 	if err != nil {
 		return nil, err
 	}
-	if legacy {
-		return antispoof.LegacyRules(p.Name, spec.MAC)
-	}
-	return antispoof.Rules(p.Name, spec)
+	return antispoof.RuleSet(p.Name, spec, legacy)
 }
 
 // dropDeleted removes the rules just applied to ports that are gone now: a DEL that removed its
@@ -192,8 +189,7 @@ func (k *Keeper) dropDeleted(ctx context.Context, applied []port) {
 			continue
 		}
 		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-		del := openflow.FlowMod{Command: openflow.FlowDelete, Table: openflow.TableAll, Cookie: antispoof.Cookie(p.Name), CookieMask: ^uint64(0)}
-		err = c.Bundle(rctx, []openflow.FlowMod{del})
+		err = c.Bundle(rctx, antispoof.Removal(p.Name))
 		cancel()
 		k.Log.Info("removed the anti-spoofing flows of a port deleted meanwhile", logging.KeyPort, p.Name, "bridge", p.Bridge, logging.KeyErr, err)
 	}
@@ -283,9 +279,32 @@ func (k *Keeper) list(ctx context.Context) ([]port, []string, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("OVSDB at %s: %w", k.OVSDB, err)
 	}
-	bridgeOf := map[string]string{} // Port UUID -> bridge name
-	var netdev []string
-	for _, row := range res[0].Rows {
+	bridgeOf, netdev, err := bridges(res[0].Rows)
+	if err != nil {
+		return nil, nil, err
+	}
+	portBridge, err := portBridges(res[1].Rows, bridgeOf)
+	if err != nil {
+		return nil, nil, err
+	}
+	var ports []port
+	for _, row := range res[2].Rows {
+		p, err := decode(row)
+		if err != nil {
+			return nil, nil, err
+		}
+		var ok bool
+		if p.Bridge, ok = portBridge[p.Name]; ok { // fstack-cni names Port and Interface alike
+			ports = append(ports, p)
+		}
+	}
+	return ports, netdev, nil
+}
+
+// bridges reads the Bridge rows: the bridge of each Port UUID, and the netdev bridges.
+func bridges(rows []ovsdb.Row) (bridgeOf map[string]string, netdev []string, err error) {
+	bridgeOf = map[string]string{}
+	for _, row := range rows {
 		name, err := row.String("name")
 		if err != nil {
 			return nil, nil, err
@@ -301,32 +320,26 @@ func (k *Keeper) list(ctx context.Context) ([]port, []string, error) {
 			bridgeOf[id] = name
 		}
 	}
-	portBridge := map[string]string{} // port name -> bridge name
-	for _, row := range res[1].Rows {
+	return bridgeOf, netdev, nil
+}
+
+// portBridges is the bridge of each of fstack-cni's Port rows, by port name.
+func portBridges(rows []ovsdb.Row, bridgeOf map[string]string) (map[string]string, error) {
+	portBridge := map[string]string{}
+	for _, row := range rows {
 		id, err := row.UUID("_uuid")
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		name, err := row.String("name")
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if b, ok := bridgeOf[id]; ok {
 			portBridge[name] = b
 		}
 	}
-	var ports []port
-	for _, row := range res[2].Rows {
-		p, err := decode(row)
-		if err != nil {
-			return nil, nil, err
-		}
-		var ok bool
-		if p.Bridge, ok = portBridge[p.Name]; ok { // fstack-cni names Port and Interface alike
-			ports = append(ports, p)
-		}
-	}
-	return ports, netdev, nil
+	return portBridge, nil
 }
 
 func decode(row ovsdb.Row) (port, error) {

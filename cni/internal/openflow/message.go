@@ -1,10 +1,12 @@
-// Package openflow speaks the few OpenFlow 1.4 messages the flow keeper needs to an OVS bridge's
-// management socket: flow adds and deletes in an atomic bundle, and a flow count by cookie.
+// Package openflow speaks the few OpenFlow 1.4 messages fstack-cni and its flow keeper need to an
+// OVS bridge's management socket: flow adds and deletes in an atomic bundle, and a flow count by
+// cookie.
 //
-// The CNI plugin itself programs flows with ovs-ofctl, which it finds on the node. The keeper
-// runs in the CNI DaemonSet's image, which is empty but for our static binaries (no ovs-ofctl,
-// no libraries it could link), and must put the same rules back after ovs-vswitchd restarts:
-// so it encodes them itself, and only the messages and match fields those rules use.
+// The keeper runs in the CNI DaemonSet's image, which is empty but for our static binaries (no
+// ovs-ofctl, no libraries it could link), and must put a port's rules back after ovs-vswitchd
+// restarts; so the rules are encoded here, only the messages and match fields they use, and the
+// plugin sends the same bytes at ADD rather than exec ovs-ofctl (faster, and one encoder:
+// cni/internal/plugin/NOTES.md).
 package openflow
 
 import (

@@ -68,34 +68,20 @@ func (p *Plugin) add(c *command, a *attachment, stdin []byte) (res *current.Resu
 			c.rollback(undo)
 		}
 	}()
-	// A pod of a namespace the node does not serve, or a node without its node config, and a
-	// pod the injector did not prepare (no emptyDir to serve its socket from): say so before
-	// anything is taken.
-	if err := c.servable(a); err != nil {
+	if err := c.admit(a); err != nil {
 		return nil, err
-	}
-	if err := checkVolume(a); err != nil {
-		return nil, cniErr(types.ErrIOFailure, "", err)
-	}
-	// Connecting needs no round trip and fails at once when ovsdb-server is down, so an ADD
-	// that cannot make its port does not take a lease first.
-	if err := c.ovs.connect(c.ctx); err != nil {
-		return nil, ovsErr(err)
 	}
 	ipamRes, err := p.ipamAdd(c, a, stdin, &undo)
 	if err != nil {
 		return nil, err
 	}
-	spec, claims, err := c.binding(a, stdin, ipamRes)
-	if err != nil {
+	if a.Binding, a.claims, err = c.binding(a, stdin, ipamRes); err != nil {
 		return nil, err
 	}
-	a.Binding = spec
 	res, err = buildResult(c.conf, a, ipamRes)
 	if err != nil {
 		return nil, err
 	}
-	a.claims = claims
 	undo = append(undo, func() error { return removeFiles(a) })
 	if err := writeFiles(c.conf.SocketRoot, a, deviceInfo(c.conf, a, ipamRes)); err != nil {
 		return nil, cniErr(types.ErrIOFailure, "write the attachment's files", err)
@@ -114,6 +100,23 @@ func (p *Plugin) add(c *command, a *attachment, stdin []byte) (res *current.Resu
 		return nil, cniErr(types.ErrInternal, "set the port's anti-spoofing rules", err)
 	}
 	return res, nil
+}
+
+// admit refuses, before anything is taken, a pod of a namespace the node does not serve (or a
+// node without its node config), a pod the injector did not prepare (no emptyDir to serve its
+// socket from) and an ADD whose port could not be made: connecting needs no round trip and
+// fails at once when ovsdb-server is down, so such an ADD does not take a lease first.
+func (c *command) admit(a *attachment) error {
+	if err := c.servable(a); err != nil {
+		return err
+	}
+	if err := checkVolume(a); err != nil {
+		return cniErr(types.ErrIOFailure, "", err)
+	}
+	if err := c.ovs.connect(c.ctx); err != nil {
+		return ovsErr(err)
+	}
+	return nil
 }
 
 // createPort makes the port in one round trip in the usual case. The server refuses the

@@ -1,15 +1,12 @@
 package plugin
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 
 	"github.com/kube-fstack/kube-fstack/cni/internal/antispoof"
 	"github.com/kube-fstack/kube-fstack/cni/internal/openflow"
@@ -58,12 +55,19 @@ func (c *command) guardOfPort(name string, ids map[string]string) (*guard, error
 	return &guard{OVSDB: c.conf.OVSDBSocket, Bridge: c.conf.Bridge, Port: name, Spec: spec, Legacy: legacy}, nil
 }
 
-// ruleSet is the port's rules (see antispoof.Rules).
+// ruleSet is the port's rules (see antispoof.RuleSet).
 func (g *guard) ruleSet() ([]antispoof.Rule, error) {
-	if g.Legacy {
-		return antispoof.LegacyRules(g.Port, g.Spec.MAC)
+	return antispoof.RuleSet(g.Port, g.Spec, g.Legacy)
+}
+
+// flowMods is the bundle that guards the port on ofport (see antispoof.FlowMods): the keeper
+// sends the same after ovs-vswitchd restarts.
+func (g *guard) flowMods(ofport int64) ([]openflow.FlowMod, error) {
+	rules, err := g.ruleSet()
+	if err != nil {
+		return nil, err
 	}
-	return antispoof.Rules(g.Port, g.Spec)
+	return antispoof.FlowMods(g.Port, ofport, rules), nil
 }
 
 // mgmt is the bridge's OpenFlow management socket, which ovs-vswitchd makes beside OVSDB's in
@@ -73,47 +77,54 @@ func (g *guard) mgmt() string { return filepath.Join(filepath.Dir(g.OVSDB), g.Br
 // cookie tags the port's rules (see antispoof.Cookie).
 func (g *guard) cookie() uint64 { return antispoof.Cookie(g.Port) }
 
-// rules is the ovs-ofctl add-flows input for the port (see antispoof.Ofctl): the keeper puts
-// the same list back after ovs-vswitchd restarts.
-func (g *guard) rules(ofport int64) (string, error) {
-	rules, err := g.ruleSet()
-	if err != nil {
-		return "", err
-	}
-	return antispoof.Ofctl(g.Port, ofport, rules), nil
-}
-
-// ofctlFlows drives ovs-ofctl against the bridge's management socket. ovs-ofctl ships with
-// every OVS (openvswitch-common), speaks whichever OpenFlow version the bridge allows, encodes
-// the Nicira extensions the ARP/ND matches need, and leaves rules an admin can read with
-// dump-flows; speaking OpenFlow here would be a second encoder of all that to keep right.
-type ofctlFlows struct {
-	// Ofctl is the ovs-ofctl to run; "" looks it up in PATH, then in the usual places.
-	Ofctl string
+// openflowFlows speaks OpenFlow 1.4 to the bridge's management socket with the client the flow
+// keeper uses, so ADD and the keeper send the same flow mods (antispoof.FlowMods) and nothing
+// on the node but OVS itself is needed. make bench-cni chose it over exec'ing ovs-ofctl
+// (cni/internal/plugin/NOTES.md: "One transport for the rules").
+type openflowFlows struct {
 	// OFPortWait bounds the wait for ovs-vswitchd to give a new port its ofport, in ms.
 	OFPortWait int
 }
 
-func (f ofctlFlows) Guard(ctx context.Context, g *guard) error {
+// Guard puts the port's rules on its ofport in one atomic bundle that first removes its rules
+// of an earlier ADD and whatever sits on the ofport, so the port is never without a guard
+// once the bundle commits, and never with a stale one on a reused number.
+func (f openflowFlows) Guard(ctx context.Context, g *guard) error {
 	ofport, err := f.ofport(ctx, g)
 	if err != nil {
 		return err
 	}
-	rules, err := g.rules(ofport)
+	mods, err := g.flowMods(ofport)
 	if err != nil {
 		return err
 	}
-	return f.run(ctx, strings.NewReader(rules), "--bundle", "add-flows", "unix:"+g.mgmt(), "-")
+	c, err := dialBridge(ctx, g)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := c.Bundle(ctx, mods); err != nil {
+		return fmt.Errorf("anti-spoofing rules of port %s on ofport %d: %w", g.Port, ofport, err)
+	}
+	return nil
 }
 
-func (f ofctlFlows) Unguard(ctx context.Context, g *guard) error {
+func (f openflowFlows) Unguard(ctx context.Context, g *guard) error {
 	if _, err := os.Stat(g.mgmt()); errors.Is(err, fs.ErrNotExist) {
 		return nil // no ovs-vswitchd for the bridge: its flows went with it
 	}
-	return f.run(ctx, nil, "del-flows", "unix:"+g.mgmt(), fmt.Sprintf("cookie=%#x/-1", g.cookie()))
+	c, err := dialBridge(ctx, g)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := c.Bundle(ctx, antispoof.Removal(g.Port)); err != nil {
+		return fmt.Errorf("remove the anti-spoofing rules of port %s: %w", g.Port, err)
+	}
+	return nil
 }
 
-func (f ofctlFlows) Check(ctx context.Context, g *guard) error {
+func (f openflowFlows) Check(ctx context.Context, g *guard) error {
 	rules, err := g.ruleSet()
 	if err != nil {
 		return err
@@ -122,9 +133,9 @@ func (f ofctlFlows) Check(ctx context.Context, g *guard) error {
 	if err != nil {
 		return err
 	}
-	c, err := openflow.Dial(ctx, g.mgmt())
+	c, err := dialBridge(ctx, g)
 	if err != nil {
-		return fmt.Errorf("cannot check the anti-spoofing rules of port %s (is ovs-vswitchd running?): %w", g.Port, err)
+		return err
 	}
 	defer c.Close()
 	n, err := c.FlowCount(ctx, openflow.TableAll, g.cookie(), ^uint64(0), antispoof.InPort(ofport))
@@ -137,9 +148,17 @@ func (f ofctlFlows) Check(ctx context.Context, g *guard) error {
 	return nil
 }
 
+func dialBridge(ctx context.Context, g *guard) (*openflow.Client, error) {
+	c, err := openflow.Dial(ctx, g.mgmt())
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach bridge %s's ovs-vswitchd for port %s's anti-spoofing rules (is it running?): %w", g.Bridge, g.Port, err)
+	}
+	return c, nil
+}
+
 // ofport waits until ovs-vswitchd has numbered the port (it does so after the commit that made
 // it) and returns the number; -1 means ovs-vswitchd could not create it.
-func (f ofctlFlows) ofport(ctx context.Context, g *guard) (int64, error) {
+func (f openflowFlows) ofport(ctx context.Context, g *guard) (int64, error) {
 	c, err := ovsdb.Dial(ctx, g.OVSDB)
 	if err != nil {
 		return 0, fmt.Errorf("%w at %s: %w", errOVSDBUnreachable, g.OVSDB, err)
@@ -160,37 +179,4 @@ func (f ofctlFlows) ofport(ctx context.Context, g *guard) (int64, error) {
 		err = fmt.Errorf("ovs-vswitchd could not create port %s (ofport %d): see its Interface error column", g.Port, n)
 	}
 	return n, err
-}
-
-func (f ofctlFlows) run(ctx context.Context, stdin *strings.Reader, args ...string) error {
-	bin, err := f.binary()
-	if err != nil {
-		return err
-	}
-	cmd := exec.CommandContext(ctx, bin, args...)
-	if stdin != nil {
-		cmd.Stdin = stdin
-	}
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s %s: %w: %s", bin, strings.Join(args, " "), err, bytes.TrimSpace(out.Bytes()))
-	}
-	return nil
-}
-
-// binary finds ovs-ofctl: a runtime may exec the plugin with a short PATH.
-func (f ofctlFlows) binary() (string, error) {
-	if f.Ofctl != "" {
-		return f.Ofctl, nil
-	}
-	if p, err := exec.LookPath("ovs-ofctl"); err == nil {
-		return p, nil
-	}
-	for _, p := range []string{"/usr/bin/ovs-ofctl", "/usr/local/bin/ovs-ofctl", "/usr/sbin/ovs-ofctl"} {
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-	}
-	return "", errors.New("ovs-ofctl not found (in PATH, /usr/bin, /usr/local/bin, /usr/sbin): install OVS's tools (openvswitch-common) on the node; the plugin needs it to stop pods from sending with another pod's MAC")
 }

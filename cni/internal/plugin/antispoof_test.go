@@ -2,13 +2,14 @@ package plugin
 
 import (
 	"errors"
-	"fmt"
+	"net"
 	"net/netip"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/kube-fstack/kube-fstack/cni/internal/antispoof"
+	"github.com/kube-fstack/kube-fstack/cni/internal/openflow"
 )
 
 // ADD guards the port with the MAC it hands the pod in the device info; DEL removes the guard of
@@ -62,31 +63,21 @@ func TestAddRollsBackWhenThePortCannotBeGuarded(t *testing.T) {
 func TestGuardRules(t *testing.T) {
 	g := &guard{OVSDB: "/run/ovs/db.sock", Bridge: "br-fstack", Port: "fsk0123456789ab",
 		Spec: antispoof.Spec{MAC: "02:aa:bb:cc:dd:ee", Addrs: []netip.Addr{netip.MustParseAddr("10.99.0.10")}}}
-	rules, err := g.rules(7)
+	mods, err := g.flowMods(7)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(rules), "\n")
-	if want := fmt.Sprintf("delete cookie=%#x/-1", g.cookie()); lines[0] != want {
-		t.Errorf("first rule %q, want %q: the port's rules of an earlier ADD removed", lines[0], want)
+	if d := mods[0]; d.Command != openflow.FlowDelete || d.Cookie != g.cookie() || d.CookieMask != ^uint64(0) || len(d.Match) != 0 {
+		t.Errorf("first mod %+v, want the port's rules of an earlier ADD removed (cookie %#x)", d, g.cookie())
 	}
-	if lines[1] != "delete in_port=7" {
-		t.Errorf("second rule %q, want the ofport cleared", lines[1])
+	if d := mods[1]; d.Command != openflow.FlowDelete || d.CookieMask != 0 || !reflect.DeepEqual(d.Match, antispoof.InPort(7)) {
+		t.Errorf("second mod %+v, want the ofport cleared", d)
 	}
-	for _, l := range lines[2:] {
-		if !strings.HasPrefix(l, "add cookie=") || !strings.Contains(l, ",in_port=7,") {
-			t.Errorf("rule %q is not an add on the port with the cookie", l)
-		}
-		pass := strings.HasSuffix(l, "actions=NORMAL") || strings.Contains(l, "goto_table")
-		if strings.Contains(l, "table=1,") && pass != strings.Contains(l, "dl_src=02:aa:bb:cc:dd:ee") {
-			t.Errorf("rule %q: only frames from the port's MAC may pass", l)
-		}
-		if pass && strings.Contains(l, "arp") && !strings.Contains(l, "arp_sha=02:aa:bb:cc:dd:ee") {
-			t.Errorf("rule %q passes ARP claiming another MAC", l)
-		}
+	for i, m := range mods[2:] {
+		assertGuardMod(t, i, m, g.cookie(), "02:aa:bb:cc:dd:ee")
 	}
-	if !strings.HasSuffix(lines[len(lines)-1], "priority=10,actions=drop") {
-		t.Errorf("last rule %q, want the port's catch-all drop", lines[len(lines)-1])
+	if last := mods[len(mods)-1]; last.Priority != 10 || last.Normal || last.GotoTable != 0 || len(last.Match) != 1 {
+		t.Errorf("last mod %+v, want the port's catch-all drop", last)
 	}
 	other := *g
 	other.Port = "fsk0123456789ac"
@@ -96,7 +87,28 @@ func TestGuardRules(t *testing.T) {
 	if g.mgmt() != "/run/ovs/br-fstack.mgmt" {
 		t.Errorf("mgmt socket %s", g.mgmt())
 	}
-	if _, err := (&guard{Port: "p", Spec: antispoof.Spec{MAC: "nonsense"}}).rules(1); err == nil {
+	if _, err := (&guard{Port: "p", Spec: antispoof.Spec{MAC: "nonsense"}}).flowMods(1); err == nil {
 		t.Error("a malformed MAC gave rules")
+	}
+}
+
+// assertGuardMod asserts that mod i adds a rule on ofport 7 with the port's cookie, that only
+// frames from mac pass the source stage, and that no ARP naming another MAC passes.
+func assertGuardMod(t *testing.T, i int, m openflow.FlowMod, cookie uint64, mac string) {
+	t.Helper()
+	if m.Command != openflow.FlowAdd || m.Cookie != cookie || !reflect.DeepEqual(m.Match[0], antispoof.InPort(7)[0]) {
+		t.Errorf("mod %d %+v is not an add on the port with the cookie", i, m)
+	}
+	field := map[uint8]string{}
+	for _, o := range m.Match {
+		field[o.Field] = string(o.Value)
+	}
+	hw, _ := net.ParseMAC(mac)
+	pass := m.Normal || m.GotoTable != 0
+	if m.Table == antispoof.TableSource && pass != (field[openflow.FieldEthSrc] == string(hw)) {
+		t.Errorf("mod %d %+v: only frames from the port's MAC may pass", i, m)
+	}
+	if _, arp := field[openflow.FieldARPSPA]; pass && arp && field[openflow.FieldARPSHA] != string(hw) {
+		t.Errorf("mod %d %+v passes ARP claiming another MAC", i, m)
 	}
 }

@@ -49,103 +49,183 @@ type claim struct {
 	field string
 }
 
+// bindingInputs is everything ADD decides the port's binding from, gathered before anything is
+// decided: what the network holds the port to and what the port claims.
+type bindingInputs struct {
+	network  string
+	mac      string
+	subnets  []netip.Prefix // the IPAM section's: the port's own addresses must be in one
+	gateways []netip.Addr   // the IPAM section's and the IPAM result's: no pod may claim them
+	own      []claim        // the result's addresses and the annotation's ips
+	extra    []claim        // VIPs and VLAN addresses (sources): not held to the subnets
+	vlans    []int
+}
+
 // binding decides the port's antispoof.Spec for ADD and checks it against the network config;
 // the port's transaction checks the claims against the node's other ports (noOtherClaims).
 func (c *command) binding(a *attachment, stdin []byte, ipam *current.Result) (antispoof.Spec, []claim, error) {
-	var bc bindConf
-	if err := json.Unmarshal(stdin, &bc); err != nil {
-		return antispoof.Spec{}, nil, cniErr(types.ErrDecodingFailure, "network config", err)
+	in, err := c.gatherBinding(a, stdin, ipam)
+	if err != nil {
+		return antispoof.Spec{}, nil, err
 	}
-	subnets, gateways, err := bc.subnetsAndGateways()
+	spec, claims, err := decideBinding(in)
 	if err != nil {
 		return antispoof.Spec{}, nil, cniErr(types.ErrInvalidNetworkConfig, "", err)
 	}
-	var own []claim   // the port's own addresses: held to the subnets
-	var extra []claim // VIPs and VLAN addresses
-	var vlans []int
-	staticField := "IPAM result"
+	return spec, claims, nil
+}
+
+// gatherBinding reads what the binding is decided from: the network config's IPAM section, the
+// IPAM result (or runtimeConfig.ips) and the two carriers of the stack's binding, each read by
+// podcontract's codec, which refuses anything but a binding.
+func (c *command) gatherBinding(a *attachment, stdin []byte, ipam *current.Result) (*bindingInputs, error) {
+	var bc bindConf
+	if err := json.Unmarshal(stdin, &bc); err != nil {
+		return nil, cniErr(types.ErrDecodingFailure, "network config", err)
+	}
+	in := &bindingInputs{network: c.conf.Name, mac: a.MAC}
+	var err error
+	if in.subnets, in.gateways, err = bc.subnetsAndGateways(); err != nil {
+		return nil, cniErr(types.ErrInvalidNetworkConfig, "", err)
+	}
+	in.addResult(ipam, c.resultField())
+	if err := in.addCarriers(&bc, a.IfName); err != nil {
+		return nil, cniErr(types.ErrInvalidNetworkConfig, "", err)
+	}
+	return in, nil
+}
+
+// resultField names where the result's addresses came from, for messages.
+func (c *command) resultField() string {
 	if len(c.conf.RuntimeConfig.IPs) > 0 {
-		staticField = "runtimeConfig.ips"
+		return "runtimeConfig.ips"
 	}
-	if ipam != nil {
-		for _, ip := range ipam.IPs {
-			if a, ok := netip.AddrFromSlice(ip.Address.IP); ok {
-				own = append(own, claim{a.Unmap(), staticField})
-			}
-			if g, ok := netip.AddrFromSlice(ip.Gateway); ok && ip.Gateway != nil {
-				gateways = append(gateways, g.Unmap())
-			}
+	return "IPAM result"
+}
+
+// addResult takes the result's addresses as the port's own, and its gateways as the network's.
+func (in *bindingInputs) addResult(ipam *current.Result, field string) {
+	if ipam == nil {
+		return
+	}
+	for _, ip := range ipam.IPs {
+		if a, ok := netip.AddrFromSlice(ip.Address.IP); ok {
+			in.own = append(in.own, claim{a.Unmap(), field})
+		}
+		if g, ok := netip.AddrFromSlice(ip.Gateway); ok && ip.Gateway != nil {
+			in.gateways = append(in.gateways, g.Unmap())
 		}
 	}
-	from := func(pb *podcontract.PortBinding, field string) error {
-		for _, s := range pb.IPs {
-			p, err := netip.ParsePrefix(s)
-			if err != nil {
-				return fmt.Errorf("%s.ips: %q is not an address with a prefix length (10.99.0.10/24)", field, s)
-			}
-			own = append(own, claim{p.Addr().Unmap(), field + ".ips"})
-		}
-		for _, s := range pb.Sources {
-			addr, err := netip.ParseAddr(s)
-			if err != nil {
-				return fmt.Errorf("%s.sources: %q is not an address", field, s)
-			}
-			extra = append(extra, claim{addr.Unmap(), field + ".sources"})
-		}
-		for _, v := range pb.VLANs {
-			if v < 1 || v > 4094 {
-				return fmt.Errorf("%s.vlans: %d is not a VLAN id (1..4094)", field, v)
-			}
-			vlans = append(vlans, v)
-		}
-		return nil
-	}
+}
+
+// addCarriers takes the binding of the networks entry (args.cni, Multus) and the interface's of
+// the pod annotation (chained), when the runtime hands them over.
+func (in *bindingInputs) addCarriers(bc *bindConf, ifname string) error {
 	if raw, ok := bc.Args.CNI[podcontract.CNIArgsBinding]; ok {
-		var pb podcontract.PortBinding
-		if err := json.Unmarshal(raw, &pb); err != nil {
-			return antispoof.Spec{}, nil, cniErr(types.ErrInvalidNetworkConfig, "", fmt.Errorf("args.cni.%s is not a binding ({\"sources\": [...], \"vlans\": [...]}): %w", podcontract.CNIArgsBinding, err))
+		field := "args.cni." + podcontract.CNIArgsBinding
+		pb, err := podcontract.DecodeBinding(field, raw)
+		if err != nil {
+			return err
 		}
-		if err := from(&pb, "args.cni."+podcontract.CNIArgsBinding); err != nil {
-			return antispoof.Spec{}, nil, cniErr(types.ErrInvalidNetworkConfig, "", err)
-		}
+		in.add(&pb, field)
 	}
 	if raw, ok := bc.RuntimeConfig.PodAnnotations[podcontract.BindingAnnotation]; ok {
-		var all map[string]podcontract.PortBinding
-		if err := json.Unmarshal([]byte(raw), &all); err != nil {
-			return antispoof.Spec{}, nil, cniErr(types.ErrInvalidNetworkConfig, "", fmt.Errorf("the pod's annotation %s is not a binding per interface ({\"%s\": {\"ips\": [...], \"sources\": [...], \"vlans\": [...]}}): %w: remove it, the injector writes it", podcontract.BindingAnnotation, a.IfName, err))
+		field := "annotation " + podcontract.BindingAnnotation
+		all, err := podcontract.DecodeBindings(field, raw)
+		if err != nil {
+			return err
 		}
-		if pb, ok := all[a.IfName]; ok {
-			if err := from(&pb, "annotation "+podcontract.BindingAnnotation+"["+a.IfName+"]"); err != nil {
-				return antispoof.Spec{}, nil, cniErr(types.ErrInvalidNetworkConfig, "", err)
+		if pb, ok := all[ifname]; ok {
+			in.add(&pb, field+"["+ifname+"]")
+		}
+	}
+	return nil
+}
+
+// add takes a decoded binding, whose values the codec has checked (an address that did not
+// parse would be the invalid one, which sendable refuses).
+func (in *bindingInputs) add(pb *podcontract.PortBinding, field string) {
+	for _, s := range pb.IPs {
+		p, _ := netip.ParsePrefix(s)
+		in.own = append(in.own, claim{p.Addr().Unmap(), field + ".ips"})
+	}
+	for _, s := range pb.Sources {
+		a, _ := netip.ParseAddr(s)
+		in.extra = append(in.extra, claim{a.Unmap(), field + ".sources"})
+	}
+	in.vlans = append(in.vlans, pb.VLANs...)
+}
+
+// decideBinding is the port's binding, or the first refusal of the policies: the port's own
+// addresses in the network's subnets, then every claim sendable and no gateway, then the whole
+// within what a port's rules hold. It is pure: the inputs are all it reads.
+func decideBinding(in *bindingInputs) (antispoof.Spec, []claim, error) {
+	if err := ownInSubnets(in.own, in.subnets); err != nil {
+		return antispoof.Spec{}, nil, err
+	}
+	claims := slices.Concat(in.own, in.extra)
+	for _, cl := range claims {
+		for _, policy := range claimPolicies {
+			if err := policy(in, cl); err != nil {
+				return antispoof.Spec{}, nil, err
 			}
 		}
 	}
-	if err := checkOwn(own, subnets); err != nil {
-		return antispoof.Spec{}, nil, cniErr(types.ErrInvalidNetworkConfig, "", err)
-	}
-	claims := slices.Concat(own, extra)
-	spec := antispoof.Spec{MAC: strings.ToLower(a.MAC)}
-	seen := map[netip.Addr]bool{}
-	for _, cl := range claims {
-		if !cl.addr.IsValid() || cl.addr.IsUnspecified() || cl.addr.IsMulticast() || cl.addr.IsLoopback() || cl.addr.Zone() != "" {
-			return antispoof.Spec{}, nil, cniErr(types.ErrInvalidNetworkConfig, "", fmt.Errorf("%s: %s is not a unicast address a port can send from", cl.field, cl.addr))
-		}
-		if slices.Contains(gateways, cl.addr) {
-			return antispoof.Spec{}, nil, cniErr(types.ErrInvalidNetworkConfig, "", fmt.Errorf("%s: %s is a gateway of network %s (its ipam section or IPAM result), which no pod may claim: give the stack another address", cl.field, cl.addr, c.conf.Name))
-		}
-		if !seen[cl.addr] {
-			seen[cl.addr] = true
-			spec.Addrs = append(spec.Addrs, cl.addr)
-		}
-	}
-	slices.Sort(vlans)
-	for _, v := range slices.Compact(vlans) {
-		spec.VLANs = append(spec.VLANs, uint16(v))
-	}
-	if len(spec.Addrs) > antispoof.MaxAddrs || len(spec.VLANs) > antispoof.MaxVLANs {
-		return antispoof.Spec{}, nil, cniErr(types.ErrInvalidNetworkConfig, "", fmt.Errorf("the port binds %d addresses and %d VLANs, at most %d and %d: give the stack fewer VIPs or VLANs", len(spec.Addrs), len(spec.VLANs), antispoof.MaxAddrs, antispoof.MaxVLANs))
+	spec := antispoof.Spec{MAC: strings.ToLower(in.mac), Addrs: distinctAddrs(claims), VLANs: distinctVLANs(in.vlans)}
+	if err := withinBounds(spec); err != nil {
+		return antispoof.Spec{}, nil, err
 	}
 	return spec, claims, nil
+}
+
+// claimPolicies each refuse a claim no port may make, in order.
+var claimPolicies = []func(*bindingInputs, claim) error{sendable, notAGateway}
+
+// sendable refuses an address no port sends from: multicast, loopback, unspecified, zoned.
+func sendable(_ *bindingInputs, cl claim) error {
+	a := cl.addr
+	if !a.IsValid() || a.IsUnspecified() || a.IsMulticast() || a.IsLoopback() || a.Zone() != "" {
+		return fmt.Errorf("%s: %s is not a unicast address a port can send from", cl.field, a)
+	}
+	return nil
+}
+
+// notAGateway refuses a gateway of the network: a pod claiming it would take the network's
+// traffic.
+func notAGateway(in *bindingInputs, cl claim) error {
+	if slices.Contains(in.gateways, cl.addr) {
+		return fmt.Errorf("%s: %s is a gateway of network %s (its ipam section or IPAM result), which no pod may claim: give the stack another address", cl.field, cl.addr, in.network)
+	}
+	return nil
+}
+
+// withinBounds refuses more addresses or VLANs than a port's rules hold.
+func withinBounds(spec antispoof.Spec) error {
+	if len(spec.Addrs) > antispoof.MaxAddrs || len(spec.VLANs) > antispoof.MaxVLANs {
+		return fmt.Errorf("the port binds %d addresses and %d VLANs, at most %d and %d: give the stack fewer VIPs or VLANs", len(spec.Addrs), len(spec.VLANs), antispoof.MaxAddrs, antispoof.MaxVLANs)
+	}
+	return nil
+}
+
+func distinctAddrs(claims []claim) []netip.Addr {
+	var addrs []netip.Addr
+	seen := map[netip.Addr]bool{}
+	for _, cl := range claims {
+		if !seen[cl.addr] {
+			seen[cl.addr] = true
+			addrs = append(addrs, cl.addr)
+		}
+	}
+	return addrs
+}
+
+func distinctVLANs(vlans []int) []uint16 {
+	sorted := slices.Compact(slices.Sorted(slices.Values(vlans)))
+	out := make([]uint16, 0, len(sorted))
+	for _, v := range sorted {
+		out = append(out, uint16(v))
+	}
+	return out
 }
 
 // subnetsAndGateways reads the IPAM section's subnet (host-local's single-range form) and
@@ -184,9 +264,9 @@ func (bc *bindConf) subnetsAndGateways() ([]netip.Prefix, []netip.Addr, error) {
 	return subnets, gateways, nil
 }
 
-// checkOwn holds the port's own addresses to the network's subnets. A network whose IPAM
+// ownInSubnets holds the port's own addresses to the network's subnets. A network whose IPAM
 // section declares none (no ipam, or a plugin of another shape) holds them to nothing.
-func checkOwn(own []claim, subnets []netip.Prefix) error {
+func ownInSubnets(own []claim, subnets []netip.Prefix) error {
 	if len(subnets) == 0 {
 		return nil
 	}

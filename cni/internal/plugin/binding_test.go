@@ -31,33 +31,7 @@ func refusal(t *testing.T, err error, want ...string) {
 // network's subnets and refuses any address that is a gateway of it, before anything is taken:
 // no port, no files, no lease.
 func TestAddRefusesAddressesOutsideTheNetwork(t *testing.T) {
-	ipam := map[string]any{"type": "fake", "subnet": "10.9.0.0/24", "gateway": "10.9.0.1"}
-	annotation := func(b podcontract.PortBinding) map[string]any {
-		v, _ := json.Marshal(map[string]podcontract.PortBinding{"net1": b})
-		return map[string]any{podcontract.PodAnnotationsCapability: map[string]string{podcontract.BindingAnnotation: string(v)}}
-	}
-	cases := []struct {
-		name string
-		over map[string]any
-		want []string
-	}{
-		{"static address outside the subnet", map[string]any{"ipam": ipam, "runtimeConfig": map[string]any{"ips": []string{"10.8.0.5/24"}}},
-			[]string{"runtimeConfig.ips", "10.8.0.5", "outside", "10.9.0.0/24"}},
-		{"static address outside the ranges", map[string]any{"ipam": map[string]any{"type": "fake", "ranges": [][]map[string]string{{{"subnet": "10.7.0.0/24"}}}},
-			"runtimeConfig": map[string]any{"ips": []string{"10.9.0.5/24"}}}, []string{"runtimeConfig.ips", "10.9.0.5", "10.7.0.0/24"}},
-		{"static address that is the gateway", map[string]any{"ipam": ipam, "runtimeConfig": map[string]any{"ips": []string{"10.9.0.1/24"}}},
-			[]string{"runtimeConfig.ips", "10.9.0.1", "gateway"}},
-		{"VIP that is the gateway", map[string]any{"ipam": ipam, "args": map[string]any{"cni": map[string]any{podcontract.CNIArgsBinding: podcontract.PortBinding{Sources: []string{"10.9.0.1"}}}}},
-			[]string{"args.cni." + podcontract.CNIArgsBinding + ".sources", "10.9.0.1", "gateway"}},
-		{"annotated address outside the subnet", map[string]any{"ipam": ipam, "runtimeConfig": annotation(podcontract.PortBinding{IPs: []string{"192.168.0.9/24"}})},
-			[]string{"annotation " + podcontract.BindingAnnotation + "[net1].ips", "192.168.0.9", "outside"}},
-		{"annotated VLAN out of range", map[string]any{"ipam": ipam, "runtimeConfig": annotation(podcontract.PortBinding{VLANs: []int{4095}})},
-			[]string{"vlans", "4095"}},
-		{"malformed annotation", map[string]any{"ipam": ipam, "runtimeConfig": map[string]any{podcontract.PodAnnotationsCapability: map[string]string{podcontract.BindingAnnotation: "{"}}},
-			[]string{podcontract.BindingAnnotation, "the injector writes it"}},
-		{"malformed subnet", map[string]any{"ipam": map[string]any{"type": "fake", "subnet": "10.9.0.0"}}, []string{"ipam.subnet", "not a CIDR"}},
-	}
-	for _, tc := range cases {
+	for _, tc := range outsideTheNetwork() {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeOVSDB(t, nil)
 			n := newNode(t, f.path, tc.over)
@@ -73,6 +47,44 @@ func TestAddRefusesAddressesOutsideTheNetwork(t *testing.T) {
 				t.Errorf("IPAM ADD %d, DEL %d: a lease is left", a, d)
 			}
 		})
+	}
+}
+
+type refusalCase struct {
+	name string
+	over map[string]any
+	want []string
+}
+
+// outsideTheNetwork are network configs ADD refuses, and what each refusal names.
+func outsideTheNetwork() []refusalCase {
+	ipam := map[string]any{"type": "fake", "subnet": "10.9.0.0/24", "gateway": "10.9.0.1"}
+	// As a pod writes it: not through the codec, which refuses to write a bad value.
+	type podWritten podcontract.PortBinding
+	annotation := func(b podcontract.PortBinding) map[string]any {
+		v, _ := json.Marshal(map[string]podWritten{"net1": podWritten(b)})
+		return map[string]any{podcontract.PodAnnotationsCapability: map[string]string{podcontract.BindingAnnotation: string(v)}}
+	}
+	return []refusalCase{
+		{"static address outside the subnet", map[string]any{"ipam": ipam, "runtimeConfig": map[string]any{"ips": []string{"10.8.0.5/24"}}},
+			[]string{"runtimeConfig.ips", "10.8.0.5", "outside", "10.9.0.0/24"}},
+		{"static address outside the ranges", map[string]any{"ipam": map[string]any{"type": "fake", "ranges": [][]map[string]string{{{"subnet": "10.7.0.0/24"}}}},
+			"runtimeConfig": map[string]any{"ips": []string{"10.9.0.5/24"}}}, []string{"runtimeConfig.ips", "10.9.0.5", "10.7.0.0/24"}},
+		{"static address that is the gateway", map[string]any{"ipam": ipam, "runtimeConfig": map[string]any{"ips": []string{"10.9.0.1/24"}}},
+			[]string{"runtimeConfig.ips", "10.9.0.1", "gateway"}},
+		{"VIP that is the gateway", map[string]any{"ipam": ipam, "args": map[string]any{"cni": map[string]any{podcontract.CNIArgsBinding: podcontract.PortBinding{Sources: []string{"10.9.0.1"}}}}},
+			[]string{"args.cni." + podcontract.CNIArgsBinding + ".sources", "10.9.0.1", "gateway"}},
+		{"annotated address outside the subnet", map[string]any{"ipam": ipam, "runtimeConfig": annotation(podcontract.PortBinding{IPs: []string{"192.168.0.9/24"}})},
+			[]string{"annotation " + podcontract.BindingAnnotation + "[net1].ips", "192.168.0.9", "outside"}},
+		{"annotated VLAN out of range", map[string]any{"ipam": ipam, "runtimeConfig": annotation(podcontract.PortBinding{VLANs: []int{4095}})},
+			[]string{"vlans", "4095"}},
+		{"malformed annotation", map[string]any{"ipam": ipam, "runtimeConfig": map[string]any{podcontract.PodAnnotationsCapability: map[string]string{podcontract.BindingAnnotation: "{"}}},
+			[]string{podcontract.BindingAnnotation, "the injector writes it"}},
+		{"annotation naming a member twice", map[string]any{"ipam": ipam, "runtimeConfig": map[string]any{podcontract.PodAnnotationsCapability: map[string]string{
+			podcontract.BindingAnnotation: `{"net1":{"sources":["10.9.0.50"],"sources":["10.9.0.1"]}}`}}}, []string{podcontract.BindingAnnotation, "given twice"}},
+		{"networks entry with an unknown member", map[string]any{"ipam": ipam, "args": map[string]any{"cni": map[string]any{podcontract.CNIArgsBinding: map[string]any{"vips": []string{"10.9.0.50"}}}}},
+			[]string{"args.cni." + podcontract.CNIArgsBinding, `unknown member "vips"`}},
+		{"malformed subnet", map[string]any{"ipam": map[string]any{"type": "fake", "subnet": "10.9.0.0"}}, []string{"ipam.subnet", "not a CIDR"}},
 	}
 }
 

@@ -195,7 +195,7 @@ func (f *fakeIPAM) counts() (adds, dels int) {
 }
 
 // fakeFlows records the guards set and removed, by port name; guardErr fails Guard. The real
-// ovs-ofctl and OpenFlow rules are exercised by cni/test/node.
+// OpenFlow rules are exercised by cni/test/node.
 type fakeFlows struct {
 	mu       sync.Mutex
 	guarded  map[string]string // port -> MAC

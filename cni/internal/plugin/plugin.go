@@ -39,7 +39,7 @@ type Plugin struct {
 
 // New returns a Plugin wired to the real world.
 func New() *Plugin {
-	return &Plugin{Timeout: 60 * time.Second, IPAM: execIPAM{}, Stderr: os.Stderr, Flows: ofctlFlows{OFPortWait: 30_000},
+	return &Plugin{Timeout: 60 * time.Second, IPAM: execIPAM{}, Stderr: os.Stderr, Flows: openflowFlows{OFPortWait: 30_000},
 		NodeConfig: nodeConfigPath}
 }
 

@@ -201,23 +201,7 @@ func TestGCRemovesTheRulesOfCollectedPorts(t *testing.T) {
 // ofport, from OVSDB alone; and a pod sending with another MAC is dropped again. The keeper's
 // period is an hour: what brings the rules back is its noticing the restart.
 func TestFlowKeeperRestoresRulesAfterOVSRestart(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	var logs bytes.Buffer
-	log, err := logging.New(&syncWriter{w: &logs}, logging.ComponentInstaller, logging.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := &flowkeeper.Keeper{OVSDB: env.ovs.DBSock(), Period: time.Hour, Retry: 100 * time.Millisecond, Log: log}
-	done := make(chan struct{})
-	go func() { k.Run(ctx); close(done) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		if t.Failed() {
-			t.Logf("keeper log:\n%s", logs.String())
-		}
-	})
-
+	logs := runKeeper(t)
 	n, p := newNet(t, "1.1.0"), newPod(1104)
 	n.mustAdd(p)
 	t.Cleanup(func() { n.mustDel(p); n.assertNothingLeft(); assertNoGuardRules(t) })
@@ -251,6 +235,29 @@ func TestFlowKeeperRestoresRulesAfterOVSRestart(t *testing.T) {
 		t.Errorf("the keeper did not log what it re-applied:\n%s", logs.String())
 	}
 	assertForgedDropped(t, filepath.Join(n.socketRoot(), p.uid), podDevInfo(t, n, p), "10.99.0.202/24")
+}
+
+// runKeeper runs a flow keeper with a period of an hour until the test ends, and returns its
+// log, which the test prints when it fails.
+func runKeeper(t *testing.T) fmt.Stringer {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := &syncWriter{w: &bytes.Buffer{}}
+	log, err := logging.New(logs, logging.ComponentInstaller, logging.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &flowkeeper.Keeper{OVSDB: env.ovs.DBSock(), Period: time.Hour, Retry: 100 * time.Millisecond, Log: log}
+	done := make(chan struct{})
+	go func() { k.Run(ctx); close(done) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		if t.Failed() {
+			t.Logf("keeper log:\n%s", logs.String())
+		}
+	})
+	return logs
 }
 
 // ruleSet is the bridge's rules with a cookie, without their counters and age, sorted: what
@@ -290,6 +297,13 @@ func (s *syncWriter) Write(b []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(b)
+}
+
+// String is what was written so far; the keeper may still be writing.
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.String()
 }
 
 // CHECK counts the port's rules on the bridge (OpenFlow, not ovs-ofctl): all there passes; with

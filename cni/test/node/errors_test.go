@@ -16,12 +16,34 @@ func TestBadInputGetsCodeAndMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer env.ovs.Vsctl("--no-wait", "del-br", sysBridge) //nolint:errcheck // cleanup
-	cases := []struct {
-		name     string
-		mutate   func(n *netw) ([]byte, string)
-		wantCode uint
-		wantMsg  string
-	}{
+	for _, tc := range badInputs(sysBridge) {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newNet(t, "1.1.0")
+			n.kubeletMounts(newPod(1))
+			stdin, args := tc.mutate(n)
+			_, err := execPlugin("ADD", stdin, args, newPod(1))
+			if err == nil {
+				t.Fatal("ADD succeeded")
+			}
+			if err.Code != tc.wantCode || !strings.Contains(err.Msg+err.Details, tc.wantMsg) {
+				t.Fatalf("got code %d %q (%s), want code %d and %q", err.Code, err.Msg, err.Details, tc.wantCode, tc.wantMsg)
+			}
+			n.assertNothingLeft()
+		})
+	}
+}
+
+type badInput struct {
+	name     string
+	mutate   func(n *netw) ([]byte, string)
+	wantCode uint
+	wantMsg  string
+}
+
+// badInputs are ADDs with bad input (sysBridge is a bridge that is not netdev), and the code
+// and message each gets.
+func badInputs(sysBridge string) []badInput {
+	return []badInput{
 		{"malformed JSON", func(n *netw) ([]byte, string) { return []byte(`{"cniVersion":"1.1.0","name":`), newPod(1).cniArgs() }, types.ErrDecodingFailure, "unexpected end of JSON"},
 		{"missing K8S_POD_UID", func(n *netw) ([]byte, string) { return n.stdin(), "K8S_POD_NAME=x" }, types.ErrInvalidEnvironmentVariables, "K8S_POD_UID is missing"},
 		{"socket path over 107 bytes", func(n *netw) ([]byte, string) {
@@ -53,21 +75,6 @@ func TestBadInputGetsCodeAndMessage(t *testing.T) {
 			n.kubeletRemoves(newPod(1)) // a pod the injector did not prepare
 			return n.stdin(), newPod(1).cniArgs()
 		}, types.ErrIOFailure, "has no emptyDir volume fstack-vhost"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			n := newNet(t, "1.1.0")
-			n.kubeletMounts(newPod(1))
-			stdin, args := tc.mutate(n)
-			_, err := execPlugin("ADD", stdin, args, newPod(1))
-			if err == nil {
-				t.Fatal("ADD succeeded")
-			}
-			if err.Code != tc.wantCode || !strings.Contains(err.Msg+err.Details, tc.wantMsg) {
-				t.Fatalf("got code %d %q (%s), want code %d and %q", err.Code, err.Msg, err.Details, tc.wantCode, tc.wantMsg)
-			}
-			n.assertNothingLeft()
-		})
 	}
 }
 

@@ -81,63 +81,77 @@ func trimCSV(s string) string {
 func TestOVSRestartedWhilePodsComeAndGo(t *testing.T) {
 	n := newNet(t, "1.1.0")
 	const pods = 6
-	var wg sync.WaitGroup
-	errs := make(chan error, pods)
-	stop := make(chan struct{})
-	cycles, exited := make([]atomic.Int64, pods), make([]atomic.Bool, pods)
+	c := &churn{n: n, errs: make(chan error, pods), stop: make(chan struct{}), cycles: make([]atomic.Int64, pods), exited: make([]atomic.Bool, pods)}
 	for i := range pods {
 		p := newPod(820 + i)
-		wg.Go(func() {
-			defer exited[i].Store(true)
-			for {
-				select {
-				case <-stop:
-					errs <- n.retry("DEL", p, n.del)
-					return
-				default:
-				}
-				if err := n.retry("ADD", p, func(p pod) error { _, err := n.add(p); return n.delAfterFailedAdd(p, err) }); err != nil {
-					errs <- err
-					return
-				}
-				if err := n.retry("DEL", p, n.del); err != nil {
-					errs <- err
-					return
-				}
-				cycles[i].Add(1)
-			}
-		})
+		c.wg.Go(func() { c.cycle(i, p) })
 	}
 	// Every pod completes cycles before, between and after the restarts.
-	waitCycles := func() {
-		start := make([]int64, pods)
-		for i := range cycles {
-			start[i] = cycles[i].Load()
-		}
-		for i := range cycles {
-			for cycles[i].Load() < start[i]+2 && !exited[i].Load() {
-				time.Sleep(10 * time.Millisecond)
-			}
-		}
-	}
-	waitCycles()
+	c.waitCycles()
 	for range 2 {
 		if err := env.ovs.Restart(); err != nil {
-			close(stop)
-			wg.Wait()
+			close(c.stop)
+			c.wg.Wait()
 			t.Fatalf("restart OVS: %v", err)
 		}
-		waitCycles()
+		c.waitCycles()
 	}
-	close(stop)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	close(c.stop)
+	c.wg.Wait()
+	close(c.errs)
+	for err := range c.errs {
 		if err != nil {
 			t.Error(err)
 		}
 	}
 	n.assertNothingLeft()
+}
+
+// churn is pods coming and going, each in a goroutine of its own, until stop closes.
+type churn struct {
+	n      *netw
+	wg     sync.WaitGroup
+	errs   chan error
+	stop   chan struct{}
+	cycles []atomic.Int64
+	exited []atomic.Bool
+}
+
+// cycle ADDs and DELs pod i as a runtime does, retrying what fails, until stop closes (then
+// a last DEL) or a retry gives up.
+func (c *churn) cycle(i int, p pod) {
+	n := c.n
+	defer c.exited[i].Store(true)
+	for {
+		select {
+		case <-c.stop:
+			c.errs <- n.retry("DEL", p, n.del)
+			return
+		default:
+		}
+		if err := n.retry("ADD", p, func(p pod) error { _, err := n.add(p); return n.delAfterFailedAdd(p, err) }); err != nil {
+			c.errs <- err
+			return
+		}
+		if err := n.retry("DEL", p, n.del); err != nil {
+			c.errs <- err
+			return
+		}
+		c.cycles[i].Add(1)
+	}
+}
+
+// waitCycles waits until every pod still cycling has completed two more cycles.
+func (c *churn) waitCycles() {
+	start := make([]int64, len(c.cycles))
+	for i := range c.cycles {
+		start[i] = c.cycles[i].Load()
+	}
+	for i := range c.cycles {
+		for c.cycles[i].Load() < start[i]+2 && !c.exited[i].Load() {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 }
 
 // delAfterFailedAdd is the runtime's reaction to a failed ADD: DEL the attachment before any

@@ -39,11 +39,55 @@ func TestForgedFramesFromThePodAreDropped(t *testing.T) {
 	n.mustAdd(p)
 	t.Cleanup(func() { n.mustDel(p); n.assertNothingLeft(); assertNoGuardRules(t) })
 	info := podDevInfo(t, n, p)
-	own := netip.MustParsePrefix(info.IPs[0]).Addr()
 	mac, _ := net.ParseMAC(info.MAC)
-	gateway, peerIP := netip.MustParseAddr("10.99.0.1"), netip.MustParseAddr("10.99.0.204")
-
+	peerIP := netip.MustParseAddr("10.99.0.204")
 	peer := addVethPeer(t, peerIP.String()+"/24")
+	kinds := forgedKinds(t, peer, peerIP, netip.MustParsePrefix(info.IPs[0]).Addr(), mac, vip4, vip6)
+	var frames [][]byte
+	for range copies {
+		for _, k := range kinds {
+			frames = append(frames, k.frame)
+		}
+	}
+	dir := t.TempDir()
+	replay := filepath.Join(dir, "forged.pcap")
+	if err := nodetest.WriteFrames(replay, frames); err != nil {
+		t.Fatal(err)
+	}
+	stopCapture := capturePeer(t, peer, dir)
+	_, dropped0 := guardCounts(t)
+	send := replayAsPod(t, filepath.Join(n.socketRoot(), p.uid), info, replay)
+	waitConnected(t)
+	send()
+	seen := 0
+	for range 300 { // until OVS has seen every frame the pod sent, or 30 s
+		if seen = tableZeroPackets(t, ports(t)[0]); seen >= len(frames) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // let the last forwarded frames reach the capture before it stops
+	counts := countKinds(t, stopCapture(), mac, kinds)
+	_, dropped := guardCounts(t)
+	report := assertVerdicts(t, kinds, counts, copies)
+	forged := 5 * copies
+	if dropped-dropped0 < forged {
+		t.Errorf("the port's drop rules counted %d frames, want at least the %d forged ones\n%s", dropped-dropped0, forged, dumpFlows(t))
+	}
+	t.Logf("frames OVS saw from the pod's port: %d of %d sent; its drop rules counted %d\n%s", seen, len(frames), dropped-dropped0, strings.Join(report, "\n"))
+}
+
+// frameKind is one kind of frame the pod sends, legitimate or forged.
+type frameKind struct {
+	name   string
+	forged bool
+	frame  []byte
+}
+
+// forgedKinds are the frames the stack at own (with its VIPs) legitimately sends to peer, and
+// the forged ones.
+func forgedKinds(t *testing.T, peer *nodetest.Peer, peerIP, own netip.Addr, mac net.HardwareAddr, vip4, vip6 netip.Addr) []frameKind {
+	t.Helper()
 	peerMACText, err := nodetest.Run("ip", "netns", "exec", peer.Netns, "cat", "/sys/class/net/"+peer.Link+"/address")
 	if err != nil {
 		t.Fatal(err)
@@ -52,14 +96,11 @@ func TestForgedFramesFromThePodAreDropped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	gateway := netip.MustParseAddr("10.99.0.1")
 	bcast, allNodes := net.HardwareAddr{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, net.HardwareAddr{0x33, 0x33, 0, 0, 0, 1}
 	ll := antispoof.LinkLocal(mac)
 	ff02 := netip.MustParseAddr("ff02::1")
-	kinds := []struct {
-		name   string
-		forged bool
-		frame  []byte
-	}{
+	return []frameKind{
 		{"ARP for its address", false, eth(bcast, mac, 0, 0x0806, arpFrame(mac, own, own))},
 		{"ARP for its VIP", false, eth(bcast, mac, 0, 0x0806, arpFrame(mac, vip4, vip4))},
 		{"IPv4 from its address", false, eth(peerMAC, mac, 0, 0x0800, udp4(own, peerIP))},
@@ -71,19 +112,13 @@ func TestForgedFramesFromThePodAreDropped(t *testing.T) {
 		{"VLAN-tagged frame", true, eth(bcast, mac, 100, 0x0800, udp4(own, peerIP))},
 		{"router advertisement", true, eth(allNodes, mac, 0, 0x86dd, icmp6(ll, ff02, ra(mac)))},
 	}
-	var frames [][]byte
-	for range copies {
-		for _, k := range kinds {
-			frames = append(frames, k.frame)
-		}
-	}
-	dir := t.TempDir()
-	replay, capture := filepath.Join(dir, "forged.pcap"), filepath.Join(dir, "peer.pcap")
-	if err := nodetest.WriteFrames(replay, frames); err != nil {
-		t.Fatal(err)
-	}
+}
 
-	// The peer captures everything that reaches it.
+// capturePeer starts tcpdump on the peer, capturing everything that reaches it, and waits until
+// it listens; the returned stop ends it and gives the path of the capture.
+func capturePeer(t *testing.T, peer *nodetest.Peer, dir string) (stop func() string) {
+	t.Helper()
+	capture := filepath.Join(dir, "peer.pcap")
 	dump := exec.Command("ip", "netns", "exec", peer.Netns, "tcpdump", "-i", peer.Link, "-U", "-n", "-w", capture)
 	dumpLog, err := os.Create(filepath.Join(dir, "tcpdump.log"))
 	if err != nil {
@@ -101,20 +136,12 @@ func TestForgedFramesFromThePodAreDropped(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	return func() string { stopDump(); return capture }
+}
 
-	_, dropped0 := guardCounts(t)
-	send := replayAsPod(t, filepath.Join(n.socketRoot(), p.uid), info, replay)
-	waitConnected(t)
-	send()
-	seen := 0
-	for range 300 { // until OVS has seen every frame the pod sent, or 30 s
-		if seen = tableZeroPackets(t, ports(t)[0]); seen >= len(frames) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	time.Sleep(time.Second) // let the last forwarded frames reach the capture before it stops
-	stopDump()
+// countKinds counts the frames of each kind from mac in the capture.
+func countKinds(t *testing.T, capture string, mac net.HardwareAddr, kinds []frameKind) map[string]int {
+	t.Helper()
 	got, err := nodetest.ReadFrames(capture)
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +152,13 @@ func TestForgedFramesFromThePodAreDropped(t *testing.T) {
 			counts[k]++
 		}
 	}
-	_, dropped := guardCounts(t)
+	return counts
+}
+
+// assertVerdicts asserts that every legitimate kind reached the peer and no forged one did,
+// and returns what reached it, one line per kind.
+func assertVerdicts(t *testing.T, kinds []frameKind, counts map[string]int, copies int) []string {
+	t.Helper()
 	var report []string
 	for _, k := range kinds {
 		report = append(report, fmt.Sprintf("%-42s sent %d, reached the peer %d", k.name, copies, counts[k.name]))
@@ -136,11 +169,7 @@ func TestForgedFramesFromThePodAreDropped(t *testing.T) {
 			t.Errorf("%s: none of %d reached the peer, want them passed", k.name, copies)
 		}
 	}
-	forged := 5 * copies
-	if dropped-dropped0 < forged {
-		t.Errorf("the port's drop rules counted %d frames, want at least the %d forged ones\n%s", dropped-dropped0, forged, dumpFlows(t))
-	}
-	t.Logf("frames OVS saw from the pod's port: %d of %d sent; its drop rules counted %d\n%s", seen, len(frames), dropped-dropped0, strings.Join(report, "\n"))
+	return report
 }
 
 // replayAsPod starts testpmd as the pod's vhost-user server with a second port, net_pcap
@@ -189,11 +218,7 @@ func tableZeroPackets(t *testing.T, port string) int {
 }
 
 // kindOf names which of kinds f is (by its bytes past the source MAC), or "".
-func kindOf(f []byte, src net.HardwareAddr, kinds []struct {
-	name   string
-	forged bool
-	frame  []byte
-}) string {
+func kindOf(f []byte, src net.HardwareAddr, kinds []frameKind) string {
 	if len(f) < 14 || !slices.Equal(f[6:12], src) {
 		return ""
 	}
