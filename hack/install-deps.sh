@@ -18,6 +18,8 @@ APT_PACKAGES=(
   # hack/lib/kernel-sender.sh turns tx checksum offload off on kernel senders (the local
   # cluster's node address and every test peer).
   openvswitch-switch-dpdk dpdk-dev librte-net-virtio23 librte-mempool-ring23 librte-net-pcap23 iproute2 iputils-ping util-linux ethtool
+  # The node tier's forged-frame test captures what a pod's port lets through.
+  tcpdump
   # Dataplane tests and the stand-in image (make test-dataplane, make image-dataplane-standin);
   # buildah builds every image (the Dockerfiles of make image-operator/image-cni, and the packed
   # ones) with no daemon or registry; umoci unpacks the stand-in for make bench-dataplane.

@@ -26,6 +26,8 @@ const (
 	// CNIArg is a key of a Multus networks entry's cni-args, which reaches the network's plugin
 	// as args.cni of its config.
 	CNIArg KeyKind = "cni-args key"
+	// OVSExternalID is a key of an OVS row's external_ids (ovsids.go).
+	OVSExternalID KeyKind = "OVS external_ids key"
 )
 
 // Key is one label or annotation kube-fstack writes or reads, on the object it lives on: the
@@ -88,6 +90,28 @@ func Keys() []Key {
 			"Multus's networks list", "Attaches the pod to the data networks; the injector's entries carry ips, mac and the binding (cni-args)."},
 		{AppProbesAnnotation, Annotation, "Pod", "the injector", "people (nothing reads it back)",
 			"JSON: the app's probes as written", "Shows the probes the injection moved behind the dataplane's /app-probe."},
+		{OVSIDOwner, OVSExternalID, "OVS Interface and Port", "fstack-cni (ADD)", "fstack-cni (CHECK, DEL, GC), the flow keeper",
+			"`fstack-cni`", "Marks the port as fstack-cni's: nothing else on the bridge is touched."},
+		{OVSIDNetwork, OVSExternalID, "OVS Interface and Port", "fstack-cni (ADD)", "fstack-cni (CHECK, DEL, GC)",
+			"the CNI network name", "Identifies the attachment, with the container ID and interface."},
+		{OVSIDContainerID, OVSExternalID, "OVS Interface and Port", "fstack-cni (ADD)", "fstack-cni (CHECK, DEL, GC)",
+			"the CNI container ID", "Identifies the attachment."},
+		{OVSIDIfName, OVSExternalID, "OVS Interface and Port", "fstack-cni (ADD)", "fstack-cni (CHECK, DEL, GC)",
+			"the pod's interface name", "Identifies the attachment."},
+		{OVSIDPodNamespace, OVSExternalID, "OVS Interface and Port", "fstack-cni (ADD)", "fstack-cni (GC), the flow keeper's log",
+			"the pod's namespace", "Names the pod."},
+		{OVSIDPodName, OVSExternalID, "OVS Interface and Port", "fstack-cni (ADD)", "fstack-cni (GC), the flow keeper's log",
+			"the pod's name", "Names the pod."},
+		{OVSIDPodUID, OVSExternalID, "OVS Interface and Port", "fstack-cni (ADD)", "fstack-cni (GC), the node agent's cleanup",
+			"the pod's UID", "Finds the pod's socket link."},
+		{OVSIDMAC, OVSExternalID, "OVS Interface and Port", "fstack-cni (ADD)", "the flow keeper (after an OVS restart)",
+			"a MAC", "The MAC the port's anti-spoofing rules pass."},
+		{OVSIDAddrs, OVSExternalID, "OVS Interface and Port", "fstack-cni (ADD)", "the flow keeper (after an OVS restart)",
+			"addresses, comma-separated", "The addresses the port's rules bind."},
+		{OVSIDVLANs, OVSExternalID, "OVS Interface and Port", "fstack-cni (ADD)", "the flow keeper (after an OVS restart)",
+			"VLAN ids, comma-separated", "The VLANs the port may send tagged frames on."},
+		{OVSIDHoldsPrefix + "<address>", OVSExternalID, "OVS Interface and Port", "fstack-cni (ADD)", "fstack-cni (ADD of another port)",
+			"`held`", "One holder per address on the node: a port's transaction fails when another port holds one of its addresses."},
 		{nodeLabelPattern, Label, "Node", "the node agent", "the injected pods' required node affinity, `kubectl fstack doctor`",
 			"`ready`, or the fact the check read", "A node capability whose check passed; absent while it fails."},
 		{nodeReportAnnotation, Annotation, "Node", "the node agent", "`kubectl fstack doctor`, the operator's node metrics",

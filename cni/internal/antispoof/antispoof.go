@@ -21,11 +21,11 @@ import (
 // What fstack-cni keeps on each of its OVS ports (Interface and Port external_ids), and what
 // the keeper finds them by.
 const (
-	ExternalIDOwner = "kube-fstack.io/owner"
-	Owner           = "fstack-cni"
+	ExternalIDOwner = podcontract.OVSIDOwner
+	Owner           = podcontract.OVSOwner
 	// ExternalIDMAC is the MAC the port's rules pass. Ports made by an fstack-cni before it
 	// have none, and the keeper cannot restore their rules (it says so).
-	ExternalIDMAC = "kube-fstack.io/mac"
+	ExternalIDMAC = podcontract.OVSIDMAC
 )
 
 // Cookie tags the port's rules, so removal is exact (no other rule has it) and idempotent, and
@@ -43,8 +43,8 @@ func Cookie(port string) uint64 {
 // from them. A port without ExternalIDAddrs was made by an fstack-cni that bound the MAC alone
 // (LegacyRules).
 const (
-	ExternalIDAddrs = "kube-fstack.io/ips"
-	ExternalIDVLANs = "kube-fstack.io/vlans"
+	ExternalIDAddrs = podcontract.OVSIDAddrs
+	ExternalIDVLANs = podcontract.OVSIDVLANs
 )
 
 // Limits on what one port's rules bind, so its rule count stays in the hundreds: podcontract's,

@@ -22,6 +22,7 @@ import (
 	"github.com/kube-fstack/kube-fstack/cni/internal/openflow"
 	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/ovsdb"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // Keeper checks every port fstack-cni made, on every bridge, and re-applies the rules of those
@@ -359,7 +360,7 @@ func decode(row ovsdb.Row) (port, error) {
 	if err != nil {
 		return p, err
 	}
-	p.IDs, p.Namespace, p.Pod = ids, ids["kube-fstack.io/pod-namespace"], ids["kube-fstack.io/pod-name"]
+	p.IDs, p.Namespace, p.Pod = ids, ids[podcontract.OVSIDPodNamespace], ids[podcontract.OVSIDPodName]
 	return p, nil
 }
 

@@ -285,7 +285,7 @@ func ownInSubnets(own []claim, subnets []netip.Prefix) error {
 // the usual ADD pays nothing for the check. The ports of the same pod (an earlier sandbox of it,
 // or an earlier ADD of this attachment, which ADD replaces) do not count.
 const (
-	idHolds        = "kube-fstack.io/holds/"
+	idHolds        = podcontract.OVSIDHoldsPrefix
 	idHeld         = "true"
 	claimWaitIndex = 6
 )

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kube-fstack/kube-fstack/cni/internal/antispoof"
 	"github.com/kube-fstack/kube-fstack/internal/ovsdb"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 const (
@@ -17,12 +18,12 @@ const (
 	// The external_ids keys that identify an attachment on its OVS port. CHECK, DEL and GC find
 	// everything they need here, so the port is the plugin's only state.
 	idOwner        = antispoof.ExternalIDOwner
-	idNetwork      = "kube-fstack.io/network"
-	idContainerID  = "kube-fstack.io/container-id"
-	idIfName       = "kube-fstack.io/ifname"
-	idPodNamespace = "kube-fstack.io/pod-namespace"
-	idPodName      = "kube-fstack.io/pod-name"
-	idPodUID       = "kube-fstack.io/pod-uid"
+	idNetwork      = podcontract.OVSIDNetwork
+	idContainerID  = podcontract.OVSIDContainerID
+	idIfName       = podcontract.OVSIDIfName
+	idPodNamespace = podcontract.OVSIDPodNamespace
+	idPodName      = podcontract.OVSIDPodName
+	idPodUID       = podcontract.OVSIDPodUID
 	// idMAC is the MAC the port's anti-spoofing rules pass: the flow keeper puts them back
 	// from it (and the ofport) after ovs-vswitchd restarts, from OVSDB alone, which no pod can
 	// write.
