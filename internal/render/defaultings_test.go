@@ -72,3 +72,50 @@ func TestRenderLeavesTheCheckedSpecAlone(t *testing.T) {
 		}
 	}
 }
+
+// Each path parses each pool once, in render.Prepare; what takes the checked spec reads its
+// pools parsed (Spec.Pool), and nothing outside the renderer can parse one. Before issue 37 an
+// IPv4 pool with a gateway was parsed twice by each render (its placeholder address, then the
+// gateway's check), so a stack with the two pools below cost 3 parses in validation, 5 in
+// inject.Prepare (its render, then the address needs) and 3 in each later render.
+func TestOnePoolParsePerPath(t *testing.T) {
+	stack := fixtures.Stack(t, "vhost-user", func(si *fsv1.StackInstance) {
+		p := &si.Spec.Ports[0]
+		p.IPv4 = &fsv1.IPv4Address{From: fsv1.AddressPool, Gateway: "10.56.0.1",
+			Pool: &fsv1.IPPool{Ranges: []string{"10.56.0.10-10.56.0.20"}, PrefixLength: 24}}
+		p.IPv6 = &fsv1.IPv6Address{From: fsv1.AddressPool,
+			Pool: &fsv1.IPPool{Ranges: []string{"2001:db8:56::10-2001:db8:56::20"}, PrefixLength: 64}}
+	})
+	const pools = 2
+	count := func(path string, want int64, f func()) {
+		t.Helper()
+		before := render.PoolParses()
+		f()
+		if n := render.PoolParses() - before; n != want {
+			t.Errorf("%s: %d pool parses, want %d", path, n, want)
+		}
+	}
+	count("StackInstance validation", pools, func() { render.MustPrepare(t, &stack.Spec) })
+	count("inject.Prepare, a pod's claims and its injection", pools, func() {
+		prep, err := inject.Prepare(stack, inject.DefaultConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(prep.AddressNeeds()); n != pools || prep.AddressNeeds()[0].Pool == nil {
+			t.Fatalf("%d address needs, want the %d pools", n, pools)
+		}
+		pod := fixtures.LoadPod(t, "nginx-vhost", fixtures.WithStackLabel(stack.Name))
+		if _, _, err := prep.InjectAddresses(pod, prep.FirstAddresses()); err != nil {
+			t.Fatal(err)
+		}
+	})
+	checked := render.MustPrepare(t, &stack.Spec)
+	count("a render of the checked spec", 0, func() {
+		if _, err := render.Render(checked, render.PlaceholderFacts(checked)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if checked.Pool(0, true) == nil || checked.Pool(0, false) == nil || checked.Pool(1, true) != nil {
+		t.Errorf("Spec.Pool: want port 0's two pools and none for port 1")
+	}
+}

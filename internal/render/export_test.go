@@ -38,3 +38,9 @@ func MustPrepare(t interface{ Fatalf(string, ...any) }, raw *fsv1.StackInstanceS
 
 // Defaultings is how many times the CRD's defaults were applied (a JSON round trip each).
 func Defaultings() int64 { return defaultings.Load() }
+
+// PoolParses is how many times a pool was parsed.
+func PoolParses() int64 { return poolParses.Load() }
+
+// ParsePool is the pool parser Prepare's render runs.
+var ParsePool = parsePool

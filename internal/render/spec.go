@@ -22,6 +22,8 @@ type Spec struct {
 	// placeholder is the spec rendered with PlaceholderFacts, which Prepare does to run every
 	// check that needs facts with stand-ins for them.
 	placeholder *Result
+	// pools are the spec's pools, parsed by Prepare's render, by field path.
+	pools map[string]*Pool
 }
 
 // Prepare applies every default to a copy of raw and runs every check possible before a pod
@@ -44,11 +46,12 @@ func Prepare(raw *fsv1.StackInstanceSpec) (*Spec, field.ErrorList) {
 	errs = checkSpec(s.spec)
 	boot, sysctl, bsdErrs := freebsdSections(s.spec)
 	s.boot, s.sysctl = boot, sysctl
-	res, errs := s.render(PlaceholderFacts(s), errs, bsdErrs)
+	pools := &poolSet{byPath: map[string]*Pool{}, parse: true}
+	res, errs := s.render(PlaceholderFacts(s), pools, errs, bsdErrs)
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	s.placeholder = res
+	s.placeholder, s.pools = res, pools.byPath
 	return s, nil
 }
 
@@ -58,6 +61,10 @@ func (s *Spec) Defaulted() *fsv1.StackInstanceSpec { return s.spec }
 // Profile is what the spec's tuning profile sets, for display (config.ini already holds it).
 func (s *Spec) Profile() []ProfileValue { return s.profile }
 
+// Pool is the pool of spec.ports[port]'s IPv4 address (v4) or IPv6 address, parsed and checked,
+// when that address is from: Pool; nil otherwise. Prepare parsed it: no later step parses a pool.
+func (s *Spec) Pool(port int, v4 bool) *Pool { return s.pools[portPoolPath(port, v4).String()] }
+
 // Placeholder is the spec rendered with PlaceholderFacts: config.ini and the EAL argv of a pod
 // that does not exist yet (the operator's preview, the injector's config hash).
 func (s *Spec) Placeholder() *Result { return s.placeholder }
@@ -65,7 +72,7 @@ func (s *Spec) Placeholder() *Result { return s.placeholder }
 // Render renders spec against the facts of one pod. Only the checks that compare the spec with
 // the facts are left; on any problem it returns a *ValidationError listing all of them.
 func Render(spec *Spec, facts *Facts) (*Result, error) {
-	res, errs := spec.render(facts, nil, nil)
+	res, errs := spec.render(facts, &poolSet{byPath: spec.pools}, nil, nil)
 	if len(errs) > 0 {
 		return nil, &ValidationError{Errs: errs}
 	}
@@ -75,8 +82,8 @@ func Render(spec *Spec, facts *Facts) (*Result, error) {
 // render resolves the spec against f and writes config.ini and the EAL argv. before and after
 // are the problems found without facts (Prepare's), listed around the ones the facts show, and
 // stop the render before anything is written.
-func (s *Spec) render(f *Facts, before, after field.ErrorList) (*Result, field.ErrorList) {
-	p, errs := resolve(s.spec, f)
+func (s *Spec) render(f *Facts, pools *poolSet, before, after field.ErrorList) (*Result, field.ErrorList) {
+	p, errs := resolve(s.spec, f, pools)
 	if errs = append(append(before, errs...), after...); len(errs) > 0 {
 		return nil, errs
 	}
