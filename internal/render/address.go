@@ -200,13 +200,10 @@ func checkAddressing(a *fsv1.Addressing, path *field.Path) field.ErrorList {
 	return errs
 }
 
-// maxVIPs is VIP_MAX_NUM: F-Stack silently drops VIPs past the 64th.
-const maxVIPs = 64
-
 func checkAddrList(list []string, path *field.Path, v4 bool) field.ErrorList {
 	var errs field.ErrorList
-	if len(list) > maxVIPs {
-		errs = append(errs, field.TooMany(path, len(list), maxVIPs))
+	if len(list) > MaxVIPs {
+		errs = append(errs, field.TooMany(path, len(list), MaxVIPs))
 	}
 	seen := map[string]bool{}
 	for i, s := range list {

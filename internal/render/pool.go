@@ -11,15 +11,6 @@ import (
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 )
 
-// maxPoolSize bounds a pool: the admission webhook walks it to find a free address.
-const maxPoolSize = 1 << 16
-
-// maxPoolRanges and maxRangeLen are the CRD's bounds on pool.ranges.
-const (
-	maxPoolRanges = 64
-	maxRangeLen   = 79
-)
-
 // poolParses counts parsePool's calls, for the test that holds every path to one parse a pool.
 var poolParses atomic.Int64
 
@@ -98,21 +89,21 @@ type poolFamily struct {
 
 func familyOf(v4 bool) poolFamily {
 	if v4 {
-		return poolFamily{v4: true, name: "IPv4", example: "10.56.0.10-10.56.0.50", maxBits: 32}
+		return poolFamily{v4: true, name: "IPv4", example: "10.56.0.10-10.56.0.50", maxBits: MaxPrefixLengthIPv4}
 	}
-	return poolFamily{name: "IPv6", example: "2001:db8::10-2001:db8::40", maxBits: 128}
+	return poolFamily{name: "IPv6", example: "2001:db8::10-2001:db8::40", maxBits: MaxPrefixLengthIPv6}
 }
 
 // checkPoolShape checks what comes before the entries: the prefix length and how many there are.
 func checkPoolShape(pool *fsv1.IPPool, fam poolFamily, path *field.Path) field.ErrorList {
 	switch bits := int(pool.PrefixLength); {
-	case bits < 1 || bits > fam.maxBits:
+	case bits < MinPrefixLength || bits > fam.maxBits:
 		return field.ErrorList{field.Invalid(path.Child("prefixLength"), pool.PrefixLength,
-			fmt.Sprintf("an %s prefix length is 1 to %d", fam.name, fam.maxBits))}
+			fmt.Sprintf("an %s prefix length is %d to %d", fam.name, MinPrefixLength, fam.maxBits))}
 	case len(pool.Ranges) == 0:
 		return field.ErrorList{field.Required(path.Child("ranges"), "list the pool's addresses, e.g. "+fam.example)}
-	case len(pool.Ranges) > maxPoolRanges:
-		return field.ErrorList{field.TooMany(path.Child("ranges"), len(pool.Ranges), maxPoolRanges)}
+	case len(pool.Ranges) > MaxPoolRanges:
+		return field.ErrorList{field.TooMany(path.Child("ranges"), len(pool.Ranges), MaxPoolRanges)}
 	}
 	return nil
 }
@@ -133,8 +124,8 @@ type poolBuilder struct {
 func (b *poolBuilder) add(i int, entry string) bool {
 	ipath := b.path.Index(i)
 	r, err := parseRange(entry, b.fam.v4)
-	if len(entry) > maxRangeLen {
-		err = fmt.Sprintf("longer than %d characters", maxRangeLen)
+	if len(entry) > MaxPoolRangeLength {
+		err = fmt.Sprintf("longer than %d characters", MaxPoolRangeLength)
 	}
 	if err != "" {
 		b.errs = append(b.errs, field.Invalid(ipath, entry, err+"; write one "+b.fam.name+" address, or first-last, e.g. "+b.fam.example))
@@ -150,8 +141,8 @@ func (b *poolBuilder) add(i int, entry string) bool {
 		}
 	}
 	n := rangeSize(r)
-	if b.p.size+n > maxPoolSize {
-		b.errs = append(b.errs, field.TooMany(b.path, b.p.size+n, maxPoolSize))
+	if b.p.size+n > MaxPoolSize {
+		b.errs = append(b.errs, field.TooMany(b.path, b.p.size+n, MaxPoolSize))
 		return false
 	}
 	b.p.size += n
@@ -198,21 +189,21 @@ func parseRange(entry string, v4 bool) (addrRange, string) {
 	return addrRange{first, last}, ""
 }
 
-// rangeSize is the number of addresses in r, or more than maxPoolSize.
+// rangeSize is the number of addresses in r, or more than MaxPoolSize.
 func rangeSize(r addrRange) int {
 	a, b := r.first.As16(), r.last.As16()
 	// Any difference above the low 4 bytes is more than a pool may hold.
 	for i := 0; i < 12; i++ {
 		if a[i] != b[i] {
-			return maxPoolSize + 1
+			return MaxPoolSize + 1
 		}
 	}
 	lo := func(x [16]byte) uint64 {
 		return uint64(x[12])<<24 | uint64(x[13])<<16 | uint64(x[14])<<8 | uint64(x[15])
 	}
 	n := lo(b) - lo(a) + 1
-	if n > maxPoolSize {
-		return maxPoolSize + 1
+	if n > MaxPoolSize {
+		return MaxPoolSize + 1
 	}
 	return int(n)
 }
