@@ -1,6 +1,8 @@
 package render_test
 
 import (
+	"encoding/json"
+	"reflect"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -118,4 +120,85 @@ func TestOnePoolParsePerPath(t *testing.T) {
 	if checked.Pool(0, true) == nil || checked.Pool(0, false) == nil || checked.Pool(1, true) != nil {
 		t.Errorf("Spec.Pool: want port 0's two pools and none for port 1")
 	}
+}
+
+// What Render and Placeholder return is the caller's: writing every byte, string, number and
+// entry reachable from a Result changes neither the shared checked spec, nor its profile, nor
+// its placeholder render. (Before issue 37 Result.Spec was the checked spec itself, and
+// Result.Profile and Placeholder the Spec's own.)
+func TestResultSharesNothingWithTheSpec(t *testing.T) {
+	written, profiles := 0, 0
+	for name, si := range fixtures.Stacks(t) {
+		checked, errs := render.Prepare(&si.Spec)
+		if len(errs) > 0 {
+			continue
+		}
+		// As text, so that the record shares nothing with what it records.
+		snapshot := func() string {
+			raw, err := json.Marshal([]any{checked.Profile(), checked.Placeholder()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(raw)
+		}
+		spec, before := checked.Defaulted().DeepCopy(), snapshot()
+		res, err := render.Render(checked, render.PlaceholderFacts(checked))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		profiles += len(res.Profile)
+		written += scribble(reflect.ValueOf(res)) + scribble(reflect.ValueOf(checked.Placeholder())) +
+			scribble(reflect.ValueOf(checked.Profile()))
+		if !equality.Semantic.DeepEqual(spec, checked.Defaulted()) {
+			t.Errorf("%s: writing through a Result changed the checked spec", name)
+		}
+		if snapshot() != before {
+			t.Errorf("%s: writing through a Result changed the Spec's profile or placeholder render", name)
+		}
+	}
+	if written == 0 || profiles == 0 {
+		t.Fatalf("wrote %d values, %d of a profile: the samples must reach a Result's every kind of field", written, profiles)
+	}
+}
+
+// scribble overwrites every exported string, number and bool reachable from v, through
+// pointers, slices and maps, and says how many it wrote.
+func scribble(v reflect.Value) int {
+	n := 0
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			n = scribble(v.Elem())
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				n += scribble(v.Field(i))
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			n += scribble(v.Index(i))
+		}
+	case reflect.Map:
+		for _, k := range v.MapKeys() {
+			e := reflect.New(v.Type().Elem()).Elem()
+			e.Set(v.MapIndex(k))
+			n += scribble(e)
+			v.SetMapIndex(k, e)
+		}
+	case reflect.String:
+		v.SetString("scribbled")
+		n = 1
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		v.SetInt(v.Int() + 1000)
+		n = 1
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		v.SetUint(v.Uint() ^ 0x5a)
+		n = 1
+	case reflect.Bool:
+		v.SetBool(!v.Bool())
+		n = 1
+	}
+	return n
 }

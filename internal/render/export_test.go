@@ -27,6 +27,17 @@ func RenderRaw(raw *fsv1.StackInstanceSpec, f *Facts) (*Result, error) {
 	return Render(s, f)
 }
 
+// RenderDefaulted is RenderRaw that also returns the spec with every default applied, as the
+// render saw it.
+func RenderDefaulted(raw *fsv1.StackInstanceSpec, f *Facts) (*fsv1.StackInstanceSpec, *Result, error) {
+	s, errs := Prepare(raw)
+	if len(errs) > 0 {
+		return nil, nil, &ValidationError{Errs: errs}
+	}
+	res, err := Render(s, f)
+	return s.Defaulted(), res, err
+}
+
 // MustPrepare prepares a spec the test knows valid.
 func MustPrepare(t interface{ Fatalf(string, ...any) }, raw *fsv1.StackInstanceSpec) *Spec {
 	s, errs := Prepare(raw)

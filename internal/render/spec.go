@@ -1,6 +1,8 @@
 package render
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -58,16 +60,18 @@ func Prepare(raw *fsv1.StackInstanceSpec) (*Spec, field.ErrorList) {
 // Defaulted is the spec with every default applied. It is shared: read it, never change it.
 func (s *Spec) Defaulted() *fsv1.StackInstanceSpec { return s.spec }
 
-// Profile is what the spec's tuning profile sets, for display (config.ini already holds it).
-func (s *Spec) Profile() []ProfileValue { return s.profile }
+// Profile is what the spec's tuning profile sets, for display (config.ini already holds it); a
+// copy of the Spec's.
+func (s *Spec) Profile() []ProfileValue { return slices.Clone(s.profile) }
 
 // Pool is the pool of spec.ports[port]'s IPv4 address (v4) or IPv6 address, parsed and checked,
 // when that address is from: Pool; nil otherwise. Prepare parsed it: no later step parses a pool.
 func (s *Spec) Pool(port int, v4 bool) *Pool { return s.pools[portPoolPath(port, v4).String()] }
 
 // Placeholder is the spec rendered with PlaceholderFacts: config.ini and the EAL argv of a pod
-// that does not exist yet (the operator's preview, the injector's config hash).
-func (s *Spec) Placeholder() *Result { return s.placeholder }
+// that does not exist yet (the operator's preview, the injector's config hash). Each call
+// returns a copy of the Spec's.
+func (s *Spec) Placeholder() *Result { return s.placeholder.clone() }
 
 // Render renders spec against the facts of one pod. Only the checks that compare the spec with
 // the facts are left; on any problem it returns a *ValidationError listing all of them.
@@ -88,7 +92,7 @@ func (s *Spec) render(f *Facts, pools *poolSet, before, after field.ErrorList) (
 		return nil, errs
 	}
 	cfg, errs := p.emit(s.boot, s.sysctl)
-	res := &Result{Config: cfg, LcoreMask: p.lcoreMask(), PortIDs: map[string]int{}, Spec: s.spec, Profile: s.profile}
+	res := &Result{Config: cfg, LcoreMask: p.lcoreMask(), PortIDs: map[string]int{}, Profile: slices.Clone(s.profile)}
 	for k := range p.lcores {
 		res.EAL = append(res.EAL, p.ealArgs(k))
 	}

@@ -22,7 +22,7 @@ func isNginx(l *Launch) bool { return l.Native == fsv1.ProgramNginx }
 // checkProgram holds the container's command line to the spec (native.Check).
 func (g *generation) checkProgram() error {
 	s := g.s
-	return native.Check(s.Cfg.Launch.Native, g.res.Spec)
+	return native.Check(s.Cfg.Launch.Native, g.spec)
 }
 
 // nginxCommand is the master's command line, judged against the stack.

@@ -96,7 +96,7 @@ func (o *renderOptions) run(stdout, stderr io.Writer) error {
 	if _, err := stdout.Write(cfg); err != nil {
 		return err
 	}
-	if err := printProgram(stdout, res); err != nil {
+	if err := printProgram(stdout, checked.Defaulted().Program, len(res.EAL)); err != nil {
 		return err
 	}
 	if o.eal {
@@ -335,12 +335,10 @@ func (o *renderOptions) printEAL(w io.Writer, res *render.Result) error {
 
 // printProgram says, as comment lines, how the processes of a stack with spec.program are
 // started: the program is the pod's, so only its shape is known here.
-func printProgram(w io.Writer, res *render.Result) error {
-	pr := res.Spec.Program
+func printProgram(w io.Writer, pr *fsv1.ProgramSpec, n int) error {
 	if pr == nil {
 		return nil
 	}
-	n := len(res.EAL)
 	var err error
 	switch pr.Mode {
 	case fsv1.ProgramNginx:
