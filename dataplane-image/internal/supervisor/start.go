@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -185,7 +184,7 @@ func (g *generation) startAll() error {
 			s.primaryPID.Store(int64(c.cmd.Process.Pid))
 		}
 		s.metrics.Starts.WithLabelValues(fmt.Sprint(k)).Inc()
-		if err := waitUntil(g.ctx, s.readyWhat(k), c, s.Cfg.Timing, s.readyCheck(g.prefix, portIDs(res), c)); err != nil {
+		if err := waitUntil(g.ctx, s.readyWhat(k), c, s.Cfg.Timing, g.readyCheck(portIDs(res), c)); err != nil {
 			return err
 		}
 		s.metrics.ProcessUp(k)
@@ -201,7 +200,10 @@ func (s *Supervisor) readyWhat(k int) string {
 	return "the secondary joining the primary"
 }
 
-func (s *Supervisor) readyCheck(prefix string, ports []int, c *child) func() error {
+// readyCheck says whether process c is ready: DPDK's state, then Cfg.ReadyCommand, which ends
+// with the generation.
+func (g *generation) readyCheck(ports []int, c *child) func() error {
+	s, prefix := g.s, g.prefix
 	rd := s.Cfg.Paths.RuntimeDir
 	return func() error {
 		var err error
@@ -214,7 +216,7 @@ func (s *Supervisor) readyCheck(prefix string, ports []int, c *child) func() err
 			err = readiness.SecondaryJoined(rd, s.hugeDirIfUsed(), prefix, c.cmd.Process.Pid)
 		}
 		if err == nil {
-			err = readiness.ReadyCommand(context.Background(), s.Cfg.ReadyCommand, c.id)
+			err = readiness.ReadyCommand(g.ctx, s.Cfg.ReadyCommand, c.id)
 		}
 		return err
 	}
