@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -185,7 +186,7 @@ func TestNginxCommandRunsUnderTheGeneration(t *testing.T) {
 	s.Cfg.Launch = Launch{Native: fsv1.ProgramNginx, NativeArgv: []string{os.Args[0], "-c", "nginx.conf"},
 		NginxBuild: func(ctx context.Context, _ string) (nginxconf.Build, error) {
 			asked = ctx
-			return nginxconf.Build{}, fmt.Errorf("stop here")
+			return nginxconf.Build{}, errors.New("stop here")
 		}}
 	g := s.newGeneration(context.Background())
 	mustDo(t, g.prepare())
@@ -195,9 +196,9 @@ func TestNginxCommandRunsUnderTheGeneration(t *testing.T) {
 	if asked == nil {
 		t.Fatal("the build was not queried")
 	}
-	ended := fmt.Errorf("the generation ended")
+	ended := errors.New("the generation ended")
 	g.end(ended)
-	if context.Cause(asked) != ended {
+	if !errors.Is(context.Cause(asked), ended) {
 		t.Errorf("the build query's context ends with %v, want the generation's cause", context.Cause(asked))
 	}
 }
