@@ -135,6 +135,10 @@ test-fuzz: ## Every fuzz target for FUZZTIME_SHORT each (default 10s), so CI cov
 bench: ## Benchmarks of the pure packages.
 	$(GO) test ./internal/... -run '^$$' -bench . -benchmem
 
+.PHONY: stats
+stats: ## Size figures for an architecture review: product and test Go lines, the longest functions (hack/tools/codestats).
+	$(GO) run ./hack/tools/codestats -top 10
+
 ##@ Release
 .PHONY: release
 release: $(HELM) $(COSIGN) $(SYFT) ## The release VERSION=v0.1.0 COSIGN_KEY=cosign.key (root): operator+CNI images (amd64, arm64), dataplane (amd64; needs F-Stack's source), the chart by digest, plugin archives, SBOMs, checksums, signatures, verified; pushed only with REGISTRY=oci://HOST/PATH.

@@ -34,6 +34,7 @@
 #                   (default the project's GitHub release of VERSION).
 #   OUT             output directory (default _output/release/VERSION).
 #   HELM, COSIGN, SYFT  the pinned tools (make tools installs them into bin/).
+#   GO              the go command (default go), which runs hack/tools/yamlset.
 # The chart's version is VERSION without the v, its appVersion VERSION (charts/kube-fstack/Chart.yaml
 # says how they move). The real dataplane image is built from F-Stack's source
 # (hack/image-dataplane.sh): where that cannot be fetched it is left out, said so, the chart names
@@ -152,26 +153,27 @@ build_images() {
 # are those of the images built (all mode), packaged with the version; then rendered, to prove
 # the package names exactly the release's images.
 package_chart() {
-  local comp values want=() got d
+  local comp values sets=() want=() got d
   stage="$(mktemp -d)"
   # EXIT, not RETURN: die leaves the function by exiting.
   trap 'rm -rf "$stage"' EXIT
   cp -a "$CHART_SRC" "$stage/kube-fstack"
   values="$stage/kube-fstack/values.yaml"
   for comp in operator cni dataplane; do
-    grep -q "^    repository: localhost/kube-fstack/$comp\$" "$values" \
-      || die "$CHART_SRC/values.yaml: no '    repository: localhost/kube-fstack/$comp' line to point at $IMAGE_REPO/$comp"
     d=""
     [ "$MODE" = chart ] || d="$(digest_of "$comp")"
-    # The digest line is the second after the repository's (repository, tag, digest).
-    awk -v comp="$comp" -v repo="$IMAGE_REPO/$comp" -v digest="$d" '
-      $0 == "    repository: localhost/kube-fstack/" comp { print "    repository: " repo; n = 1; next }
-      n == 2 && digest != "" { if ($0 != "    digest: \"\"") { print "no digest line after " comp "'"'"'s repository" > "/dev/stderr"; exit 1 } print "    digest: " digest; n = 0; next }
-      n > 0 { n++ }
-      { print }' "$values" >"$values.new" || die "$CHART_SRC/values.yaml: cannot set $comp's digest"
-    mv "$values.new" "$values"
-    if [ -n "$d" ]; then want+=("$IMAGE_REPO/$comp@$d"); else want+=("$IMAGE_REPO/$comp:$VERSION"); fi
+    sets+=("$comp.image.repository=$IMAGE_REPO/$comp")
+    if [ -n "$d" ]; then
+      sets+=("$comp.image.digest=$d")
+      want+=("$IMAGE_REPO/$comp@$d")
+    else
+      want+=("$IMAGE_REPO/$comp:$VERSION")
+    fi
   done
+  # A YAML edit in place (hack/tools/yamlset): only these keys' values change; every comment,
+  # which `helm show values` shows the user, stays as written.
+  "${GO:-go}" run ./hack/tools/yamlset "$values" "${sets[@]}" \
+    || die "$CHART_SRC/values.yaml: cannot point the images at $IMAGE_REPO (above)"
   rm -f "$OUT/kube-fstack-$CHART_VERSION.tgz"
   "$HELM" package "$stage/kube-fstack" --version "$CHART_VERSION" --app-version "$VERSION" -d "$OUT" >&2 \
     || die "helm package failed"

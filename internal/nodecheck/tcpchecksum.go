@@ -56,55 +56,71 @@ func KernelTCP(facts *BridgeFacts, links Links) Check {
 		c.Fix = "see the node agent's log; " + tcpFixWhy
 		return c
 	}
+	var v senderVerdicts
+	v.sort(facts.KernelPorts, all)
+	v.judge(&c)
+	return c
+}
+
+// senderVerdicts are the kernel senders into the bridge, filed by what their tx checksum
+// offload is: off (ok), on, or not seen from the node's network namespace.
+type senderVerdicts struct{ ok, on, unseen []string }
+
+// sort files each kernel port's sender: a veth port's peer, an internal or tap port itself;
+// a NIC's traffic comes from the wire.
+func (v *senderVerdicts) sort(ports []string, all []Link) {
 	byName, byIndex := map[string]Link{}, map[int]Link{}
 	for _, l := range all {
 		byName[l.Name], byIndex[l.Index] = l, l
 	}
-	var ok, on, unseen []string
-	for _, port := range facts.KernelPorts {
+	for _, port := range ports {
 		l, found := byName[port]
 		switch {
 		case !found:
-			unseen = append(unseen, port)
+			v.unseen = append(v.unseen, port)
 		case l.Kind == "veth" && l.PeerElsewhere:
-			unseen = append(unseen, port+" (its veth peer is in another network namespace)")
+			v.unseen = append(v.unseen, port+" (its veth peer is in another network namespace)")
 		case l.Kind == "veth":
 			peer, found := byIndex[l.PeerIndex]
 			if !found {
-				unseen = append(unseen, port+" (its veth peer is gone)")
+				v.unseen = append(v.unseen, port+" (its veth peer is gone)")
 				continue
 			}
-			judgeSender(peer, port, &ok, &on, &unseen)
+			judgeSender(peer, port, &v.ok, &v.on, &v.unseen)
 		case l.Kind == "":
-			ok = append(ok, port+" (a NIC: its traffic comes from the wire)")
+			v.ok = append(v.ok, port+" (a NIC: its traffic comes from the wire)")
 		default:
-			judgeSender(l, "", &ok, &on, &unseen)
+			judgeSender(l, "", &v.ok, &v.on, &v.unseen)
 		}
 	}
+}
+
+// judge sets c's status, detail and fix from the verdicts: a sender with offload on, or one
+// that could not be checked, warns.
+func (v *senderVerdicts) judge(c *Check) {
 	var parts []string
-	if len(on) > 0 {
+	if len(v.on) > 0 {
 		c.Status = Warn
-		parts = append(parts, "tx checksum offload on: "+strings.Join(on, ", "))
-		names := make([]string, 0, len(on))
-		for _, s := range on {
+		parts = append(parts, "tx checksum offload on: "+strings.Join(v.on, ", "))
+		names := make([]string, 0, len(v.on))
+		for _, s := range v.on {
 			names = append(names, strings.Fields(s)[0])
 		}
 		c.Fix = fmt.Sprintf("ethtool -K <sender> tx off for %s (kernel-stack TCP through them cannot reach F-Stack: %s); "+
 			"hack/lib/kernel-sender.sh makes such senders", strings.Join(names, ", "), tcpFixWhy)
 	}
-	if len(unseen) > 0 {
+	if len(v.unseen) > 0 {
 		c.Status = Warn
-		parts = append(parts, "not in the node's network namespace, not checked: "+strings.Join(unseen, ", "))
+		parts = append(parts, "not in the node's network namespace, not checked: "+strings.Join(v.unseen, ", "))
 		if c.Fix == "" {
 			c.Fix = fmt.Sprintf("where those senders live, check `ethtool -k <sender>` says tx-checksumming: off, else run ethtool -K <sender> tx off (%s)", tcpFixWhy)
 		}
 	}
-	if len(ok) > 0 {
-		parts = append(parts, "tx checksum offload off: "+strings.Join(ok, ", "))
+	if len(v.ok) > 0 {
+		parts = append(parts, "tx checksum offload off: "+strings.Join(v.ok, ", "))
 	}
 	sort.Strings(parts)
 	c.Detail = strings.Join(parts, "; ")
-	return c
 }
 
 // judgeSender files a sender under ok, on or unseen; port names the bridge port it is the

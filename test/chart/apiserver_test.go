@@ -63,6 +63,7 @@ func TestAPIServer(t *testing.T) {
 	t.Run("dry-run", func(t *testing.T) { testDryRun(t, c) })
 	t.Run("node-agent-policy", func(t *testing.T) { testNodeAgentPolicy(t, c, cfg) })
 	t.Run("operator-configmap-policy", func(t *testing.T) { testOperatorConfigMapPolicy(t, c, cfg) })
+	t.Run("operator-endpointslice-policy", func(t *testing.T) { testOperatorEndpointSlicePolicy(t, c, cfg) })
 	t.Run("webhook-client-ca-from", func(t *testing.T) { testWebhookClientCAFrom(t, c, kcPath) })
 	t.Run("uninstall", func(t *testing.T) { testUninstall(t, c, cfg, kcPath) })
 	// After the uninstall: the package is the same release (name, namespace, CRD kept).

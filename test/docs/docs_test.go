@@ -1,7 +1,8 @@
 // Package docs tests what the user documentation shows against the tree: a snippet that says it
 // is a sample file in full is that file, a workload snippet is one the injector accepts, the
 // quickstart's files fit the chart's defaults, and every `helm upgrade` keeps the user's values
-// and takes the new chart's defaults. Part of the unit tier (make test-unit).
+// and takes the new chart's defaults; and that the developer guide's map of rooms names every
+// package. Part of the unit tier (make test-unit).
 package docs
 
 import (

@@ -14,8 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kube-fstack/kube-fstack/internal/logging"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,6 +21,7 @@ import (
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/fsutil"
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/nodecheck"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )

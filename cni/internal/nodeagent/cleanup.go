@@ -11,14 +11,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kube-fstack/kube-fstack/internal/logging"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 )
 
 // ErrCheckpointReplaced ends the agent when the kubelet has replaced its CPU manager checkpoint:

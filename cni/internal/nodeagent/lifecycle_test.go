@@ -14,9 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kube-fstack/kube-fstack/internal/logging"
-	"github.com/kube-fstack/kube-fstack/internal/test/logtest"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,7 +21,9 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/nodecheck"
+	"github.com/kube-fstack/kube-fstack/internal/test/logtest"
 )
 
 func nodecheckConfig(t *testing.T) nodecheck.Config { return nodecheck.Config{Root: t.TempDir()} }

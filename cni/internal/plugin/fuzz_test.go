@@ -6,9 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/containernetworking/cni/pkg/types"
-
 	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )

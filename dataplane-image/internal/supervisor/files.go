@@ -13,9 +13,8 @@ import (
 	"time"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/internal/podcontract"
-
 	"github.com/kube-fstack/kube-fstack/internal/fsutil"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // bumpGeneration increments the counter in ShimDir before any process starts, so an app that

@@ -1,18 +1,15 @@
 package cli
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 
 	kjson "k8s.io/apimachinery/pkg/util/json"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/yaml"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/crdschema"
+	"github.com/kube-fstack/kube-fstack/internal/manifest"
 )
 
 // stackDoc is one StackInstance document of a file, decoded as the API server decodes it.
@@ -31,44 +28,27 @@ func readStacks(stderr io.Writer, data []byte, file string) ([]stackDoc, error) 
 	if err != nil {
 		return nil, err
 	}
+	docs, err := manifest.StackInstanceDocuments(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
 	var out []stackDoc
 	var refused bool
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for i := 0; ; i++ {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", file, i, err)
-		}
-		var head struct {
-			APIVersion, Kind string
-			Metadata         struct{ Name string }
-		}
-		if err := yaml.Unmarshal(doc, &head); err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", file, i, err)
-		}
-		if head.Kind != "StackInstance" {
-			continue
-		}
-		if head.APIVersion != fsv1.GroupVersion.String() {
-			return nil, fmt.Errorf("%s: document %d: apiVersion %q, want %s", file, i, head.APIVersion, fsv1.GroupVersion)
-		}
-		obj, err := adm.Decode(doc)
+	for _, d := range docs {
+		obj, err := adm.Decode(d.Raw)
 		var fe crdschema.FieldErrors
 		if errors.As(err, &fe) {
 			refused = true
-			fmt.Fprintf(stderr, "StackInstance %s (%s, document %d) is refused, as the API server would refuse it:\n", safe(head.Metadata.Name), file, i)
+			fmt.Fprintf(stderr, "StackInstance %s (%s, document %d) is refused, as the API server would refuse it:\n", safe(d.Name), file, d.Index)
 			for _, e := range fe {
 				fmt.Fprintf(stderr, "  %s\n", safe(e.Error()))
 			}
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: document %d (StackInstance %s): %w", file, i, head.Metadata.Name, err)
+			return nil, fmt.Errorf("%s: document %d (StackInstance %s): %w", file, d.Index, d.Name, err)
 		}
-		out = append(out, stackDoc{name: head.Metadata.Name, obj: obj})
+		out = append(out, stackDoc{name: d.Name, obj: obj})
 	}
 	if refused {
 		return nil, errReported

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
@@ -104,21 +102,20 @@ func (o *injectOptions) loadStack(stderr io.Writer) (*fsv1.StackInstance, error)
 	return loadStack(stderr, files, o.stackName, "--stack-name")
 }
 
+// splitDocuments are data's documents (manifest.Split) but those of only comments or blank
+// lines, which hold nothing to inject or to write back.
 func splitDocuments(data []byte) ([][]byte, error) {
+	all, err := manifest.Split(data)
+	if err != nil {
+		return nil, err
+	}
 	var docs [][]byte
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return docs, nil
-		}
-		if err != nil {
-			return nil, err
-		}
+	for _, doc := range all {
 		if len(bytes.TrimSpace(doc)) > 0 {
 			docs = append(docs, doc)
 		}
 	}
+	return docs, nil
 }
 
 // templatePaths says where each workload kind keeps its pod template; a Pod is its own.

@@ -5,11 +5,6 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-
-	// The client auth plugins kubectl itself links (kubectl.go imports this package): a
-	// kubeconfig user with auth-provider oidc, and the azure and gcp stubs that tell the user
-	// which exec plugin replaced them. The exec credential plugins are client-go's own.
-	_ "k8s.io/client-go/plugin/pkg/client/auth"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 )

@@ -35,6 +35,7 @@ import (
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/served"
+	"github.com/kube-fstack/kube-fstack/operator/internal/claims"
 )
 
 const (
@@ -59,6 +60,9 @@ const (
 	EventPodNotPublished = "PodNotPublished"
 	// EventInvalidStackAnnotation: the annotation's value names no possible StackInstance.
 	EventInvalidStackAnnotation = "InvalidStackAnnotation"
+	// EventNamespaceNotOptedIn: the Service's namespace is not labelled for injection, so no pod
+	// of it was injected and none is published.
+	EventNamespaceNotOptedIn = "NamespaceNotOptedIn"
 )
 
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch
@@ -102,12 +106,26 @@ func (r *EndpointSliceReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 			podcontract.Printable(stack), svc.Namespace)
 		return ctrl.Result{}, r.deleteSlices(ctx, req.NamespacedName, nil)
 	}
+	optedIn, err := r.namespaceOptedIn(ctx, svc.Namespace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !optedIn {
+		r.event(svc, corev1.EventTypeWarning, EventNamespaceNotOptedIn,
+			"namespace %s is not labelled %s=enabled: the operator publishes only the pods it injected, in namespaces that opted in",
+			svc.Namespace, fsv1.InjectionLabel)
+		return ctrl.Result{}, r.deleteSlices(ctx, req.NamespacedName, nil)
+	}
 	pods := &corev1.PodList{}
 	if err := r.Client.List(ctx, pods, client.InNamespace(svc.Namespace), client.MatchingLabels{fsv1.StackLabel: stack},
 		client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, err
 	}
-	want, skipped := desiredSlices(svc, pods.Items)
+	held, err := r.heldAddresses(ctx, svc.Namespace, stack)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	want, skipped := desiredSlices(svc, pods.Items, held)
 	for _, s := range skipped {
 		r.event(svc, corev1.EventTypeWarning, EventPodNotPublished, "pod %s is not in the Service's endpoints: %s", s.pod, s.why)
 	}
@@ -121,6 +139,40 @@ func (r *EndpointSliceReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	errs = append(errs, r.deleteSlices(ctx, req.NamespacedName, keep))
 	return ctrl.Result{}, kerrors.NewAggregate(errs)
+}
+
+// namespaceOptedIn says whether ns carries the injection label (the manager's metadata-only
+// informer of Namespaces, which the pod webhook shares). In any other namespace no pod was
+// injected, so whatever its pods' annotations say was written by their owner, not the injector.
+func (r *EndpointSliceReconciler) namespaceOptedIn(ctx context.Context, ns string) (bool, error) {
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: ns}, meta); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return meta.Labels[fsv1.InjectionLabel] == "enabled", nil
+}
+
+// heldAddresses are the addresses the stack's AddressClaims hold, each with the UID of the pod
+// that owns its claim: a pod's annotation is the pod's to write, the claims are the operator's,
+// so only an address a claim gives the pod is published for it. A claim no pod owns yet (the
+// operator binds it once the pod exists) publishes nothing.
+func (r *EndpointSliceReconciler) heldAddresses(ctx context.Context, ns, stack string) (map[netip.Addr]types.UID, error) {
+	list := &fsv1.AddressClaimList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{fsv1.StackLabel: stack}); err != nil {
+		return nil, fmt.Errorf("list the address claims of StackInstance %q: %w", stack, err)
+	}
+	held := make(map[netip.Addr]types.UID, len(list.Items))
+	for i := range list.Items {
+		c := &list.Items[i]
+		a, err := netip.ParseAddr(c.Spec.Address)
+		owner := claims.PodOwner(c)
+		if err != nil || owner == nil || c.Spec.StackInstance != stack || c.Name != fsv1.AddressClaimName(stack, a) {
+			continue
+		}
+		held[a.Unmap()] = owner.UID
+	}
+	return held, nil
 }
 
 func (r *EndpointSliceReconciler) event(svc *corev1.Service, kind, reason, note string, args ...any) {
@@ -184,7 +236,7 @@ type skippedPod struct{ pod, why string }
 // desiredSlices computes the Service's slices from its bound pods: endpoints grouped by address
 // family and by the ports they resolve to (a named targetPort can resolve differently per pod,
 // as in Kubernetes' own controller), at most maxEndpointsPerSlice each, in a stable order.
-func desiredSlices(svc *corev1.Service, pods []corev1.Pod) ([]*discoveryv1.EndpointSlice, []skippedPod) {
+func desiredSlices(svc *corev1.Service, pods []corev1.Pod, held map[netip.Addr]types.UID) ([]*discoveryv1.EndpointSlice, []skippedPod) {
 	type group struct {
 		family discoveryv1.AddressType
 		ports  []discoveryv1.EndpointPort
@@ -198,7 +250,7 @@ func desiredSlices(svc *corev1.Service, pods []corev1.Pod) ([]*discoveryv1.Endpo
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		addrs, err := served.Addresses(p, port)
+		addrs, err := servedAndHeld(p, port, held)
 		if err != nil {
 			skipped = append(skipped, skippedPod{p.Name, err.Error()})
 			continue
@@ -242,6 +294,30 @@ func desiredSlices(svc *corev1.Service, pods []corev1.Pod) ([]*discoveryv1.Endpo
 		}
 	}
 	return out, skipped
+}
+
+// servedAndHeld are the addresses p serves on the stack port that an AddressClaim p owns holds;
+// an address the pod names without such a claim is never published, and said.
+func servedAndHeld(p *corev1.Pod, port string, held map[netip.Addr]types.UID) ([]netip.Addr, error) {
+	addrs, err := served.Addresses(p, port)
+	if err != nil {
+		return nil, err
+	}
+	var out []netip.Addr
+	var unheld []string
+	for _, a := range addrs {
+		if uid, ok := held[a]; ok && uid == p.UID {
+			out = append(out, a)
+		} else {
+			unheld = append(unheld, a.String())
+		}
+	}
+	if len(unheld) > 0 {
+		return nil, fmt.Errorf("its %s annotation names %s, which no AddressClaim of the pod holds (admission claims the addresses "+
+			"it gives a pod, and the operator binds each claim to its pod): nothing of it is published", podcontract.AddressesAnnotation,
+			strings.Join(unheld, ", "))
+	}
+	return out, nil
 }
 
 // sliceName is stable for what the slice holds (family, ports, chunk), so a reconcile on a
@@ -357,11 +433,15 @@ func (r *EndpointSliceReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 		For(&corev1.Service{}, builder.WithPredicates(serviceChanged())).
 		Owns(&discoveryv1.EndpointSlice{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podToServices), builder.WithPredicates(EndpointMayDiffer())).
+		// A claim bound to its pod (or released) changes what the pod may publish.
+		Watches(&fsv1.AddressClaim{}, handler.EnqueueRequestsFromMapFunc(r.podToServices)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
 		Complete(r)
 }
 
 // podToServices finds the Services that name the pod's StackInstance.
+// podToServices maps a pod or an AddressClaim (both labelled with their stack) to the Services
+// of that stack.
 func (r *EndpointSliceReconciler) podToServices(ctx context.Context, o client.Object) []reconcile.Request {
 	stack := o.GetLabels()[fsv1.StackLabel]
 	if stack == "" {
@@ -415,7 +495,8 @@ func EndpointMayDiffer() predicate.Funcs {
 
 // TrimService is the transform of the manager's Service cache: every Service of the cluster is
 // watched (a selector cannot filter on an annotation), so only what the controller reads is
-// kept, and a Service that does not opt in keeps its name alone.
+// kept, bounded whatever the Service carries (one selector entry, its first
+// maxCachedServicePorts ports), and a Service that does not opt in keeps its name alone.
 func TrimService(obj any) (any, error) {
 	s, ok := obj.(*corev1.Service)
 	if !ok {
@@ -433,8 +514,30 @@ func TrimService(obj any) (any, error) {
 	if p, ok := s.Annotations[podcontract.ServiceStackPortAnnotation]; ok {
 		t.Annotations[podcontract.ServiceStackPortAnnotation] = p
 	}
-	t.Spec = corev1.ServiceSpec{Selector: s.Spec.Selector, Ports: s.Spec.Ports, ClusterIP: s.Spec.ClusterIP, Type: s.Spec.Type}
+	t.Spec = corev1.ServiceSpec{Selector: oneLabel(s.Spec.Selector), Ports: s.Spec.Ports[:min(len(s.Spec.Ports), maxCachedServicePorts)],
+		ClusterIP: s.Spec.ClusterIP, Type: s.Spec.Type}
 	return t, nil
+}
+
+// maxCachedServicePorts bounds the ports a cached Service keeps, and so the ports of the slices
+// published for it: a Service's ports are its writer's to multiply (each a few dozen bytes of the
+// operator's heap, and nothing in the API bounds their number).
+const maxCachedServicePorts = 100
+
+// oneLabel stands for a selector in the cache: the controller only asks whether a Service has
+// one (it publishes for Services without), and a tenant's selector may be a megabyte. One entry,
+// whose key and value the API server bounds, says the same.
+func oneLabel(sel map[string]string) map[string]string {
+	if len(sel) == 0 {
+		return nil
+	}
+	k := ""
+	for key := range sel {
+		if k == "" || key < k {
+			k = key
+		}
+	}
+	return map[string]string{k: sel[k]}
 }
 
 // EndpointSliceCache is what the manager's cache holds for this controller: every Service,

@@ -1,12 +1,14 @@
 package controller
 
 import (
+	"net/netip"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
@@ -43,7 +45,18 @@ func TestDesiredSlices(t *testing.T) {
 	done := fixtures.SnapshotPod(t, "e", []fsv1.Addressing{static4}, nil)
 	done.Status.Phase = corev1.PodSucceeded
 
-	got, skipped := desiredSlices(svc, []corev1.Pod{c, b, a, d, done})
+	// Each pod's claims: a's two, b's and c's one; d serves none.
+	held := map[netip.Addr]types.UID{}
+	for _, p := range []corev1.Pod{a, b, c} {
+		addrs, err := podcontract.ParseAddresses(p.Annotations[podcontract.AddressesAnnotation])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range addrs {
+			held[x.Addr] = p.UID
+		}
+	}
+	got, skipped := desiredSlices(svc, []corev1.Pod{c, b, a, d, done}, held)
 	if len(skipped) != 1 || skipped[0].pod != "d" || !strings.Contains(skipped[0].why, "attachment") {
 		t.Fatalf("skipped %+v", skipped)
 	}
@@ -79,11 +92,36 @@ func TestDesiredSlices(t *testing.T) {
 		}
 	}
 	// The same pods give the same names: a stale cache updates rather than duplicates.
-	again, _ := desiredSlices(svc, []corev1.Pod{a, b, c})
+	again, _ := desiredSlices(svc, []corev1.Pod{a, b, c}, held)
 	for i := range again {
 		if again[i].Name != got[i].Name {
 			t.Fatalf("names moved: %s, %s", again[i].Name, got[i].Name)
 		}
+	}
+}
+
+// Issue 38, the endpoint hijack: a pod publishes only the addresses an AddressClaim it owns
+// holds. Its annotation naming another address (a Service's ClusterIP, a node's address, a
+// neighbour's), an address whose claim another pod owns, or one whose claim no pod owns yet:
+// the pod is left out, and the reason names the addresses.
+func TestOnlyClaimedAddressesArePublished(t *testing.T) {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "front",
+		Annotations: map[string]string{podcontract.ServiceStackAnnotation: "s"}},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}}}
+	owner := fixtures.SnapshotPod(t, "owner", []fsv1.Addressing{static4}, map[string]string{podcontract.AddressesAnnotation: "0:data=10.56.0.10"})
+	forger := fixtures.SnapshotPod(t, "forger", []fsv1.Addressing{static4},
+		map[string]string{podcontract.AddressesAnnotation: "0=10.244.3.17,0=10.96.0.10,0=192.168.1.10"})
+	thief := fixtures.SnapshotPod(t, "thief", []fsv1.Addressing{static4}, map[string]string{podcontract.AddressesAnnotation: "0=10.56.0.10"})
+	held := map[netip.Addr]types.UID{netip.MustParseAddr("10.56.0.10"): owner.UID}
+	got, skipped := desiredSlices(svc, []corev1.Pod{owner, forger, thief}, held)
+	if len(got) != 1 || len(got[0].Endpoints) != 1 || got[0].Endpoints[0].Addresses[0] != "10.56.0.10" || got[0].Endpoints[0].TargetRef.Name != "owner" {
+		t.Fatalf("published %+v, want 10.56.0.10 of pod owner alone", got)
+	}
+	if len(skipped) != 2 || !strings.Contains(skipped[0].why+skipped[1].why, "10.244.3.17, 10.96.0.10, 192.168.1.10, which no AddressClaim of the pod holds") {
+		t.Fatalf("skipped %+v", skipped)
+	}
+	if got, _ := desiredSlices(svc, []corev1.Pod{owner}, nil); len(got) != 0 {
+		t.Fatalf("a pod whose claim no pod owns yet was published: %+v", got)
 	}
 }
 

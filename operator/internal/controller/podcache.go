@@ -8,6 +8,12 @@ import (
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
+// maxCachedNamedPorts bounds the named container ports a cached pod keeps (a Service's named
+// targetPort resolves against them): a pod may declare tens of thousands, each a few dozen bytes
+// of the operator's heap. A Service whose targetPort names a port past a pod's first 64 named
+// ports leaves that port out for that pod, as for a pod that does not declare it.
+const maxCachedNamedPorts = 64
+
 // maxCachedHash bounds the config-hash annotation a cached object keeps. The operator's hashes
 // are 16 hex digits; a pod writes its own annotations, up to 256 KiB of them, and a longer value
 // is kept cut short, which still differs from every hash (countPods counts it as another config).
@@ -56,17 +62,7 @@ func TrimPod(obj any) (any, error) {
 			t.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status}}
 		}
 	}
-	for _, c := range p.Spec.Containers {
-		var ports []corev1.ContainerPort
-		for _, cp := range c.Ports {
-			if cp.Name != "" {
-				ports = append(ports, corev1.ContainerPort{Name: cp.Name, ContainerPort: cp.ContainerPort, Protocol: cp.Protocol})
-			}
-		}
-		if len(ports) > 0 {
-			t.Spec.Containers = append(t.Spec.Containers, corev1.Container{Name: c.Name, Ports: ports})
-		}
-	}
+	t.Spec.Containers = namedPorts(p.Spec.Containers)
 	// A program's dataplane (spec.program) is a regular container: its readiness only.
 	for _, s := range p.Status.ContainerStatuses {
 		if s.Name == podcontract.DataplaneContainer {
@@ -130,4 +126,24 @@ func keep(m map[string]string, key string, n int) map[string]string {
 		v = v[:n]
 	}
 	return map[string]string{key: v}
+}
+
+// namedPorts are the containers' named ports, the first maxCachedNamedPorts of them, each
+// container with its name and those ports alone.
+func namedPorts(containers []corev1.Container) []corev1.Container {
+	var out []corev1.Container
+	kept := 0
+	for _, c := range containers {
+		var ports []corev1.ContainerPort
+		for _, cp := range c.Ports {
+			if cp.Name != "" && kept < maxCachedNamedPorts {
+				ports = append(ports, corev1.ContainerPort{Name: cp.Name, ContainerPort: cp.ContainerPort, Protocol: cp.Protocol})
+				kept++
+			}
+		}
+		if len(ports) > 0 {
+			out = append(out, corev1.Container{Name: c.Name, Ports: ports})
+		}
+	}
+	return out
 }

@@ -108,6 +108,32 @@ func New(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
 	if o.Drain == nil {
 		o.Drain = &Drain{}
 	}
+	tlsOpts, err := webhookTLS(o)
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrlOptions(o, tlsOpts))
+	if err != nil {
+		return nil, err
+	}
+	ready := make(chan struct{}) // closed by the rotator once the certificate is on disk
+	if o.ManageCerts {
+		if err := setupCerts(cfg, mgr, &o, ready); err != nil {
+			return nil, err
+		}
+	}
+	if err := setupControllers(mgr, o); err != nil {
+		return nil, err
+	}
+	if err := serveWebhooks(mgr, o, ready, log); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// webhookTLS is the webhook server's TLS options: handshakes counted, and the API server's
+// client certificate required when a CA for it is given.
+func webhookTLS(o Options) ([]func(*tls.Config), error) {
 	tlsOpts := []func(*tls.Config){fswebhook.CountHandshakes}
 	if o.WebhookClientCA != "" {
 		require, err := certs.RequireClientCerts(o.WebhookClientCA)
@@ -116,55 +142,59 @@ func New(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
 		}
 		tlsOpts = append(tlsOpts, require)
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrlOptions(o, tlsOpts))
+	return tlsOpts, nil
+}
+
+// setupCerts makes the webhook's certificate Secret now (with a client of its own: the
+// manager's cache does not run yet) and adds the rotator, which closes ready once the
+// certificate is on disk.
+func setupCerts(cfg *rest.Config, mgr ctrl.Manager, o *Options, ready chan struct{}) error {
+	o.Certs.Namespace, o.Certs.CertDir = o.Namespace, o.CertDir
+	direct, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	ready := make(chan struct{}) // closed by the rotator once the certificate is on disk
-	if o.ManageCerts {
-		o.Certs.Namespace, o.Certs.CertDir = o.Namespace, o.CertDir
-		direct, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
-		if err != nil {
-			return nil, err
-		}
-		if err := certs.EnsureSecret(context.Background(), direct, o.Certs); err != nil {
-			return nil, err
-		}
-		if err := certs.AddRotator(mgr, o.Certs, ready); err != nil {
-			return nil, err
-		}
+	if err := certs.EnsureSecret(context.Background(), direct, o.Certs); err != nil {
+		return err
 	}
+	return certs.AddRotator(mgr, o.Certs, ready)
+}
+
+// setupControllers adds the controllers, the node metrics and the health and drain checks.
+func setupControllers(mgr ctrl.Manager, o Options) error {
 	rec := &controller.StackInstanceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorder("kube-fstack"), Workers: o.Workers, OnPodEvent: o.OnPodEvent}
 	if err := rec.SetupWithManager(mgr); err != nil {
-		return nil, err
+		return err
 	}
 	endpoints := &controller.EndpointSliceReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kube-fstack")}
 	if err := endpoints.SetupWithManager(context.Background(), mgr); err != nil {
-		return nil, err
+		return err
 	}
 	instance, _ := os.Hostname() // the pod's name, as the recorder names its replica
 	health := &controller.PodHealthReconciler{Reader: mgr.GetClient(), Writer: mgr.GetClient(), Instance: "kube-fstack-" + instance,
 		Port: o.PodStatusPort}
 	if err := health.SetupWithManager(mgr); err != nil {
-		return nil, err
+		return err
 	}
 	addrs := &controller.AddressClaimReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
 	if err := addrs.SetupWithManager(mgr); err != nil {
-		return nil, err
+		return err
 	}
 	if err := nodemetrics.Register(context.Background(), mgr.GetCache(), metrics.Registry); err != nil {
-		return nil, err
+		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return nil, err
+		return err
 	}
-	if err := mgr.AddReadyzCheck("drain", o.Drain.ready); err != nil {
-		return nil, err
-	}
-	// The webhook server must not start before its certificate is on disk: the manager starts
-	// it before the caches the certificate rotator needs, so it is added (by GetWebhookServer)
-	// only once the certificate exists, and readiness waits for it.
+	return mgr.AddReadyzCheck("drain", o.Drain.ready)
+}
+
+// serveWebhooks registers the webhooks, at once or, with managed certificates, once ready is
+// closed. The webhook server must not start before its certificate is on disk: the manager
+// starts it before the caches the certificate rotator needs, so it is added (by
+// GetWebhookServer) only once the certificate exists, and readiness waits for it.
+func serveWebhooks(mgr ctrl.Manager, o Options, ready <-chan struct{}, log logr.Logger) error {
 	var served atomic.Bool
 	if err := mgr.AddReadyzCheck("webhook", func(req *http.Request) error {
 		if !served.Load() {
@@ -172,14 +202,14 @@ func New(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
 		}
 		return mgr.GetWebhookServer().StartedChecker()(req)
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	if !o.ManageCerts {
 		if err := registerWebhooks(mgr, o); err != nil {
-			return nil, err
+			return err
 		}
 		served.Store(true)
-		return mgr, nil
+		return nil
 	}
 	go func() {
 		<-ready
@@ -189,7 +219,7 @@ func New(cfg *rest.Config, o Options, log logr.Logger) (ctrl.Manager, error) {
 		}
 		served.Store(true)
 	}()
-	return mgr, nil
+	return nil
 }
 
 func registerWebhooks(mgr ctrl.Manager, o Options) error {

@@ -209,3 +209,77 @@ func TestEndpointSlicesRefuseAServiceWithASelector(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Issue 38, the endpoint hijack (the CVE-2021-25740 class): the slices publish a pod's own
+// kubefstack.io/addresses, which the pod's owner writes. In a namespace that never opted in, a
+// Ready pod with the stack label annotated with a node's, a Service's and a neighbour's address,
+// and a selector-less LoadBalancer Service naming its stack, get nothing published (and the
+// Service an Event saying why); in an opted-in namespace a pod that opted out of injection with
+// the same forged annotation and a forged Ready status is left out too, since no AddressClaim
+// of it holds those addresses.
+func TestForgedAddressesAreNotPublished(t *testing.T) {
+	ctx := context.Background()
+	const forged = "0=10.244.3.17,0=10.96.0.10,0=192.168.1.10"
+	const outside = "never-opted-in"
+	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: outside}}); err != nil {
+		t.Fatal(err)
+	}
+	forgedPod := func(ns, name string, extra map[string]string) *corev1.Pod {
+		ann := map[string]string{podcontract.AddressesAnnotation: forged}
+		for k, v := range extra {
+			ann[k] = v
+		}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{fsv1.StackLabel: "hijack"}, Annotations: ann},
+			Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "app", Image: "nginx",
+				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 80}}}}}}
+		if err := k8s.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		setPodReady(t, pod, true)
+		return pod
+	}
+	forgedPod(outside, "forger", nil)
+	lb := stackService("hijack", "hijack")
+	lb.Namespace, lb.Spec.Type = outside, corev1.ServiceTypeLoadBalancer
+	if err := k8s.Create(ctx, lb); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, sliceWait, func() error {
+		events := &corev1.EventList{}
+		if err := k8s.List(ctx, events, client.InNamespace(outside)); err != nil {
+			return err
+		}
+		for _, e := range events.Items {
+			if e.Reason == controller.EventNamespaceNotOptedIn && e.InvolvedObject.Name == "hijack" {
+				return nil
+			}
+		}
+		return fmt.Errorf("no %s Event on the Service yet", controller.EventNamespaceNotOptedIn)
+	})
+	slices := &discoveryv1.EndpointSliceList{}
+	if err := k8s.List(ctx, slices, client.InNamespace(outside)); err != nil || len(slices.Items) != 0 {
+		t.Fatalf("slices published in a namespace that never opted in: %+v, %v", slices.Items, err)
+	}
+
+	// Opted in, but the pod opted out of injection: no claim holds its addresses.
+	forgedPod(optedInNS, "opted-out", map[string]string{fsv1.InjectAnnotation: "false"})
+	svc := stackService("hijack", "hijack")
+	if err := k8s.Create(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, sliceWait, func() error {
+		events := &corev1.EventList{}
+		if err := k8s.List(ctx, events, client.InNamespace(optedInNS)); err != nil {
+			return err
+		}
+		for _, e := range events.Items {
+			if e.Reason == controller.EventPodNotPublished && e.InvolvedObject.Name == "hijack" {
+				return nil
+			}
+		}
+		return fmt.Errorf("no %s Event on the Service yet", controller.EventPodNotPublished)
+	})
+	if items, err := serviceSlices("hijack"); err != nil || len(items) != 0 {
+		t.Fatalf("the opted-out pod's forged addresses were published: %+v, %v", items, err)
+	}
+}

@@ -274,3 +274,96 @@ func TestOperatorHeapFlatOverTenantObjects(t *testing.T) {
 			float64(growth)/(1<<20), 2*n, bound>>20)
 	}
 }
+
+// Issue 38, hostile sizes the trims did not bound: a pod's named container ports (the
+// EndpointSlice controller resolves a Service's named targetPort against them) and a Service's
+// selector and ports. Measured before: 100 pods with 20,000 valid named ports each, +158.5 MiB of
+// the operator's heap; 100 Services with 1.4 MB selectors, +159.8 MiB. Here, in a namespace that
+// never opted in, both arrive and the heap stays flat: the cache keeps 64 named ports a pod, one
+// selector entry and 100 ports a Service.
+func TestOperatorHeapFlatOverHostilePortsAndSelectors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("200 objects of about 1 MB")
+	}
+	const ns, n, ports, selectors = "tenant-ports", 100, 20000, 20000
+	ctx := context.Background()
+	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = k8s.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns))
+		for i := range n {
+			_ = k8s.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("svc-%d", i)}})
+		}
+	})
+	cports := make([]corev1.ContainerPort, ports)
+	for i := range cports {
+		cports[i] = corev1.ContainerPort{Name: fmt.Sprintf("p%x", i), ContainerPort: int32(1 + i%65535)}
+	}
+	selector := make(map[string]string, selectors)
+	for i := range selectors {
+		selector[fmt.Sprintf("example.com/key-%06d", i)] = strings.Repeat("v", 40)
+	}
+	create := func(i int) error {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("pod-%d", i), Labels: map[string]string{fsv1.StackLabel: "tenant"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx", Ports: cports}}}}
+		if err := k8s.Create(ctx, pod); err != nil {
+			return fmt.Errorf("pod %d: %w", i, err)
+		}
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("svc-%d", i),
+			Annotations: map[string]string{podcontract.ServiceStackAnnotation: "tenant"}},
+			Spec: corev1.ServiceSpec{Selector: selector, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
+		if err := k8s.Create(ctx, svc); err != nil {
+			return fmt.Errorf("service %d: %w", i, err)
+		}
+		return nil
+	}
+	before := heapAlloc()
+	inParallel(t, n, create)
+	testenv.Eventually(t, 3*time.Minute, func() error {
+		pods, svcs := &corev1.PodList{}, &corev1.ServiceList{}
+		if err := operatorCache.List(ctx, pods, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		if err := operatorCache.List(ctx, svcs, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		if len(pods.Items) != n || len(svcs.Items) != n {
+			return fmt.Errorf("the operator's cache holds %d of the %d pods and %d of the %d Services", len(pods.Items), n, len(svcs.Items), n)
+		}
+		if got := len(pods.Items[0].Spec.Containers[0].Ports); got != 64 {
+			return fmt.Errorf("a cached pod keeps %d named ports, want 64", got)
+		}
+		return nil
+	})
+	growth := int64(heapAlloc()) - int64(before)
+	t.Logf("heap after %d pods of %d named ports and %d Services of %d selector entries: %+.1f MiB", n, ports, n, selectors, float64(growth)/(1<<20))
+	const bound = 8 << 20
+	if growth > bound {
+		t.Fatalf("the operator's heap grew by %.1f MiB; want under %d MiB", float64(growth)/(1<<20), bound>>20)
+	}
+}
+
+// inParallel runs create(0..n-1) on 4 workers and fails on the first error.
+func inParallel(t *testing.T, n int, create func(int) error) {
+	t.Helper()
+	work, errs := make(chan int), make(chan error, n)
+	for range 4 {
+		go func() {
+			for i := range work {
+				errs <- create(i)
+			}
+		}()
+	}
+	go func() {
+		for i := range n {
+			work <- i
+		}
+		close(work)
+	}()
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

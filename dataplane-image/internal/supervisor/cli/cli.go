@@ -51,10 +51,9 @@ type options struct {
 	native      string
 }
 
-func parseFlags(args []string, ext Extension) (*options, error) {
-	o := &options{cfg: supervisor.Config{Paths: facts.DefaultPaths()}}
+// bindFlags defines the supervisor's flags on fs, into o.
+func (o *options) bindFlags(fs *flag.FlagSet) {
 	p, l, t := &o.cfg.Paths, &o.cfg.Launch, &o.cfg.Timing
-	fs := flag.NewFlagSet("fstack-supervisor", flag.ContinueOnError)
 	fs.StringVar(&p.PodInfoDir, "podinfo-dir", p.PodInfoDir, "downward-API volume; the spec is its file \"spec\"")
 	fs.StringVar(&o.podInfoSpec, "spec-file", "", "read the StackInstance spec (JSON) from this file instead of <podinfo-dir>/spec")
 	fs.StringVar(&p.PodSocketDir, "pod-socket-dir", p.PodSocketDir, "the CNI plugin's per-pod directory (<ifname>.json device info, sockets)")
@@ -83,6 +82,13 @@ func parseFlags(args []string, ext Extension) (*options, error) {
 	fs.IntVar(&o.cfg.Restarts.Max, "max-restarts", 10, "in-place restarts of the dataplane (a new generation after a process died, for shim contexts, ...) allowed within --restart-window; one more is a crash loop and the supervisor exits, so that the kubelet restarts the container with its back-off; 0: exit on the first")
 	fs.DurationVar(&o.cfg.Restarts.Window, "restart-window", 10*time.Minute, "the window of --max-restarts")
 	fs.StringVar(&o.listen, "listen", ":"+strconv.Itoa(podcontract.SupervisorPort), "address of /readyz, /healthz and /metrics")
+}
+
+func parseFlags(args []string, ext Extension) (*options, error) {
+	o := &options{cfg: supervisor.Config{Paths: facts.DefaultPaths()}}
+	p, l := &o.cfg.Paths, &o.cfg.Launch
+	fs := flag.NewFlagSet("fstack-supervisor", flag.ContinueOnError)
+	o.bindFlags(fs)
 	o.cfg.Logging.BindFlags(fs)
 	if ext != nil {
 		ext.Flags(fs)
