@@ -87,11 +87,10 @@ func TestUpstreamVhostUserGetsGigPagesEverywhere(t *testing.T) {
 		if len(errs) > 0 {
 			t.Fatalf("%s: %v", what, errs.ToAggregate())
 		}
-		res := checked.Placeholder()
-		if got := res.Spec.Dataplane.HugePages.PageSize; got != fsv1.HugePages1Gi {
+		if got := checked.Defaulted().Dataplane.HugePages.PageSize; got != fsv1.HugePages1Gi {
 			t.Errorf("%s: renders with %s pages, want 1Gi", what, got)
 		}
-		if got := res.Spec.Dataplane.HugePages.Amount.String(); got != "2Gi" {
+		if got := checked.Defaulted().Dataplane.HugePages.Amount.String(); got != "2Gi" {
 			t.Errorf("%s: renders %s of hugepages, want the 2Gi asked for", what, got)
 		}
 	}

@@ -32,45 +32,48 @@ type AddressNeed struct {
 // then its IPv6).
 func (p *Prepared) AddressNeeds() []AddressNeed { return p.needs }
 
-// addressNeeds reads them from the spec (defaults applied), which rendering already checked.
-func addressNeeds(s *fsv1.StackInstanceSpec) ([]AddressNeed, error) {
+// addressNeeds reads them from the checked spec, whose pools Prepare parsed.
+func addressNeeds(checked *render.Spec) ([]AddressNeed, error) {
 	var out []AddressNeed
-	for i := range s.Ports {
-		ps := &s.Ports[i]
-		path := field.NewPath("spec", "ports").Index(i)
-		add := func(family string, from fsv1.AddressSource, addr string, pool *fsv1.IPPool) error {
-			n := AddressNeed{Port: i, PortName: ps.Name, Field: path.Child(family).String()}
-			switch from {
-			case fsv1.AddressStatic:
-				pfx, err := netip.ParsePrefix(addr)
-				if err != nil {
-					return fmt.Errorf("%s.address: %w", n.Field, err)
-				}
-				n.Static = pfx
-			case fsv1.AddressPool:
-				parsed, errs := render.ParsePool(pool, family == "ipv4", path.Child(family, "pool"))
-				if len(errs) > 0 {
-					return errs.ToAggregate()
-				}
-				n.Pool = parsed
-			default:
-				return nil
-			}
-			out = append(out, n)
-			return nil
-		}
-		if v4 := ps.IPv4; v4 != nil {
-			if err := add("ipv4", v4.From, v4.Address, v4.Pool); err != nil {
-				return nil, err
-			}
-		}
-		if v6 := ps.IPv6; v6 != nil {
-			if err := add("ipv6", v6.From, v6.Address, v6.Pool); err != nil {
+	for i := range checked.Defaulted().Ports {
+		for _, v4 := range []bool{true, false} {
+			var err error
+			if out, err = appendNeed(out, checked, i, v4); err != nil {
 				return nil, err
 			}
 		}
 	}
 	return out, nil
+}
+
+// appendNeed appends the need of spec.ports[port]'s IPv4 (v4) or IPv6 address, if it has one.
+func appendNeed(out []AddressNeed, checked *render.Spec, port int, v4 bool) ([]AddressNeed, error) {
+	ps := &checked.Defaulted().Ports[port]
+	family, from, addr := "ipv6", fsv1.AddressSource(""), ""
+	if v4 {
+		family = "ipv4"
+	}
+	if v4 && ps.IPv4 != nil {
+		from, addr = ps.IPv4.From, ps.IPv4.Address
+	} else if !v4 && ps.IPv6 != nil {
+		from, addr = ps.IPv6.From, ps.IPv6.Address
+	}
+	n := AddressNeed{Port: port, PortName: ps.Name, Field: field.NewPath("spec", "ports").Index(port).Child(family).String()}
+	switch from {
+	case fsv1.AddressStatic:
+		pfx, err := netip.ParsePrefix(addr)
+		if err != nil {
+			return nil, fmt.Errorf("%s.address: %w", n.Field, err)
+		}
+		n.Static = pfx
+	case fsv1.AddressPool:
+		if n.Pool = checked.Pool(port, v4); n.Pool == nil {
+			return nil, fmt.Errorf("%s.pool: not parsed by render.Prepare", n.Field)
+		}
+	default:
+		return out, nil
+	}
+	return append(out, n), nil
 }
 
 // InjectAddresses is Inject for a pod that holds addrs, one per AddressNeeds entry in its order
@@ -137,7 +140,7 @@ func (p *Prepared) FirstAddresses() []netip.Addr {
 	for _, n := range p.needs {
 		a := n.Static.Addr()
 		if n.Pool != nil {
-			n.Pool.Addresses(func(x netip.Addr) bool { a = x; return false })
+			a = n.Pool.First()
 		}
 		out = append(out, a)
 	}

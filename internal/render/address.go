@@ -25,9 +25,9 @@ func (p *plan) resolveAddresses(f *Facts) field.ErrorList {
 		att := f.Attachments[pp.spec.Attachment]
 		a := &pp.spec.Addressing
 		var e field.ErrorList
-		pp.v4, e = ipv4For(a.IPv4, att, pp.spec.Attachment, pp.path.Child("ipv4"))
+		pp.v4, e = p.ipv4For(a.IPv4, att, pp.spec.Attachment, pp.path.Child("ipv4"))
 		errs = append(errs, e...)
-		pp.v6, e = ipv6For(a.IPv6, att, pp.spec.Attachment, pp.path.Child("ipv6"))
+		pp.v6, e = p.ipv6For(a.IPv6, att, pp.spec.Attachment, pp.path.Child("ipv6"))
 		errs = append(errs, e...)
 		if a.IPv4 == nil && !hasVLAN[pp.spec.Name] {
 			errs = append(errs, field.Required(pp.path.Child("ipv4"), "F-Stack needs an IPv4 address, "+
@@ -93,33 +93,30 @@ func checkSourceFields(a *fsv1.Addressing, path *field.Path) field.ErrorList {
 }
 
 // poolAddress checks a port's pool and returns the address the port renders with before a pod
-// has one (placeholderPoolAddress). The gateway may not be one of the pool's addresses.
-func poolAddress(pool *fsv1.IPPool, gw string, v4 bool, path *field.Path) (string, field.ErrorList) {
+// has one (Pool.First). The gateway may not be one of the pool's addresses.
+func (p *plan) poolAddress(pool *fsv1.IPPool, gw string, v4 bool, path *field.Path) (string, field.ErrorList) {
 	if pool == nil {
 		return "", field.ErrorList{field.Required(path.Child("pool"), "from: Pool needs a pool: ranges and prefixLength")}
 	}
-	cidr, errs := placeholderPoolAddress(pool, v4, path.Child("pool"))
+	parsed, errs := p.pools.get(pool, v4, path.Child("pool"))
 	if len(errs) > 0 {
 		return "", errs
 	}
-	if g, err := netip.ParseAddr(gw); err == nil {
-		p, _ := ParsePool(pool, v4, path.Child("pool"))
-		if p.Contains(g) {
-			return "", field.ErrorList{field.Invalid(path.Child("gateway"), gw,
-				"is one of the pool's addresses, which a pod could be given: take it out of pool.ranges")}
-		}
+	if g, err := netip.ParseAddr(gw); err == nil && parsed.Contains(g) {
+		return "", field.ErrorList{field.Invalid(path.Child("gateway"), gw,
+			"is one of the pool's addresses, which a pod could be given: take it out of pool.ranges")}
 	}
-	return cidr, nil
+	return parsed.Prefix(parsed.First()), nil
 }
 
-func ipv4For(spec *fsv1.IPv4Address, att Attachment, attName string, path *field.Path) (*ipv4Plan, field.ErrorList) {
+func (p *plan) ipv4For(spec *fsv1.IPv4Address, att Attachment, attName string, path *field.Path) (*ipv4Plan, field.ErrorList) {
 	if spec == nil {
 		return nil, nil
 	}
 	cidr, gw := sourced(spec.From, spec.Address, spec.Gateway, att, true)
 	if spec.From == fsv1.AddressPool {
 		var errs field.ErrorList
-		if cidr, errs = poolAddress(spec.Pool, spec.Gateway, true, path); len(errs) > 0 {
+		if cidr, errs = p.poolAddress(spec.Pool, spec.Gateway, true, path); len(errs) > 0 {
 			return nil, errs
 		}
 	}
@@ -159,14 +156,14 @@ func ipv4For(spec *fsv1.IPv4Address, att Attachment, attName string, path *field
 	return v, errs
 }
 
-func ipv6For(spec *fsv1.IPv6Address, att Attachment, attName string, path *field.Path) (*ipv6Plan, field.ErrorList) {
+func (p *plan) ipv6For(spec *fsv1.IPv6Address, att Attachment, attName string, path *field.Path) (*ipv6Plan, field.ErrorList) {
 	if spec == nil {
 		return nil, nil
 	}
 	cidr, gw := sourced(spec.From, spec.Address, spec.Gateway, att, false)
 	if spec.From == fsv1.AddressPool {
 		var errs field.ErrorList
-		if cidr, errs = poolAddress(spec.Pool, spec.Gateway, false, path); len(errs) > 0 {
+		if cidr, errs = p.poolAddress(spec.Pool, spec.Gateway, false, path); len(errs) > 0 {
 			return nil, errs
 		}
 	}
@@ -203,13 +200,10 @@ func checkAddressing(a *fsv1.Addressing, path *field.Path) field.ErrorList {
 	return errs
 }
 
-// maxVIPs is VIP_MAX_NUM: F-Stack silently drops VIPs past the 64th.
-const maxVIPs = 64
-
 func checkAddrList(list []string, path *field.Path, v4 bool) field.ErrorList {
 	var errs field.ErrorList
-	if len(list) > maxVIPs {
-		errs = append(errs, field.TooMany(path, len(list), maxVIPs))
+	if len(list) > MaxVIPs {
+		errs = append(errs, field.TooMany(path, len(list), MaxVIPs))
 	}
 	seen := map[string]bool{}
 	for i, s := range list {
@@ -248,9 +242,9 @@ func (p *plan) resolveVLANs() field.ErrorList {
 		errs = append(errs, checkStaticOnly(vs.IPv4, vs.IPv6, path)...)
 		errs = append(errs, checkSourceFields(&vs.Addressing, path)...)
 		var e field.ErrorList
-		vp.v4, e = ipv4For(vs.IPv4, Attachment{}, "", path.Child("ipv4"))
+		vp.v4, e = p.ipv4For(vs.IPv4, Attachment{}, "", path.Child("ipv4"))
 		errs = append(errs, e...)
-		vp.v6, e = ipv6For(vs.IPv6, Attachment{}, "", path.Child("ipv6"))
+		vp.v6, e = p.ipv6For(vs.IPv6, Attachment{}, "", path.Child("ipv6"))
 		errs = append(errs, e...)
 		errs = append(errs, checkAddressing(&vs.Addressing, path)...)
 		p.vlans = append(p.vlans, vp)

@@ -16,6 +16,15 @@ const (
 	maxEALArgLen = 255
 )
 
+// ealArgvs is the argv of every process, in process order.
+func (p *plan) ealArgvs() [][]string {
+	out := make([][]string, 0, len(p.lcores))
+	for k := range p.lcores {
+		out = append(out, p.ealArgs(k))
+	}
+	return out
+}
+
 // ealArgs is the argv F-Stack's dpdk_args_setup builds from the config for one process, in its
 // order. The KubeFStack flavor differs in three places, all patches of the dataplane image: it
 // keeps DPDK's default file prefix with vdevs, it adds --single-file-segments, and with

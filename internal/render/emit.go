@@ -330,6 +330,15 @@ func hexMask(bits []int) string {
 	return b.String()
 }
 
+// portIDsByName maps each port's name to its DPDK port id.
+func (p *plan) portIDsByName() map[string]int {
+	ids := make(map[string]int, len(p.ports))
+	for _, pp := range p.ports {
+		ids[pp.spec.Name] = pp.id
+	}
+	return ids
+}
+
 func (p *plan) portIDs() []int {
 	ids := make([]int, 0, len(p.ports))
 	for _, pp := range p.portsByID() {

@@ -27,6 +27,17 @@ func RenderRaw(raw *fsv1.StackInstanceSpec, f *Facts) (*Result, error) {
 	return Render(s, f)
 }
 
+// RenderDefaulted is RenderRaw that also returns the spec with every default applied, as the
+// render saw it.
+func RenderDefaulted(raw *fsv1.StackInstanceSpec, f *Facts) (*fsv1.StackInstanceSpec, *Result, error) {
+	s, errs := Prepare(raw)
+	if len(errs) > 0 {
+		return nil, nil, &ValidationError{Errs: errs}
+	}
+	res, err := Render(s, f)
+	return s.Defaulted(), res, err
+}
+
 // MustPrepare prepares a spec the test knows valid.
 func MustPrepare(t interface{ Fatalf(string, ...any) }, raw *fsv1.StackInstanceSpec) *Spec {
 	s, errs := Prepare(raw)
@@ -38,3 +49,9 @@ func MustPrepare(t interface{ Fatalf(string, ...any) }, raw *fsv1.StackInstanceS
 
 // Defaultings is how many times the CRD's defaults were applied (a JSON round trip each).
 func Defaultings() int64 { return defaultings.Load() }
+
+// PoolParses is how many times a pool was parsed.
+func PoolParses() int64 { return poolParses.Load() }
+
+// ParsePool is the pool parser Prepare's render runs.
+var ParsePool = parsePool

@@ -74,7 +74,7 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := render.RenderRaw(&sis[0].Spec, facts)
+			spec, res, err := render.RenderDefaulted(&sis[0].Spec, facts)
 			if err != nil {
 				t.Fatalf("render: %v", err)
 			}
@@ -85,7 +85,7 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			assertConforms(t, res.Spec, facts, golden, res)
+			assertConforms(t, spec, facts, golden, res)
 		})
 	}
 }

@@ -26,6 +26,7 @@ type plan struct {
 	allow  []string // PCI addresses DPDK may probe, ascending (= probe order)
 	vlans  []vlanPlan
 	appCPU int // -1 when unknown
+	pools  *poolSet
 }
 
 type portPlan struct {
@@ -72,8 +73,8 @@ type vlanPlan struct {
 }
 
 // resolve builds the plan, collecting every error instead of stopping at the first.
-func resolve(s *fsv1.StackInstanceSpec, f *Facts) (*plan, field.ErrorList) {
-	p := &plan{spec: s, appCPU: -1}
+func resolve(s *fsv1.StackInstanceSpec, f *Facts, pools *poolSet) (*plan, field.ErrorList) {
+	p := &plan{spec: s, appCPU: -1, pools: pools}
 	var errs field.ErrorList
 	errs = append(errs, p.resolveLcores(f)...)
 	errs = append(errs, p.resolveDevices(f)...)

@@ -4,20 +4,15 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 )
 
-// maxPoolSize bounds a pool: the admission webhook walks it to find a free address.
-const maxPoolSize = 1 << 16
-
-// maxPoolRanges and maxRangeLen are the CRD's bounds on pool.ranges.
-const (
-	maxPoolRanges = 64
-	maxRangeLen   = 79
-)
+// poolParses counts parsePool's calls, for the test that holds every path to one parse a pool.
+var poolParses atomic.Int64
 
 // Pool is a checked spec pool (from: Pool): its addresses in the order pods take them, and the
 // prefix length every pod's address gets.
@@ -63,70 +58,114 @@ func (p *Pool) Prefix(addr netip.Addr) string {
 	return netip.PrefixFrom(addr, p.Bits).String()
 }
 
-// ParsePool checks pool (an ipv4 pool when v4, else ipv6) at path: every entry one address or
+// parsePool checks pool (an ipv4 pool when v4, else ipv6) at path: every entry one address or
 // first-last of the family, all in one subnet of prefixLength, none its network or broadcast
-// address, no address twice, at most 65536 in all.
-func ParsePool(pool *fsv1.IPPool, v4 bool, path *field.Path) (*Pool, field.ErrorList) {
-	family, example := "IPv6", "2001:db8::10-2001:db8::40"
-	maxBits := 128
-	if v4 {
-		family, example, maxBits = "IPv4", "10.56.0.10-10.56.0.50", 32
-	}
-	bits := int(pool.PrefixLength)
-	if bits < 1 || bits > maxBits {
-		return nil, field.ErrorList{field.Invalid(path.Child("prefixLength"), pool.PrefixLength,
-			fmt.Sprintf("an %s prefix length is 1 to %d", family, maxBits))}
-	}
-	if len(pool.Ranges) == 0 {
-		return nil, field.ErrorList{field.Required(path.Child("ranges"), "list the pool's addresses, e.g. "+example)}
-	}
-	if len(pool.Ranges) > maxPoolRanges {
-		return nil, field.ErrorList{field.TooMany(path.Child("ranges"), len(pool.Ranges), maxPoolRanges)}
-	}
-	p := &Pool{Bits: bits}
-	var errs field.ErrorList
-	var subnet netip.Prefix
-	for i, entry := range pool.Ranges {
-		ipath := path.Child("ranges").Index(i)
-		r, err := parseRange(entry, v4)
-		if len(entry) > maxRangeLen {
-			err = fmt.Sprintf("longer than %d characters", maxRangeLen)
-		}
-		if err != "" {
-			errs = append(errs, field.Invalid(ipath, entry, err+"; write one "+family+" address, or first-last, e.g. "+example))
-			continue
-		}
-		pfx := netip.PrefixFrom(r.first, bits).Masked()
-		if !subnet.IsValid() {
-			subnet = pfx
-		}
-		switch {
-		case !subnet.Contains(r.first) || !subnet.Contains(r.last):
-			errs = append(errs, field.Invalid(ipath, entry, fmt.Sprintf(
-				"outside %s, the subnet of the pool's first entry with prefixLength %d: a pool is one subnet", subnet, bits)))
-			continue
-		case v4 && bits < 31 && (r.first == subnet.Addr() || r.last == broadcastAddr(subnet)):
-			errs = append(errs, field.Invalid(ipath, entry, fmt.Sprintf(
-				"holds the network (%s) or broadcast (%s) address of %s, which no pod may serve", subnet.Addr(), broadcastAddr(subnet), subnet)))
-			continue
-		}
-		for j, o := range p.ranges {
-			if r.first.Compare(o.last) <= 0 && o.first.Compare(r.last) <= 0 {
-				errs = append(errs, field.Invalid(ipath, entry, fmt.Sprintf("overlaps ranges entry %q: list each address once", pool.Ranges[j])))
-			}
-		}
-		n := rangeSize(r)
-		if p.size+n > maxPoolSize {
-			errs = append(errs, field.TooMany(path.Child("ranges"), p.size+n, maxPoolSize))
-			break
-		}
-		p.size += n
-		p.ranges = append(p.ranges, r)
-	}
-	if len(errs) > 0 {
+// address, no address twice, at most 65536 in all. Only Prepare's render calls it: a *Spec
+// carries its pools parsed (Spec.Pool), so no later step parses one again.
+func parsePool(pool *fsv1.IPPool, v4 bool, path *field.Path) (*Pool, field.ErrorList) {
+	poolParses.Add(1)
+	fam := familyOf(v4)
+	if errs := checkPoolShape(pool, fam, path); len(errs) > 0 {
 		return nil, errs
 	}
-	return p, nil
+	b := &poolBuilder{p: &Pool{Bits: int(pool.PrefixLength)}, fam: fam, path: path.Child("ranges")}
+	for i, entry := range pool.Ranges {
+		if !b.add(i, entry) {
+			break
+		}
+	}
+	if len(b.errs) > 0 {
+		return nil, b.errs
+	}
+	return b.p, nil
+}
+
+// poolFamily is what parsing a pool needs to know of its address family.
+type poolFamily struct {
+	v4            bool
+	name, example string
+	maxBits       int
+}
+
+func familyOf(v4 bool) poolFamily {
+	if v4 {
+		return poolFamily{v4: true, name: "IPv4", example: "10.56.0.10-10.56.0.50", maxBits: MaxPrefixLengthIPv4}
+	}
+	return poolFamily{name: "IPv6", example: "2001:db8::10-2001:db8::40", maxBits: MaxPrefixLengthIPv6}
+}
+
+// checkPoolShape checks what comes before the entries: the prefix length and how many there are.
+func checkPoolShape(pool *fsv1.IPPool, fam poolFamily, path *field.Path) field.ErrorList {
+	switch bits := int(pool.PrefixLength); {
+	case bits < MinPrefixLength || bits > fam.maxBits:
+		return field.ErrorList{field.Invalid(path.Child("prefixLength"), pool.PrefixLength,
+			fmt.Sprintf("an %s prefix length is %d to %d", fam.name, MinPrefixLength, fam.maxBits))}
+	case len(pool.Ranges) == 0:
+		return field.ErrorList{field.Required(path.Child("ranges"), "list the pool's addresses, e.g. "+fam.example)}
+	case len(pool.Ranges) > MaxPoolRanges:
+		return field.ErrorList{field.TooMany(path.Child("ranges"), len(pool.Ranges), MaxPoolRanges)}
+	}
+	return nil
+}
+
+// poolBuilder adds a pool's entries one by one, collecting every problem.
+type poolBuilder struct {
+	p    *Pool
+	fam  poolFamily
+	path *field.Path // the pool's ranges
+	// entries are the spec's text of each of p.ranges, for messages.
+	entries []string
+	// subnet is the first valid entry's, which every other must be in.
+	subnet netip.Prefix
+	errs   field.ErrorList
+}
+
+// add checks entry i and adds its addresses; false stops the parse (the pool is too large).
+func (b *poolBuilder) add(i int, entry string) bool {
+	ipath := b.path.Index(i)
+	r, err := parseRange(entry, b.fam.v4)
+	if len(entry) > MaxPoolRangeLength {
+		err = fmt.Sprintf("longer than %d characters", MaxPoolRangeLength)
+	}
+	if err != "" {
+		b.errs = append(b.errs, field.Invalid(ipath, entry, err+"; write one "+b.fam.name+" address, or first-last, e.g. "+b.fam.example))
+		return true
+	}
+	if msg := b.misplaced(r); msg != "" {
+		b.errs = append(b.errs, field.Invalid(ipath, entry, msg))
+		return true
+	}
+	for j, o := range b.p.ranges {
+		if r.first.Compare(o.last) <= 0 && o.first.Compare(r.last) <= 0 {
+			b.errs = append(b.errs, field.Invalid(ipath, entry, fmt.Sprintf("overlaps ranges entry %q: list each address once", b.entries[j])))
+		}
+	}
+	n := rangeSize(r)
+	if b.p.size+n > MaxPoolSize {
+		b.errs = append(b.errs, field.TooMany(b.path, b.p.size+n, MaxPoolSize))
+		return false
+	}
+	b.p.size += n
+	b.p.ranges = append(b.p.ranges, r)
+	b.entries = append(b.entries, entry)
+	return true
+}
+
+// misplaced says why r cannot be in the pool (outside its subnet, or holding the subnet's network
+// or broadcast address), or "".
+func (b *poolBuilder) misplaced(r addrRange) string {
+	if !b.subnet.IsValid() {
+		b.subnet = netip.PrefixFrom(r.first, b.p.Bits).Masked()
+	}
+	subnet := b.subnet
+	switch {
+	case !subnet.Contains(r.first) || !subnet.Contains(r.last):
+		return fmt.Sprintf("outside %s, the subnet of the pool's first entry with prefixLength %d: a pool is one subnet", subnet, b.p.Bits)
+	case b.fam.v4 && b.p.Bits < 31 && (r.first == subnet.Addr() || r.last == broadcastAddr(subnet)):
+		return fmt.Sprintf("holds the network (%s) or broadcast (%s) address of %s, which no pod may serve",
+			subnet.Addr(), broadcastAddr(subnet), subnet)
+	}
+	return ""
 }
 
 func parseRange(entry string, v4 bool) (addrRange, string) {
@@ -150,21 +189,21 @@ func parseRange(entry string, v4 bool) (addrRange, string) {
 	return addrRange{first, last}, ""
 }
 
-// rangeSize is the number of addresses in r, or more than maxPoolSize.
+// rangeSize is the number of addresses in r, or more than MaxPoolSize.
 func rangeSize(r addrRange) int {
 	a, b := r.first.As16(), r.last.As16()
 	// Any difference above the low 4 bytes is more than a pool may hold.
 	for i := 0; i < 12; i++ {
 		if a[i] != b[i] {
-			return maxPoolSize + 1
+			return MaxPoolSize + 1
 		}
 	}
 	lo := func(x [16]byte) uint64 {
 		return uint64(x[12])<<24 | uint64(x[13])<<16 | uint64(x[14])<<8 | uint64(x[15])
 	}
 	n := lo(b) - lo(a) + 1
-	if n > maxPoolSize {
-		return maxPoolSize + 1
+	if n > MaxPoolSize {
+		return MaxPoolSize + 1
 	}
 	return int(n)
 }
@@ -174,15 +213,37 @@ func broadcastAddr(subnet netip.Prefix) netip.Addr {
 	return a
 }
 
-// placeholderPoolAddress is the address a pool port renders with before a pod takes one (the
-// stack's preview ConfigMap, `kubectl fstack render`, the config hash every pod records): the
-// pool's first address.
-func placeholderPoolAddress(pool *fsv1.IPPool, v4 bool, path *field.Path) (string, field.ErrorList) {
-	p, errs := ParsePool(pool, v4, path)
-	if len(errs) > 0 {
-		return "", errs
+// First is the pool's first address, the one a pool port renders with before a pod takes one
+// (the stack's preview ConfigMap, `kubectl fstack render`, the config hash every pod records).
+func (p *Pool) First() netip.Addr { return p.ranges[0].first }
+
+// poolSet is a spec's parsed pools by field path (spec.ports[0].ipv4.pool). Prepare's render
+// parses each pool and records it; every later render of the Spec reads what it recorded.
+type poolSet struct {
+	byPath map[string]*Pool
+	parse  bool
+}
+
+// get is the pool at path, parsed now when this is Prepare's render.
+func (ps *poolSet) get(pool *fsv1.IPPool, v4 bool, path *field.Path) (*Pool, field.ErrorList) {
+	if !ps.parse {
+		if p := ps.byPath[path.String()]; p != nil {
+			return p, nil
+		}
+		return nil, field.ErrorList{field.InternalError(path, fmt.Errorf("a pool Prepare did not parse"))}
 	}
-	var first netip.Addr
-	p.Addresses(func(a netip.Addr) bool { first = a; return false })
-	return p.Prefix(first), nil
+	p, errs := parsePool(pool, v4, path)
+	if len(errs) == 0 {
+		ps.byPath[path.String()] = p
+	}
+	return p, errs
+}
+
+// portPoolPath is where spec.ports[port]'s pool of a family is.
+func portPoolPath(port int, v4 bool) *field.Path {
+	family := "ipv6"
+	if v4 {
+		family = "ipv4"
+	}
+	return field.NewPath("spec", "ports").Index(port).Child(family, "pool")
 }

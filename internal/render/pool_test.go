@@ -58,6 +58,11 @@ func TestParsePool(t *testing.T) {
 			t.Errorf("%s: want an error at %s.%s saying %q, got %v", tc.name, path, tc.at, tc.in, errs)
 		}
 	}
+	// An overlap names the entry it overlaps, though an invalid entry came before it.
+	_, errs = render.ParsePool(&fsv1.IPPool{Ranges: []string{"nope", "10.0.0.2-10.0.0.9", "10.0.0.5"}, PrefixLength: 24}, true, path)
+	if len(errs) != 2 || errs[1].Field != path.String()+".ranges[2]" || !strings.Contains(errs[1].Error(), `overlaps ranges entry "10.0.0.2-10.0.0.9"`) {
+		t.Errorf("want ranges[2] to overlap ranges[1], 10.0.0.2-10.0.0.9, got %v", errs)
+	}
 }
 
 // The gateway is no address a pod may be given.

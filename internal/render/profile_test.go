@@ -157,14 +157,14 @@ func TestProfileWithoutUpstreams(t *testing.T) {
 func TestNoProfileKeepsFStackDefaults(t *testing.T) {
 	s, f := proxyBase()
 	s.RSSCheck.Enabled = new(true)
-	plain, err := render.RenderRaw(s, f)
+	defaulted, plain, err := render.RenderDefaulted(s, f)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if plain.Profile != nil {
 		t.Errorf("no profile, yet profile values %+v", plain.Profile)
 	}
-	if got := *plain.Spec.DPDK.PktTxDelayMicroseconds; got != 100 {
+	if got := *defaulted.DPDK.PktTxDelayMicroseconds; got != 100 {
 		t.Errorf("pkt_tx_delay default %d, want F-Stack's 100", got)
 	}
 	s.Profile = fsv1.ProfileLongConnections

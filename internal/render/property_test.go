@@ -23,7 +23,7 @@ func TestPropertyValidSpecsRoundTrip(t *testing.T) {
 		g := &gen{data: data}
 		g.build()
 		before := g.spec.DeepCopy()
-		res, err := render.RenderRaw(&g.spec, &g.facts)
+		spec, res, err := render.RenderDefaulted(&g.spec, &g.facts)
 		if err != nil {
 			t.Fatalf("case %d: a valid spec was refused: %v\nspec: %+v", i, err, g.spec)
 		}
@@ -37,10 +37,10 @@ func TestPropertyValidSpecsRoundTrip(t *testing.T) {
 		if !reflect.DeepEqual(before, &g.spec) {
 			t.Fatalf("case %d: Render modified its input", i)
 		}
-		assertConforms(t, res.Spec, &g.facts, res.Config, res)
+		assertConforms(t, spec, &g.facts, res.Config, res)
 		// The dataplane renders the injector's snapshot, the spec with every default (the
 		// profile's too) applied: it must get the very file, and so the hash, admission got.
-		if again, err := render.RenderRaw(res.Spec, &g.facts); err != nil {
+		if again, err := render.RenderRaw(spec, &g.facts); err != nil {
 			t.Errorf("case %d: the defaulted spec is refused: %v", i, err)
 		} else if string(again.Config) != string(res.Config) {
 			t.Errorf("case %d: the defaulted spec renders differently:\n%s", i, again.Config)
@@ -64,7 +64,7 @@ func FuzzRender(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g := &gen{data: data, wild: true}
 		g.build()
-		res, err := render.RenderRaw(&g.spec, &g.facts)
+		spec, res, err := render.RenderDefaulted(&g.spec, &g.facts)
 		if err != nil {
 			var ve *render.ValidationError
 			if !errors.As(err, &ve) || len(ve.Errs) == 0 {
@@ -77,6 +77,6 @@ func FuzzRender(f *testing.F) {
 			}
 			return
 		}
-		assertConforms(t, res.Spec, &g.facts, res.Config, res)
+		assertConforms(t, spec, &g.facts, res.Config, res)
 	})
 }

@@ -10,6 +10,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -43,10 +45,30 @@ type Result struct {
 	// spec.dpdk.lcoresPerCPU > 1, podcontract.EnvLcoreCPUs, which patch 0003 turns into EAL's
 	// --lcores=<lcore>@<CPU>. EAL already shows the argv it gives.
 	FStackEnv []EnvVar
-	// Spec is the spec with every default applied.
-	Spec *fsv1.StackInstanceSpec
 	// Profile is what the spec's tuning profile set, for display only: Config already holds it.
 	Profile []ProfileValue
+}
+
+// A Result holds no part of the *Spec it was rendered from, which is shared (the webhook injects
+// every pod of a StackInstance generation from one): whoever needs the spec reads the *Spec it
+// passed in (Spec.Defaulted), and what a caller does to a Result stays in it.
+
+// clone is a copy of r that shares nothing with it: Spec.Placeholder hands out copies, so no
+// caller can change the one the Spec keeps.
+func (r *Result) clone() *Result {
+	c := *r
+	c.Config = slices.Clone(r.Config)
+	c.EAL = make([][]string, len(r.EAL))
+	for k, argv := range r.EAL {
+		c.EAL[k] = slices.Clone(argv)
+	}
+	c.PortIDs = maps.Clone(r.PortIDs)
+	c.ShimEnv = slices.Clone(r.ShimEnv)
+	c.ShimEAL = slices.Clone(r.ShimEAL)
+	c.CPUs = slices.Clone(r.CPUs)
+	c.FStackEnv = slices.Clone(r.FStackEnv)
+	c.Profile = slices.Clone(r.Profile)
+	return &c
 }
 
 // EnvVar is one environment variable.

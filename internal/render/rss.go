@@ -12,8 +12,8 @@ import (
 
 // The [rss_check] table is a 16 x 4 hash layout: entries that do not fit are dropped with only a
 // warning (FF_RSS_TBL_* in ff_config.h).
+// MaxRSSEntries (bounds.go) is the whole table.
 const (
-	maxRSSEntries     = 64
 	maxRSSRemotePairs = 16
 	maxRSSLocalAddrs  = 4
 )
@@ -26,8 +26,8 @@ func checkRSS(s *fsv1.StackInstanceSpec) field.ErrorList {
 	}
 	path := field.NewPath("spec", "rssCheck", "entries")
 	var errs field.ErrorList
-	if len(r.Entries) > maxRSSEntries {
-		errs = append(errs, field.TooMany(path, len(r.Entries), maxRSSEntries))
+	if len(r.Entries) > MaxRSSEntries {
+		errs = append(errs, field.TooMany(path, len(r.Entries), MaxRSSEntries))
 	}
 	locals := map[string]map[string]bool{} // remote addr:port -> local addrs
 	seen := map[string]bool{}
@@ -39,8 +39,8 @@ func checkRSS(s *fsv1.StackInstanceSpec) field.ErrorList {
 		if !isIPv4(e.RemoteAddress) {
 			errs = append(errs, field.Invalid(p.Child("remoteAddress"), e.RemoteAddress, "must be an IPv4 address (the table is IPv4 only)"))
 		}
-		if e.RemotePort < 1 || e.RemotePort > 65535 {
-			errs = append(errs, field.Invalid(p.Child("remotePort"), e.RemotePort, "must be 1-65535"))
+		if e.RemotePort < 1 || e.RemotePort > MaxPort {
+			errs = append(errs, field.Invalid(p.Child("remotePort"), e.RemotePort, fmt.Sprintf("must be 1-%d", MaxPort)))
 		}
 		key := fmt.Sprintf("%s %s %s %d", e.Port, e.LocalAddress, e.RemoteAddress, e.RemotePort)
 		if seen[key] {

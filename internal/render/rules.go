@@ -44,8 +44,8 @@ func celRules(s *fsv1.StackInstanceSpec) field.ErrorList {
 		c.add(field.Required(root.Child("kni", "method"), "method is required when the exception path is enabled"))
 	}
 	c.quantity(root.Child("freebsd", "physMem"), s.FreeBSD.PhysMem)
-	c.tunables(root.Child("freebsd", "boot"), s.FreeBSD.Boot, 128)
-	c.tunables(root.Child("freebsd", "sysctl"), s.FreeBSD.Sysctl, 256)
+	c.tunables(root.Child("freebsd", "boot"), s.FreeBSD.Boot, MaxBootValue)
+	c.tunables(root.Child("freebsd", "sysctl"), s.FreeBSD.Sysctl, MaxSysctlValue)
 	c.rssCheck(s, root.Child("rssCheck"))
 	if s.Pcap != nil {
 		c.quantity(root.Child("pcap", "fileSize"), s.Pcap.FileSize)
@@ -59,15 +59,6 @@ func celRules(s *fsv1.StackInstanceSpec) field.ErrorList {
 	c.program(s, root)
 	return c.errs
 }
-
-// The sizes the CRD's CEL rules set (api/v1alpha1 says why each is one no real spec reaches).
-const (
-	maxResources    = 16
-	maxResourceName = 253
-	maxQuantity     = 64
-	maxTunableName  = 128
-	maxDNSLabel     = 63
-)
 
 type rules struct{ errs field.ErrorList }
 
@@ -135,8 +126,8 @@ func (c *rules) addressing(a *fsv1.Addressing, p *field.Path) {
 			c.add(field.Required(vp.Child("gateway"), "gateway is required when from is Static: F-Stack refuses a port without one"))
 		}
 	}
-	if v4 := a.IPv4; v4 != nil && v4.Pool != nil && v4.Pool.PrefixLength > 32 {
-		c.add(field.Invalid(p.Child("ipv4", "pool", "prefixLength"), v4.Pool.PrefixLength, "pool.prefixLength of an IPv4 pool is 1 to 32"))
+	if v4 := a.IPv4; v4 != nil && v4.Pool != nil && v4.Pool.PrefixLength > MaxPrefixLengthIPv4 {
+		c.add(field.Invalid(p.Child("ipv4", "pool", "prefixLength"), v4.Pool.PrefixLength, fmt.Sprintf("pool.prefixLength of an IPv4 pool is %d to %d", MinPrefixLength, MaxPrefixLengthIPv4)))
 	}
 	if v6 := a.IPv6; v6 != nil && v6.From == fsv1.AddressStatic && v6.Address == "" {
 		c.add(field.Required(p.Child("ipv6", "address"), "address is required when from is Static"))
@@ -182,8 +173,8 @@ func (c *rules) quantity(p *field.Path, q *resource.Quantity) {
 	if q == nil {
 		return
 	}
-	if cp := q.DeepCopy(); len(cp.String()) > maxQuantity { // String caches: never change the input
-		c.add(field.TooLong(p, "", maxQuantity))
+	if cp := q.DeepCopy(); len(cp.String()) > MaxQuantity { // String caches: never change the input
+		c.add(field.TooLong(p, "", MaxQuantity))
 	}
 }
 
@@ -192,8 +183,8 @@ func (c *rules) quantity(p *field.Path, q *resource.Quantity) {
 func (c *rules) tunables(p *field.Path, m map[string]string, maxValue int) {
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		switch {
-		case utf8.RuneCountInString(k) > maxTunableName:
-			c.add(field.TooLong(p.Key(shorten(k)), "", maxTunableName))
+		case utf8.RuneCountInString(k) > MaxTunableName:
+			c.add(field.TooLong(p.Key(shorten(k)), "", MaxTunableName))
 		case utf8.RuneCountInString(m[k]) > maxValue:
 			c.add(field.TooLong(p.Key(k), "", maxValue))
 		}
@@ -208,13 +199,13 @@ func (c *rules) resources(r *corev1.ResourceRequirements, p *field.Path) {
 		list corev1.ResourceList
 	}{{"limits", r.Limits}, {"requests", r.Requests}} {
 		lp := p.Child(l.name)
-		if len(l.list) > maxResources {
-			c.add(field.TooMany(lp, len(l.list), maxResources))
+		if len(l.list) > MaxResources {
+			c.add(field.TooMany(lp, len(l.list), MaxResources))
 			continue
 		}
 		for _, name := range slices.Sorted(maps.Keys(l.list)) {
-			if utf8.RuneCountInString(string(name)) > maxResourceName {
-				c.add(field.TooLong(lp.Key(shorten(string(name))), "", maxResourceName))
+			if utf8.RuneCountInString(string(name)) > MaxResourceName {
+				c.add(field.TooLong(lp.Key(shorten(string(name))), "", MaxResourceName))
 				continue
 			}
 			q := l.list[name]
@@ -222,16 +213,16 @@ func (c *rules) resources(r *corev1.ResourceRequirements, p *field.Path) {
 		}
 	}
 	cp := p.Child("claims")
-	if len(r.Claims) > maxResources {
-		c.add(field.TooMany(cp, len(r.Claims), maxResources))
+	if len(r.Claims) > MaxResources {
+		c.add(field.TooMany(cp, len(r.Claims), MaxResources))
 		return
 	}
 	for i, cl := range r.Claims {
-		if utf8.RuneCountInString(cl.Name) > maxDNSLabel {
-			c.add(field.TooLong(cp.Index(i).Child("name"), "", maxDNSLabel))
+		if utf8.RuneCountInString(cl.Name) > MaxDNSLabel {
+			c.add(field.TooLong(cp.Index(i).Child("name"), "", MaxDNSLabel))
 		}
-		if utf8.RuneCountInString(cl.Request) > maxDNSLabel {
-			c.add(field.TooLong(cp.Index(i).Child("request"), "", maxDNSLabel))
+		if utf8.RuneCountInString(cl.Request) > MaxDNSLabel {
+			c.add(field.TooLong(cp.Index(i).Child("request"), "", MaxDNSLabel))
 		}
 	}
 }

@@ -1,6 +1,8 @@
 package render
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -22,6 +24,8 @@ type Spec struct {
 	// placeholder is the spec rendered with PlaceholderFacts, which Prepare does to run every
 	// check that needs facts with stand-ins for them.
 	placeholder *Result
+	// pools are the spec's pools, parsed by Prepare's render, by field path.
+	pools map[string]*Pool
 }
 
 // Prepare applies every default to a copy of raw and runs every check possible before a pod
@@ -42,60 +46,64 @@ func Prepare(raw *fsv1.StackInstanceSpec) (*Spec, field.ErrorList) {
 	}
 	s := &Spec{spec: layerDefaults(d), profile: ProfileValues(raw)}
 	errs = checkSpec(s.spec)
-	boot, sysctl, bsdErrs := freebsdSections(s.spec)
-	s.boot, s.sysctl = boot, sysctl
-	res, errs := s.render(PlaceholderFacts(s), errs, bsdErrs)
-	if len(errs) > 0 {
+	var bsdErrs field.ErrorList
+	s.boot, s.sysctl, bsdErrs = freebsdSections(s.spec)
+	// The checks that need facts, with stand-ins for them; the pools parsed here are the Spec's.
+	pools := &poolSet{byPath: map[string]*Pool{}, parse: true}
+	p, resolveErrs := resolve(s.spec, PlaceholderFacts(s), pools)
+	if errs = append(append(errs, resolveErrs...), bsdErrs...); len(errs) > 0 {
 		return nil, errs
 	}
-	s.placeholder = res
+	if s.placeholder, errs = s.write(p); len(errs) > 0 {
+		return nil, errs
+	}
+	s.pools = pools.byPath
 	return s, nil
 }
 
 // Defaulted is the spec with every default applied. It is shared: read it, never change it.
 func (s *Spec) Defaulted() *fsv1.StackInstanceSpec { return s.spec }
 
-// Profile is what the spec's tuning profile sets, for display (config.ini already holds it).
-func (s *Spec) Profile() []ProfileValue { return s.profile }
+// Profile is what the spec's tuning profile sets, for display (config.ini already holds it); a
+// copy of the Spec's.
+func (s *Spec) Profile() []ProfileValue { return slices.Clone(s.profile) }
+
+// Pool is the pool of spec.ports[port]'s IPv4 address (v4) or IPv6 address, parsed and checked,
+// when that address is from: Pool; nil otherwise. Prepare parsed it: no later step parses a pool.
+func (s *Spec) Pool(port int, v4 bool) *Pool { return s.pools[portPoolPath(port, v4).String()] }
 
 // Placeholder is the spec rendered with PlaceholderFacts: config.ini and the EAL argv of a pod
-// that does not exist yet (the operator's preview, the injector's config hash).
-func (s *Spec) Placeholder() *Result { return s.placeholder }
+// that does not exist yet (the operator's preview, the injector's config hash). Each call
+// returns a copy of the Spec's.
+func (s *Spec) Placeholder() *Result { return s.placeholder.clone() }
 
 // Render renders spec against the facts of one pod. Only the checks that compare the spec with
 // the facts are left; on any problem it returns a *ValidationError listing all of them.
 func Render(spec *Spec, facts *Facts) (*Result, error) {
-	res, errs := spec.render(facts, nil, nil)
+	p, errs := resolve(spec.spec, facts, &poolSet{byPath: spec.pools})
+	if len(errs) > 0 {
+		return nil, &ValidationError{Errs: errs}
+	}
+	res, errs := spec.write(p)
 	if len(errs) > 0 {
 		return nil, &ValidationError{Errs: errs}
 	}
 	return res, nil
 }
 
-// render resolves the spec against f and writes config.ini and the EAL argv. before and after
-// are the problems found without facts (Prepare's), listed around the ones the facts show, and
-// stop the render before anything is written.
-func (s *Spec) render(f *Facts, before, after field.ErrorList) (*Result, field.ErrorList) {
-	p, errs := resolve(s.spec, f)
-	if errs = append(append(before, errs...), after...); len(errs) > 0 {
-		return nil, errs
-	}
+// write writes what a resolved plan runs: config.ini, each process's EAL argv (which DPDK
+// bounds), and what the launcher and the supervisor give the processes.
+func (s *Spec) write(p *plan) (*Result, field.ErrorList) {
 	cfg, errs := p.emit(s.boot, s.sysctl)
-	res := &Result{Config: cfg, LcoreMask: p.lcoreMask(), PortIDs: map[string]int{}, Spec: s.spec, Profile: s.profile}
-	for k := range p.lcores {
-		res.EAL = append(res.EAL, p.ealArgs(k))
-	}
-	if errs = append(errs, checkEAL(res.EAL[0])...); len(errs) > 0 {
+	eal := p.ealArgvs()
+	if errs = append(errs, checkEAL(eal[0])...); len(errs) > 0 {
 		return nil, errs
 	}
-	for _, pp := range p.ports {
-		res.PortIDs[pp.spec.Name] = pp.id
-	}
-	res.ShimEnv = p.shimEnv()
-	res.ShimEAL = p.shimEAL()
-	res.CPUs = p.cpus
-	res.FStackEnv = p.fstackEnv()
-	return res, nil
+	return &Result{
+		Config: cfg, EAL: eal, LcoreMask: p.lcoreMask(), PortIDs: p.portIDsByName(),
+		ShimEnv: p.shimEnv(), ShimEAL: p.shimEAL(), CPUs: p.cpus, FStackEnv: p.fstackEnv(),
+		Profile: slices.Clone(s.profile),
+	}, nil
 }
 
 // NodeRequirements are the node agent's labels a node must carry to run the stack: the static

@@ -313,15 +313,12 @@ func checkPortRanges(list []string, path *field.Path) field.ErrorList {
 		if isRange {
 			b, err2 = strconv.Atoi(hi)
 		}
-		if err1 != nil || err2 != nil || a < 0 || b > 65535 || b < a {
-			errs = append(errs, field.Invalid(path.Index(i), r, "must be a port 0-65535 or a range low-high"))
+		if err1 != nil || err2 != nil || a < 0 || b > MaxPort || b < a {
+			errs = append(errs, field.Invalid(path.Index(i), r, fmt.Sprintf("must be a port 0-%d or a range low-high", MaxPort)))
 		}
 	}
 	return errs
 }
-
-// pcapNameBudget is the longest file name F-Stack appends to savepath: "/cpu127_4294967295.pcap".
-const pcapNameBudget = 23
 
 func checkPcap(s *fsv1.StackInstanceSpec) field.ErrorList {
 	pc := s.Pcap
@@ -334,8 +331,8 @@ func checkPcap(s *fsv1.StackInstanceSpec) field.ErrorList {
 		errs = append(errs, field.Invalid(path.Child("fileSize"), pc.FileSize.String(),
 			"must be at least 8Mi (F-Stack raises smaller values)"))
 	}
-	if len(pc.Directory)+pcapNameBudget > 63 {
-		errs = append(errs, field.TooLong(path.Child("directory"), pc.Directory, 63-pcapNameBudget))
+	if len(pc.Directory) > MaxPcapDirectory {
+		errs = append(errs, field.TooLong(path.Child("directory"), pc.Directory, MaxPcapDirectory))
 	}
 	return errs
 }

@@ -270,7 +270,7 @@ func (c *Config) contextSource(prefix string) (contexts.ContextSource, error) {
 func (g *generation) resetContexts() error {
 	s := g.s
 	res := g.res
-	if sh := res.Spec.Shim.Enabled; sh == nil || !*sh {
+	if sh := g.spec.Shim.Enabled; sh == nil || !*sh {
 		s.Contexts = nil // no shim, no contexts: the launcher then checks nothing
 	} else if s.Contexts == nil {
 		src, err := s.Cfg.contextSource(FilePrefix(res.EAL[0]))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/telemetry"
 	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
@@ -91,9 +92,9 @@ type linkWatch struct {
 // linkPorts are the spec's vhost-user ports with their DPDK ids, in id order. PCI and bonded
 // ports are not watched: a NIC's link down is a cable or a switch, which neither a reconnect
 // nor a restart mends.
-func linkPorts(res *render.Result) []*watchedPort {
+func linkPorts(spec *fsv1.StackInstanceSpec, res *render.Result) []*watchedPort {
 	var ports []*watchedPort
-	for _, p := range res.Spec.Ports {
+	for _, p := range spec.Ports {
 		id, ok := res.PortIDs[p.Name]
 		if !ok || p.Device.VhostUser == nil {
 			continue
@@ -110,7 +111,7 @@ func linkPorts(res *render.Result) []*watchedPort {
 // returns nil (nothing watched) when the interval is 0 or there is no vhost-user port.
 func (g *generation) watchLinks() *linkWatch {
 	s := g.s
-	ports := linkPorts(g.res)
+	ports := linkPorts(g.spec, g.res)
 	if s.Cfg.LinkInterval <= 0 || len(ports) == 0 {
 		return nil
 	}

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/logging"
+	"github.com/kube-fstack/kube-fstack/internal/nginxconf"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
@@ -172,4 +174,31 @@ func (h *harness) workerPID(k int) int {
 		h.t.Fatalf("no pid for worker %d in the log (%v):\n%s", k, err, h.log)
 	}
 	return pid
+}
+
+// The generation's context reaches what its steps run: the query of F-Stack's Nginx for its
+// build (a relative -c) ends with the generation, as the ready command does.
+func TestNginxCommandRunsUnderTheGeneration(t *testing.T) {
+	h := newHarness(t, nativeSpec(2, fsv1.ProgramNginx))
+	h.writeDevinfo()
+	s := h.supervisor("", "")
+	var asked context.Context
+	s.Cfg.Launch = Launch{Native: fsv1.ProgramNginx, NativeArgv: []string{os.Args[0], "-c", "nginx.conf"},
+		NginxBuild: func(ctx context.Context, _ string) (nginxconf.Build, error) {
+			asked = ctx
+			return nginxconf.Build{}, errors.New("stop here")
+		}}
+	g := s.newGeneration(context.Background())
+	mustDo(t, g.prepare())
+	if _, err := g.nginxCommand(); err == nil || !strings.Contains(err.Error(), "stop here") {
+		t.Fatalf("nginxCommand: %v, want the build query's error", err)
+	}
+	if asked == nil {
+		t.Fatal("the build was not queried")
+	}
+	ended := errors.New("the generation ended")
+	g.end(ended)
+	if !errors.Is(context.Cause(asked), ended) {
+		t.Errorf("the build query's context ends with %v, want the generation's cause", context.Cause(asked))
+	}
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/nginxconf"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
-	"github.com/kube-fstack/kube-fstack/internal/render"
 )
 
 // F-Stack's Nginx (spec.program mode Nginx): the supervisor starts the master alone, and the
@@ -22,11 +21,13 @@ func isNginx(l *Launch) bool { return l.Native == fsv1.ProgramNginx }
 // checkProgram holds the container's command line to the spec (native.Check).
 func (g *generation) checkProgram() error {
 	s := g.s
-	return native.Check(s.Cfg.Launch.Native, g.res.Spec)
+	return native.Check(s.Cfg.Launch.Native, g.spec)
 }
 
-// nginxCommand is the master's command line, judged against the stack.
-func (s *Supervisor) nginxCommand(res *render.Result) ([]string, error) {
+// nginxCommand is the master's command line, judged against the stack; asking the binary for
+// its build ends with the generation.
+func (g *generation) nginxCommand() ([]string, error) {
+	s := g.s
 	build := s.Cfg.Launch.NginxBuild
 	if build == nil {
 		build = func(ctx context.Context, bin string) (nginxconf.Build, error) {
@@ -35,7 +36,7 @@ func (s *Supervisor) nginxCommand(res *render.Result) ([]string, error) {
 	}
 	n := native.Nginx{Argv: s.Cfg.Launch.NativeArgv, Build: build, Config: s.Cfg.Paths.ConfigFile,
 		Logf: func(msg string) { s.log.Info(msg) }}
-	return n.Command(context.Background(), res)
+	return n.Command(g.ctx, g.res)
 }
 
 // startNginx starts the master and waits for its workers in F-Stack's order: the primary
@@ -43,7 +44,7 @@ func (s *Supervisor) nginxCommand(res *render.Result) ([]string, error) {
 // worker is up.
 func (g *generation) startNginx() error {
 	s := g.s
-	argv, err := s.nginxCommand(g.res)
+	argv, err := g.nginxCommand()
 	if err != nil {
 		return err
 	}
@@ -56,7 +57,7 @@ func (g *generation) startNginx() error {
 	g.procs = []*child{c}
 	m := &native.Master{PID: c.cmd.Process.Pid}
 	s.primaryPID.Store(int64(m.PID))
-	primary := s.readyCheck(g.prefix, portIDs(g.res), c)
+	primary := g.readyCheck(portIDs(g.res), c)
 	if err := waitUntil(g.ctx, "worker 0 (the primary): "+s.readyWhat(0), c, s.Cfg.Timing, func() error {
 		if err := primary(); err != nil {
 			return err
@@ -67,7 +68,7 @@ func (g *generation) startNginx() error {
 	}
 	s.workerUp(0, m.Workers[0])
 	for k := 1; k < len(g.res.EAL); k++ {
-		joined := func(pid int) error { return s.workerJoined(g.prefix, k, pid) }
+		joined := func(pid int) error { return g.workerJoined(k, pid) }
 		if err := waitUntil(g.ctx, fmt.Sprintf("worker %d: %s", k, s.readyWhat(k)), c, s.Cfg.Timing, func() error {
 			return m.NextWorker(k, joined)
 		}); err != nil {
@@ -81,11 +82,12 @@ func (g *generation) startNginx() error {
 
 // workerJoined says whether pid, a child of the master, is worker k: a DPDK secondary joined
 // to the primary, and ready by Cfg.ReadyCommand.
-func (s *Supervisor) workerJoined(prefix string, k, pid int) error {
-	if err := readiness.SecondaryJoined(s.Cfg.Paths.RuntimeDir, s.hugeDirIfUsed(), prefix, pid); err != nil {
+func (g *generation) workerJoined(k, pid int) error {
+	s := g.s
+	if err := readiness.SecondaryJoined(s.Cfg.Paths.RuntimeDir, s.hugeDirIfUsed(), g.prefix, pid); err != nil {
 		return err
 	}
-	return readiness.ReadyCommand(context.Background(), s.Cfg.ReadyCommand, k)
+	return readiness.ReadyCommand(g.ctx, s.Cfg.ReadyCommand, k)
 }
 
 func (s *Supervisor) workerUp(k, pid int) {

@@ -39,7 +39,7 @@ func (g *generation) startProbeAgent() error {
 		}
 		return nil
 	}
-	mode := AgentShimMode(&g.res.Spec.Shim)
+	mode := AgentShimMode(&g.spec.Shim)
 	lib := filepath.Join(s.Cfg.Paths.ImageShimDir, mode, podcontract.ShimLibrary)
 	env, cpu, note := appprobe.Env(s.childEnv(), lib, mode, exists(lib), g.res)
 	s.log.Info("app probes performed by the probe agent through F-Stack", "probes", s.app.Count(), logging.KeyProgram, appprobe.AgentName, "binary", s.Cfg.ProbeAgent, "cpu", cpu, "addr", appprobe.Addr, "note", note)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/fsutil"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/render"
@@ -15,15 +16,15 @@ import (
 // setRunning keeps what this generation was rendered with for /config: the config.ini just
 // written and the EAL argv F-Stack builds from it, so `kubectl fstack config` shows what runs
 // rather than what the spec would render today.
-func (s *Supervisor) setRunning(res *render.Result) {
+func (s *Supervisor) setRunning(spec *fsv1.StackInstanceSpec, res *render.Result) {
 	rc := &podcontract.RunningConfig{ConfigINI: string(res.Config), EAL: make([][]string, 0, len(res.EAL))}
 	for _, argv := range res.EAL {
 		rc.EAL = append(rc.EAL, slices.Clone(argv))
 	}
-	if p := res.Spec.Program; p != nil {
+	if p := spec.Program; p != nil {
 		rc.Program = string(p.Mode)
 	} else {
-		rc.ShimMode = ShimMode(&res.Spec.Shim)
+		rc.ShimMode = ShimMode(&spec.Shim)
 	}
 	s.running.Store(rc)
 }

@@ -21,7 +21,7 @@ func TestConfigAnswersWhatRuns(t *testing.T) {
 	if code, body := get(t, s.handler(), podcontract.ConfigPath); code != http.StatusServiceUnavailable {
 		t.Fatalf("/config before any render: %d %s, want 503", code, body)
 	}
-	if _, err := s.render(); err != nil {
+	if _, _, err := s.render(); err != nil {
 		t.Fatal(err)
 	}
 	mustDo(t, os.WriteFile(filepath.Join(h.paths.ShimDir, podcontract.GenerationFile), []byte("4\n"), 0o644))

@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/facts"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/metrics"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/readiness"
@@ -25,45 +25,47 @@ import (
 // prepare loads the spec, gathers the facts, renders and writes config.ini.
 func (g *generation) prepare() error {
 	s := g.s
-	res, err := s.render()
+	spec, res, err := s.render()
 	if err != nil {
 		return err
 	}
-	g.res = res
+	g.spec, g.res = spec, res
 	return nil
 }
 
-func (s *Supervisor) render() (*render.Result, error) {
-	spec, err := facts.LoadSpec(s.Cfg.Paths.SpecFile)
+// render returns the spec's defaulted form and what it renders to with the pod's facts.
+func (s *Supervisor) render() (*fsv1.StackInstanceSpec, *render.Result, error) {
+	checked, err := facts.LoadSpec(s.Cfg.Paths.SpecFile)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	facts, err := s.Facts.Gather(spec)
+	facts, err := s.Facts.Gather(checked)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	res, err := render.Render(spec, facts)
+	res, err := render.Render(checked, facts)
 	if err != nil {
-		return nil, fmt.Errorf("render config.ini from the StackInstance spec and the pod's facts: %w", err)
+		return nil, nil, fmt.Errorf("render config.ini from the StackInstance spec and the pod's facts: %w", err)
 	}
 	for _, a := range facts.Attachments {
 		if a.Server {
 			if err := clearStaleSocket(a.SocketPath); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
+	spec := checked.Defaulted()
 	s.metrics.Expect(len(res.EAL))
-	s.noHuge = res.Spec.DPDK.NoHuge
+	s.noHuge = spec.DPDK.NoHuge
 	if err := fsutil.WriteAtomic(s.Cfg.Paths.ConfigFile, res.Config, 0o644); err != nil {
-		return nil, fmt.Errorf("write config.ini: %w", err)
+		return nil, nil, fmt.Errorf("write config.ini: %w", err)
 	}
 	// A copy beside the shim, for whoever debugs the app side.
 	if err := fsutil.WriteAtomic(filepath.Join(s.Cfg.Paths.ShimDir, "config.ini"), res.Config, 0o644); err != nil {
-		return nil, fmt.Errorf("write config.ini: %w", err)
+		return nil, nil, fmt.Errorf("write config.ini: %w", err)
 	}
-	s.setRunning(res)
-	return res, nil
+	s.setRunning(spec, res)
+	return spec, res, nil
 }
 
 // resolveFStack picks the fstack binary built with the spec's shim mode when none is given:
@@ -74,7 +76,7 @@ func (g *generation) resolveFStack() error {
 	if l.Programs != nil || l.Native != "" || l.FStack != "" {
 		return nil
 	}
-	mode := ShimMode(&g.res.Spec.Shim)
+	mode := ShimMode(&g.spec.Shim)
 	l.FStack = filepath.Join(s.Cfg.Paths.ImageShimDir, mode, "fstack")
 	if !exists(l.FStack) {
 		return fmt.Errorf("the image has no fstack built for shim mode %s (%s); use an image built with that mode or change spec.shim", mode, l.FStack)
@@ -102,7 +104,7 @@ func (g *generation) placeShimFirst() error {
 		return nil
 	}
 	t0 := time.Now()
-	warning, err := placeShim(s.Cfg.Paths.ImageShimDir, s.Cfg.Paths.ShimDir, &g.res.Spec.Shim, s.Cfg.RequireShim)
+	warning, err := placeShim(s.Cfg.Paths.ImageShimDir, s.Cfg.Paths.ShimDir, &g.spec.Shim, s.Cfg.RequireShim)
 	if err != nil {
 		return err
 	}
@@ -182,7 +184,7 @@ func (g *generation) startAll() error {
 			s.primaryPID.Store(int64(c.cmd.Process.Pid))
 		}
 		s.metrics.Starts.WithLabelValues(fmt.Sprint(k)).Inc()
-		if err := waitUntil(g.ctx, s.readyWhat(k), c, s.Cfg.Timing, s.readyCheck(g.prefix, portIDs(res), c)); err != nil {
+		if err := waitUntil(g.ctx, s.readyWhat(k), c, s.Cfg.Timing, g.readyCheck(portIDs(res), c)); err != nil {
 			return err
 		}
 		s.metrics.ProcessUp(k)
@@ -198,7 +200,10 @@ func (s *Supervisor) readyWhat(k int) string {
 	return "the secondary joining the primary"
 }
 
-func (s *Supervisor) readyCheck(prefix string, ports []int, c *child) func() error {
+// readyCheck says whether process c is ready: DPDK's state, then Cfg.ReadyCommand, which ends
+// with the generation.
+func (g *generation) readyCheck(ports []int, c *child) func() error {
+	s, prefix := g.s, g.prefix
 	rd := s.Cfg.Paths.RuntimeDir
 	return func() error {
 		var err error
@@ -211,7 +216,7 @@ func (s *Supervisor) readyCheck(prefix string, ports []int, c *child) func() err
 			err = readiness.SecondaryJoined(rd, s.hugeDirIfUsed(), prefix, c.cmd.Process.Pid)
 		}
 		if err == nil {
-			err = readiness.ReadyCommand(context.Background(), s.Cfg.ReadyCommand, c.id)
+			err = readiness.ReadyCommand(g.ctx, s.Cfg.ReadyCommand, c.id)
 		}
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/native"
 	"github.com/kube-fstack/kube-fstack/internal/render"
 )
@@ -21,7 +22,10 @@ type generation struct {
 	end  context.CancelCauseFunc
 	stop context.Context // Run's context: done when the supervisor is to stop
 
-	begin  time.Time
+	begin time.Time
+	// spec is the checked spec the generation rendered (its defaulted form: read it, never
+	// change it), res what it rendered.
+	spec   *fsv1.StackInstanceSpec
 	res    *render.Result
 	prefix string // the DPDK file prefix
 	gen    int

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -95,7 +96,7 @@ func (o *renderOptions) run(stdout, stderr io.Writer) error {
 	if _, err := stdout.Write(cfg); err != nil {
 		return err
 	}
-	if err := printProgram(stdout, res); err != nil {
+	if err := printProgram(stdout, checked.Defaulted().Program, len(res.EAL)); err != nil {
 		return err
 	}
 	if o.eal {
@@ -140,65 +141,91 @@ func (o *renderOptions) load(stderr io.Writer) (*fsv1.StackInstance, error) {
 // value the dataplane would refuse is refused here in its words.
 func (o *renderOptions) facts(checked *render.Spec, spec *fsv1.StackInstanceSpec) (*render.Facts, []string, error) {
 	f := render.PlaceholderFacts(checked)
-	var notes []string
-	var err error
-	if o.cpus == "" {
-		notes = append(notes, fmt.Sprintf("no --cpus: placeholder dataplane CPUs %s", render.FormatCPUList(f.DataplaneCPUs)))
-	} else if f.DataplaneCPUs, err = render.ParseCPUList(o.cpus); err != nil {
-		return nil, nil, fmt.Errorf("--cpus: %w", err)
-	} else if note, err := cpusBeyondProcesses(checked.Defaulted(), o.cpus, f.DataplaneCPUs); err != nil {
+	notes, err := o.cpuFacts(checked, f)
+	if err != nil {
 		return nil, nil, err
-	} else if note != "" {
-		notes = append(notes, note)
 	}
-	if o.appCPUs == "" {
-		f.AppCPUs = nil
-	} else if f.AppCPUs, err = render.ParseCPUList(o.appCPUs); err != nil {
-		return nil, nil, fmt.Errorf("--app-cpus: %w", err)
-	}
-	if len(o.pci) > 0 {
-		f.PCIResources = map[string][]string{}
-		for _, kv := range o.pci {
-			res, list, ok := strings.Cut(kv, "=")
-			if !ok {
-				return nil, nil, fmt.Errorf("--pci %q: want RESOURCE=BDF[,BDF...]", kv)
-			}
-			devs, err := render.ParsePCIDevices(list)
-			if err != nil {
-				return nil, nil, fmt.Errorf("--pci %q: %w", kv, err)
-			}
-			f.PCIResources[res] = append(f.PCIResources[res], devs...)
-		}
+	if err := o.pciFacts(f); err != nil {
+		return nil, nil, err
 	}
 	attOf := attachmentsByPort(checked.Defaulted())
-	for _, kv := range o.vhost {
-		port, path, ok := strings.Cut(kv, "=")
-		att, known := attOf[port]
-		if !ok || !known {
-			return nil, nil, fmt.Errorf("--vhost %q: want PORT=PATH with PORT one of the spec's ports", kv)
-		}
-		// fstack-cni's OVS port is the client, so the pod's DPDK is the socket's server.
-		a, err := render.AttachmentOf(&podcontract.DevInfo{Type: podcontract.DevInfoTypeVhostUser,
-			VhostUser: &podcontract.DevInfoVhostUser{Mode: podcontract.VhostUserModeServer, Path: path}})
-		if err != nil {
-			return nil, nil, fmt.Errorf("--vhost %q: %w", kv, err)
-		}
-		old := f.Attachments[att]
-		old.SocketPath, old.Server, old.Placeholder = a.SocketPath, a.Server, false
-		f.Attachments[att] = old
+	if err := o.vhostFacts(f, attOf); err != nil {
+		return nil, nil, err
 	}
 	for _, kv := range o.addr {
-		if err := setAddr(spec, f, attOf, kv); err != nil {
+		if err := setAddr(checked, spec, f, attOf, kv); err != nil {
 			return nil, nil, err
 		}
 	}
 	return f, notes, nil
 }
 
+// cpuFacts sets the dataplane's CPUs (--cpus) and the app's (--app-cpus).
+func (o *renderOptions) cpuFacts(checked *render.Spec, f *render.Facts) ([]string, error) {
+	var notes []string
+	var err error
+	if o.cpus == "" {
+		notes = append(notes, fmt.Sprintf("no --cpus: placeholder dataplane CPUs %s", render.FormatCPUList(f.DataplaneCPUs)))
+	} else if f.DataplaneCPUs, err = render.ParseCPUList(o.cpus); err != nil {
+		return nil, fmt.Errorf("--cpus: %w", err)
+	} else if note, err := cpusBeyondProcesses(checked.Defaulted(), o.cpus, f.DataplaneCPUs); err != nil {
+		return nil, err
+	} else if note != "" {
+		notes = append(notes, note)
+	}
+	if o.appCPUs == "" {
+		f.AppCPUs = nil
+	} else if f.AppCPUs, err = render.ParseCPUList(o.appCPUs); err != nil {
+		return nil, fmt.Errorf("--app-cpus: %w", err)
+	}
+	return notes, nil
+}
+
+// pciFacts sets the devices of the SR-IOV resources (--pci).
+func (o *renderOptions) pciFacts(f *render.Facts) error {
+	if len(o.pci) == 0 {
+		return nil
+	}
+	f.PCIResources = map[string][]string{}
+	for _, kv := range o.pci {
+		res, list, ok := strings.Cut(kv, "=")
+		if !ok {
+			return fmt.Errorf("--pci %q: want RESOURCE=BDF[,BDF...]", kv)
+		}
+		devs, err := render.ParsePCIDevices(list)
+		if err != nil {
+			return fmt.Errorf("--pci %q: %w", kv, err)
+		}
+		f.PCIResources[res] = append(f.PCIResources[res], devs...)
+	}
+	return nil
+}
+
+// vhostFacts sets the vhost-user sockets of the ports (--vhost).
+func (o *renderOptions) vhostFacts(f *render.Facts, attOf map[string]string) error {
+	for _, kv := range o.vhost {
+		port, path, ok := strings.Cut(kv, "=")
+		att, known := attOf[port]
+		if !ok || !known {
+			return fmt.Errorf("--vhost %q: want PORT=PATH with PORT one of the spec's ports", kv)
+		}
+		// fstack-cni's OVS port is the client, so the pod's DPDK is the socket's server.
+		a, err := render.AttachmentOf(&podcontract.DevInfo{Type: podcontract.DevInfoTypeVhostUser,
+			VhostUser: &podcontract.DevInfoVhostUser{Mode: podcontract.VhostUserModeServer, Path: path}})
+		if err != nil {
+			return fmt.Errorf("--vhost %q: %w", kv, err)
+		}
+		old := f.Attachments[att]
+		old.SocketPath, old.Server, old.Placeholder = a.SocketPath, a.Server, false
+		f.Attachments[att] = old
+	}
+	return nil
+}
+
 // setAddr sets the address of a port: for a port from: Attachment what IPAM gave it, for a port
 // from: Pool the one the pod took from the pool, which the spec then holds as static, as the
 // injection writes it in the pod's spec snapshot.
-func setAddr(spec *fsv1.StackInstanceSpec, f *render.Facts, attOf map[string]string, kv string) error {
+func setAddr(checked *render.Spec, spec *fsv1.StackInstanceSpec, f *render.Facts, attOf map[string]string, kv string) error {
 	port, val, ok := strings.Cut(kv, "=")
 	att, known := attOf[port]
 	cidr, gw, hasGW := strings.Cut(val, ",")
@@ -208,7 +235,7 @@ func setAddr(spec *fsv1.StackInstanceSpec, f *render.Facts, attOf map[string]str
 	if err := render.CheckAttachmentAddrs([]string{cidr}, []string{gw}); err != nil {
 		return fmt.Errorf("--addr %q: %w", kv, err)
 	}
-	if done, err := setPoolAddr(spec, port, cidr, gw); done || err != nil {
+	if done, err := setPoolAddr(checked, spec, port, cidr, gw); done || err != nil {
 		if err != nil {
 			return fmt.Errorf("--addr %q: %w", kv, err)
 		}
@@ -220,46 +247,42 @@ func setAddr(spec *fsv1.StackInstanceSpec, f *render.Facts, attOf map[string]str
 	return nil
 }
 
-// setPoolAddr gives port the address cidr from its pool of cidr's family; done is false when
-// that address of the port is not from a pool.
-func setPoolAddr(spec *fsv1.StackInstanceSpec, port, cidr, gw string) (done bool, err error) {
+// setPoolAddr gives port the address cidr from its pool of cidr's family (the checked spec's,
+// parsed) in spec; done is false when that address of the port is not from a pool.
+func setPoolAddr(checked *render.Spec, spec *fsv1.StackInstanceSpec, port, cidr, gw string) (done bool, err error) {
 	pfx, _ := netip.ParsePrefix(cidr)
-	for i := range spec.Ports {
-		ps := &spec.Ports[i]
-		if ps.Name != port {
-			continue
-		}
-		from, pool, sgw := fsv1.AddressSource(""), (*fsv1.IPPool)(nil), ""
-		family := "ipv6"
-		if pfx.Addr().Is4() && ps.IPv4 != nil {
-			from, pool, sgw, family = ps.IPv4.From, ps.IPv4.Pool, ps.IPv4.Gateway, "ipv4"
-		} else if !pfx.Addr().Is4() && ps.IPv6 != nil {
-			from, pool, sgw = ps.IPv6.From, ps.IPv6.Pool, ps.IPv6.Gateway
-		}
-		if from != fsv1.AddressPool || pool == nil {
-			return false, nil
-		}
-		path := field.NewPath("spec", "ports").Index(i).Child(family, "pool")
-		p, errs := render.ParsePool(pool, pfx.Addr().Is4(), path)
-		if len(errs) > 0 {
-			return true, errs.ToAggregate()
-		}
-		switch {
-		case !p.Contains(pfx.Addr()):
-			return true, fmt.Errorf("%s is not an address of the port's pool (%s)", pfx.Addr(), path)
-		case pfx.Bits() != p.Bits:
-			return true, fmt.Errorf("the pool's prefix length is %d, not %d", p.Bits, pfx.Bits())
-		case sgw != "" && sgw != gw:
-			return true, fmt.Errorf("the port's gateway is %s (%s), not %s", sgw, field.NewPath("spec", "ports").Index(i).Child(family, "gateway"), gw)
-		}
-		if family == "ipv6" {
-			ps.IPv6.Gateway = gw
-		}
-		// As the injection writes the pod's snapshot: the pool port holds its address as static.
-		snapshot.PinAddress(spec, i, pfx)
-		return true, nil
+	v4 := pfx.Addr().Is4()
+	i := slices.IndexFunc(spec.Ports, func(p fsv1.PortSpec) bool { return p.Name == port })
+	if i < 0 {
+		return false, nil
 	}
-	return false, nil
+	ps := &spec.Ports[i]
+	from, family, sgw := fsv1.AddressSource(""), "ipv6", ""
+	if v4 && ps.IPv4 != nil {
+		from, family, sgw = ps.IPv4.From, "ipv4", ps.IPv4.Gateway
+	} else if !v4 && ps.IPv6 != nil {
+		from, sgw = ps.IPv6.From, ps.IPv6.Gateway
+	}
+	// An earlier --addr of the same port and family has made it static already.
+	p := checked.Pool(i, v4)
+	if from != fsv1.AddressPool || p == nil {
+		return false, nil
+	}
+	path := field.NewPath("spec", "ports").Index(i).Child(family)
+	switch {
+	case !p.Contains(pfx.Addr()):
+		return true, fmt.Errorf("%s is not an address of the port's pool (%s)", pfx.Addr(), path.Child("pool"))
+	case pfx.Bits() != p.Bits:
+		return true, fmt.Errorf("the pool's prefix length is %d, not %d", p.Bits, pfx.Bits())
+	case sgw != "" && sgw != gw:
+		return true, fmt.Errorf("the port's gateway is %s (%s), not %s", sgw, path.Child("gateway"), gw)
+	}
+	if !v4 {
+		ps.IPv6.Gateway = gw
+	}
+	// As the injection writes the pod's snapshot: the pool port holds its address as static.
+	snapshot.PinAddress(spec, i, pfx)
+	return true, nil
 }
 
 func attachmentsByPort(spec *fsv1.StackInstanceSpec) map[string]string {
@@ -312,12 +335,10 @@ func (o *renderOptions) printEAL(w io.Writer, res *render.Result) error {
 
 // printProgram says, as comment lines, how the processes of a stack with spec.program are
 // started: the program is the pod's, so only its shape is known here.
-func printProgram(w io.Writer, res *render.Result) error {
-	pr := res.Spec.Program
+func printProgram(w io.Writer, pr *fsv1.ProgramSpec, n int) error {
 	if pr == nil {
 		return nil
 	}
-	n := len(res.EAL)
 	var err error
 	switch pr.Mode {
 	case fsv1.ProgramNginx:

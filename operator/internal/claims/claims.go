@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -20,7 +19,6 @@ import (
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/inject"
-	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // The injector claims every static and pool address of a pod it injects.
@@ -277,9 +275,9 @@ func (c *Claimer) claimFromPool(ctx context.Context, ns, stack, pod string, n in
 				"add addresses to pool.ranges, or scale the stack's pods down", stack, n.Field, n.Pool.Size(), fsv1.StackLabel, stack))}}
 }
 
-// holder names who holds the claim name: "pod <name>" for the pod that owns it, "a pod being
-// created" for a claim no pod holds yet, or "" when nobody does any longer (the claim is gone,
-// or was taken back here: its pod is gone, or no pod came within Grace).
+// holder names who holds the claim name: "pod <name>" for the pod that owns or serves it, "a
+// pod being created" for a claim in its grace, or "" when nobody does any longer (the claim is
+// gone, or was taken back here: Decide found it Free).
 func (c *Claimer) holder(ctx context.Context, ns, name string) (string, error) {
 	claim := &fsv1.AddressClaim{}
 	if err := c.Live.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, claim); apierrors.IsNotFound(err) {
@@ -287,84 +285,20 @@ func (c *Claimer) holder(ctx context.Context, ns, name string) (string, error) {
 	} else if err != nil {
 		return "", fmt.Errorf("read address claim %s: %w", name, err)
 	}
-	if claim.DeletionTimestamp != nil {
-		return "a pod being deleted (its claim is going)", nil
+	facts, err := Gather(ctx, c.Live, claim, c.now(), Grace)
+	if err != nil {
+		return "", err
 	}
-	held, who, err := Held(ctx, c.Live, claim, c.now(), Grace)
-	if err != nil || held {
-		return who, err
+	if v := Decide(facts); v.Held() {
+		return v.Holder, nil
 	}
-	err = c.Writer.Delete(ctx, claim, client.Preconditions{UID: &claim.UID, ResourceVersion: &claim.ResourceVersion})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+	gone, err := TakeBack(ctx, c.Writer, claim)
+	switch {
+	case err != nil:
 		return "", fmt.Errorf("take back address claim %s: %w", name, err)
-	}
-	if apierrors.IsConflict(err) {
+	case !gone:
 		// Someone changed it meanwhile (the operator bound it): held.
 		return "a pod being created", nil
 	}
-	log.FromContext(ctx).Info("took back an address claim no pod holds", "claim", name)
 	return "", nil
-}
-
-// Held says whether claim still holds its address, and by whom: the pod that owns it while that
-// pod exists (read from r), or, for a claim no pod owns yet, a pod of the stack that serves the
-// address (its kubefstack.io/addresses), or nobody for Grace after the claim was made.
-func Held(ctx context.Context, r client.Reader, claim *fsv1.AddressClaim, now time.Time, grace time.Duration) (bool, string, error) {
-	if ref := PodOwner(claim); ref != nil {
-		pod := &corev1.Pod{}
-		err := r.Get(ctx, client.ObjectKey{Namespace: claim.Namespace, Name: ref.Name}, pod)
-		switch {
-		case apierrors.IsNotFound(err):
-			return false, "", nil
-		case err != nil:
-			return false, "", fmt.Errorf("read pod %s: %w", ref.Name, err)
-		}
-		return pod.UID == ref.UID, "pod " + ref.Name, nil
-	}
-	pod, err := Serving(ctx, r, claim)
-	if err != nil {
-		return false, "", err
-	}
-	if pod != nil {
-		return true, "pod " + pod.Name, nil
-	}
-	if now.Sub(claim.CreationTimestamp.Time) < grace {
-		return true, "a pod being created", nil
-	}
-	return false, "", nil
-}
-
-// PodOwner is the pod that owns claim, or nil.
-func PodOwner(claim *fsv1.AddressClaim) *metav1.OwnerReference {
-	for i, ref := range claim.OwnerReferences {
-		if ref.Kind == "Pod" && ref.APIVersion == "v1" {
-			return &claim.OwnerReferences[i]
-		}
-	}
-	return nil
-}
-
-// Serving is the oldest pod of the claim's stack, in its namespace, whose addresses annotation
-// lists the claim's address, or nil. Pods being deleted still serve it.
-func Serving(ctx context.Context, r client.Reader, claim *fsv1.AddressClaim) (*corev1.Pod, error) {
-	want, err := netip.ParseAddr(claim.Spec.Address)
-	if err != nil {
-		return nil, fmt.Errorf("address claim %s: address %q: %w", claim.Name, podcontract.Printable(claim.Spec.Address), err)
-	}
-	var pods corev1.PodList
-	if err := r.List(ctx, &pods, client.InNamespace(claim.Namespace), client.MatchingLabels{fsv1.StackLabel: claim.Spec.StackInstance}); err != nil {
-		return nil, fmt.Errorf("list the pods of StackInstance %q: %w", claim.Spec.StackInstance, err)
-	}
-	var best *corev1.Pod
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		addrs, err := podcontract.ParseAddresses(p.Annotations[podcontract.AddressesAnnotation])
-		if err != nil || !slices.ContainsFunc(addrs, func(s podcontract.ServedAddress) bool { return s.Addr == want }) {
-			continue
-		}
-		if best == nil || p.CreationTimestamp.Before(&best.CreationTimestamp) {
-			best = p
-		}
-	}
-	return best, nil
 }

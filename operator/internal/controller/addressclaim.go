@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
@@ -42,15 +41,53 @@ type AddressClaimReconciler struct {
 	Now func() time.Time
 }
 
-// Reconcile binds or deletes one claim.
+// Reconcile binds or deletes one claim, as claims.Decide says: what the cache shows decides a
+// claim held (its owner, or a pod serving its address to bind it to); a claim the cache shows
+// free or pending is decided again on the API server's objects before it is released, since the
+// cache may not have seen the pod that holds it yet.
 func (r *AddressClaimReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	claim := &fsv1.AddressClaim{}
 	if err := r.Client.Get(ctx, req.NamespacedName, claim); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if claim.DeletionTimestamp != nil {
-		return reconcile.Result{}, nil
+	now, grace := r.clock()
+	v, err := decide(ctx, r.Client, claim, now, grace)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
+	if v.State == claims.Free || v.State == claims.Pending {
+		if v, err = decide(ctx, r.APIReader, claim, now, grace); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	return r.act(ctx, claim, v, now)
+}
+
+func decide(ctx context.Context, reader client.Reader, claim *fsv1.AddressClaim, now time.Time, grace time.Duration) (claims.Verdict, error) {
+	facts, err := claims.Gather(ctx, reader, claim, now, grace)
+	if err != nil {
+		return claims.Verdict{}, err
+	}
+	return claims.Decide(facts), nil
+}
+
+// act does what the verdict on claim asks: bind it, look again when its grace ends, or release it.
+func (r *AddressClaimReconciler) act(ctx context.Context, claim *fsv1.AddressClaim, v claims.Verdict, now time.Time) (reconcile.Result, error) {
+	switch v.State {
+	case claims.Served:
+		return reconcile.Result{}, r.bind(ctx, claim, v.Pod)
+	case claims.Pending:
+		return reconcile.Result{RequeueAfter: v.Until.Sub(now) + time.Second}, nil
+	case claims.Free:
+		// Gone already, or changed since it was read (the change brings it back here).
+		_, err := claims.TakeBack(ctx, r.Client, claim)
+		return reconcile.Result{}, err
+	}
+	// Going, or Owned: nothing to do until the pod goes.
+	return reconcile.Result{}, nil
+}
+
+func (r *AddressClaimReconciler) clock() (time.Time, time.Duration) {
 	now := time.Now()
 	if r.Now != nil {
 		now = r.Now()
@@ -59,41 +96,7 @@ func (r *AddressClaimReconciler) Reconcile(ctx context.Context, req reconcile.Re
 	if grace == 0 {
 		grace = claims.Grace
 	}
-	if ref := claims.PodOwner(claim); ref != nil {
-		pod := &corev1.Pod{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: claim.Namespace, Name: ref.Name}, pod); err == nil && pod.UID == ref.UID {
-			// Its owner is in the cache: nothing to do until the pod goes.
-			return reconcile.Result{}, nil
-		}
-	} else {
-		if pod, err := claims.Serving(ctx, r.Client, claim); err != nil || pod != nil {
-			if err != nil {
-				return reconcile.Result{}, err
-			}
-			return reconcile.Result{}, r.bind(ctx, claim, pod)
-		}
-	}
-	// The cache says nobody holds it (or its owner is gone): ask the API server before acting.
-	held, _, err := claims.Held(ctx, r.APIReader, claim, now, grace)
-	if err != nil || held {
-		if err == nil && claims.PodOwner(claim) == nil {
-			// A pod being created: look again once the grace is over.
-			if pod, serr := claims.Serving(ctx, r.APIReader, claim); serr == nil && pod != nil {
-				return reconcile.Result{}, r.bind(ctx, claim, pod)
-			}
-			return reconcile.Result{RequeueAfter: claim.CreationTimestamp.Add(grace).Sub(now) + time.Second}, nil
-		}
-		return reconcile.Result{}, err
-	}
-	err = r.Client.Delete(ctx, claim, client.Preconditions{UID: &claim.UID, ResourceVersion: &claim.ResourceVersion})
-	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		// Gone already, or changed since it was read: the change brings it back here.
-		return reconcile.Result{}, nil
-	}
-	if err == nil {
-		log.FromContext(ctx).Info("released an address no pod holds", "claim", claim.Name, "address", claim.Spec.Address)
-	}
-	return reconcile.Result{}, err
+	return now, grace
 }
 
 // bind makes pod the claim's owner, without blocking the pod's deletion on it.

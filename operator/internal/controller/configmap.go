@@ -43,12 +43,13 @@ func (e *ConflictError) Error() string {
 		e.Namespace, e.Name)
 }
 
-// ConfigMapData is what the ConfigMap of a rendered StackInstance holds: the spec with defaults
-// (the pods' snapshot), the config.ini rendered with placeholder facts (each pod's dataplane
-// renders its own from the pod's real CPUs, devices and addresses), the EAL argv per process and
-// the config hash pods record.
-func ConfigMapData(res *render.Result, hash string) (map[string]string, error) {
-	spec, err := json.MarshalIndent(res.Spec, "", "  ")
+// ConfigMapData is what the ConfigMap of a checked StackInstance spec holds: the spec with
+// defaults (the pods' snapshot), the config.ini rendered with placeholder facts (each pod's
+// dataplane renders its own from the pod's real CPUs, devices and addresses), the EAL argv per
+// process and the config hash pods record.
+func ConfigMapData(checked *render.Spec, hash string) (map[string]string, error) {
+	res := checked.Placeholder()
+	spec, err := json.MarshalIndent(checked.Defaulted(), "", "  ")
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +68,7 @@ func ConfigMapData(res *render.Result, hash string) (map[string]string, error) {
 // over would also have the garbage collector delete it with the StackInstance. Only the metadata
 // of the operator's own ConfigMaps is cached (the data of a thousand would double the operator's
 // memory), so the hash annotation tells whether the data is current.
-func (r *StackInstanceReconciler) ensureConfigMap(ctx context.Context, si *fsv1.StackInstance, res *render.Result, hash string) error {
+func (r *StackInstanceReconciler) ensureConfigMap(ctx context.Context, si *fsv1.StackInstance, checked *render.Spec, hash string) error {
 	key := client.ObjectKey{Namespace: si.Namespace, Name: ConfigMapName(si.Name)}
 	cached := configMapMeta()
 	err := r.Client.Get(ctx, key, cached)
@@ -77,13 +78,13 @@ func (r *StackInstanceReconciler) ensureConfigMap(ctx context.Context, si *fsv1.
 	case err == nil && cached.Annotations[podcontract.ConfigHashAnnotation] == hash:
 		return nil
 	case err == nil:
-		return r.applyConfigMap(ctx, si, res, hash)
+		return r.applyConfigMap(ctx, si, checked, hash)
 	case !apierrors.IsNotFound(err):
 		return fmt.Errorf("read ConfigMap %s: %w", key, err)
 	}
 	// Not in the cache: there is none, or one without our label (a user's), or ours and the cache
 	// has not seen it yet. A create never changes an existing object; the API server tells which.
-	cm, err := configMap(si, res, hash)
+	cm, err := configMap(si, checked, hash)
 	if err != nil {
 		return err
 	}
@@ -98,13 +99,13 @@ func (r *StackInstanceReconciler) ensureConfigMap(ctx context.Context, si *fsv1.
 	if !metav1.IsControlledBy(live, si) {
 		return &ConflictError{Namespace: key.Namespace, Name: key.Name}
 	}
-	return r.applyConfigMap(ctx, si, res, hash)
+	return r.applyConfigMap(ctx, si, checked, hash)
 }
 
 // applyConfigMap brings the StackInstance's own ConfigMap up to date. Forcing ownership of its
 // fields is safe only because the caller checked the object is controlled by the StackInstance.
-func (r *StackInstanceReconciler) applyConfigMap(ctx context.Context, si *fsv1.StackInstance, res *render.Result, hash string) error {
-	data, err := ConfigMapData(res, hash)
+func (r *StackInstanceReconciler) applyConfigMap(ctx context.Context, si *fsv1.StackInstance, checked *render.Spec, hash string) error {
+	data, err := ConfigMapData(checked, hash)
 	if err != nil {
 		return err
 	}
@@ -119,8 +120,8 @@ func (r *StackInstanceReconciler) applyConfigMap(ctx context.Context, si *fsv1.S
 }
 
 // configMap is the StackInstance's ConfigMap as a whole object, for the first write.
-func configMap(si *fsv1.StackInstance, res *render.Result, hash string) (*corev1.ConfigMap, error) {
-	data, err := ConfigMapData(res, hash)
+func configMap(si *fsv1.StackInstance, checked *render.Spec, hash string) (*corev1.ConfigMap, error) {
+	data, err := ConfigMapData(checked, hash)
 	if err != nil {
 		return nil, err
 	}

@@ -79,11 +79,11 @@ func (r *StackInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	defer func() {
 		retErr = kerrors.NewAggregate([]error{retErr, r.patchStatus(ctx, si, obs)})
 	}()
-	res, errs := renderPreview(si)
+	checked, errs := render.Prepare(&si.Spec)
 	obs.errs = errs
-	if res != nil {
-		obs.hash = render.ConfigHash(res.Config)
-		obs.configMap = r.ensureConfigMap(ctx, si, res, obs.hash)
+	if checked != nil {
+		obs.hash = render.ConfigHash(checked.Placeholder().Config)
+		obs.configMap = r.ensureConfigMap(ctx, si, checked, obs.hash)
 	}
 	// countPods only reads the cached pods: no copies (TrimPod keeps them small as well).
 	pods := &corev1.PodList{}
@@ -99,15 +99,6 @@ func (r *StackInstanceReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{RequeueAfter: conflictRecheck}, nil
 	}
 	return ctrl.Result{}, obs.configMap
-}
-
-// renderPreview is the spec rendered with placeholder facts; errs lists why it is invalid.
-func renderPreview(si *fsv1.StackInstance) (*render.Result, field.ErrorList) {
-	checked, errs := render.Prepare(&si.Spec)
-	if len(errs) > 0 {
-		return nil, errs
-	}
-	return checked.Placeholder(), nil
 }
 
 // patchStatus computes the whole status from obs and writes it in one patch, emitting an event

@@ -260,8 +260,10 @@ func TestForgedAddressesAreNotPublished(t *testing.T) {
 		t.Fatalf("slices published in a namespace that never opted in: %+v, %v", slices.Items, err)
 	}
 
-	// Opted in, but the pod opted out of injection: no claim holds its addresses.
-	forgedPod(optedInNS, "opted-out", map[string]string{fsv1.InjectAnnotation: "false"})
+	// Opted in, but the pod opted out of injection: no claim holds its addresses. (Not named
+	// opted-out: TestPodsInjectedLikeTheGoldens creates the opt-out fixture by that name in this
+	// namespace.)
+	forgedPod(optedInNS, "forger-opted-out", map[string]string{fsv1.InjectAnnotation: "false"})
 	svc := stackService("hijack", "hijack")
 	if err := k8s.Create(ctx, svc); err != nil {
 		t.Fatal(err)

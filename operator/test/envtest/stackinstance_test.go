@@ -139,9 +139,8 @@ func TestControllerValidAndConfigMap(t *testing.T) {
 	if len(errs) > 0 {
 		t.Fatal(errs.ToAggregate())
 	}
-	res := checked.Placeholder()
-	hash := render.ConfigHash(res.Config)
-	want, err := controller.ConfigMapData(res, hash)
+	hash := render.ConfigHash(checked.Placeholder().Config)
+	want, err := controller.ConfigMapData(checked, hash)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,8 +191,7 @@ func TestUpstreamVhostUserAdmittedWithGigPages(t *testing.T) {
 	if len(errs) > 0 {
 		t.Fatal(errs.ToAggregate())
 	}
-	res := checked.Placeholder()
-	if got := res.Spec.Dataplane.HugePages.PageSize; got != fsv1.HugePages1Gi {
+	if got := checked.Defaulted().Dataplane.HugePages.PageSize; got != fsv1.HugePages1Gi {
 		t.Fatalf("the stored StackInstance renders with %s pages, want 1Gi", got)
 	}
 }
