@@ -89,31 +89,11 @@ func (r *EndpointSliceReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	stack, ok := svc.Annotations[podcontract.ServiceStackAnnotation]
-	switch {
-	case !ok || svc.DeletionTimestamp != nil || svc.Spec.Type == corev1.ServiceTypeExternalName:
-		return ctrl.Result{}, r.deleteSlices(ctx, req.NamespacedName, nil)
-	case len(svc.Spec.Selector) > 0:
-		r.warn(svc, EventSelectorIgnored,
-			"the Service has a selector, so Kubernetes publishes the pods' kernel IPs, where F-Stack does not listen; "+
-				"remove spec.selector for the operator to publish the served addresses of StackInstance %s's pods (annotation %s)",
-			podcontract.Printable(stack), podcontract.ServiceStackAnnotation)
-		return ctrl.Result{}, r.deleteSlices(ctx, req.NamespacedName, nil)
-	}
-	if errs := validation.IsDNS1123Subdomain(stack); len(errs) > 0 || len(stack) > validation.LabelValueMaxLength {
-		r.warn(svc, EventInvalidStackAnnotation,
-			"annotation %s=%q names no StackInstance: set it to the name of a StackInstance in namespace %s", podcontract.ServiceStackAnnotation,
-			podcontract.Printable(stack), svc.Namespace)
-		return ctrl.Result{}, r.deleteSlices(ctx, req.NamespacedName, nil)
-	}
-	optedIn, err := r.namespaceOptedIn(ctx, svc.Namespace)
+	stack, publish, err := r.publishable(ctx, svc)
 	if err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, err // a read that failed: the slices stay as they are
 	}
-	if !optedIn {
-		r.warn(svc, EventNamespaceNotOptedIn,
-			"namespace %s is not labelled %s=enabled: the operator publishes only the pods it injected, in namespaces that opted in",
-			svc.Namespace, fsv1.InjectionLabel)
+	if !publish {
 		return ctrl.Result{}, r.deleteSlices(ctx, req.NamespacedName, nil)
 	}
 	pods := &corev1.PodList{}
@@ -139,6 +119,40 @@ func (r *EndpointSliceReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	errs = append(errs, r.deleteSlices(ctx, req.NamespacedName, keep))
 	return ctrl.Result{}, kerrors.NewAggregate(errs)
+}
+
+// publishable says whether the operator publishes slices for svc, and of which stack: a Service
+// that opts in (annotated with a valid StackInstance name), has no selector, is no ExternalName
+// and is in a namespace that opted in. A Service it refuses for a reason its owner can fix gets
+// an Event saying so.
+func (r *EndpointSliceReconciler) publishable(ctx context.Context, svc *corev1.Service) (string, bool, error) {
+	stack, ok := svc.Annotations[podcontract.ServiceStackAnnotation]
+	switch {
+	case !ok || svc.DeletionTimestamp != nil || svc.Spec.Type == corev1.ServiceTypeExternalName:
+		return "", false, nil
+	case len(svc.Spec.Selector) > 0:
+		r.warn(svc, EventSelectorIgnored,
+			"the Service has a selector, so Kubernetes publishes the pods' kernel IPs, where F-Stack does not listen; "+
+				"remove spec.selector for the operator to publish the served addresses of StackInstance %s's pods (annotation %s)",
+			podcontract.Printable(stack), podcontract.ServiceStackAnnotation)
+		return "", false, nil
+	}
+	if errs := validation.IsDNS1123Subdomain(stack); len(errs) > 0 || len(stack) > validation.LabelValueMaxLength {
+		r.warn(svc, EventInvalidStackAnnotation,
+			"annotation %s=%q names no StackInstance: set it to the name of a StackInstance in namespace %s", podcontract.ServiceStackAnnotation,
+			podcontract.Printable(stack), svc.Namespace)
+		return "", false, nil
+	}
+	optedIn, err := r.namespaceOptedIn(ctx, svc.Namespace)
+	if err != nil || !optedIn {
+		if err == nil {
+			r.warn(svc, EventNamespaceNotOptedIn,
+				"namespace %s is not labelled %s=enabled: the operator publishes only the pods it injected, in namespaces that opted in",
+				svc.Namespace, fsv1.InjectionLabel)
+		}
+		return "", false, err
+	}
+	return stack, true, nil
 }
 
 // namespaceOptedIn says whether ns carries the injection label (the manager's metadata-only
