@@ -87,9 +87,9 @@ pod="$(kc -n fstack-demo get pods -l app=nginx-fstack --field-selector=status.ph
 ip="$(kc -n fstack-demo get pod "$pod" -o 'jsonpath={.status.podIP}')"
 image="$(kc -n fstack-demo get pod "$pod" -o 'jsonpath={.spec.initContainers[?(@.name=="fstack-dataplane")].image}')"
 # Each replica serves its own address of the stack's pool, in its kubefstack.io/addresses
-# annotation ("0=10.99.0.10": port 0's).
+# annotation ("0:data=10.99.0.10": port 0's, named data).
 stack_ips="$(kc -n fstack-demo get pods -l app=nginx-fstack -o 'jsonpath={range .items[*]}{.metadata.annotations.kubefstack\.io/addresses}{"\n"}{end}' \
-  | sed -n 's/^0=\([0-9.]*\).*/\1/p')"
+  | sed -n 's/^0\(:[a-z0-9-]*\)\{0,1\}=\([0-9.]*\).*/\2/p')"
 [ -n "$stack_ips" ] || die "the demo pods carry no kubefstack.io/addresses annotation"
 stack_ip="${stack_ips%%$'\n'*}"
 # Like F-Stack, the stand-in leaves Nginx no listener on the pod IP (only inside the pod, on
