@@ -82,6 +82,11 @@ if [ -n "$want_image" ] && [ -n "$(dataplane_image 2>/dev/null)" ] && [ "$(datap
 fi
 kc -n fstack-demo rollout status deployment/nginx-fstack --timeout=240s
 kc -n fstack-demo wait --for=condition=Ready stackinstance/local-vhost --timeout=60s >/dev/null
+# A rollout is done once the old pods terminate, not once they are gone: what follows reads
+# the replicas that stay, so wait for the others to go.
+replicas="$(kc -n fstack-demo get deploy nginx-fstack -o 'jsonpath={.spec.replicas}')"
+pods_left() { [ "$(kc -n fstack-demo get pods -l app=nginx-fstack -o name | wc -l)" -eq "$replicas" ]; }
+wait_for "the replaced pods to go" 120 pods_left
 
 pod="$(kc -n fstack-demo get pods -l app=nginx-fstack --field-selector=status.phase=Running -o 'jsonpath={.items[0].metadata.name}')"
 ip="$(kc -n fstack-demo get pod "$pod" -o 'jsonpath={.status.podIP}')"
