@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -107,7 +108,9 @@ func (r *EndpointSliceReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	want, skipped := desiredSlices(svc, pods.Items, held)
 	for _, s := range skipped {
-		r.warn(svc, EventPodNotPublished, "pod %s is not in the Service's endpoints: %s", s.pod, s.why)
+		if !s.pending {
+			r.warn(svc, EventPodNotPublished, "pod %s is not in the Service's endpoints: %s", s.pod, s.why)
+		}
 	}
 	var errs []error
 	keep := map[string]bool{}
@@ -170,7 +173,7 @@ func (r *EndpointSliceReconciler) namespaceOptedIn(ctx context.Context, ns strin
 // heldAddresses are the addresses the stack's AddressClaims hold, each with the UID of the pod
 // that owns its claim: a pod's annotation is the pod's to write, the claims are the operator's,
 // so only an address a claim gives the pod is published for it. A claim no pod owns yet (the
-// operator binds it once the pod exists) publishes nothing.
+// operator binds it once the pod exists) maps to an empty UID: it publishes nothing yet.
 func (r *EndpointSliceReconciler) heldAddresses(ctx context.Context, ns, stack string) (map[netip.Addr]types.UID, error) {
 	list := &fsv1.AddressClaimList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{fsv1.StackLabel: stack}); err != nil {
@@ -181,10 +184,13 @@ func (r *EndpointSliceReconciler) heldAddresses(ctx context.Context, ns, stack s
 		c := &list.Items[i]
 		a, err := netip.ParseAddr(c.Spec.Address)
 		owner := claims.PodOwner(c)
-		if err != nil || owner == nil || c.Spec.StackInstance != stack || c.Name != fsv1.AddressClaimName(stack, a) {
+		if err != nil || c.Spec.StackInstance != stack || c.Name != fsv1.AddressClaimName(stack, a) {
 			continue
 		}
-		held[a.Unmap()] = owner.UID
+		held[a.Unmap()] = "" // claimed, bound to no pod yet
+		if owner != nil {
+			held[a.Unmap()] = owner.UID
+		}
 	}
 	return held, nil
 }
@@ -247,7 +253,12 @@ func (r *EndpointSliceReconciler) deleteSlices(ctx context.Context, svc types.Na
 	return kerrors.NewAggregate(errs)
 }
 
-type skippedPod struct{ pod, why string }
+// skippedPod is a pod left out of the slices, and why; pending is a pod whose claim the operator
+// has not bound yet, a moment after the pod's creation, which is no one's to fix.
+type skippedPod struct {
+	pod, why string
+	pending  bool
+}
 
 // desiredSlices computes the Service's slices from its bound pods: endpoints grouped by address
 // family and by the ports they resolve to (a named targetPort can resolve differently per pod,
@@ -268,7 +279,7 @@ func desiredSlices(svc *corev1.Service, pods []corev1.Pod, held map[netip.Addr]t
 		}
 		addrs, err := servedAndHeld(p, port, held)
 		if err != nil {
-			skipped = append(skipped, skippedPod{p.Name, err.Error()})
+			skipped = append(skipped, skippedPod{pod: p.Name, why: err.Error(), pending: errors.Is(err, errClaimPending)})
 			continue
 		}
 		ports := servicePorts(svc, p)
@@ -312,6 +323,9 @@ func desiredSlices(svc *corev1.Service, pods []corev1.Pod, held map[netip.Addr]t
 	return out, skipped
 }
 
+// errClaimPending: the pod's address is claimed, and the claim not bound to a pod yet.
+var errClaimPending = errors.New("its address claims are not bound to it yet")
+
 // servedAndHeld are the addresses p serves on the stack port that an AddressClaim p owns holds;
 // an address the pod names without such a claim is never published, and said.
 func servedAndHeld(p *corev1.Pod, port string, held map[netip.Addr]types.UID) ([]netip.Addr, error) {
@@ -321,12 +335,20 @@ func servedAndHeld(p *corev1.Pod, port string, held map[netip.Addr]types.UID) ([
 	}
 	var out []netip.Addr
 	var unheld []string
+	pending := false
 	for _, a := range addrs {
-		if uid, ok := held[a]; ok && uid == p.UID {
+		uid, ok := held[a]
+		switch {
+		case ok && uid == p.UID:
 			out = append(out, a)
-		} else {
+		case ok && uid == "":
+			pending = true
+		default:
 			unheld = append(unheld, a.String())
 		}
+	}
+	if pending && len(unheld) == 0 {
+		return nil, errClaimPending
 	}
 	if len(unheld) > 0 {
 		return nil, fmt.Errorf("its %s annotation names %s, which no AddressClaim of the pod holds (admission claims the addresses "+
