@@ -6,11 +6,9 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -23,16 +21,7 @@ import (
 func testOperatorEndpointSlicePolicy(t *testing.T, c client.Client, admin *rest.Config) {
 	ctx := context.Background()
 	const ns, ours = "tenant-eps", "endpointslice-controller.kubefstack.io"
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	op := rest.CopyConfig(admin)
-	op.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + namespace + ":" + release + "-operator",
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"}}
-	as, err := kubernetes.NewForConfig(op)
-	if err != nil {
-		t.Fatal(err)
-	}
+	as := asOperator(t, c, admin, ns)
 	yes := true
 	slice := func(name, managedBy, service, owner string) *discoveryv1.EndpointSlice {
 		s := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{}},
@@ -53,6 +42,7 @@ func testOperatorEndpointSlicePolicy(t *testing.T, c client.Client, admin *rest.
 		return err
 	}
 	// The policy is enforced once the API server has loaded it: wait for its first refusal.
+	var err error
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		if err = create(slice("k8s", "endpointslice-controller.k8s.io", "web", "web")); err != nil {
 			break

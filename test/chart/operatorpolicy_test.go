@@ -34,16 +34,7 @@ func TestRefusesSharedNamespaces(t *testing.T) {
 func testOperatorConfigMapPolicy(t *testing.T, c client.Client, admin *rest.Config) {
 	ctx := context.Background()
 	const ns = "tenant-cm"
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	op := rest.CopyConfig(admin)
-	op.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + namespace + ":" + release + "-operator",
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"}}
-	as, err := kubernetes.NewForConfig(op)
-	if err != nil {
-		t.Fatal(err)
-	}
+	as := asOperator(t, c, admin, ns)
 	yes := true
 	owner := func(name string) []metav1.OwnerReference {
 		return []metav1.OwnerReference{{APIVersion: "kubefstack.io/v1alpha1", Kind: "StackInstance", Name: name, UID: "0c6c1f4e-1",
@@ -59,6 +50,7 @@ func testOperatorConfigMapPolicy(t *testing.T, c client.Client, admin *rest.Conf
 		return err
 	}
 	// The policy is enforced once the API server has loaded it: wait for its first refusal.
+	var err error
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		if err = create(cm("app-config", "web", owner("web"))); err != nil {
 			break
@@ -99,4 +91,21 @@ func testOperatorConfigMapPolicy(t *testing.T, c client.Client, admin *rest.Conf
 	if err == nil || !strings.Contains(err.Error(), "whose controller is the StackInstance") {
 		t.Errorf("the operator took over a user's ConfigMap: %v, want refused", err)
 	}
+}
+
+// asOperator makes the namespace ns and a client that is the operator's ServiceAccount (as the
+// chart installs it), for the tests of what the chart's policies let it write.
+func asOperator(t *testing.T, c client.Client, admin *rest.Config, ns string) *kubernetes.Clientset {
+	t.Helper()
+	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	op := rest.CopyConfig(admin)
+	op.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + namespace + ":" + release + "-operator",
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"}}
+	as, err := kubernetes.NewForConfig(op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return as
 }

@@ -230,26 +230,7 @@ func TestOperatorHeapFlatOverTenantObjects(t *testing.T) {
 		return nil
 	}
 	before := heapAlloc()
-	work := make(chan int)
-	errs := make(chan error, n)
-	for range 4 {
-		go func() {
-			for i := range work {
-				errs <- create(i)
-			}
-		}()
-	}
-	go func() {
-		for i := range n {
-			work <- i
-		}
-		close(work)
-	}()
-	for range n {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
+	inParallel(t, n, create)
 	// The operator's own informers: the pods' typed one, the ConfigMaps' metadata one.
 	testenv.Eventually(t, 2*time.Minute, func() error {
 		pods := &corev1.PodList{}
