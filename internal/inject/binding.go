@@ -1,12 +1,15 @@
 package inject
 
 import (
+	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/render"
 )
 
 // fstack-cni binds a vhost-user port's anti-spoofing rules to the addresses the stack sends from,
@@ -49,6 +52,25 @@ func portBinding(s *fsv1.StackInstanceSpec, i int, own bool) podcontract.PortBin
 		}
 	}
 	return b
+}
+
+// CheckBindings refuses a spec whose vhost-user port binds more than fstack-cni can (its VIPs
+// and VLAN addresses, its VLANs), at spec.ports[i] under path: every pod of it would fail at
+// CNI ADD.
+func CheckBindings(path *field.Path, spec *render.Spec) field.ErrorList {
+	s := spec.Defaulted()
+	var errs field.ErrorList
+	for i := range s.Ports {
+		if s.Ports[i].Device.VhostUser == nil {
+			continue
+		}
+		p := path.Child("ports").Index(i)
+		if err := portBinding(s, i, true).Check(p.String()); err != nil {
+			errs = append(errs, field.Forbidden(p, fmt.Sprintf("fstack-cni cannot bind what this port sends from (%v); "+
+				"give the port fewer VIPs or VLAN sub-interfaces", err)))
+		}
+	}
+	return errs
 }
 
 func withoutPrefix(cidr string) string {

@@ -1,12 +1,16 @@
 package inject
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/render"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 )
 
@@ -46,5 +50,39 @@ func TestStackVIPsAndVLANsReachTheCNIPlugin(t *testing.T) {
 	}
 	if v, ok := out.Annotations[podcontract.BindingAnnotation]; ok {
 		t.Errorf("the pod's own binding annotation survived: %s", v)
+	}
+}
+
+// A stack whose vhost-user port would send from more addresses than fstack-cni binds on a port
+// (podcontract.MaxBoundAddrs) is refused at admission with the port's field path, not at every
+// pod's CNI ADD; one within the bound passes.
+func TestCheckBindingsRefusesWhatNoPortCanBind(t *testing.T) {
+	withVLANVIPs := func(vlans, vips int) *fsv1.StackInstance {
+		si := fixtures.Stack(t, "vhost-user")
+		for v := range vlans {
+			vlan := fsv1.VLANSpec{ID: int32(100 + v), Port: si.Spec.Ports[0].Name}
+			vlan.IPv4 = &fsv1.IPv4Address{From: fsv1.AddressStatic, Address: fmt.Sprintf("10.%d.0.10/24", 100+v), Gateway: fmt.Sprintf("10.%d.0.1", 100+v)}
+			for i := range vips {
+				vlan.VIPs = append(vlan.VIPs, fmt.Sprintf("10.%d.1.%d", 100+v, i+1))
+			}
+			si.Spec.VLANs = append(si.Spec.VLANs, vlan)
+		}
+		return si
+	}
+	over := withVLANVIPs(5, 60) // 5 VLAN addresses and 300 VIPs
+	checked, errs := render.Prepare(&over.Spec)
+	if len(errs) > 0 {
+		t.Fatalf("the spec must pass render.Prepare for this test to mean anything: %v", errs.ToAggregate())
+	}
+	got := CheckBindings(field.NewPath("spec"), checked)
+	if len(got) != 1 || got[0].Field != "spec.ports[0]" || !strings.Contains(got[0].Detail, "at most 256") {
+		t.Fatalf("CheckBindings = %v, want a refusal at spec.ports[0] naming the bound", got)
+	}
+	if _, err := Prepare(over, testConfig()); err == nil || !strings.Contains(err.Error(), "at most 256") {
+		t.Fatalf("Prepare of a stack admitted before the bound: %v, want refused", err)
+	}
+	within := withVLANVIPs(2, 60)
+	if checked, errs := render.Prepare(&within.Spec); len(errs) > 0 || len(CheckBindings(field.NewPath("spec"), checked)) > 0 {
+		t.Fatalf("a stack within the bound was refused: %v", errs)
 	}
 }

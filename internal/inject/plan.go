@@ -77,6 +77,10 @@ func prepare(stack string, checked *render.Spec, cfg Config) (*Prepared, error) 
 		}
 		return nil, p.reject(ferr)
 	}
+	if errs := CheckBindings(field.NewPath("spec"), checked); len(errs) > 0 {
+		// The StackInstance was admitted before the operator bounded its bindings.
+		return nil, p.reject(field.Forbidden(stackLabelPath(), fmt.Sprintf("StackInstance %q: %s", stack, errs.ToAggregate())))
+	}
 	p.specJSON = string(raw)
 	for _, e := range res.ShimEnv {
 		p.shimEnv = append(p.shimEnv, corev1.EnvVar{Name: e.Name, Value: e.Value})

@@ -234,6 +234,11 @@ func walkObject(dec *json.Decoder, depth, objects, bindingDepth int) error {
 	return err
 }
 
+// Check holds b to what fstack-cni can bind on one port, naming field in its error: the
+// injector asks it at admission, so a stack whose binding no port could hold is refused there,
+// not at every pod's CNI ADD.
+func (b PortBinding) Check(field string) error { return b.check(field) }
+
 // check holds b to what a port binds: its values (checkValues) and its counts.
 func (b PortBinding) check(field string) error {
 	switch {

@@ -65,6 +65,7 @@ func (v *StackInstanceValidator) validate(si *fsv1.StackInstance) (*render.Spec,
 		if ferr := inject.CheckSnapshotSize(field.NewPath("spec"), checked); ferr != nil {
 			errs = append(errs, ferr)
 		}
+		errs = append(errs, inject.CheckBindings(field.NewPath("spec"), checked)...)
 	}
 	if ferr := v.Images.CheckImage(field.NewPath("spec", "dataplane", "image"), si.Spec.Dataplane.Image); ferr != nil {
 		errs = append(errs, ferr)
