@@ -4,9 +4,11 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
@@ -48,6 +50,11 @@ var shared struct {
 }
 
 func TestMain(m *testing.M) {
+	// The fake Nginx masters are shell scripts that trap SIGHUP, as Nginx handles it; a shell
+	// cannot trap a signal it started with ignored, as a test run under nohup starts every child.
+	// Handled here, SIGHUP reaches the children at its default (a handler does not survive
+	// exec), however the tests were started.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
 	code := m.Run()
 	if shared.dir != "" {
 		os.RemoveAll(shared.dir)
