@@ -1,13 +1,8 @@
 package podcontract
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"io/fs"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -60,44 +55,21 @@ func TestEveryKeyTheCodeNamesIsRegistered(t *testing.T) {
 		}
 	}
 	found := 0
-	root := filepath.Join("..", "..")
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	product := func(rel string, dir bool) bool {
+		if dir {
+			return rel != "e2e" && rel != filepath.Join("internal", "test")
 		}
-		if d.IsDir() {
-			if n := d.Name(); path != root && (strings.HasPrefix(n, ".") || n == "testdata" || n == "e2e" || path == filepath.Join(root, "internal", "test")) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			lit, ok := n.(*ast.BasicLit)
-			if !ok || lit.Kind != token.STRING {
-				return true
-			}
-			s, err := strconv.Unquote(lit.Value)
-			if err != nil || !reKey.MatchString(s) {
-				return true
-			}
-			found++
-			if _, other := notKeys[s]; !other && !registered[s] {
-				t.Errorf("%s names the key %q, which is not in podcontract.Keys: register it (the reference is generated from the registry)", path, s)
-			}
-			return true
-		})
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+		return !strings.HasSuffix(rel, "_test.go")
 	}
+	eachStringLiteral(t, product, func(l stringLiteral) {
+		if !reKey.MatchString(l.value) {
+			return
+		}
+		found++
+		if _, other := notKeys[l.value]; !other && !registered[l.value] {
+			t.Errorf("%s:%d names the key %q, which is not in podcontract.Keys: register it (the reference is generated from the registry)", l.file, l.line, l.value)
+		}
+	})
 	if found < 10 {
 		t.Fatalf("found %d key literals in the tree; the walk did not read the code (run from internal/podcontract)", found)
 	}

@@ -1,14 +1,9 @@
 package podcontract
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -30,50 +25,15 @@ func TestNoGoFileOutsidePodcontractSpellsTheShimNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := 0
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "bin" || d.Name() == "vendor") {
-				return filepath.SkipDir
-			}
-			if path == self {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") {
-			return nil
-		}
-		files++
-		fset := token.NewFileSet()
-		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			lit, ok := n.(*ast.BasicLit)
-			if !ok || lit.Kind != token.STRING {
-				return true
-			}
-			s, err := strconv.Unquote(lit.Value)
-			if err != nil {
-				t.Errorf("%s: %v", fset.Position(lit.Pos()), err)
-				return true
-			}
-			if m := spelled.FindString(s); m != "" {
-				rel, _ := filepath.Rel(root, path)
-				t.Errorf("%s:%d spells %s in a string literal: use podcontract's constant (ShimEnvNames)", rel, fset.Position(lit.Pos()).Line, m)
-			}
-			return true
-		})
-		return nil
-	})
+	selfRel, err := filepath.Rel(root, self)
 	if err != nil {
 		t.Fatal(err)
 	}
+	files := eachStringLiteral(t, func(rel string, dir bool) bool { return !dir || rel != selfRel }, func(l stringLiteral) {
+		if m := spelled.FindString(l.value); m != "" {
+			t.Errorf("%s:%d spells %s in a string literal: use podcontract's constant (ShimEnvNames)", l.file, l.line, m)
+		}
+	})
 	if files < 300 {
 		t.Fatalf("scanned %d Go files under %s, expected the whole module", files, root)
 	}
