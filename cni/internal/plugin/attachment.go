@@ -117,9 +117,9 @@ func (a *attachment) checkSocketPath() error {
 
 func (a *attachment) portSpec(mtu int) *portSpec {
 	spec := &portSpec{Name: a.PortName, Socket: a.Socket, MTU: mtu, IDs: map[string]string{
-		idOwner: pluginType, idNetwork: a.Network, idContainerID: a.ContainerID, idIfName: a.IfName,
-		idPodNamespace: a.Pod.Namespace, idPodName: a.Pod.Name, idPodUID: a.Pod.UID,
-		idMAC: a.MAC,
+		podcontract.OVSIDOwner: pluginType, podcontract.OVSIDNetwork: a.Network, podcontract.OVSIDContainerID: a.ContainerID, podcontract.OVSIDIfName: a.IfName,
+		podcontract.OVSIDPodNamespace: a.Pod.Namespace, podcontract.OVSIDPodName: a.Pod.Name, podcontract.OVSIDPodUID: a.Pod.UID,
+		podcontract.OVSIDMAC: a.MAC,
 	}}
 	// The port records what its rules bind, which the flow keeper rebuilds them from.
 	if a.Binding.MAC == "" {

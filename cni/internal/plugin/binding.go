@@ -291,12 +291,12 @@ const (
 )
 
 func noOtherClaims(p *portSpec) []ovsdb.Op {
-	notThisPod := ovsdb.Cond("external_ids", "excludes", ovsdb.Map(map[string]string{idPodUID: p.IDs[idPodUID]}))
+	notThisPod := ovsdb.Cond("external_ids", "excludes", ovsdb.Map(map[string]string{podcontract.OVSIDPodUID: p.IDs[podcontract.OVSIDPodUID]}))
 	held := func(k, v string) ovsdb.Op {
 		return ovsdb.WaitEqual("Interface", [][]any{ovsdb.Cond("external_ids", "includes", ovsdb.Map(map[string]string{k: v})), notThisPod},
 			[]string{"name"}, []map[string]any{})
 	}
-	ops := []ovsdb.Op{held(idMAC, p.IDs[idMAC])}
+	ops := []ovsdb.Op{held(podcontract.OVSIDMAC, p.IDs[podcontract.OVSIDMAC])}
 	keys := make([]string, 0, len(p.IDs))
 	for k := range p.IDs {
 		if strings.HasPrefix(k, idHolds) {
@@ -319,7 +319,7 @@ func isClaimWait(err error) bool {
 // it: an error naming the field, the holder and the fix.
 func (c *command) claimHolder(a *attachment) error {
 	spec := a.portSpec(c.conf.MTU)
-	ids := ovsdb.Map(map[string]string{idOwner: pluginType})
+	ids := ovsdb.Map(map[string]string{podcontract.OVSIDOwner: pluginType})
 	res, err := c.ovs.transact(c.ctx, ovsdb.Select("Interface", [][]any{ovsdb.Cond("external_ids", "includes", ids)}, "name", "external_ids"))
 	if err != nil {
 		return ovsErr(err)
@@ -333,11 +333,11 @@ func (c *command) claimHolder(a *attachment) error {
 		if err != nil {
 			return ovsErr(err)
 		}
-		if other[idPodUID] == a.Pod.UID {
+		if other[podcontract.OVSIDPodUID] == a.Pod.UID {
 			continue
 		}
-		holder := fmt.Sprintf("port %s of pod %s/%s (network %s, interface %s)", name, other[idPodNamespace], other[idPodName], other[idNetwork], other[idIfName])
-		if strings.EqualFold(other[idMAC], spec.IDs[idMAC]) {
+		holder := fmt.Sprintf("port %s of pod %s/%s (network %s, interface %s)", name, other[podcontract.OVSIDPodNamespace], other[podcontract.OVSIDPodName], other[podcontract.OVSIDNetwork], other[podcontract.OVSIDIfName])
+		if strings.EqualFold(other[podcontract.OVSIDMAC], spec.IDs[podcontract.OVSIDMAC]) {
 			return cniErr(types.ErrInvalidNetworkConfig, "", fmt.Errorf("%s: MAC %s is held by %s on this node: give this port another MAC "+
 				"(the StackInstance's spec.ports[].device.vhostUser.mac, or none for one derived from the pod), or delete that pod", c.macField(), a.MAC, holder))
 		}

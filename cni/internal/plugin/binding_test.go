@@ -147,9 +147,9 @@ func TestAddRefusesWhatAnotherPodHolds(t *testing.T) {
 			return fakeReply{results: res}
 		}
 	}
-	other := map[string]string{idOwner: pluginType, idPodUID: "u2", idPodNamespace: "ns2", idPodName: "db-0", idNetwork: "fstack", idIfName: "net1"}
+	other := map[string]string{podcontract.OVSIDOwner: pluginType, podcontract.OVSIDPodUID: "u2", podcontract.OVSIDPodNamespace: "ns2", podcontract.OVSIDPodName: "db-0", podcontract.OVSIDNetwork: "fstack", podcontract.OVSIDIfName: "net1"}
 	t.Run("MAC", func(t *testing.T) {
-		ids := map[string]string{idMAC: "02:00:00:00:00:aa"}
+		ids := map[string]string{podcontract.OVSIDMAC: "02:00:00:00:00:aa"}
 		for k, v := range other {
 			ids[k] = v
 		}
@@ -161,7 +161,7 @@ func TestAddRefusesWhatAnotherPodHolds(t *testing.T) {
 		n.assertIPAM(1, 1)
 	})
 	t.Run("address", func(t *testing.T) {
-		ids := map[string]string{idMAC: "02:00:00:00:00:bb", idHolds + "10.9.0.5": idHeld}
+		ids := map[string]string{podcontract.OVSIDMAC: "02:00:00:00:00:bb", idHolds + "10.9.0.5": idHeld}
 		for k, v := range other {
 			ids[k] = v
 		}

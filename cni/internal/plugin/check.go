@@ -75,8 +75,8 @@ func checkPort(port *portInfo, a *attachment) error {
 		return fmt.Errorf("OVS port %s of %s does not exist", a.PortName, describe(a))
 	case port.Type != portType:
 		return fmt.Errorf("OVS port %s has type %q, want %q", a.PortName, port.Type, portType)
-	case port.IDs[idContainerID] != a.ContainerID || port.IDs[idIfName] != a.IfName:
-		return fmt.Errorf("OVS port %s belongs to container %q interface %q", a.PortName, port.IDs[idContainerID], port.IDs[idIfName])
+	case port.IDs[podcontract.OVSIDContainerID] != a.ContainerID || port.IDs[podcontract.OVSIDIfName] != a.IfName:
+		return fmt.Errorf("OVS port %s belongs to container %q interface %q", a.PortName, port.IDs[podcontract.OVSIDContainerID], port.IDs[podcontract.OVSIDIfName])
 	case a.Socket != "" && port.Socket != a.Socket:
 		return fmt.Errorf("OVS port %s uses socket %q, want %q", a.PortName, port.Socket, a.Socket)
 	case filepath.Base(port.Socket) != podcontract.VhostSocketFile(a.IfName):

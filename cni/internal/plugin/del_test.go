@@ -11,6 +11,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/kube-fstack/kube-fstack/internal/fsutil"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // portRows is the reply to DEL's transaction: the Interface (with its socket), and how many
@@ -18,7 +19,7 @@ import (
 func portRows(socket string, unlinked int) fakeReply {
 	iface := map[string]any{"name": "fsk", "type": portType,
 		"options":      []any{"map", []any{[]any{optionSocket, socket}}},
-		"external_ids": []any{"map", []any{[]any{idContainerID, "c1"}, []any{idIfName, "net1"}}}}
+		"external_ids": []any{"map", []any{[]any{podcontract.OVSIDContainerID, "c1"}, []any{podcontract.OVSIDIfName, "net1"}}}}
 	return fakeReply{results: []any{map[string]any{"rows": []any{iface}}, map[string]any{"count": unlinked}}}
 }
 

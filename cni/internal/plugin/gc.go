@@ -42,7 +42,7 @@ func (c *command) gcPorts(valid map[string]bool) error {
 	}
 	var errs []error
 	for _, port := range ports {
-		cid, ifname := port.IDs[idContainerID], port.IDs[idIfName]
+		cid, ifname := port.IDs[podcontract.OVSIDContainerID], port.IDs[podcontract.OVSIDIfName]
 		if valid[cid+"/"+ifname] {
 			continue
 		}

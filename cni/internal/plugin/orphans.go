@@ -5,6 +5,7 @@ import (
 
 	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/ovsdb"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // A node that lost its tmpfs (a reboot: /var/run is gone, OVSDB's file is not) keeps every port
@@ -43,11 +44,11 @@ func (c *command) removeOrphanPorts(a *attachment) error {
 	}
 	var errs []error
 	for _, p := range ports {
-		if p.IDs[idOwner] != pluginType {
+		if p.IDs[podcontract.OVSIDOwner] != pluginType {
 			errs = append(errs, errors.New("OVS port "+p.Name+" of another owner uses socket "+a.Socket))
 			continue
 		}
-		c.log.Info("removing a port left on this socket", "orphan", p.Name, logging.KeyContainerID, p.IDs[idContainerID])
+		c.log.Info("removing a port left on this socket", "orphan", p.Name, logging.KeyContainerID, p.IDs[podcontract.OVSIDContainerID])
 		errs = append(errs, c.ovs.deletePort(c.ctx, p.Name))
 	}
 	return errors.Join(errs...)

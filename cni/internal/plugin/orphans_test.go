@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // A port of an earlier sandbox on the same socket (a node that lost its tmpfs) makes the
@@ -11,7 +13,7 @@ import (
 func TestAddRemovesAnOrphanPortOnItsSocket(t *testing.T) {
 	f := newFakeOVSDB(t, orphanOnSocket(
 		map[string]any{"name": "fskorphan", "type": portType, "options": []any{"map", []any{}},
-			"external_ids": []any{"map", []any{[]any{idOwner, pluginType}, []any{idContainerID, "c0"}}}},
+			"external_ids": []any{"map", []any{[]any{podcontract.OVSIDOwner, pluginType}, []any{podcontract.OVSIDContainerID, "c0"}}}},
 		fakeReply{results: []any{map[string]any{"rows": []any{map[string]any{"_uuid": []any{"uuid", "orphan-1"}}}}}}))
 	n := newNode(t, f.path, nil)
 	if _, _, err := n.add(); err != nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/kube-fstack/kube-fstack/cni/internal/antispoof"
 	"github.com/kube-fstack/kube-fstack/internal/ovsdb"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
@@ -15,20 +14,11 @@ const (
 	ovsDB        = "Open_vSwitch"
 	portType     = "dpdkvhostuserclient"
 	optionSocket = "vhost-server-path"
-	// The external_ids keys that identify an attachment on its OVS port. CHECK, DEL and GC find
-	// everything they need here, so the port is the plugin's only state.
-	idOwner        = antispoof.ExternalIDOwner
-	idNetwork      = podcontract.OVSIDNetwork
-	idContainerID  = podcontract.OVSIDContainerID
-	idIfName       = podcontract.OVSIDIfName
-	idPodNamespace = podcontract.OVSIDPodNamespace
-	idPodName      = podcontract.OVSIDPodName
-	idPodUID       = podcontract.OVSIDPodUID
-	// idMAC is the MAC the port's anti-spoofing rules pass: the flow keeper puts them back
-	// from it (and the ofport) after ovs-vswitchd restarts, from OVSDB alone, which no pod can
-	// write.
-	idMAC = antispoof.ExternalIDMAC
 )
+
+// The external_ids keys that identify an attachment on its OVS port are the pod contract's
+// (podcontract.OVSID*): CHECK, DEL and GC find everything they need there, so the port is the
+// plugin's only state.
 
 var (
 	errBridgeMissing    = errors.New("bridge does not exist")
@@ -216,7 +206,7 @@ func (o *ovs) findPort(ctx context.Context, name string) (*portInfo, error) {
 
 // listPorts returns every port this plugin made for network.
 func (o *ovs) listPorts(ctx context.Context, network string) ([]portInfo, error) {
-	ids := ovsdb.Map(map[string]string{idOwner: pluginType, idNetwork: network})
+	ids := ovsdb.Map(map[string]string{podcontract.OVSIDOwner: pluginType, podcontract.OVSIDNetwork: network})
 	return o.selectPorts(ctx, [][]any{ovsdb.Cond("external_ids", "includes", ids)})
 }
 

@@ -43,10 +43,10 @@ func validAttachment(at *podcontract.DevInfoAttachment, file, podDir string) err
 // validPortNames checks the names a port carries in external_ids before they name files.
 func validPortNames(cid, ifname string) error {
 	if err := validContainerID(cid); err != nil {
-		return fmt.Errorf("external_ids %s: %w", idContainerID, err)
+		return fmt.Errorf("external_ids %s: %w", podcontract.OVSIDContainerID, err)
 	}
 	if err := validIfName(ifname); err != nil {
-		return fmt.Errorf("external_ids %s: %w", idIfName, err)
+		return fmt.Errorf("external_ids %s: %w", podcontract.OVSIDIfName, err)
 	}
 	return nil
 }
