@@ -22,7 +22,7 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &StackInstance{}, &StackInstanceList{}, &AddressClaim{}, &AddressClaimList{})
+	s.AddKnownTypes(GroupVersion, &StackInstance{}, &StackInstanceList{}, &AddressClaim{}, &AddressClaimList{}, &DataNetwork{}, &DataNetworkList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

@@ -26,6 +26,14 @@ type PortSpec struct {
 	// +optional
 	Network *NetworkRef `json:"network,omitempty"`
 
+	// DataNetwork is the DataNetwork (cluster-scoped, the platform's) the port is on: its
+	// addresses, VIPs, VLANs and MAC must be what the network grants the stack's namespace.
+	// Default: the operator's --default-data-network (the chart's dataNetwork.name).
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	DataNetwork string `json:"dataNetwork,omitempty"`
+
 	// Device is what backs the port: exactly one of vhostUser, pci or bond.
 	Device PortDevice `json:"device"`
 

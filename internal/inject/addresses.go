@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 
@@ -20,6 +21,9 @@ type AddressNeed struct {
 	// Port is the index of the port in spec.ports, PortName its name.
 	Port     int
 	PortName string
+	// Network is the DataNetwork the port is on: its spec.ports[].dataNetwork, or the
+	// injector's DefaultDataNetwork; empty when neither names one.
+	Network string
 	// Field is the spec field the address comes from, e.g. spec.ports[0].ipv4, for messages.
 	Field string
 	// Static is the static address with its prefix length, when the port has one.
@@ -33,12 +37,12 @@ type AddressNeed struct {
 func (p *Prepared) AddressNeeds() []AddressNeed { return p.needs }
 
 // addressNeeds reads them from the checked spec, whose pools Prepare parsed.
-func addressNeeds(checked *render.Spec) ([]AddressNeed, error) {
+func addressNeeds(checked *render.Spec, defaultNetwork string) ([]AddressNeed, error) {
 	var out []AddressNeed
 	for i := range checked.Defaulted().Ports {
 		for _, v4 := range []bool{true, false} {
 			var err error
-			if out, err = appendNeed(out, checked, i, v4); err != nil {
+			if out, err = appendNeed(out, checked, i, v4, defaultNetwork); err != nil {
 				return nil, err
 			}
 		}
@@ -47,7 +51,7 @@ func addressNeeds(checked *render.Spec) ([]AddressNeed, error) {
 }
 
 // appendNeed appends the need of spec.ports[port]'s IPv4 (v4) or IPv6 address, if it has one.
-func appendNeed(out []AddressNeed, checked *render.Spec, port int, v4 bool) ([]AddressNeed, error) {
+func appendNeed(out []AddressNeed, checked *render.Spec, port int, v4 bool, defaultNetwork string) ([]AddressNeed, error) {
 	ps := &checked.Defaulted().Ports[port]
 	family, from, addr := "ipv6", fsv1.AddressSource(""), ""
 	if v4 {
@@ -58,7 +62,8 @@ func appendNeed(out []AddressNeed, checked *render.Spec, port int, v4 bool) ([]A
 	} else if !v4 && ps.IPv6 != nil {
 		from, addr = ps.IPv6.From, ps.IPv6.Address
 	}
-	n := AddressNeed{Port: port, PortName: ps.Name, Field: field.NewPath("spec", "ports").Index(port).Child(family).String()}
+	n := AddressNeed{Port: port, PortName: ps.Name, Network: cmp.Or(ps.DataNetwork, defaultNetwork),
+		Field: field.NewPath("spec", "ports").Index(port).Child(family).String()}
 	switch from {
 	case fsv1.AddressStatic:
 		pfx, err := netip.ParsePrefix(addr)

@@ -35,6 +35,8 @@ type Config struct {
 	// NodeAffinity adds the required node affinity on the node agent's labels (affinity.go);
 	// off where no node agent publishes them.
 	NodeAffinity bool
+	// DefaultDataNetwork is the DataNetwork of a port that names none (spec.ports[].dataNetwork).
+	DefaultDataNetwork string
 	// Logging is the log format and level of the supervisor and the launchers, passed to them
 	// as logging.EnvFormat and logging.EnvLevel (the operator's own, by default).
 	Logging logging.Options

@@ -87,7 +87,7 @@ func prepare(stack string, checked *render.Spec, cfg Config) (*Prepared, error) 
 	}
 	p.vhost = render.HasVhostUser(p.spec)
 	p.networks = portNetworks(p.spec)
-	if p.needs, err = addressNeeds(checked); err != nil {
+	if p.needs, err = addressNeeds(checked, p.cfg.DefaultDataNetwork); err != nil {
 		return nil, p.reject(field.InternalError(stackLabelPath(), err))
 	}
 	return p, nil

@@ -78,6 +78,7 @@ func parseFlags() (manager.Options, time.Duration, error) {
 	flag.StringVar(&pullPolicy, "dataplane-pull-policy", "IfNotPresent", "imagePullPolicy of the injected dataplane.")
 	flag.StringVar(&o.Inject.HostSocketRoot, "vhost-socket-root", o.Inject.HostSocketRoot, "The CNI plugin's socket root on the nodes: in opted-in namespaces, no pod may mount a hostPath at, under or above it.")
 	flag.BoolVar(&o.Inject.NodeAffinity, "node-affinity", o.Inject.NodeAffinity, "Require the node agent's labels (node.kubefstack.io/*) the stack needs in injected pods' node affinity; false where no node agent runs.")
+	flag.StringVar(&o.Inject.DefaultDataNetwork, "default-data-network", "", "The DataNetwork of a StackInstance port that names none (spec.ports[].dataNetwork): the chart's dataNetwork.name. Empty: every port must name one.")
 	flag.StringVar(&memory, "dataplane-memory", o.Inject.DataplaneMemory.String(), "Memory of the dataplane container when the StackInstance sets none.")
 	flag.DurationVar(&shutdownDelay, "shutdown-delay", 0, "On SIGTERM, keep answering webhook calls this long, not ready and ending each connection after its answer, before stopping: long enough for the Service's endpoints and every node's proxy to stop sending this replica calls (the chart's operator.shutdownDelaySeconds).")
 	flag.IntVar(&o.Workers, "workers", 4, "StackInstances reconciled in parallel.")
