@@ -58,8 +58,12 @@ func injectConfig() inject.Config {
 	cfg := inject.DefaultConfig()
 	cfg.ImagePullPolicy = corev1.PullIfNotPresent
 	cfg.AllowedImages = []string{allowedImages}
+	cfg.DefaultDataNetwork = dataNetwork
 	return cfg
 }
+
+// dataNetwork is the DataNetwork of every port of the suite that names none.
+const dataNetwork = "envtest-net"
 
 const allowedImages = "registry.example/fstack/"
 
