@@ -18,7 +18,7 @@ type DataNetworkSpec struct {
 	// address a port takes on the network is in one of them, with that subnet's prefix length.
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:items:MaxLength=43
 	// +kubebuilder:validation:items:XValidation:rule="isCIDR(self)",message="a subnet is a CIDR, e.g. 10.56.0.0/24 or fd00:56::/64"
 	Subnets []string `json:"subnets"`

@@ -1,9 +1,12 @@
 package inject
 
 import (
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 )
 
 // NodeRequirements are the node agent's labels a node must carry to run the stack
@@ -11,6 +14,9 @@ import (
 func (p *Prepared) NodeRequirements() []corev1.NodeSelectorRequirement {
 	return p.checked.NodeRequirements()
 }
+
+// Spec is the stack's defaulted spec, as checked.
+func (p *Prepared) Spec() *fsv1.StackInstanceSpec { return p.checked.Defaulted() }
 
 // addNodeAffinity ANDs reqs into every term of the pod's required node affinity (the terms are
 // ORed, so each must carry them), or makes the one term; the pod's own terms and expressions stay,
@@ -40,4 +46,18 @@ func addNodeAffinity(spec *corev1.PodSpec, reqs []corev1.NodeSelectorRequirement
 			}
 		}
 	}
+}
+
+// RequireNodeLabels adds to the pod's required node affinity that a node carry every label of
+// want (the nodes a DataNetwork reaches), in key order.
+func RequireNodeLabels(spec *corev1.PodSpec, want map[string]string) {
+	if len(want) == 0 {
+		return
+	}
+	keys := slices.Sorted(maps.Keys(want))
+	reqs := make([]corev1.NodeSelectorRequirement, 0, len(keys))
+	for _, k := range keys {
+		reqs = append(reqs, corev1.NodeSelectorRequirement{Key: k, Operator: corev1.NodeSelectorOpIn, Values: []string{want[k]}})
+	}
+	addNodeAffinity(spec, reqs)
 }

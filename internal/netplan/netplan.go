@@ -39,7 +39,7 @@ type Grant struct {
 
 // Bounds of a Spec, the DataNetwork's own.
 const (
-	MaxSubnets  = 8
+	MaxSubnets  = 16
 	MaxGateways = 8
 	MaxReserved = 64
 	MaxVLANs    = 128
@@ -71,7 +71,7 @@ func ParseRange(s string) (Range, error) {
 	if strings.Contains(s, "/") {
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
-			return Range{}, fmt.Errorf("not a CIDR: %v", err)
+			return Range{}, fmt.Errorf("not a CIDR: %w", err)
 		}
 		p = p.Masked()
 		return Range{p.Addr(), lastOf(p)}, nil
@@ -185,7 +185,7 @@ func Parse(s Spec) (*Network, error) {
 
 func checkCounts(s Spec) error {
 	for _, c := range []struct {
-		name string
+		name   string
 		n, max int
 	}{{"subnets", len(s.Subnets), MaxSubnets}, {"gateways", len(s.Gateways), MaxGateways},
 		{"reserved", len(s.Reserved), MaxReserved}, {"vlans", len(s.VLANs), MaxVLANs}, {"grants", len(s.Grants), MaxGrants}} {

@@ -223,10 +223,12 @@ func serveWebhooks(mgr ctrl.Manager, o Options, ready <-chan struct{}, log logr.
 }
 
 func registerWebhooks(mgr ctrl.Manager, o Options) error {
-	if err := (&fswebhook.StackInstanceValidator{Images: o.Inject}).SetupWithManager(mgr); err != nil {
+	networks := &fswebhook.NetworkChecker{Reader: mgr.GetCache(), Live: mgr.GetAPIReader(), Default: o.Inject.DefaultDataNetwork}
+	if err := (&fswebhook.StackInstanceValidator{Images: o.Inject, Networks: networks}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	injector := fswebhook.NewPodInjector(mgr.GetCache(), mgr.GetAPIReader(), admission.NewDecoder(mgr.GetScheme()), o.Inject, o.Namespace)
+	injector.Networks = networks
 	injector.Claims = &claims.Claimer{Writer: mgr.GetClient(), Cached: mgr.GetCache(), Live: mgr.GetAPIReader()}
 	mgr.GetWebhookServer().Register(fswebhook.InjectPath, &webhook.Admission{Handler: injector})
 	updates := &fswebhook.PodUpdateValidator{Config: o.Inject, OwnNamespace: o.Namespace, Decoder: admission.NewDecoder(mgr.GetScheme())}

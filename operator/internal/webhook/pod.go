@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -41,8 +42,11 @@ type PodInjector struct {
 	OwnNamespace string
 	// Claims claims the static and pool addresses of each pod; nil refuses pods of stacks that
 	// have any.
-	Claims  *claims.Claimer
-	decoder admission.Decoder
+	Claims *claims.Claimer
+	// Networks holds every pod's ports to their DataNetworks, as on the StackInstance: the
+	// network may have changed since, or the stack be older than it. Nil checks none (tests).
+	Networks *NetworkChecker
+	decoder  admission.Decoder
 
 	prepared *preparedCache
 }
@@ -89,6 +93,10 @@ func (h *PodInjector) Handle(ctx context.Context, req admission.Request) admissi
 	if resp := h.podSecurity(ctx, req.Namespace, pod, out); resp != nil {
 		return *resp
 	}
+	nodes, resp := h.checkNetworks(ctx, req.Namespace, pod, prep)
+	if nodes == nil {
+		return resp
+	}
 	if len(prep.AddressNeeds()) > 0 {
 		held, err := h.claim(ctx, req, pod, prep)
 		if err != nil {
@@ -100,6 +108,7 @@ func (h *PodInjector) Handle(ctx context.Context, req admission.Request) admissi
 		}
 		out.Namespace = ns
 	}
+	inject.RequireNodeLabels(&out.Spec, nodes)
 	raw, err := json.Marshal(out)
 	if err != nil {
 		countInjection(resultError, "encode")
@@ -108,6 +117,26 @@ func (h *PodInjector) Handle(ctx context.Context, req admission.Request) admissi
 	countInjection(resultInjected, "")
 	log.FromContext(ctx).V(1).Info("injected", "namespace", req.Namespace, "stack", inject.StackName(pod))
 	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+}
+
+// checkNetworks holds the pod's stack to its DataNetworks and answers the labels the networks
+// require of the pod's node; nil with the refusal when they refuse it.
+func (h *PodInjector) checkNetworks(ctx context.Context, namespace string, pod *corev1.Pod, prep *inject.Prepared) (map[string]string, admission.Response) {
+	if h.Networks == nil {
+		return map[string]string{}, admission.Response{}
+	}
+	nets, errs, err := h.Networks.Check(ctx, namespace, prep.Spec())
+	if err != nil {
+		countInjection(resultError, "network-read")
+		return nil, admission.Errored(http.StatusInternalServerError, err)
+	}
+	if len(errs) > 0 {
+		stack := inject.StackName(pod)
+		return nil, refuse(pod, &inject.RejectError{Stack: stack, Errs: field.ErrorList{field.Forbidden(
+			field.NewPath("metadata", "labels").Key(fsv1.StackLabel),
+			fmt.Sprintf("StackInstance %q is refused by its DataNetwork: %s", stack, errs.ToAggregate()))}}, "network-refused")
+	}
+	return nets.NodeSelector(), admission.Response{}
 }
 
 // claim holds the pod's static and pool addresses (package claims); a pod whose stack has none

@@ -22,6 +22,9 @@ import (
 type StackInstanceValidator struct {
 	// Images holds the default dataplane image and the allowed prefixes.
 	Images inject.Config
+	// Networks holds the ports to their DataNetworks; nil checks none (unit tests of the
+	// renderer's rules only: the operator always sets it).
+	Networks *NetworkChecker
 }
 
 // SetupWithManager registers the webhook.
@@ -30,8 +33,8 @@ func (v *StackInstanceValidator) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // ValidateCreate checks a new StackInstance.
-func (v *StackInstanceValidator) ValidateCreate(_ context.Context, si *fsv1.StackInstance) (admission.Warnings, error) {
-	checked, err := v.validate(si)
+func (v *StackInstanceValidator) ValidateCreate(ctx context.Context, si *fsv1.StackInstance) (admission.Warnings, error) {
+	checked, err := v.validate(ctx, si)
 	if err != nil {
 		return nil, err
 	}
@@ -39,8 +42,8 @@ func (v *StackInstanceValidator) ValidateCreate(_ context.Context, si *fsv1.Stac
 }
 
 // ValidateUpdate checks a changed StackInstance and says that running pods keep their config.
-func (v *StackInstanceValidator) ValidateUpdate(_ context.Context, old, si *fsv1.StackInstance) (admission.Warnings, error) {
-	checked, err := v.validate(si)
+func (v *StackInstanceValidator) ValidateUpdate(ctx context.Context, old, si *fsv1.StackInstance) (admission.Warnings, error) {
+	checked, err := v.validate(ctx, si)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +61,7 @@ func (v *StackInstanceValidator) ValidateDelete(context.Context, *fsv1.StackInst
 
 // validate prepares the spec (its one defaulting and every check of the renderer) and adds the
 // operator's own rules.
-func (v *StackInstanceValidator) validate(si *fsv1.StackInstance) (*render.Spec, error) {
+func (v *StackInstanceValidator) validate(ctx context.Context, si *fsv1.StackInstance) (*render.Spec, error) {
 	checked, errs := render.Prepare(&si.Spec)
 	if checked != nil {
 		// The snapshot is the checked spec: an invalid one is refused for its errors first.
@@ -66,6 +69,13 @@ func (v *StackInstanceValidator) validate(si *fsv1.StackInstance) (*render.Spec,
 			errs = append(errs, ferr)
 		}
 		errs = append(errs, inject.CheckBindings(field.NewPath("spec"), checked)...)
+		if v.Networks != nil {
+			_, nerrs, err := v.Networks.Check(ctx, si.Namespace, checked.Defaulted())
+			if err != nil {
+				return nil, apierrors.NewInternalError(err)
+			}
+			errs = append(errs, nerrs...)
+		}
 	}
 	if ferr := v.Images.CheckImage(field.NewPath("spec", "dataplane", "image"), si.Spec.Dataplane.Image); ferr != nil {
 		errs = append(errs, ferr)

@@ -187,5 +187,19 @@ func setupNamespaces() error {
 			return err
 		}
 	}
-	return nil
+	return k8s.Create(ctx, envtestNetwork())
+}
+
+// envtestNetwork is the suite's DataNetwork: the subnets of the samples and the tests' stacks,
+// every address granted to every namespace (the samples' VIPs are outside the subnets), any VLAN
+// they name and locally administered MACs from 02. The tests of the network's refusals make
+// networks of their own.
+func envtestNetwork() *fsv1.DataNetwork {
+	return &fsv1.DataNetwork{ObjectMeta: metav1.ObjectMeta{Name: dataNetwork}, Spec: fsv1.DataNetworkSpec{
+		Subnets: []string{"10.99.0.0/24", "10.56.0.0/24", "10.98.0.0/24", "10.0.0.0/24", "10.0.1.0/24", "192.168.1.0/24",
+			"192.168.2.0/24", "10.10.10.0/24", "10.10.20.0/24", "10.10.30.0/24", "2001:db8:56::/64"},
+		VLANs:  []int32{10, 20, 30, 100},
+		MAC:    &fsv1.MACPolicy{Policy: fsv1.MACPrefix, Prefix: "02"},
+		Grants: []fsv1.AddressGrant{{NamespaceSelector: &metav1.LabelSelector{}, Ranges: []string{"0.0.0.0/0", "::/0"}}},
+	}}
 }
