@@ -96,7 +96,7 @@ func (c *Conf) Validate() error {
 		}
 	}
 	for i, ns := range c.Namespaces {
-		if !isDNSLabel(ns) {
+		if !podcontract.IsDNSLabel(ns) {
 			return fmt.Errorf("namespaces[%d] %q is not a namespace name (a DNS-1123 label)", i, ns)
 		}
 		if slices.Contains(c.Namespaces[:i], ns) {
@@ -195,19 +195,4 @@ func trusted(fd int, path string, owner int, kind uint32) error {
 		return fmt.Errorf("%s has mode %#o, writable by group or others: refusing it as fstack-cni's node config; chmod go-w it", path, st.Mode&0o7777)
 	}
 	return nil
-}
-
-// isDNSLabel is Kubernetes' namespace name rule: 1-63 of [a-z0-9-], alphanumeric at both ends.
-func isDNSLabel(s string) bool {
-	if len(s) == 0 || len(s) > 63 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		alnum := c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
-		if !alnum && (c != '-' || i == 0 || i == len(s)-1) {
-			return false
-		}
-	}
-	return true
 }
