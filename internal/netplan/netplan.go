@@ -71,7 +71,7 @@ func ParseRange(s string) (Range, error) {
 	if strings.Contains(s, "/") {
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
-			return Range{}, fmt.Errorf("not a CIDR: %v", err)
+			return Range{}, fmt.Errorf("not a CIDR: %w", err)
 		}
 		p = p.Masked()
 		return Range{p.Addr(), lastOf(p)}, nil
