@@ -37,6 +37,13 @@ SOCKET_ROOT=/var/run/kube-fstack/vhost
 # test's, the e2e suite's and SR-IOV test's, the benchmark's and hack/run.sh's demo.
 CNI_NODE_CONFIG=/etc/kube-fstack/cni.json
 FSTACK_NAMESPACES="default e2e-fstack e2e-sriov e2e-replicas bench-fstack fstack-demo"
+# The local data network (a DataNetwork; values.yaml's dataNetwork is the same, which
+# test/chart checks), in the node config as its one network and default: FSTACK_SUBNET, the
+# node's address on br-fstack as its router, the subnet granted to FSTACK_NAMESPACES. Untagged
+# and with derived MACs: no stack of the e2e suite, the smoke test, the benchmark or the demo
+# sets a VLAN, a VIP or a MAC.
+FSTACK_NETWORK=fstack-data
+FSTACK_GATEWAY=10.99.0.1
 DEVINFO_DIR=/var/run/kube-fstack/devinfo
 
 OVS_DIR="$RUN/ovs"

@@ -257,7 +257,10 @@ cni_config() {
   ns="$(printf '"%s",' "${nss[@]}")"
   write_if_changed "$CNI_NODE_CONFIG" <<EOF
 {"ovsdbSocket": "$OVS_DB_SOCK", "socketRoot": "$SOCKET_ROOT", "kubeletRootDir": "/var/lib/kubelet",
- "deviceInfoDir": "$DEVINFO_DIR", "logFile": "$LOGS/fstack-cni.log", "namespaces": [${ns%,}]}
+ "deviceInfoDir": "$DEVINFO_DIR", "logFile": "$LOGS/fstack-cni.log", "namespaces": [${ns%,}],
+ "networks": [{"name": "$FSTACK_NETWORK", "subnets": ["$FSTACK_SUBNET"], "gateways": ["$FSTACK_GATEWAY"],
+               "grants": [{"namespaces": [${ns%,}], "ranges": ["$FSTACK_SUBNET"]}]}],
+ "defaultNetwork": "$FSTACK_NETWORK"}
 EOF
   write_if_changed "$CNI_CONFLIST" <<EOF
 {
@@ -273,7 +276,7 @@ EOF
     {
       "type": "fstack-cni", "bridge": "$OVS_BRIDGE", "skipUnprepared": true,
       "capabilities": {"io.kubernetes.cri.pod-annotations": true},
-      "ipam": {"type": "host-local", "subnet": "$FSTACK_SUBNET", "gateway": "10.99.0.1",
+      "ipam": {"type": "host-local", "subnet": "$FSTACK_SUBNET", "gateway": "$FSTACK_GATEWAY",
                "rangeStart": "10.99.0.100", "dataDir": "$CNI_DATA/fstack"}
     }
   ]

@@ -131,7 +131,7 @@ func (p *Prepared) withAddresses(addrs []netip.Addr) (*Prepared, error) {
 		if ferr := snapshotError(stackLabelPath(), raw, err); ferr != nil {
 			return nil, p.reject(ferr)
 		}
-		pp.spec, pp.specJSON, pp.networks = spec, string(raw), portNetworks(spec)
+		pp.spec, pp.specJSON, pp.networks = spec, string(raw), portNetworks(spec, p.cfg.DefaultDataNetwork)
 	}
 	pp.served = served
 	return &pp, nil

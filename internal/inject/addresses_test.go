@@ -72,7 +72,7 @@ func TestPoolAddressesReachThePod(t *testing.T) {
 	if !strings.Contains(string(res.Config), "addr=10.99.0.40\n") || !strings.Contains(string(res.Config), "addr6=2001:db8::2a\n") {
 		t.Errorf("the dataplane's config does not serve the pod's addresses:\n%s", res.Config)
 	}
-	want := `[{"name":"fstack-net","interface":"net1","ips":["10.99.0.40/24","2001:db8::2a/64"],"mac":"02:fe:00:00:00:01"}]`
+	want := `[{"name":"fstack-net","interface":"net1","ips":["10.99.0.40/24","2001:db8::2a/64"],"mac":"02:fe:00:00:00:01","cni-args":{"kubefstack.io/binding":{"network":"envtest-net"}}}]`
 	if got := pod.Annotations[podcontract.NetworksAnnotation]; got != want {
 		t.Errorf("networks annotation\n got %s\nwant %s", got, want)
 	}

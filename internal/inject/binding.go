@@ -1,6 +1,7 @@
 package inject
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -22,10 +23,12 @@ import (
 // network and to the node's other ports: a pod that writes its own gains nothing.
 
 // portBinding is what port i's rules bind beyond its CNI result: with own, its static
-// addresses too (the annotation's reader, chained, has an IPAM lease as its result).
-func portBinding(s *fsv1.StackInstanceSpec, i int, own bool) podcontract.PortBinding {
+// addresses too (the annotation's reader, chained, has an IPAM lease as its result); and the
+// DataNetwork the port is on (its dataNetwork, else defaultNetwork), whose plan fstack-cni holds
+// all of it to.
+func portBinding(s *fsv1.StackInstanceSpec, i int, own bool, defaultNetwork string) podcontract.PortBinding {
 	ps := &s.Ports[i]
-	var b podcontract.PortBinding
+	b := podcontract.PortBinding{Network: cmp.Or(ps.DataNetwork, defaultNetwork)}
 	if own {
 		if v4 := ps.IPv4; v4 != nil && v4.From == fsv1.AddressStatic && v4.Address != "" {
 			b.IPs = append(b.IPs, v4.Address)
@@ -65,7 +68,7 @@ func CheckBindings(path *field.Path, spec *render.Spec) field.ErrorList {
 			continue
 		}
 		p := path.Child("ports").Index(i)
-		if err := portBinding(s, i, true).Check(p.String()); err != nil {
+		if err := portBinding(s, i, true, "").Check(p.String()); err != nil {
 			errs = append(errs, field.Forbidden(p, fmt.Sprintf("fstack-cni cannot bind what this port sends from (%v); "+
 				"give the port fewer VIPs or VLAN sub-interfaces", err)))
 		}
@@ -78,13 +81,18 @@ func withoutPrefix(cidr string) string {
 	return addr
 }
 
-func emptyBinding(b podcontract.PortBinding) bool { return len(b.IPs)+len(b.Sources)+len(b.VLANs) == 0 }
+// emptyBinding says b tells fstack-cni nothing: a binding that names only its network is not
+// empty, since without it fstack-cni would hold the port to the node's default network.
+func emptyBinding(b podcontract.PortBinding) bool {
+	return len(b.IPs)+len(b.Sources)+len(b.VLANs) == 0 && b.Network == ""
+}
 
 // cniArgs is port i's networks entry's cni-args, or nil when the port binds nothing beyond its
-// result (the entry's ips, or IPAM's). The entry is marshalled with podcontract's codec
-// (PortBinding.MarshalJSON); a binding it refuses is left out (see setBinding).
-func cniArgs(s *fsv1.StackInstanceSpec, i int) map[string]podcontract.PortBinding {
-	b := portBinding(s, i, false)
+// result (the entry's ips, or IPAM's) and names no network. The entry is marshalled with
+// podcontract's codec (PortBinding.MarshalJSON); a binding it refuses is left out (see
+// setBinding).
+func cniArgs(s *fsv1.StackInstanceSpec, i int, defaultNetwork string) map[string]podcontract.PortBinding {
+	b := portBinding(s, i, false, defaultNetwork)
 	if emptyBinding(b) {
 		return nil
 	}
@@ -96,13 +104,13 @@ func cniArgs(s *fsv1.StackInstanceSpec, i int) map[string]podcontract.PortBindin
 
 // setBinding writes the binding annotation of the spec's vhost-user ports, in place of any the
 // pod brought.
-func setBinding(pod *corev1.Pod, s *fsv1.StackInstanceSpec) {
+func setBinding(pod *corev1.Pod, s *fsv1.StackInstanceSpec, defaultNetwork string) {
 	all := map[string]podcontract.PortBinding{}
 	for i := range s.Ports {
 		if s.Ports[i].Device.VhostUser == nil {
 			continue
 		}
-		if b := portBinding(s, i, true); !emptyBinding(b) {
+		if b := portBinding(s, i, true, defaultNetwork); !emptyBinding(b) {
 			all[s.Ports[i].Attachment] = b
 		}
 	}

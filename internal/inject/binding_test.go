@@ -33,7 +33,7 @@ func TestStackVIPsAndVLANsReachTheCNIPlugin(t *testing.T) {
 	if err != nil || d != Injected {
 		t.Fatalf("decision %q, error %v", d, err)
 	}
-	const sources = `"sources":["10.99.0.50","2001:db8::50","10.100.0.10","10.100.0.50"],"vlans":[100]`
+	const sources = `"sources":["10.99.0.50","2001:db8::50","10.100.0.10","10.100.0.50"],"vlans":[100],"network":"envtest-net"`
 	want := `[{"name":"fstack-net","interface":"net1","ips":["10.99.0.10/24"],"mac":"02:fe:00:00:00:01","cni-args":{"kubefstack.io/binding":{` + sources + `}}}]`
 	if diff := cmp.Diff(want, out.Annotations[podcontract.NetworksAnnotation]); diff != "" {
 		t.Errorf("networks annotation (-want +got):\n%s", diff)
@@ -42,14 +42,47 @@ func TestStackVIPsAndVLANsReachTheCNIPlugin(t *testing.T) {
 		t.Errorf("binding annotation (-want +got):\n%s", diff)
 	}
 
-	// A stack that binds nothing beyond its result leaves no annotation, the pod's own included.
+	// A stack that binds nothing beyond its result leaves no annotation, the pod's own included,
+	// when no network is named either (an operator without --default-data-network).
 	plain := fixtures.Stack(t, "vhost-user", func(si *fsv1.StackInstance) { si.Spec.Ports[0].IPv4 = &fsv1.IPv4Address{From: fsv1.AddressAttachment} })
-	out, d, err = Inject(fixtures.LoadPod(t, "nginx-vhost", fixtures.WithAnnotation(podcontract.BindingAnnotation, `{"net1":{"sources":["10.99.0.1"]}}`)), plain, testConfig())
+	noDefault := testConfig()
+	noDefault.DefaultDataNetwork = ""
+	out, d, err = Inject(fixtures.LoadPod(t, "nginx-vhost", fixtures.WithAnnotation(podcontract.BindingAnnotation, `{"net1":{"sources":["10.99.0.1"]}}`)), plain, noDefault)
 	if err != nil || d != Injected {
 		t.Fatalf("decision %q, error %v", d, err)
 	}
 	if v, ok := out.Annotations[podcontract.BindingAnnotation]; ok {
 		t.Errorf("the pod's own binding annotation survived: %s", v)
+	}
+}
+
+// Every vhost-user port's binding names the DataNetwork the port is on, its own dataNetwork or
+// the injector's default, even when it binds nothing else: fstack-cni holds the port to that
+// network's plan, and to the node's default network when the binding names none.
+func TestTheBindingNamesThePortsNetwork(t *testing.T) {
+	for _, tc := range []struct {
+		name, portNetwork, want string
+	}{
+		{"the default", "", `{"net1":{"network":"envtest-net"}}`},
+		{"the port's own", "tenant-b", `{"net1":{"network":"tenant-b"}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stack := fixtures.Stack(t, "vhost-user", withNetwork(&fsv1.NetworkRef{Name: "fstack-net"}), func(si *fsv1.StackInstance) {
+				si.Spec.Ports[0].IPv4 = &fsv1.IPv4Address{From: fsv1.AddressAttachment}
+				si.Spec.Ports[0].DataNetwork = tc.portNetwork
+			})
+			out, d, err := Inject(fixtures.LoadPod(t, "nginx-vhost"), stack, testConfig())
+			if err != nil || d != Injected {
+				t.Fatalf("decision %q, error %v", d, err)
+			}
+			if diff := cmp.Diff(tc.want, out.Annotations[podcontract.BindingAnnotation]); diff != "" {
+				t.Errorf("binding annotation (-want +got):\n%s", diff)
+			}
+			wantArgs := `"cni-args":{"kubefstack.io/binding":` + strings.TrimSuffix(strings.TrimPrefix(tc.want, `{"net1":`), "}") + "}"
+			if got := out.Annotations[podcontract.NetworksAnnotation]; !strings.Contains(got, wantArgs) {
+				t.Errorf("networks annotation %s lacks %s", got, wantArgs)
+			}
+		})
 	}
 }
 

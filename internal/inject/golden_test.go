@@ -86,5 +86,6 @@ func TestNoStaleGoldens(t *testing.T) {
 func testConfig() Config {
 	cfg := DefaultConfig()
 	cfg.ImagePullPolicy = corev1.PullIfNotPresent
+	cfg.DefaultDataNetwork = "envtest-net" // as operator/test/envtest, whose pods must equal the goldens
 	return cfg
 }

@@ -18,8 +18,9 @@ type portNetwork struct {
 	port int // index in spec.ports, for messages
 }
 
-// portNetworks lists the entries of the spec's ports (defaults applied) that name a network.
-func portNetworks(s *fsv1.StackInstanceSpec) []portNetwork {
+// portNetworks lists the entries of the spec's ports (defaults applied) that name a network;
+// defaultNetwork is the DataNetwork of a port that names none, which its binding names.
+func portNetworks(s *fsv1.StackInstanceSpec, defaultNetwork string) []portNetwork {
 	var out []portNetwork
 	for i := range s.Ports {
 		ps := &s.Ports[i]
@@ -35,7 +36,7 @@ func portNetworks(s *fsv1.StackInstanceSpec) []portNetwork {
 		}
 		if vu := ps.Device.VhostUser; vu != nil {
 			n.MAC = strings.ToLower(vu.MAC)
-			n.CNIArgs = cniArgs(s, i)
+			n.CNIArgs = cniArgs(s, i, defaultNetwork)
 		}
 		out = append(out, n)
 	}

@@ -19,8 +19,9 @@ func withNetwork(ref *fsv1.NetworkRef) fixtures.StackOption {
 	return func(si *fsv1.StackInstance) { si.Spec.Ports[0].Network = ref }
 }
 
-// ours is the entry the injector writes for the sample's port.
-const ours = `{"name":"fstack-net","interface":"net1","ips":["10.99.0.10/24"],"mac":"02:fe:00:00:00:01"}`
+// ours is the entry the injector writes for the sample's port: its binding names the port's
+// DataNetwork, testConfig's default.
+const ours = `{"name":"fstack-net","interface":"net1","ips":["10.99.0.10/24"],"mac":"02:fe:00:00:00:01","cni-args":{"kubefstack.io/binding":{"network":"envtest-net"}}}`
 
 func TestNetworksAnnotationMerged(t *testing.T) {
 	cases := []struct {
@@ -29,7 +30,7 @@ func TestNetworksAnnotationMerged(t *testing.T) {
 	}{
 		{"none before", "", "[" + ours + "]", &fsv1.NetworkRef{Name: "fstack-net"}},
 		{"namespace given", "",
-			`[{"name":"fstack-net","namespace":"infra","interface":"net1","ips":["10.99.0.10/24"],"mac":"02:fe:00:00:00:01"}]`,
+			`[{"name":"fstack-net","namespace":"infra","interface":"net1","ips":["10.99.0.10/24"],"mac":"02:fe:00:00:00:01","cni-args":{"kubefstack.io/binding":{"network":"envtest-net"}}}]`,
 			&fsv1.NetworkRef{Name: "fstack-net", Namespace: "infra"}},
 		{"JSON entries of the pod kept verbatim, ours after them", `[{"name":"mgmt","interface":"net2","default-route":["10.0.0.1"]}]`,
 			`[{"name":"mgmt","interface":"net2","default-route":["10.0.0.1"]},` + ours + "]", &fsv1.NetworkRef{Name: "fstack-net"}},
@@ -118,7 +119,8 @@ func TestNetworksAnnotationUntouchedWithoutNetwork(t *testing.T) {
 	}
 }
 
-// A port whose address comes from the attachment takes the network's IPAM lease: no ips.
+// A port whose address comes from the attachment takes the network's IPAM lease: no ips (its
+// binding names its network alone).
 func TestNetworksEntryOfAttachmentAddressHasNoIPs(t *testing.T) {
 	stack := fixtures.Stack(t, "vhost-user", withNetwork(&fsv1.NetworkRef{Name: "fstack-net"}), func(si *fsv1.StackInstance) {
 		si.Spec.Ports[0].IPv4 = &fsv1.IPv4Address{From: fsv1.AddressAttachment}
@@ -128,7 +130,7 @@ func TestNetworksEntryOfAttachmentAddressHasNoIPs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := out.Annotations[podcontract.NetworksAnnotation], `[{"name":"fstack-net","interface":"net1"}]`; got != want {
+	if got, want := out.Annotations[podcontract.NetworksAnnotation], `[{"name":"fstack-net","interface":"net1","cni-args":{"kubefstack.io/binding":{"network":"envtest-net"}}}]`; got != want {
 		t.Errorf("got %s, want %s", got, want)
 	}
 }

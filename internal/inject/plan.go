@@ -86,7 +86,7 @@ func prepare(stack string, checked *render.Spec, cfg Config) (*Prepared, error) 
 		p.shimEnv = append(p.shimEnv, corev1.EnvVar{Name: e.Name, Value: e.Value})
 	}
 	p.vhost = render.HasVhostUser(p.spec)
-	p.networks = portNetworks(p.spec)
+	p.networks = portNetworks(p.spec, p.cfg.DefaultDataNetwork)
 	if p.needs, err = addressNeeds(checked, p.cfg.DefaultDataNetwork); err != nil {
 		return nil, p.reject(field.InternalError(stackLabelPath(), err))
 	}
@@ -253,7 +253,7 @@ func (p *plan) apply() {
 		delete(pod.Annotations, podcontract.AddressesAnnotation)
 	}
 	setNetworks(pod, p.networksValue)
-	setBinding(pod, p.spec)
+	setBinding(pod, p.spec, p.cfg.DefaultDataNetwork)
 }
 
 // coverStop raises a grace period shorter than the pod needs to stop (the drain, then the

@@ -28,6 +28,10 @@ type PortBinding struct {
 	Sources []string `json:"sources,omitempty"`
 	// VLANs are the 802.1Q VLAN ids of the stack's VLAN sub-interfaces on the port.
 	VLANs []int `json:"vlans,omitempty"`
+	// Network is the DataNetwork the port is on (spec.ports[].dataNetwork, or the injector's
+	// default), a DNS-1123 label: fstack-cni holds the port to that network's plan as the node
+	// config gives it, and to the node's default network when the binding names none.
+	Network string `json:"network,omitempty"`
 }
 
 // CNIArgsBinding is the key of a PortBinding in a Multus networks entry's cni-args, which Multus
@@ -35,7 +39,7 @@ type PortBinding struct {
 const CNIArgsBinding = "kubefstack.io/binding"
 
 // BindingAnnotation is the pod annotation with a PortBinding per attachment (interface name),
-// JSON: {"eth0": {"ips": [...], "sources": [...], "vlans": [...]}}. It reaches a chained
+// JSON: {"eth0": {"ips": [...], "sources": [...], "vlans": [...], "network": "..."}}. It reaches a chained
 // fstack-cni (no Multus) through the runtime's pod-annotations capability (PodAnnotationsCapability).
 const BindingAnnotation = "kubefstack.io/binding"
 
@@ -157,14 +161,14 @@ func decodeStrict(name string, data []byte, bindingDepth int, v any) error {
 
 func bindingShape(bindingDepth int) string {
 	if bindingDepth == 0 {
-		return `{"sources": [...], "vlans": [...]}`
+		return `{"sources": [...], "vlans": [...], "network": "..."}`
 	}
-	return `{"<interface>": {"ips": [...], "sources": [...], "vlans": [...]}}`
+	return `{"<interface>": {"ips": [...], "sources": [...], "vlans": [...], "network": "..."}}`
 }
 
 // bindingMembers are a binding object's member names, exactly: encoding/json matches names
 // without regard to case, and would take "IPS" for ips.
-var bindingMembers = map[string]bool{"ips": true, "sources": true, "vlans": true}
+var bindingMembers = map[string]bool{"ips": true, "sources": true, "vlans": true, "network": true}
 
 // maxBindingDepth is the deepest nesting a binding has (annotation object, binding object,
 // list): a reader walks no deeper, whatever a pod wrote.
@@ -223,7 +227,7 @@ func walkObject(dec *json.Decoder, depth, objects, bindingDepth int) error {
 		case seen[key]:
 			return fmt.Errorf("member %q given twice", shown(key))
 		case objects == bindingDepth && !bindingMembers[key]:
-			return fmt.Errorf("unknown member %q (a binding has ips, sources and vlans)", shown(key))
+			return fmt.Errorf("unknown member %q (a binding has ips, sources, vlans and network)", shown(key))
 		}
 		seen[key] = true
 		if err := walk(dec, depth+1, objects+1, bindingDepth); err != nil {
@@ -253,8 +257,12 @@ func (b PortBinding) check(field string) error {
 }
 
 // checkValues refuses an ip that is not an address with its prefix length, a source that is
-// not an address (a zone included: rules match addresses alone) and a VLAN id outside 1..4094.
+// not an address (a zone included: rules match addresses alone), a VLAN id outside 1..4094 and
+// a network that is not a DataNetwork's name (a DNS-1123 label).
 func (b PortBinding) checkValues(field string) error {
+	if b.Network != "" && !IsDNSLabel(b.Network) {
+		return fmt.Errorf("%s.network: %q is not a DataNetwork name (a DNS-1123 label of at most 63 characters)", field, shown(b.Network))
+	}
 	for i, s := range b.IPs {
 		if _, err := netip.ParsePrefix(s); err != nil {
 			return fmt.Errorf("%s.ips[%d]: %q is not an address with a prefix length (10.99.0.10/24)", field, i, shown(s))
@@ -294,4 +302,20 @@ func shown(v string) string {
 		v = v[:keep] + "..."
 	}
 	return Printable(v)
+}
+
+// IsDNSLabel is Kubernetes' DNS-1123 label rule (a namespace's or a DataNetwork's name): 1 to 63
+// of a-z 0-9 -, alphanumeric at both ends.
+func IsDNSLabel(s string) bool {
+	if len(s) == 0 || len(s) > 63 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
+		if !alnum && (c != '-' || i == 0 || i == len(s)-1) {
+			return false
+		}
+	}
+	return true
 }

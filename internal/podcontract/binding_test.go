@@ -8,19 +8,20 @@ import (
 	"testing"
 )
 
-var sampleBinding = PortBinding{IPs: []string{"10.99.0.10/24", "2001:db8::10/64"}, Sources: []string{"10.99.0.50", "2001:db8::50"}, VLANs: []int{100, 200}}
+var sampleBinding = PortBinding{IPs: []string{"10.99.0.10/24", "2001:db8::10/64"}, Sources: []string{"10.99.0.50", "2001:db8::50"}, VLANs: []int{100, 200}, Network: "fstack-data"}
 
 // The two carriers' forms are what fstack-cni reads: pinned byte for byte, and read back equal.
 func TestBindingCarriersRoundTrip(t *testing.T) {
-	one, err := EncodeBinding(PortBinding{Sources: sampleBinding.Sources, VLANs: sampleBinding.VLANs})
+	sent := PortBinding{Sources: sampleBinding.Sources, VLANs: sampleBinding.VLANs, Network: sampleBinding.Network}
+	one, err := EncodeBinding(sent)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `{"sources":["10.99.0.50","2001:db8::50"],"vlans":[100,200]}`; string(one) != want {
+	if want := `{"sources":["10.99.0.50","2001:db8::50"],"vlans":[100,200],"network":"fstack-data"}`; string(one) != want {
 		t.Errorf("cni-args form %s, want %s", one, want)
 	}
 	back, err := DecodeBinding("args", one)
-	if err != nil || !reflect.DeepEqual(back, PortBinding{Sources: sampleBinding.Sources, VLANs: sampleBinding.VLANs}) {
+	if err != nil || !reflect.DeepEqual(back, sent) {
 		t.Errorf("cni-args form read back as %+v, %v", back, err)
 	}
 	all := map[string]PortBinding{"net1": sampleBinding, "net2": {Sources: []string{"10.100.0.5"}}}
@@ -28,7 +29,7 @@ func TestBindingCarriersRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `{"net1":{"ips":["10.99.0.10/24","2001:db8::10/64"],"sources":["10.99.0.50","2001:db8::50"],"vlans":[100,200]},"net2":{"sources":["10.100.0.5"]}}`; ann != want {
+	if want := `{"net1":{"ips":["10.99.0.10/24","2001:db8::10/64"],"sources":["10.99.0.50","2001:db8::50"],"vlans":[100,200],"network":"fstack-data"},"net2":{"sources":["10.100.0.5"]}}`; ann != want {
 		t.Errorf("annotation form %s, want %s", ann, want)
 	}
 	if back, err := DecodeBindings("annotation", ann); err != nil || !reflect.DeepEqual(back, all) {
@@ -55,6 +56,7 @@ func TestEncodeRefusesValuesNotCounts(t *testing.T) {
 		"ips[0]":     {IPs: []string{"10.99.0.10"}},
 		"sources[1]": {Sources: []string{"10.99.0.50", "fe80::1%eth0"}},
 		"vlans[0]":   {VLANs: []int{4095}},
+		"network":    {Network: "Fstack_Data"},
 	} {
 		if _, err := EncodeBinding(b); err == nil || !strings.Contains(err.Error(), CNIArgsBinding+"."+name) {
 			t.Errorf("EncodeBinding of a bad %s: %v", name, err)
@@ -99,6 +101,10 @@ func TestDecodeRefusesAnythingButABinding(t *testing.T) {
 		"VLAN not a number":  {`{"vlans":["100"]}`, "is not a binding"},
 		"three ips":          {`{"ips":["10.0.0.1/24","10.0.0.2/24","10.0.0.3/24"]}`, ".ips: 3 addresses, at most 2"},
 		"too many VLANs":     {`{"vlans":[` + strings.Repeat("1,", MaxBoundVLANs) + `1]}`, ".vlans: 129 VLANs, at most 128"},
+		"network not a name": {`{"network":"../etc"}`, `.network: "../etc" is not a DataNetwork name`},
+		"network too long":   {`{"network":"` + strings.Repeat("a", 64) + `"}`, "is not a DataNetwork name"},
+		"network not text":   {`{"network":["a"]}`, "is not a binding"},
+		"network twice":      {`{"network":"a","network":"b"}`, `member "network" given twice`},
 	}
 	for name, tc := range one {
 		if _, err := DecodeBinding("args.cni.x", []byte(tc.in)); err == nil || !strings.HasPrefix(err.Error(), "args.cni.x") || !strings.Contains(err.Error(), tc.want) {

@@ -7,17 +7,21 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kube-fstack/kube-fstack/internal/netplan"
 )
 
 // nodeConf is cni/internal/nodeconf.Conf, which a test outside cni/ cannot import; decoded
 // strictly, as the installer does.
 type nodeConf struct {
-	OVSDBSocket    string   `json:"ovsdbSocket"`
-	SocketRoot     string   `json:"socketRoot"`
-	KubeletRootDir string   `json:"kubeletRootDir"`
-	DeviceInfoDir  string   `json:"deviceInfoDir"`
-	LogFile        string   `json:"logFile"`
-	Namespaces     []string `json:"namespaces"`
+	OVSDBSocket    string         `json:"ovsdbSocket"`
+	SocketRoot     string         `json:"socketRoot"`
+	KubeletRootDir string         `json:"kubeletRootDir"`
+	DeviceInfoDir  string         `json:"deviceInfoDir"`
+	LogFile        string         `json:"logFile"`
+	Namespaces     []string       `json:"namespaces"`
+	Networks       []netplan.Spec `json:"networks"`
+	DefaultNetwork string         `json:"defaultNetwork"`
 }
 
 // The installer writes fstack-cni's node config from the chart's values: the node's paths (the
@@ -57,7 +61,10 @@ func TestCNINodeConfigRendered(t *testing.T) {
 		t.Fatalf("--node-config-data %s: %v", args["--node-config-data"], err)
 	}
 	want := nodeConf{OVSDBSocket: "/run/ovs/db.sock", SocketRoot: "/run/kfs/vhost", KubeletRootDir: "/data/kubelet",
-		DeviceInfoDir: "/var/run/k8s.cni.cncf.io/devinfo/cni", LogFile: "/var/log/kube-fstack/fstack-cni.log", Namespaces: []string{"web", "db"}}
+		DeviceInfoDir: "/var/run/k8s.cni.cncf.io/devinfo/cni", LogFile: "/var/log/kube-fstack/fstack-cni.log", Namespaces: []string{"web", "db"},
+		Networks: []netplan.Spec{{Name: "fstack-data", Subnets: []string{"10.56.0.0/24"}, Gateways: []string{"10.56.0.1"},
+			Grants: []netplan.Grant{{Namespaces: []string{"web", "db"}, Ranges: []string{"10.56.0.0/24"}}}}},
+		DefaultNetwork: "fstack-data"}
 	if !reflect.DeepEqual(conf, want) {
 		t.Errorf("node config %+v, want %+v", conf, want)
 	}

@@ -177,15 +177,91 @@ refuses, at every ADD, a network config naming another value.
 
 {{/*
 kube-fstack.cniNodeConfig is fstack-cni's node config as JSON (cni/internal/nodeconf): the node's
-paths and the namespaces it serves. The release namespace is refused, as the injector never
-serves it.
+paths, the namespaces it serves, and the data network (kube-fstack.dataNetworkPlan) as its one
+network and default. The release namespace is refused, as the injector never serves it.
 */ -}}
 {{- define "kube-fstack.cniNodeConfig" -}}
 {{- $nc := .Values.cni.nodeConfig }}
 {{- if has .Release.Namespace $nc.namespaces }}
 {{- fail (printf "cni.nodeConfig.namespaces: %s is the release namespace, whose pods the injector never serves; remove it" .Release.Namespace) }}
 {{- end }}
-{{- toJson (dict "ovsdbSocket" .Values.cni.nodeAgent.ovsdbSocket "socketRoot" .Values.vhostSocketRoot "kubeletRootDir" .Values.kubeletRootDir "deviceInfoDir" $nc.deviceInfoDir "logFile" $nc.logFile "namespaces" $nc.namespaces) }}
+{{- $plan := include "kube-fstack.dataNetworkPlan" . | fromJson }}
+{{- toJson (dict "ovsdbSocket" .Values.cni.nodeAgent.ovsdbSocket "socketRoot" .Values.vhostSocketRoot "kubeletRootDir" .Values.kubeletRootDir "deviceInfoDir" $nc.deviceInfoDir "logFile" $nc.logFile "namespaces" $nc.namespaces "networks" (list $plan) "defaultNetwork" $plan.name) }}
+{{- end }}
+
+{{- /*
+kube-fstack.dataNetworkSpec is the DataNetwork's spec (api/v1alpha1 DataNetworkSpec) from the
+dataNetwork values, as JSON: the one rendering of the network, which the DataNetwork object
+shows and the node config's copy (kube-fstack.dataNetworkPlan) is made from, so the two cannot
+disagree. With no grants, one grant of the subnets to the namespaces the release serves
+(cni.nodeConfig.namespaces and networkAttachmentDefinition.namespaces, each once).
+*/ -}}
+{{- define "kube-fstack.dataNetworkSpec" -}}
+{{- $dn := .Values.dataNetwork }}
+{{- include "kube-fstack.dataNetworkMatchesNAD" . }}
+{{- $spec := dict "subnets" $dn.subnets }}
+{{- range $k := list "gateways" "reserved" "vlans" "nodeSelector" }}
+{{- with get $dn $k }}{{ $_ := set $spec $k . }}{{ end }}
+{{- end }}
+{{- if and (ne $dn.mac.policy "Prefix") $dn.mac.prefix }}
+{{- fail (printf "dataNetwork.mac.prefix is %q but dataNetwork.mac.policy is %s: a prefix holds only with policy Prefix; set the policy, or remove the prefix" $dn.mac.prefix $dn.mac.policy) }}
+{{- end }}
+{{- $mac := dict "policy" $dn.mac.policy }}
+{{- if eq $dn.mac.policy "Prefix" }}{{ $_ := set $mac "prefix" $dn.mac.prefix }}{{ end }}
+{{- $_ := set $spec "mac" $mac }}
+{{- $grants := $dn.grants }}
+{{- if not $grants }}
+{{- $served := uniq (concat .Values.cni.nodeConfig.namespaces .Values.networkAttachmentDefinition.namespaces) }}
+{{- if $served }}{{ $grants = list (dict "namespaces" $served "ranges" $dn.subnets) }}{{ end }}
+{{- end }}
+{{- with $grants }}{{ $_ := set $spec "grants" . }}{{ end }}
+{{- toJson $spec }}
+{{- end }}
+
+{{- /*
+kube-fstack.dataNetworkPlan is the network in the form fstack-cni reads from its node config
+(internal/netplan Spec), made from kube-fstack.dataNetworkSpec as DataNetwork.Plan() makes it:
+the MAC prefix only with policy Prefix, a grant's namespaceSelector as bySelector (fstack-cni
+reads no labels), no nodeSelector.
+*/ -}}
+{{- define "kube-fstack.dataNetworkPlan" -}}
+{{- $spec := include "kube-fstack.dataNetworkSpec" . | fromJson }}
+{{- $plan := dict "name" .Values.dataNetwork.name "subnets" $spec.subnets }}
+{{- range $k := list "gateways" "reserved" "vlans" }}
+{{- if hasKey $spec $k }}{{ $_ := set $plan $k (get $spec $k) }}{{ end }}
+{{- end }}
+{{- if eq $spec.mac.policy "Prefix" }}{{ $_ := set $plan "macPrefix" $spec.mac.prefix }}{{ end }}
+{{- $grants := list }}
+{{- range $g := $spec.grants | default list }}
+{{- $pg := dict "ranges" $g.ranges }}
+{{- with $g.namespaces }}{{ $_ := set $pg "namespaces" . }}{{ end }}
+{{- if hasKey $g "namespaceSelector" }}{{ $_ := set $pg "bySelector" true }}{{ end }}
+{{- $grants = append $grants $pg }}
+{{- end }}
+{{- with $grants }}{{ $_ := set $plan "grants" . }}{{ end }}
+{{- toJson $plan }}
+{{- end }}
+
+{{- /*
+kube-fstack.dataNetworkMatchesNAD refuses a NetworkAttachmentDefinition whose IPAM section names
+a subnet or gateway the data network does not have: fstack-cni would refuse every lease of it
+at ADD. Nothing is derived from it: the network is dataNetwork's alone.
+*/ -}}
+{{- define "kube-fstack.dataNetworkMatchesNAD" -}}
+{{- $nad := .Values.networkAttachmentDefinition }}
+{{- $ipam := $nad.config.ipam | default dict }}
+{{- if $nad.enabled }}
+{{- with $ipam.subnet }}
+{{- if not (has . $.Values.dataNetwork.subnets) }}
+{{- fail (printf "networkAttachmentDefinition.config.ipam.subnet %s is not one of dataNetwork.subnets %v: fstack-cni would refuse every address of it at ADD (the chart derives nothing from the NetworkAttachmentDefinition); set dataNetwork.subnets (and gateways) to the network's" . $.Values.dataNetwork.subnets) }}
+{{- end }}
+{{- end }}
+{{- with $ipam.gateway }}
+{{- if not (has . $.Values.dataNetwork.gateways) }}
+{{- fail (printf "networkAttachmentDefinition.config.ipam.gateway %s is not one of dataNetwork.gateways %v: set dataNetwork.gateways to the network's routers" . $.Values.dataNetwork.gateways) }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{- /*

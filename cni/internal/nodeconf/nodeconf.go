@@ -1,10 +1,11 @@
 // Package nodeconf is fstack-cni's node config: the node's own paths (OVSDB's socket, the socket
-// root, the kubelet's root dir, the device-info directory, the log file) and the namespaces
-// whose pods the plugin serves. It is one root-owned file on the node, written by the CNI
-// DaemonSet's installer from the chart's values (or by the node's administrator), never by a
-// network config: fstack-cni runs as root on the host, and a NetworkAttachmentDefinition is
-// written by whoever may write one in a tenant namespace, so any path it could name would be a
-// write as root anywhere on the node.
+// root, the kubelet's root dir, the device-info directory, the log file), the namespaces whose
+// pods the plugin serves, and the platform's data networks (each a DataNetwork's plan) with the
+// node's default one. It is one root-owned file on the node, written by the CNI DaemonSet's
+// installer from the chart's values (or by the node's administrator), never by a network
+// config: fstack-cni runs as root on the host, and a NetworkAttachmentDefinition is written by
+// whoever may write one in a tenant namespace, so any path it could name would be a write as
+// root anywhere on the node, and any plan it could give would be the tenant's own.
 package nodeconf
 
 import (
@@ -16,9 +17,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kube-fstack/kube-fstack/internal/netplan"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
@@ -40,8 +43,11 @@ const (
 	DefaultLogFile        = "/var/log/kube-fstack/fstack-cni.log"
 )
 
-// MaxSize bounds the file: a few paths and a list of namespaces.
-const MaxSize = 256 << 10
+// MaxSize bounds the file: a few paths, a list of namespaces and the networks' plans.
+const MaxSize = 1 << 20
+
+// MaxNetworks bounds the networks one node config lists.
+const MaxNetworks = 64
 
 // Conf is the node config. Its JSON names are the network config's names of the same values,
 // so an error can say which member of a network config to remove.
@@ -54,6 +60,16 @@ type Conf struct {
 	// Namespaces are the only namespaces whose pods ADD serves: the ones the injector serves
 	// (labelled kubefstack.io/injection=enabled). Empty serves none.
 	Namespaces []string `json:"namespaces,omitempty"`
+	// Networks are the platform's data networks (each a DataNetwork's plan), to which ADD holds
+	// every port: its addresses, VIPs, VLANs and MAC must be what the port's network grants the
+	// pod's namespace. Empty: the node enforces no network plan (ADD warns).
+	Networks []netplan.Spec `json:"networks,omitempty"`
+	// DefaultNetwork is the network of a port whose binding names none (the operator's
+	// --default-data-network); empty: such a port is refused when Networks are listed.
+	DefaultNetwork string `json:"defaultNetwork,omitempty"`
+
+	// parsed are Networks parsed, by name (Parse fills it).
+	parsed map[string]*netplan.Network
 }
 
 // Default is the node config of a node that has none.
@@ -88,7 +104,7 @@ func (c *Conf) applyDefaults() {
 }
 
 // Validate checks what Parse accepts: every path absolute and clean, every namespace a
-// Kubernetes namespace name, once.
+// Kubernetes namespace name, once, and the networks (checkNetworks).
 func (c *Conf) Validate() error {
 	for _, f := range c.Paths() {
 		if !filepath.IsAbs(f.Value) || filepath.Clean(f.Value) != f.Value {
@@ -96,15 +112,81 @@ func (c *Conf) Validate() error {
 		}
 	}
 	for i, ns := range c.Namespaces {
-		if !isDNSLabel(ns) {
+		if !podcontract.IsDNSLabel(ns) {
 			return fmt.Errorf("namespaces[%d] %q is not a namespace name (a DNS-1123 label)", i, ns)
 		}
 		if slices.Contains(c.Namespaces[:i], ns) {
 			return fmt.Errorf("namespaces[%d] %q is listed twice", i, ns)
 		}
 	}
-	return nil
+	_, err := c.checkNetworks()
+	return err
 }
+
+// checkNetworks parses every network: a DataNetwork's name (a DNS-1123 label) once, a plan
+// netplan.Parse accepts, grants naming namespaces by name; and the default one of them. Its
+// errors name the member at fault.
+func (c *Conf) checkNetworks() (map[string]*netplan.Network, error) {
+	if len(c.Networks) > MaxNetworks {
+		return nil, fmt.Errorf("networks: %d entries, at most %d", len(c.Networks), MaxNetworks)
+	}
+	parsed := make(map[string]*netplan.Network, len(c.Networks))
+	for i, s := range c.Networks {
+		switch {
+		case !podcontract.IsDNSLabel(s.Name):
+			return nil, fmt.Errorf("networks[%d].name %q is not a DataNetwork name (a DNS-1123 label)", i, s.Name)
+		case parsed[s.Name] != nil:
+			return nil, fmt.Errorf("networks[%d].name %q is listed twice", i, s.Name)
+		}
+		n, err := netplan.Parse(s)
+		if err != nil {
+			return nil, fmt.Errorf("networks[%d] (%s): %w", i, s.Name, err)
+		}
+		for j, g := range s.Grants {
+			for k, ns := range g.Namespaces {
+				if !podcontract.IsDNSLabel(ns) {
+					return nil, fmt.Errorf("networks[%d] (%s): grants[%d].namespaces[%d] %q is not a namespace name (a DNS-1123 label)", i, s.Name, j, k, ns)
+				}
+			}
+		}
+		parsed[s.Name] = n
+	}
+	if c.DefaultNetwork != "" && parsed[c.DefaultNetwork] == nil {
+		return nil, fmt.Errorf("defaultNetwork %q is not one of the networks listed (%s)", c.DefaultNetwork, c.networkNames())
+	}
+	return parsed, nil
+}
+
+// Network is the parsed plan of the network named name, and whether the node config lists it.
+func (c *Conf) Network(name string) (*netplan.Network, bool) {
+	if c.parsed == nil {
+		parsed, err := c.checkNetworks()
+		if err != nil {
+			return nil, false
+		}
+		c.parsed = parsed
+	}
+	n, ok := c.parsed[name]
+	return n, ok
+}
+
+// EnforcesNetworks says whether the node holds ports to network plans: it lists networks.
+func (c *Conf) EnforcesNetworks() bool { return len(c.Networks) > 0 }
+
+// networkNames lists the networks' names, for messages.
+func (c *Conf) networkNames() string {
+	if len(c.Networks) == 0 {
+		return "none"
+	}
+	names := make([]string, len(c.Networks))
+	for i, s := range c.Networks {
+		names[i] = s.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// NetworkNames lists the networks' names, for messages ("none" when there are none).
+func (c *Conf) NetworkNames() string { return c.networkNames() }
 
 // Serves reports whether ADD serves pods of namespace ns.
 func (c *Conf) Serves(ns string) bool {
@@ -124,7 +206,11 @@ func Parse(data []byte) (*Conf, error) {
 		return nil, errors.New("more than one JSON value")
 	}
 	c.applyDefaults()
-	return c, c.Validate()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	c.parsed, _ = c.checkNetworks()
+	return c, nil
 }
 
 // Encode is the file's content for c.
@@ -195,19 +281,4 @@ func trusted(fd int, path string, owner int, kind uint32) error {
 		return fmt.Errorf("%s has mode %#o, writable by group or others: refusing it as fstack-cni's node config; chmod go-w it", path, st.Mode&0o7777)
 	}
 	return nil
-}
-
-// isDNSLabel is Kubernetes' namespace name rule: 1-63 of [a-z0-9-], alphanumeric at both ends.
-func isDNSLabel(s string) bool {
-	if len(s) == 0 || len(s) > 63 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		alnum := c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
-		if !alnum && (c != '-' || i == 0 || i == len(s)-1) {
-			return false
-		}
-	}
-	return true
 }

@@ -50,3 +50,52 @@ func TestLoadMissingAndLarge(t *testing.T) {
 		t.Fatalf("a large file: %v", err)
 	}
 }
+
+// The node config carries the platform's networks: each parsed as netplan parses a DataNetwork's
+// plan, named once, and the default one of them; a bad one is refused with the member named, so
+// the installer (which parses the chart's copy) fails rather than a node enforcing half a plan.
+func TestParseNetworks(t *testing.T) {
+	const net = `{"name":"fstack-data","subnets":["10.56.0.0/24"],"gateways":["10.56.0.1"],"vlans":[100],"macPrefix":"02:5a",` +
+		`"grants":[{"namespaces":["web"],"ranges":["10.56.0.10-10.56.0.19"]},{"bySelector":true,"ranges":["10.56.0.64/26"]}]}`
+	c, err := Parse([]byte(`{"namespaces":["web"],"networks":[` + net + `],"defaultNetwork":"fstack-data"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, ok := c.Network("fstack-data")
+	if !ok || !c.EnforcesNetworks() || len(n.Grants) != 2 || len(n.MACPrefix) != 2 {
+		t.Fatalf("network %+v %v", n, ok)
+	}
+	if _, ok := c.Network("other"); ok {
+		t.Error("a network the node config does not list was found")
+	}
+	if back, err := Parse(must(c.Encode())); err != nil || back.DefaultNetwork != "fstack-data" || len(back.Networks) != 1 {
+		t.Errorf("encoded and parsed again: %+v %v", back, err)
+	}
+	other := strings.Replace(net, `"fstack-data"`, `"other"`, 1)
+	for in, want := range map[string]string{
+		`{"networks":[` + strings.Replace(net, `"10.56.0.0/24"`, `"10.56.0.1/24"`, 1) + `]}`:    `networks[0] (fstack-data): subnets[0] "10.56.0.1/24"`,
+		`{"networks":[` + strings.Replace(net, `"10.56.0.1"`, `"10.57.0.1"`, 1) + `]}`:          `networks[0] (fstack-data): gateways[0]`,
+		`{"networks":[` + strings.Replace(net, `[100]`, `[4095]`, 1) + `]}`:                     `networks[0] (fstack-data): vlans[0] 4095`,
+		`{"networks":[` + strings.Replace(net, `"02:5a"`, `"03:5a"`, 1) + `]}`:                  `networks[0] (fstack-data): macPrefix "03:5a"`,
+		`{"networks":[` + strings.Replace(net, `"10.56.0.64/26"`, `"10.56.0.x"`, 1) + `]}`:      `networks[0] (fstack-data): grants[1].ranges[0] "10.56.0.x"`,
+		`{"networks":[` + strings.Replace(net, `["web"]`, `["Web"]`, 1) + `]}`:                  `grants[0].namespaces[0] "Web"`,
+		`{"networks":[` + strings.Replace(net, `"subnets":["10.56.0.0/24"],`, ``, 1) + `]}`:     `networks[0] (fstack-data): subnets: a network has at least one subnet`,
+		`{"networks":[` + strings.Replace(net, `"fstack-data"`, `"Fstack"`, 1) + `]}`:           `networks[0].name "Fstack"`,
+		`{"networks":[` + net + `,` + net + `]}`:                                                `networks[1].name "fstack-data" is listed twice`,
+		`{"networks":[` + net + `,` + other + `],"defaultNetwork":"third"}`:                     `defaultNetwork "third" is not one of the networks listed (fstack-data, other)`,
+		`{"defaultNetwork":"fstack-data"}`:                                                      `defaultNetwork "fstack-data" is not one of the networks listed (none)`,
+		`{"networks":[` + strings.Replace(net, `"vlans"`, `"vlan"`, 1) + `]}`:                   `unknown field "vlan"`,
+		`{"networks":[` + strings.Replace(net, `"bySelector"`, `"namespaceSelector"`, 1) + `]}`: `unknown field "namespaceSelector"`,
+	} {
+		if _, err := Parse([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s:\n got %v\nwant an error with %s", in, err, want)
+		}
+	}
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

@@ -12,6 +12,7 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 
 	"github.com/kube-fstack/kube-fstack/cni/internal/antispoof"
+	"github.com/kube-fstack/kube-fstack/internal/netplan"
 	"github.com/kube-fstack/kube-fstack/internal/ovsdb"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
@@ -21,8 +22,9 @@ import (
 // addresses and VLAN ids, which the injector passes in the pod's networks entry (cni-args, which
 // Multus hands over as args.cni) or, with no Multus, in a pod annotation the runtime hands over
 // (runtimeConfig's pod-annotations capability). A pod can write both, so ADD holds what they say
-// to the network: its own addresses in the IPAM section's subnets, none a gateway of it, and no
-// MAC or address another port of the node holds.
+// to the network: to the plan of the DataNetwork the binding names as the node config gives it
+// (plan.go), to the network config's IPAM subnets, no address a gateway of it, and no MAC or
+// address another port of the node holds.
 
 // bindConf is what of the network config the binding reads, decoded apart from NetConf: the IPAM
 // section's subnets and gateways, args.cni and the runtime's pod annotations.
@@ -43,9 +45,18 @@ type bindConf struct {
 	} `json:"runtimeConfig"`
 }
 
-// claim is one address the port binds and the config field it came from, for messages.
+// claim is one address the port binds and the config field it came from, for messages; an
+// address of the port's own has its prefix length too (prefix), which the network's plan holds
+// to its subnet's.
 type claim struct {
-	addr  netip.Addr
+	addr   netip.Addr
+	field  string
+	prefix netip.Prefix
+}
+
+// vlanClaim is one VLAN the port sends tagged frames on and the field it came from.
+type vlanClaim struct {
+	id    int
 	field string
 }
 
@@ -58,7 +69,17 @@ type bindingInputs struct {
 	gateways []netip.Addr   // the IPAM section's and the IPAM result's: no pod may claim them
 	own      []claim        // the result's addresses and the annotation's ips
 	extra    []claim        // VIPs and VLAN addresses (sources): not held to the subnets
-	vlans    []int
+	vlans    []vlanClaim
+	// The DataNetwork the carriers name (network), and where they name it.
+	netName, netField string
+	// askedMAC is the MAC the pod asked for (runtimeConfig.mac, the network config's mac) and
+	// macField where; empty when the port has the MAC fstack-cni derives.
+	askedMAC, macField string
+	// plan is the port's DataNetwork as the node config gives it, granted what it grants the
+	// pod's namespace; nil when the node config lists no network (planPolicies hold nothing).
+	plan      *netplan.Network
+	granted   netplan.Granted
+	namespace string
 }
 
 // binding decides the port's antispoof.Spec for ADD and checks it against the network config;
@@ -66,6 +87,9 @@ type bindingInputs struct {
 func (c *command) binding(a *attachment, stdin []byte, ipam *current.Result) (antispoof.Spec, []claim, error) {
 	in, err := c.gatherBinding(a, stdin, ipam)
 	if err != nil {
+		return antispoof.Spec{}, nil, err
+	}
+	if err := c.networkPlan(a, in); err != nil {
 		return antispoof.Spec{}, nil, err
 	}
 	spec, claims, err := decideBinding(in)
@@ -92,6 +116,9 @@ func (c *command) gatherBinding(a *attachment, stdin []byte, ipam *current.Resul
 	if err := in.addCarriers(&bc, a.IfName); err != nil {
 		return nil, cniErr(types.ErrInvalidNetworkConfig, "", err)
 	}
+	if m := firstNonEmpty(c.conf.RuntimeConfig.MAC, c.conf.MAC); m != "" && !strings.EqualFold(m, stableMAC(a.Pod.UID, a.IfName)) {
+		in.askedMAC, in.macField = m, c.macField()
+	}
 	return in, nil
 }
 
@@ -110,7 +137,11 @@ func (in *bindingInputs) addResult(ipam *current.Result, field string) {
 	}
 	for _, ip := range ipam.IPs {
 		if a, ok := netip.AddrFromSlice(ip.Address.IP); ok {
-			in.own = append(in.own, claim{a.Unmap(), field})
+			ones, bits := ip.Address.Mask.Size()
+			if a = a.Unmap(); a.Is4() && bits == 128 {
+				ones -= 96
+			}
+			in.own = append(in.own, claim{a, field, netip.PrefixFrom(a, ones)})
 		}
 		if g, ok := netip.AddrFromSlice(ip.Gateway); ok && ip.Gateway != nil {
 			in.gateways = append(in.gateways, g.Unmap())
@@ -127,7 +158,9 @@ func (in *bindingInputs) addCarriers(bc *bindConf, ifname string) error {
 		if err != nil {
 			return err
 		}
-		in.add(&pb, field)
+		if err := in.add(&pb, field); err != nil {
+			return err
+		}
 	}
 	if raw, ok := bc.RuntimeConfig.PodAnnotations[podcontract.BindingAnnotation]; ok {
 		field := "annotation " + podcontract.BindingAnnotation
@@ -136,30 +169,50 @@ func (in *bindingInputs) addCarriers(bc *bindConf, ifname string) error {
 			return err
 		}
 		if pb, ok := all[ifname]; ok {
-			in.add(&pb, field+"["+ifname+"]")
+			return in.add(&pb, field+"["+ifname+"]")
 		}
 	}
 	return nil
 }
 
 // add takes a decoded binding, whose values the codec has checked (an address that did not
-// parse would be the invalid one, which sendable refuses).
-func (in *bindingInputs) add(pb *podcontract.PortBinding, field string) {
+// parse would be the invalid one, which sendable refuses). Both carriers may name the port's
+// network, never two different ones.
+func (in *bindingInputs) add(pb *podcontract.PortBinding, field string) error {
 	for _, s := range pb.IPs {
 		p, _ := netip.ParsePrefix(s)
-		in.own = append(in.own, claim{p.Addr().Unmap(), field + ".ips"})
+		in.own = append(in.own, claim{p.Addr().Unmap(), field + ".ips", netip.PrefixFrom(p.Addr().Unmap(), p.Bits())})
 	}
 	for _, s := range pb.Sources {
 		a, _ := netip.ParseAddr(s)
-		in.extra = append(in.extra, claim{a.Unmap(), field + ".sources"})
+		in.extra = append(in.extra, claim{addr: a.Unmap(), field: field + ".sources"})
 	}
-	in.vlans = append(in.vlans, pb.VLANs...)
+	for _, v := range pb.VLANs {
+		in.vlans = append(in.vlans, vlanClaim{v, field + ".vlans"})
+	}
+	if pb.Network == "" {
+		return nil
+	}
+	if in.netName != "" && in.netName != pb.Network {
+		return fmt.Errorf("%s.network is %q but %s is %q: a port is on one DataNetwork; the injector writes both, remove them", field, pb.Network, in.netField, in.netName)
+	}
+	in.netName, in.netField = pb.Network, field+".network"
+	return nil
 }
 
-// decideBinding is the port's binding, or the first refusal of the policies: the port's own
-// addresses in the network's subnets, then every claim sendable and no gateway, then the whole
-// within what a port's rules hold. It is pure: the inputs are all it reads.
+// decideBinding is the port's binding, or the first refusal of the policies: the network's
+// plan (planPolicies), the port's own addresses in the network config's subnets, then every
+// claim sendable and no gateway, then the whole within what a port's rules hold. It is pure:
+// the inputs are all it reads.
 func decideBinding(in *bindingInputs) (antispoof.Spec, []claim, error) {
+	for _, policy := range planPolicies {
+		if in.plan == nil {
+			break
+		}
+		if err := policy(in); err != nil {
+			return antispoof.Spec{}, nil, err
+		}
+	}
 	if err := ownInSubnets(in.own, in.subnets); err != nil {
 		return antispoof.Spec{}, nil, err
 	}
@@ -219,8 +272,12 @@ func distinctAddrs(claims []claim) []netip.Addr {
 	return addrs
 }
 
-func distinctVLANs(vlans []int) []uint16 {
-	sorted := slices.Compact(slices.Sorted(slices.Values(vlans)))
+func distinctVLANs(vlans []vlanClaim) []uint16 {
+	ids := make([]int, len(vlans))
+	for i, v := range vlans {
+		ids[i] = v.id
+	}
+	sorted := slices.Compact(slices.Sorted(slices.Values(ids)))
 	out := make([]uint16, 0, len(sorted))
 	for _, v := range sorted {
 		out = append(out, uint16(v))

@@ -162,6 +162,8 @@ type fakeIPAM struct {
 	adds   int
 	dels   int
 	addErr error
+	// noGateway leaves the result's gateway out, as an IPAM section naming none does.
+	noGateway bool
 }
 
 func (f *fakeIPAM) Add(context.Context, string, []byte) (types.Result, error) {
@@ -173,8 +175,12 @@ func (f *fakeIPAM) Add(context.Context, string, []byte) (types.Result, error) {
 	}
 	_, ipn, _ := net.ParseCIDR("10.9.0.0/24")
 	ipn.IP = net.ParseIP("10.9.0.5").To4()
+	gw := net.ParseIP("10.9.0.1")
+	if f.noGateway {
+		gw = nil
+	}
 	return &current.Result{CNIVersion: current.ImplementedSpecVersion,
-		IPs: []*current.IPConfig{{Address: *ipn, Gateway: net.ParseIP("10.9.0.1")}}}, nil
+		IPs: []*current.IPConfig{{Address: *ipn, Gateway: gw}}}, nil
 }
 
 func (f *fakeIPAM) Del(context.Context, string, []byte) error {

@@ -68,7 +68,7 @@ func TestAddWarnsWhenOVSIgnoresTxSteering(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		_, warned := logtest.Find(lines, "", map[string]string{"level": "WARN"})
+		_, warned := logtest.Find(lines, "tx-steering", map[string]string{"level": "WARN"})
 		if warned != warns {
 			t.Errorf("OVS %q: warned %v, want %v:\n%s", version, warned, warns, log)
 		}

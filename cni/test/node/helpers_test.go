@@ -18,6 +18,7 @@ import (
 	"github.com/kube-fstack/kube-fstack/cni/internal/nodeconf"
 	"github.com/kube-fstack/kube-fstack/cni/internal/plugin"
 	"github.com/kube-fstack/kube-fstack/internal/fsutil"
+	"github.com/kube-fstack/kube-fstack/internal/netplan"
 )
 
 // netw is one network config under test, with its own directories.
@@ -30,6 +31,16 @@ type netw struct {
 	bridge   string
 	withIPAM bool
 	extra    map[string]any
+	// plan, when set, is the node config's one network and its default: ADD holds every port
+	// to it. Unset, the node enforces no plan (as one installed before DataNetworks).
+	plan *netplan.Spec
+}
+
+// localNetwork is the DataNetwork of the node tests' subnet as the platform would write it: the
+// router 10.99.0.1, and every other address of the subnet granted to namespace default.
+func localNetwork() *netplan.Spec {
+	return &netplan.Spec{Name: "fstack-data", Subnets: []string{"10.99.0.0/24"}, Gateways: []string{"10.99.0.1"},
+		Grants: []netplan.Grant{{Namespaces: []string{"default"}, Ranges: []string{"10.99.0.0/24"}}}}
 }
 
 func newNet(t *testing.T, version string) *netw {
@@ -55,6 +66,9 @@ func (n *netw) pluginConf() map[string]any {
 	}
 	node := &nodeconf.Conf{OVSDBSocket: n.ovsdb, SocketRoot: n.socketRoot(), KubeletRootDir: n.kubeletDir(),
 		DeviceInfoDir: n.deviceInfoDir(), LogFile: filepath.Join(n.dir, "fstack-cni.log"), Namespaces: []string{"default"}}
+	if n.plan != nil {
+		node.Networks, node.DefaultNetwork = []netplan.Spec{*n.plan}, n.plan.Name
+	}
 	for k, v := range n.extra {
 		if k == "socketRoot" {
 			node.SocketRoot = v.(string)

@@ -86,6 +86,7 @@ func TestAddWarnsWhenOVSIgnoresTxSteering(t *testing.T) {
 			t.Fatal(err)
 		}
 		n, p := newNet(t, "1.1.0"), newPod(1200)
+		n.plan = localNetwork() // else ADD warns that the node enforces no network plan
 		n.mustAdd(p)
 		port := ports(t)[0]
 		steering := txSteeringOf(t, port)

@@ -50,6 +50,9 @@ import (
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
+// The admission checks read the platform's data networks; only the platform writes them.
+// +kubebuilder:rbac:groups=kubefstack.io,resources=datanetworks,verbs=get;list;watch
+
 // Options configure the manager.
 type Options struct {
 	MetricsAddr, ProbeAddr string
