@@ -62,6 +62,9 @@ func TestSRIOVThroughKubelet(t *testing.T) {
 			if out, err := env.Kubectl("delete", "namespace", sriovNS, "--ignore-not-found", "--wait=true", "--timeout=120s"); err != nil {
 				t.Errorf("teardown: %v\n%s", err, out)
 			}
+			if out, err := env.Kubectl("delete", "datanetwork", sriovNetwork, "--ignore-not-found"); err != nil {
+				t.Errorf("teardown: %v\n%s", err, out)
+			}
 		}
 		plugin.Stop()
 	})
@@ -122,10 +125,22 @@ func TestSRIOVThroughKubelet(t *testing.T) {
 	})
 }
 
+// sriovNetwork is the SR-IOV VFs' data network, which the test writes as the platform would: the
+// physical network behind the VFs is not the local cluster's br-fstack.
+const sriovNetwork = "e2e-sriov"
+
 func sriovManifests() string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: Namespace
 metadata: {name: %[1]s, labels: {kubefstack.io/injection: enabled}}
+---
+apiVersion: kubefstack.io/v1alpha1
+kind: DataNetwork
+metadata: {name: %[7]s}
+spec:
+  subnets: [10.98.0.0/24, 10.98.1.0/24]
+  gateways: [10.98.0.1, 10.98.1.1]
+  grants: [{namespaces: [%[1]s], ranges: [10.98.0.10-10.98.0.19, 10.98.1.10-10.98.1.19]}]
 ---
 apiVersion: kubefstack.io/v1alpha1
 kind: StackInstance
@@ -133,8 +148,8 @@ metadata: {name: %[2]s, namespace: %[1]s}
 spec:
   processes: 1
   ports:
-  - {name: vf0, device: {pci: {resource: %[4]s}}, ipv4: {address: 10.98.0.10/24, gateway: 10.98.0.1}}
-  - {name: vf1, device: {pci: {resource: %[4]s}}, ipv4: {address: 10.98.1.10/24, gateway: 10.98.1.1}}
+  - {name: vf0, dataNetwork: %[7]s, device: {pci: {resource: %[4]s}}, ipv4: {address: 10.98.0.10/24, gateway: 10.98.0.1}}
+  - {name: vf1, dataNetwork: %[7]s, device: {pci: {resource: %[4]s}}, ipv4: {address: 10.98.1.10/24, gateway: 10.98.1.1}}
   dataplane: {hugePages: {amount: %[6]s}}
 ---
 apiVersion: v1
@@ -149,7 +164,7 @@ spec:
     command: [sh, -c, exec sleep infinity]
     resources:
       limits: {cpu: 500m, memory: 128Mi}
-`, sriovNS, sriovStack, sriovPod, fakeVF, env.StandinImg, framework.StackHugePages)
+`, sriovNS, sriovStack, sriovPod, fakeVF, env.StandinImg, framework.StackHugePages, sriovNetwork)
 }
 
 // checkStandinSubstituted reads the dataplane's log and testpmd's real command line.
