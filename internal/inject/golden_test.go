@@ -86,5 +86,6 @@ func TestNoStaleGoldens(t *testing.T) {
 func testConfig() Config {
 	cfg := DefaultConfig()
 	cfg.ImagePullPolicy = corev1.PullIfNotPresent
+	cfg.StatusTokens = fixtures.StatusTokens()
 	return cfg
 }
