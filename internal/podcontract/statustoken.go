@@ -35,12 +35,15 @@ func ValidStatusToken(s string) bool {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '-' || c == '_') {
+		if !tokenByte(s[i]) {
 			return false
 		}
 	}
 	return true
+}
+
+func tokenByte(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '-' || c == '_'
 }
 
 // StatusTokenMatches compares a request's token with the pod's in constant time (for a given

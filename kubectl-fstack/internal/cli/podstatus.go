@@ -119,8 +119,7 @@ func (p *proxyStatusReader) get(ctx context.Context, pod *corev1.Pod, path strin
 		// The body is the API server's Status or the pod's text: a line of it, bounded.
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		detail := fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(firstLine(string(msg))))
-		switch {
-		case resp.StatusCode == http.StatusForbidden && strings.Contains(string(msg), podcontract.StatusTokenHeader):
+		if resp.StatusCode == http.StatusForbidden && strings.Contains(string(msg), podcontract.StatusTokenHeader) {
 			// The supervisor's refusal, not the API server's.
 			return nil, &statusError{statusNoToken, detail}
 		}
