@@ -45,7 +45,7 @@ func (p *plan) dataplaneContainer() corev1.Container {
 			fieldEnv(podcontract.EnvPodName, "metadata.name"),
 			fieldEnv(podcontract.EnvPodNamespace, "metadata.namespace"),
 			fieldEnv(podcontract.EnvNodeIPs, "status.hostIPs"),
-		}, p.cfg.logEnv()...),
+		}, append(p.cfg.logEnv(), statusTokenEnv(p.token)...)...),
 		Ports:        []corev1.ContainerPort{{Name: podcontract.MetricsPortName, ContainerPort: podcontract.SupervisorPort, Protocol: corev1.ProtocolTCP}},
 		Resources:    res,
 		VolumeMounts: mounts,

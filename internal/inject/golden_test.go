@@ -87,5 +87,6 @@ func testConfig() Config {
 	cfg := DefaultConfig()
 	cfg.ImagePullPolicy = corev1.PullIfNotPresent
 	cfg.DefaultDataNetwork = "envtest-net" // as operator/test/envtest, whose pods must equal the goldens
+	cfg.StatusTokens = fixtures.StatusTokens()
 	return cfg
 }

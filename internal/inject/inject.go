@@ -8,6 +8,7 @@ package inject
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -40,6 +41,13 @@ type Config struct {
 	// Logging is the log format and level of the supervisor and the launchers, passed to them
 	// as logging.EnvFormat and logging.EnvLevel (the operator's own, by default).
 	Logging logging.Options
+	// StatusTokens are the random bytes of each pod's status token (statustoken.go); nil is
+	// crypto/rand. The goldens' tests give a fixed stream.
+	StatusTokens io.Reader
+	// OmitStatusToken injects no status token: `kubectl fstack inject` writes manifests, whose
+	// pod template would give every replica the same token, and the webhook gives each pod its
+	// own when it is created.
+	OmitStatusToken bool
 }
 
 // logEnv passes the log's format and level to a container the injection makes or changes; the

@@ -45,6 +45,8 @@ type plan struct {
 	networksValue string
 	// program is the index of the container that becomes the dataplane (spec.program), or -1.
 	program int
+	// token is the pod's status token (statustoken.go); "" when the config omits it.
+	token string
 }
 
 // Prepare checks stack (render.Prepare, its one defaulting) and prepares it for injection; an
@@ -122,6 +124,12 @@ func newPlan(pod *corev1.Pod, prep *Prepared) (*plan, error) {
 	errs = append(errs, nerrs...)
 	if len(errs) > 0 {
 		return nil, p.reject(errs...)
+	}
+	if !prep.cfg.OmitStatusToken {
+		var err error
+		if p.token, err = prep.cfg.newStatusToken(); err != nil {
+			return nil, p.reject(field.InternalError(stackLabelPath(), err))
+		}
 	}
 	return p, nil
 }

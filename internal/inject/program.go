@@ -142,7 +142,7 @@ func checkProgramNames(c *corev1.Container, path *field.Path) field.ErrorList {
 // programReservedEnv are the variables the dataplane container gets from the injection (and
 // the app probes, which a program container never has).
 var programReservedEnv = []string{podcontract.EnvPodUID, podcontract.EnvPodName, podcontract.EnvPodNamespace,
-	podcontract.EnvNodeIPs, podcontract.EnvAppProbes}
+	podcontract.EnvNodeIPs, podcontract.EnvAppProbes, podcontract.EnvStatusToken}
 
 // programContainer turns the program container into the dataplane: dp as the injection makes
 // it, with the program's image, command (after the supervisor's flag), environment, ports,

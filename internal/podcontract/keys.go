@@ -28,6 +28,9 @@ const (
 	CNIArg KeyKind = "cni-args key"
 	// OVSExternalID is a key of an OVS row's external_ids (ovsids.go).
 	OVSExternalID KeyKind = "OVS external_ids key"
+	// EnvVar is an environment variable of an injected container that is read from the pod's
+	// spec, outside the container (statustoken.go).
+	EnvVar KeyKind = "environment variable"
 )
 
 // Key is one label or annotation kube-fstack writes or reads, on the object it lives on: the
@@ -57,9 +60,10 @@ const (
 	nodeReportAnnotation    = "node.kubefstack.io/report"
 )
 
-// Keys is the registry of every label, annotation and OVS external_ids key of kube-fstack, in the
-// order the reference lists them: what a user writes, what the injection writes on a pod, what
-// fstack-cni keeps on its ports, what the node agent writes on its Node.
+// Keys is the registry of every label, annotation and OVS external_ids key of kube-fstack, and of
+// the environment variables other components read from a pod's spec, in the order the reference
+// lists them: what a user writes, what the injection writes on a pod, what fstack-cni keeps on
+// its ports, what the node agent writes on its Node.
 func Keys() []Key { return append([]Key(nil), registry...) }
 
 var registry = []Key{
@@ -91,6 +95,10 @@ var registry = []Key{
 		"Multus's networks list", "Attaches the pod to the data networks; the injector's entries carry ips, mac and the binding (cni-args)."},
 	{AppProbesAnnotation, Annotation, "Pod", "the injector", "people (nothing reads it back)",
 		"JSON: the app's probes as written", "Shows the probes the injection moved behind the dataplane's /app-probe."},
+	{EnvStatusToken, EnvVar, "the dataplane container (Pod)", "the injector: the webhook, for every pod it admits (`kubectl fstack inject` writes none)",
+		"the dataplane supervisor; the operator's dataplane health events, `kubectl fstack status`, `config` and `doctor` (sent as " + StatusTokenHeader + ")",
+		"64 hex digits (random, 256 bits); readers accept 32 to 128 of `[A-Za-z0-9_-]`",
+		"The pod's read token: the supervisor answers /status and /config to the node and to requests that carry it, no one else."},
 	{OVSIDOwner, OVSExternalID, "OVS Interface and Port", "fstack-cni (ADD)", "fstack-cni (CHECK, DEL, GC), the flow keeper",
 		"`fstack-cni`", "Marks the port as fstack-cni's: nothing else on the bridge is touched."},
 	{OVSIDNetwork, OVSExternalID, "OVS Interface and Port", "fstack-cni (ADD)", "fstack-cni (CHECK, DEL, GC)",

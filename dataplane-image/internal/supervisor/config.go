@@ -92,6 +92,10 @@ type Config struct {
 	// NodeIPs is podcontract.EnvNodeIPs: with the pod's default gateways, the only callers
 	// /app-probe answers and the ones the connection cap always lets in (node.go, http.go).
 	NodeIPs string
+	// StatusToken is podcontract.EnvStatusToken: besides the node, only a request carrying it
+	// (podcontract.StatusTokenHeader) is answered /status and /config (http.go). Empty, or not
+	// a token podcontract accepts, answers them to the node only.
+	StatusToken string
 	// ShimContexts says where the shim's free contexts are counted: contexts.ContextsZone
 	// (F-Stack's memzones), contexts.ContextsOff, or a kind of ContextKinds.
 	ShimContexts string

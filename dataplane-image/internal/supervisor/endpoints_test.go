@@ -220,3 +220,63 @@ func TestConnectionCap(t *testing.T) {
 		}
 	}
 }
+
+// /status and /config say what the pod runs (its addresses, its tuning, why it failed): any pod
+// can reach port 9180, so they answer only the node and the holders of the pod's status token
+// (the operator, kubectl fstack through the API server's pod proxy). The probes and /metrics
+// stay every caller's.
+func TestStatusAndConfigAnswerTheNodeAndTheTokenOnly(t *testing.T) {
+	h := newHarness(t, vhostSpec(2))
+	h.writeDevinfo()
+	s := h.supervisor("primary", "secondary")
+	s.Cfg.NodeIPs = testNode
+	if _, _, err := s.render(); err != nil {
+		t.Fatal(err)
+	}
+	s.health.ready.Store(true)
+	hh := s.handler()
+	const pod = "10.244.0.7:40000"
+	for _, path := range []string{podcontract.StatusPath, podcontract.ConfigPath} {
+		for name, token := range map[string]string{"no token": "", "a wrong token": strings.Repeat("f", len(testToken)),
+			"a prefix of the token": testToken[:len(testToken)-1], "the token and more": testToken + "0"} {
+			if c, b := getWith(t, hh, pod, token, path); c != http.StatusForbidden || !strings.Contains(b, podcontract.StatusTokenHeader) {
+				t.Errorf("%s from another pod with %s = %d %q, want 403 naming the header", path, name, c, b)
+			}
+		}
+		if c, b := getWith(t, hh, pod, testToken, path); c != http.StatusOK {
+			t.Errorf("%s with the token = %d %q, want 200", path, c, b)
+		}
+		if c, b := getWith(t, hh, testNode+":40000", "", path); c != http.StatusOK {
+			t.Errorf("%s from the node = %d %q, want 200", path, c, b)
+		}
+	}
+	for _, path := range []string{podcontract.ReadyzPath, podcontract.HealthzPath, podcontract.StartedzPath, podcontract.MetricsPath} {
+		if c, b := getWith(t, hh, pod, "", path); c == http.StatusForbidden {
+			t.Errorf("%s from another pod = 403 %q: the probes and metrics are every caller's", path, b)
+		}
+	}
+	// A pod an older injector made has no token: only the node is answered, whatever is sent.
+	s.Cfg.StatusToken = ""
+	for _, token := range []string{"", testToken} {
+		if c, _ := getWith(t, hh, pod, token, podcontract.StatusPath); c != http.StatusForbidden {
+			t.Errorf("/status of a supervisor without a token, from another pod with %q = %d, want 403", token, c)
+		}
+	}
+	if c, _ := getWith(t, hh, testNode+":40000", "", podcontract.StatusPath); c != http.StatusOK {
+		t.Errorf("/status of a supervisor without a token, from the node = %d, want 200", c)
+	}
+}
+
+// getWith asks path from remote, sending token in the status token header when it is not empty.
+func getWith(t *testing.T, h http.Handler, remote, token, path string) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	r := httptest.NewRequest(http.MethodGet, path, nil)
+	r.RemoteAddr = remote
+	if token != "" {
+		r.Header.Set(podcontract.StatusTokenHeader, token)
+	}
+	h.ServeHTTP(rec, r)
+	b, _ := io.ReadAll(rec.Result().Body)
+	return rec.Code, string(b)
+}

@@ -95,8 +95,9 @@ func (h *harness) supervisor(primary, secondary string) *Supervisor {
 		// as the program.
 		Launch: Launch{Programs: &program.Program{Program: os.Args[0],
 			PrimaryArgs: []string{primary}, SecondaryArgs: []string{secondary}}},
-		Timing:  Timing{StartTimeout: 5 * time.Second, Grace: time.Second, Poll: 10 * time.Millisecond},
-		Logging: h.logging,
+		Timing:      Timing{StartTimeout: 5 * time.Second, Grace: time.Second, Poll: 10 * time.Millisecond},
+		Logging:     h.logging,
+		StatusToken: testToken,
 	}
 	s := New(cfg, h.facts(), h.log)
 	s.telemetryPeer = fakeTelemetryPeer

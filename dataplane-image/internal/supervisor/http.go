@@ -56,11 +56,25 @@ func (s *Supervisor) handler() http.Handler {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.Handle(podcontract.AppProbePrefix, s.app)
-	// Beside /metrics and as reachable: the operator's tools read it from outside the pod.
-	mux.HandleFunc(podcontract.StatusPath, s.serveStatus)
-	mux.HandleFunc(podcontract.ConfigPath, s.serveConfig)
+	// What the pod runs and why it failed: for the node and the holders of the pod's token
+	// (the operator, kubectl fstack through the API server's pod proxy), not for every pod.
+	mux.HandleFunc(podcontract.StatusPath, s.private(s.serveStatus))
+	mux.HandleFunc(podcontract.ConfigPath, s.private(s.serveConfig))
 	mux.Handle(podcontract.MetricsPath, promhttp.HandlerFor(s.metrics.Reg, promhttp.HandlerOpts{}))
 	return mux
+}
+
+// private answers h to the node (fromNode: the kubelet's addresses) and to a request carrying
+// the pod's status token in podcontract.StatusTokenHeader, compared in constant time; 403 to
+// anyone else. Without a valid token (an older injector's pod) only the node is answered.
+func (s *Supervisor) private(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !podcontract.StatusTokenMatches(s.Cfg.StatusToken, r.Header.Get(podcontract.StatusTokenHeader)) && !s.fromNode(r.RemoteAddr) {
+			http.Error(w, r.URL.Path+" is "+podcontract.StatusTokenRefusal, http.StatusForbidden)
+			return
+		}
+		h(w, r)
+	}
 }
 
 // maxProbeWait bounds ?wait=, so a caller cannot park handlers for long.

@@ -14,13 +14,20 @@ import (
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
+// get asks path as the operator does: with the pod's status token, which the harness's
+// supervisors hold (testToken).
 func get(t *testing.T, h http.Handler, path string) (int, string) {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	r := httptest.NewRequest(http.MethodGet, path, nil)
+	r.Header.Set(podcontract.StatusTokenHeader, testToken)
+	h.ServeHTTP(rec, r)
 	b, _ := io.ReadAll(rec.Result().Body)
 	return rec.Code, string(b)
 }
+
+// testToken is the status token of the tests' pods.
+var testToken = strings.Repeat("0123456789abcdef", 4)
 
 func TestProbesFollowTheProcesses(t *testing.T) {
 	s := New(Config{}, nil, io.Discard)

@@ -92,6 +92,10 @@ func TestCrashedPrimaryRestartsInPlaceThreeTimes(t *testing.T) {
 	if n := strings.Count(logtest.Readable(out.String()), "restarting the app in place"); n != 3 {
 		t.Errorf("the launcher restarted the app %d times in place, want 3:\n%s", n, out.String())
 	}
+	// Another pod (127.0.0.1 is not the node) without the pod's token is refused.
+	if code, body := d.getWith(podcontract.StatusPath, ""); code != http.StatusForbidden || !strings.Contains(body, podcontract.StatusTokenHeader) {
+		t.Errorf("/status without the token: %d %s, want 403 naming %s", code, body, podcontract.StatusTokenHeader)
+	}
 	code, body := d.get(podcontract.StatusPath)
 	var st podcontract.Status
 	if err := json.Unmarshal([]byte(body), &st); code != http.StatusOK || err != nil {

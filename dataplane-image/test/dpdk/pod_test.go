@@ -275,8 +275,11 @@ func (p *pod) startSupervisorIn(t testing.TB, cpus string, readOnlyRoot bool, la
 		env.supervisor, "--spec-file="+p.specFile, "--shim-contexts=standin", "--cpuset-file="+filepath.Join(cg, "cpuset.cpus"), "--hugepages-dir="+podHugeDir, "--config-file="+podConfig,
 		"--image-shim-dir="+p.imgShim, "--listen="+d.addr, "--start-timeout=90s", "--grace=5s")
 	d.cmd = exec.Command("sh", append(args, launch...)...)
+	// The pod's status token, as the injection sets it: /status and /config answer it (and the
+	// node, which 127.0.0.1 is not).
+	d.cmd.Env = append(os.Environ(), podcontract.EnvStatusToken+"="+statusToken)
 	if readOnlyRoot {
-		d.cmd.Env = append(os.Environ(), readOnlyRootEnv+"=1")
+		d.cmd.Env = append(d.cmd.Env, readOnlyRootEnv+"=1")
 	}
 	logFile, err := os.Create(d.logPath)
 	must(t, err)
@@ -396,9 +399,25 @@ func (d *dataplane) waitReady(t testing.TB) {
 	t.Fatalf("not ready within %s", within)
 }
 
+// statusToken is the status token of the tier's pods.
+var statusToken = strings.Repeat("5eed", 16)
+
+// get asks the supervisor for path with the pod's status token, as the operator does.
 func (d *dataplane) get(path string) (int, string) {
+	return d.getWith(path, statusToken)
+}
+
+// getWith asks for path sending token (none when empty).
+func (d *dataplane) getWith(path, token string) (int, string) {
 	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get("http://" + d.addr + path)
+	req, err := http.NewRequest(http.MethodGet, "http://"+d.addr+path, nil)
+	if err != nil {
+		return 0, err.Error()
+	}
+	if token != "" {
+		req.Header.Set(podcontract.StatusTokenHeader, token)
+	}
+	resp, err := c.Do(req)
 	if err != nil {
 		return 0, err.Error()
 	}

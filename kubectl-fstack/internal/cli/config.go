@@ -93,7 +93,7 @@ func (o *configOptions) run(ctx context.Context, stdout io.Writer, name string) 
 	}
 	rctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
-	resp, err := r.get(rctx, ns, name, podcontract.ConfigPath)
+	resp, err := r.get(rctx, pod, podcontract.ConfigPath)
 	if err != nil {
 		return configError(ns, name, err)
 	}
@@ -121,6 +121,8 @@ func configError(ns, name string, err error) error {
 		switch se.kind {
 		case statusForbidden:
 			return fmt.Errorf("pod %s/%s: reading %s needs get on pods/proxy in %s (kubectl auth can-i get pods/proxy -n %s): %s", ns, name, podcontract.ConfigPath, ns, ns, safe(se.err.Error()))
+		case statusNoToken:
+			return fmt.Errorf("pod %s/%s: its dataplane answers %s only to the node and to the pod's status token (%s), which this pod lacks or the dataplane refused (a pod injected before kube-fstack gave pods one: re-create it): %s", ns, name, podcontract.ConfigPath, podcontract.EnvStatusToken, safe(se.err.Error()))
 		case statusNotServed:
 			return fmt.Errorf("pod %s/%s: its dataplane serves no %s (an image older than this plugin): %s", ns, name, podcontract.ConfigPath, safe(se.err.Error()))
 		case statusUnreachable:

@@ -57,6 +57,9 @@ func (o *injectOptions) run(stdout, stderr io.Writer) error {
 	cfg := inject.DefaultConfig()
 	cfg.Image, cfg.ImagePullPolicy = o.image, corev1.PullPolicy(o.pullPolicy)
 	cfg.NodeAffinity = o.nodeAffinity
+	// A manifest's pod template is every replica's, and may be committed: the webhook gives each
+	// pod a status token of its own when it is created.
+	cfg.OmitStatusToken = true
 	prep, err := inject.Prepare(si, cfg)
 	if err != nil {
 		return reportReject(stderr, "", err)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
+	"github.com/kube-fstack/kube-fstack/internal/inject"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
@@ -33,7 +34,7 @@ const (
 
 // podStatusReader reads one pod's /status.
 type podStatusReader interface {
-	readStatus(ctx context.Context, namespace, name string) (*podcontract.DataplaneStatus, error)
+	readStatus(ctx context.Context, pod *corev1.Pod) (*podcontract.DataplaneStatus, error)
 }
 
 // statusError says why a pod's /status could not be read, in words a user acts on; kind groups
@@ -49,6 +50,7 @@ func (e *statusError) Unwrap() error { return e.err }
 // Kinds of statusError.
 const (
 	statusForbidden   = "pods/proxy forbidden"
+	statusNoToken     = "the dataplane refused the pod's status token"
 	statusUnreachable = "the API server could not reach the pod's port"
 	statusNotServed   = "the pod serves no /status"
 	statusBadAnswer   = "the pod's /status is unreadable"
@@ -75,10 +77,10 @@ func newProxyStatusReader(cfg *rest.Config) (*proxyStatusReader, error) {
 	return &proxyStatusReader{client: hc, base: base}, nil
 }
 
-func (p *proxyStatusReader) readStatus(ctx context.Context, namespace, name string) (*podcontract.DataplaneStatus, error) {
+func (p *proxyStatusReader) readStatus(ctx context.Context, pod *corev1.Pod) (*podcontract.DataplaneStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
 	defer cancel()
-	resp, err := p.get(ctx, namespace, name, podcontract.StatusPath)
+	resp, err := p.get(ctx, pod, podcontract.StatusPath)
 	if err != nil {
 		return nil, err
 	}
@@ -90,18 +92,24 @@ func (p *proxyStatusReader) readStatus(ctx context.Context, namespace, name stri
 	return s, nil
 }
 
-// get asks the supervisor's path through the API server's pod proxy; an answer other than 200
-// is a *statusError saying which cause.
-func (p *proxyStatusReader) get(ctx context.Context, namespace, name, path string) (*http.Response, error) {
+// get asks the supervisor's path of pod through the API server's pod proxy, with the pod's
+// status token (the supervisor answers /status and /config to the node and to its holders; the
+// proxy passes the header on, while it drops Authorization, the user's own); an answer other
+// than 200 is a *statusError saying which cause.
+func (p *proxyStatusReader) get(ctx context.Context, pod *corev1.Pod, path string) (*http.Response, error) {
 	u := *p.base
 	u.Path = strings.TrimSuffix(u.Path, "/") + fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:%d/proxy%s",
-		url.PathEscape(namespace), url.PathEscape(name), podcontract.SupervisorPort, path)
+		url.PathEscape(pod.Namespace), url.PathEscape(pod.Name), podcontract.SupervisorPort, path)
 	u.RawPath = ""
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, &statusError{statusFailed, err}
 	}
 	req.Header.Set("Accept", "application/json")
+	// Only a token podcontract accepts: the pod's creator wrote it.
+	if token := inject.StatusToken(pod); token != "" {
+		req.Header.Set(podcontract.StatusTokenHeader, token)
+	}
 	resp, err := p.client.Do(req)
 	if err != nil {
 		return nil, &statusError{statusFailed, err}
@@ -111,6 +119,10 @@ func (p *proxyStatusReader) get(ctx context.Context, namespace, name, path strin
 		// The body is the API server's Status or the pod's text: a line of it, bounded.
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		detail := fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(firstLine(string(msg))))
+		if resp.StatusCode == http.StatusForbidden && strings.Contains(string(msg), podcontract.StatusTokenHeader) {
+			// The supervisor's refusal, not the API server's.
+			return nil, &statusError{statusNoToken, detail}
+		}
 		switch resp.StatusCode {
 		case http.StatusForbidden, http.StatusUnauthorized:
 			return nil, &statusError{statusForbidden, detail}
@@ -157,7 +169,7 @@ func readStatuses(ctx context.Context, r podStatusReader, pods []*corev1.Pod) po
 		}
 		k := podKey{p.Namespace, p.Name}
 		g.Go(func() error {
-			s, err := r.readStatus(ctx, k.namespace, k.name)
+			s, err := r.readStatus(ctx, p)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -209,6 +221,8 @@ func statusHint(kind string) string {
 		return " (the columns show the containers' restarts only; `kubectl auth can-i get pods/proxy` says whether you may read it)"
 	case statusNotServed:
 		return " (a dataplane image older than this plugin; the columns show the containers' restarts only)"
+	case statusNoToken:
+		return " (a pod injected before kube-fstack gave pods a status token, " + podcontract.EnvStatusToken + ", has none: re-create it)"
 	case statusUnreachable:
 		return " (a NetworkPolicy on the pod's port 9180, or the node is unreachable)"
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -83,19 +84,21 @@ func TestProxyStatusReader(t *testing.T) {
 			apiStatus(w, http.StatusServiceUnavailable, "error trying to reach service: dial tcp 10.0.0.9:9180: connect: connection refused")
 		case "huge":
 			_, _ = w.Write([]byte(`{"reason":"` + strings.Repeat("x", podcontract.MaxStatusBytes) + `"}`))
+		case "no-token":
+			http.Error(w, podcontract.StatusPath+" is "+podcontract.StatusTokenRefusal, http.StatusForbidden)
 		}
 	})
 	r, err := newProxyStatusReader(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := r.readStatus(context.Background(), "web", "serving")
+	s, err := r.readStatus(context.Background(), runningPod("serving", ""))
 	if err != nil || s.Restarts.Dataplane.Total != 2 || s.Reason != supervisorStatus().Reason {
 		t.Fatalf("serving: %+v, %v", s, err)
 	}
 	for name, kind := range map[string]string{"forbidden": statusForbidden, "old-image": statusNotServed,
-		"unreachable": statusUnreachable, "huge": statusBadAnswer} {
-		_, err := r.readStatus(context.Background(), "web", name)
+		"unreachable": statusUnreachable, "huge": statusBadAnswer, "no-token": statusNoToken} {
+		_, err := r.readStatus(context.Background(), runningPod(name, ""))
 		var se *statusError
 		if !errors.As(err, &se) || se.kind != kind {
 			t.Errorf("%s: %v; want kind %q", name, err, kind)
@@ -186,3 +189,48 @@ func TestStatusShowsInPlaceRestartsAndReason(t *testing.T) {
 		t.Errorf("-o json unread pod %+v", u)
 	}
 }
+
+// runningPod is a running pod of namespace web whose dataplane container carries token (none
+// when empty).
+func runningPod(name, token string) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: name},
+		Spec:   corev1.PodSpec{InitContainers: []corev1.Container{{Name: podcontract.DataplaneContainer}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1"}}
+	if token != "" {
+		p.Spec.InitContainers[0].Env = []corev1.EnvVar{{Name: podcontract.EnvStatusToken, Value: token}}
+	}
+	return p
+}
+
+// The supervisor answers /status and /config to the node and to the pod's status token: the
+// reader sends the token of each pod's dataplane container through the pod proxy, a valid one
+// only (the pod's creator wrote it), and says so when the dataplane refused.
+func TestProxyReaderSendsThePodsStatusToken(t *testing.T) {
+	token := strings.Repeat("0123456789abcdef", 4)
+	var sent sync.Map
+	cfg, _ := fakeAPIServer(t, func(name string, w http.ResponseWriter) { _ = json.NewEncoder(w).Encode(supervisorStatus()) })
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			sent.Store(strings.TrimSuffix(r.URL.Path[strings.LastIndex(r.URL.Path, "pods/")+5:], ":9180/proxy/status"), r.Header.Get(podcontract.StatusTokenHeader))
+			return rt.RoundTrip(r)
+		})
+	}
+	r, err := newProxyStatusReader(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := readStatuses(context.Background(), r, []*corev1.Pod{runningPod("a", token), runningPod("b", ""),
+		runningPod("c", token+"\r\nX-Other: 1"), runningPod("d", strings.Repeat("a", podcontract.MaxStatusTokenLen+1))})
+	if len(st.got) != 4 {
+		t.Fatalf("read %d pods, errors %v", len(st.got), st.errs)
+	}
+	for name, want := range map[string]string{"a": token, "b": "", "c": "", "d": ""} {
+		if got, _ := sent.Load(name); got != want {
+			t.Errorf("pod %s: sent token %q, want %q", name, got, want)
+		}
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kube-fstack/kube-fstack/internal/inject"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/test/testenv"
 	"github.com/kube-fstack/kube-fstack/kubectl-fstack/internal/cli"
@@ -27,7 +29,10 @@ import (
 // F-Stack), so an HTTP server with the supervisor's /status stands in for it on this machine's
 // own address at port 9180, and the pod's status names that address as the pod's IP: the API
 // server proxies to it as it would to a pod (it refuses loopback addresses, hence not 127.0.0.1).
-// A user without get on pods/proxy sees the containers' counts and one warning saying why.
+// As the supervisor, it answers /status and /config only to the pod's status token, which the
+// CLI takes from the pod and sends in a header the API server's proxy passes on (it removes
+// Authorization). A user without get on pods/proxy sees the containers' counts and one warning
+// saying why.
 func TestCLIReadsSupervisorThroughPodProxy(t *testing.T) {
 	ctx := context.Background()
 	ip := hostAddress(t)
@@ -43,11 +48,22 @@ func TestCLIReadsSupervisorThroughPodProxy(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the stand-in supervisor listens where the API server's pod proxy dials, %s:%d: %v (another process holds the port)", ip, podcontract.SupervisorPort, err)
 	}
+	var token atomic.Value // the pod's, once it is made
+	token.Store("")
+	private := func(h http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if !podcontract.StatusTokenMatches(token.Load().(string), r.Header.Get(podcontract.StatusTokenHeader)) {
+				http.Error(w, r.URL.Path+" is "+podcontract.StatusTokenRefusal, http.StatusForbidden)
+				return
+			}
+			h(w, r)
+		}
+	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+podcontract.StatusPath, func(w http.ResponseWriter, _ *http.Request) { _ = json.NewEncoder(w).Encode(answer) })
+	mux.HandleFunc("GET "+podcontract.StatusPath, private(func(w http.ResponseWriter, _ *http.Request) { _ = json.NewEncoder(w).Encode(answer) }))
 	running := podcontract.RunningConfig{Generation: 3, ConfigINI: "[dpdk]\nlcore_mask=4\n\n[port0]\naddr=10.99.0.10\n", ShimMode: "pipeline",
 		EAL: [][]string{{"f-stack", "-c4", "-n4", "--proc-type=primary"}, {"f-stack", "-c8", "-n4", "--proc-type=secondary"}}}
-	mux.HandleFunc("GET "+podcontract.ConfigPath, func(w http.ResponseWriter, _ *http.Request) { _ = json.NewEncoder(w).Encode(running) })
+	mux.HandleFunc("GET "+podcontract.ConfigPath, private(func(w http.ResponseWriter, _ *http.Request) { _ = json.NewEncoder(w).Encode(running) }))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
@@ -58,6 +74,9 @@ func TestCLIReadsSupervisorThroughPodProxy(t *testing.T) {
 	cur := &corev1.Pod{}
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(pod), cur); err != nil {
 		t.Fatal(err)
+	}
+	if token.Store(inject.StatusToken(cur)); token.Load() == "" {
+		t.Fatal("the injected pod has no status token")
 	}
 	cur.Status.PodIP, cur.Status.PodIPs = ip, []corev1.PodIP{{IP: ip}}
 	if err := k8s.Status().Update(ctx, cur); err != nil {

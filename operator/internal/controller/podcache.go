@@ -1,10 +1,13 @@
 package controller
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/inject"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
@@ -23,8 +26,8 @@ const maxCachedHash = 64
 // pod and drops the rest. That is its name, namespace, UID, resource version and deletion
 // timestamp, the stack label alone among its labels, the config-hash annotation alone among its
 // annotations (cut to maxCachedHash), its phase, the node it runs on (the node check metrics),
-// its IP (the dataplane health events read /status there) and the name and readiness of the
-// dataplane's status, an init container's or a program's regular one; for the EndpointSlice
+// its IP and the status token of its dataplane container (the dataplane health events read
+// /status there, with the token) and the name and readiness of the dataplane's status, an init container's or a program's regular one; for the EndpointSlice
 // controller its Ready condition, its containers' named ports and the addresses annotation (cut
 // to podcontract.MaxAddressesBytes, which a value ParseAddresses accepts never reaches), all
 // served.Addresses reads of it. Every pod with the stack
@@ -63,6 +66,7 @@ func TrimPod(obj any) (any, error) {
 		}
 	}
 	t.Spec.Containers = namedPorts(p.Spec.Containers)
+	keepStatusToken(p, t)
 	// A program's dataplane (spec.program) is a regular container: its readiness only.
 	for _, s := range p.Status.ContainerStatuses {
 		if s.Name == podcontract.DataplaneContainer {
@@ -70,6 +74,27 @@ func TrimPod(obj any) (any, error) {
 		}
 	}
 	return t, nil
+}
+
+// keepStatusToken keeps the pod's status token, which the health events send to its /status,
+// on t's dataplane container, an init container or a program's regular one as in p: only a
+// value podcontract accepts (at most podcontract.MaxStatusTokenLen bytes), else none.
+func keepStatusToken(p, t *corev1.Pod) {
+	token := inject.StatusToken(p)
+	if token == "" {
+		return
+	}
+	env := []corev1.EnvVar{{Name: podcontract.EnvStatusToken, Value: token}}
+	isDataplane := func(c corev1.Container) bool { return c.Name == podcontract.DataplaneContainer }
+	if slices.ContainsFunc(p.Spec.InitContainers, isDataplane) {
+		t.Spec.InitContainers = []corev1.Container{{Name: podcontract.DataplaneContainer, Env: env}}
+		return
+	}
+	if i := slices.IndexFunc(t.Spec.Containers, isDataplane); i >= 0 {
+		t.Spec.Containers[i].Env = env
+		return
+	}
+	t.Spec.Containers = append(t.Spec.Containers, corev1.Container{Name: podcontract.DataplaneContainer, Env: env})
 }
 
 // TrimConfigMap is the transform of the manager's ConfigMap cache (metadata only: the

@@ -190,3 +190,25 @@ func TestTrimPodKeepsTheServedAddresses(t *testing.T) {
 		t.Error("the cut addresses annotation was read as valid")
 	}
 }
+
+// The cache keeps the dataplane's status token, which the health events send, on the container
+// that holds it (a program's dataplane is a regular one, beside its named ports), and only one
+// podcontract accepts: a pod's creator can write 1 MiB there.
+func TestTrimPodKeepsTheStatusToken(t *testing.T) {
+	token := strings.Repeat("ab", 32)
+	prog := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: podcontract.DataplaneContainer, Image: "dp",
+		Ports: []corev1.ContainerPort{{Name: podcontract.MetricsPortName, ContainerPort: podcontract.SupervisorPort}},
+		Env:   []corev1.EnvVar{{Name: "BIG", Value: strings.Repeat("x", 1<<20)}, {Name: podcontract.EnvStatusToken, Value: token}}}}}}
+	out, _ := TrimPod(prog)
+	tp := out.(*corev1.Pod)
+	if len(tp.Spec.Containers) != 1 || len(tp.Spec.Containers[0].Ports) != 1 || len(tp.Spec.Containers[0].Env) != 1 ||
+		tp.Spec.Containers[0].Env[0].Value != token || tp.Spec.InitContainers != nil {
+		t.Fatalf("trimmed program pod %+v", tp.Spec)
+	}
+	hostile := &corev1.Pod{Spec: corev1.PodSpec{InitContainers: []corev1.Container{{Name: podcontract.DataplaneContainer,
+		Env: []corev1.EnvVar{{Name: podcontract.EnvStatusToken, Value: strings.Repeat("a", 1<<20)}}}}}}
+	out, _ = TrimPod(hostile)
+	if tp := out.(*corev1.Pod); tp.Spec.InitContainers != nil || tp.Spec.Containers != nil {
+		t.Fatalf("a token podcontract refuses was kept: %d containers", len(tp.Spec.InitContainers))
+	}
+}

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/kube-fstack/kube-fstack/internal/inject"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
@@ -120,15 +121,7 @@ type podEvent struct{ kind, reason, note string }
 // SetupWithManager watches the cached pods' readiness transitions.
 func (r *PodHealthReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.pods = map[types.UID]*podHealth{}
-	r.httpClient = &http.Client{
-		Timeout: podStatusTimeout,
-		// Straight to the pod: no proxy from the environment, no redirect a pod could send
-		// the operator elsewhere with, no connection kept (transitions are rare).
-		Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true,
-			DialContext:           (&net.Dialer{Timeout: podStatusTimeout}).DialContext,
-			ResponseHeaderTimeout: podStatusTimeout, MaxResponseHeaderBytes: 16 << 10},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
+	r.httpClient = newStatusClient()
 	limiter := workqueue.NewTypedMaxOfRateLimiter(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, time.Minute),
 		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: newBucket(podHealthQPS, podHealthBurst)})
@@ -137,6 +130,19 @@ func (r *PodHealthReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&corev1.Pod{}, builder.WithPredicates(r.transitions())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: podHealthWorkers, RateLimiter: limiter}).
 		Complete(r)
+}
+
+// newStatusClient is the client of the pods' /status: straight to the pod, no proxy from the
+// environment, no redirect a pod could send the operator (and the pod's token) elsewhere with,
+// no connection kept (transitions are rare).
+func newStatusClient() *http.Client {
+	return &http.Client{
+		Timeout: podStatusTimeout,
+		Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true,
+			DialContext:           (&net.Dialer{Timeout: podStatusTimeout}).DialContext,
+			ResponseHeaderTimeout: podStatusTimeout, MaxResponseHeaderBytes: 16 << 10},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 }
 
 // transitions lets through a pod's update that turns its dataplane unready after ready, or
@@ -347,15 +353,34 @@ func (r *PodHealthReconciler) read(ctx context.Context, pod *corev1.Pod) (*podco
 	if err != nil {
 		return nil, err
 	}
+	// The supervisor answers the node and the holders of the pod's token, which the cache kept
+	// only when it is one podcontract accepts (a pod's spec is its creator's to write).
+	token := inject.StatusToken(pod)
+	if token != "" {
+		req.Header.Set(podcontract.StatusTokenHeader, token)
+	}
 	resp, err := r.httpClient.Do(req)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: HTTP %d (a dataplane image without %s answers 404)", url, resp.StatusCode, podcontract.StatusPath)
+		return nil, fmt.Errorf("GET %s: HTTP %d%s", url, resp.StatusCode, statusRefusal(resp.StatusCode, token))
 	}
 	return podcontract.ReadDataplaneStatus(resp.Body)
+}
+
+// statusRefusal says what an answer other than 200 to /status means.
+func statusRefusal(code int, token string) string {
+	switch {
+	case code == http.StatusNotFound:
+		return " (a dataplane image without " + podcontract.StatusPath + " answers 404)"
+	case code == http.StatusForbidden && token == "":
+		return " (the pod has no status token, " + podcontract.EnvStatusToken + ": injected before kube-fstack gave pods one; re-create it)"
+	case code == http.StatusForbidden:
+		return " (the dataplane refused the pod's status token)"
+	}
+	return ""
 }
 
 func downPorts(st *podcontract.DataplaneStatus) string {

@@ -3,8 +3,12 @@ package controller
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"sort"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -143,5 +147,46 @@ func TestPodHealthEventBudget(t *testing.T) {
 	h.down, h.downSince = true, now
 	if got := r.decide("u1", h, false, st, nil); len(got) != 1 || got[0].reason != EventDataplaneNotReady {
 		t.Fatalf("a minute later: %+v", got)
+	}
+}
+
+// The supervisor answers /status to the node and to the holders of the pod's status token: the
+// operator sends the token its cache kept of the pod (a valid one only: the pod's creator wrote
+// it), and says why when it has none.
+func TestPodHealthSendsThePodsStatusToken(t *testing.T) {
+	token := strings.Repeat("0123456789abcdef", 4)
+	var got atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sent := r.Header.Get(podcontract.StatusTokenHeader)
+		got.Store(sent)
+		if r.URL.Path != podcontract.StatusPath || sent != token {
+			http.Error(w, "forbidden", http.StatusForbidden)
+			return
+		}
+		_, _ = w.Write([]byte(`{"generation":2,"ready":false,"reason":"port 0 down"}`))
+	}))
+	defer srv.Close()
+	port, _ := strconv.Atoi(srv.URL[strings.LastIndex(srv.URL, ":")+1:])
+	r := &PodHealthReconciler{Port: port, httpClient: newStatusClient()}
+	withToken := func(v string) *corev1.Pod {
+		p := healthPod(false)
+		p.Status.PodIP = "127.0.0.1"
+		p.Spec.InitContainers = []corev1.Container{{Name: podcontract.DataplaneContainer, Image: "dp",
+			Env: []corev1.EnvVar{{Name: "OTHER", Value: "x"}, {Name: podcontract.EnvStatusToken, Value: v}}}}
+		cached, err := TrimPod(p) // as the manager's cache holds it
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cached.(*corev1.Pod)
+	}
+	st, err := r.read(context.Background(), withToken(token))
+	if err != nil || st.Generation != 2 || got.Load() != token {
+		t.Fatalf("read with the token: %+v, %v; sent %q", st, err, got.Load())
+	}
+	for name, v := range map[string]string{"none": "", "a header's injection": token + "\r\nX-Other: 1", "too long": strings.Repeat("a", podcontract.MaxStatusTokenLen+1)} {
+		_, err := r.read(context.Background(), withToken(v))
+		if err == nil || got.Load() != "" || !strings.Contains(err.Error(), "HTTP 403") || !strings.Contains(err.Error(), "no status token") {
+			t.Errorf("%s: sent %q, error %v; want nothing sent and the missing token said", name, got.Load(), err)
+		}
 	}
 }

@@ -67,10 +67,7 @@ func (h *PodInjector) Handle(ctx context.Context, req admission.Request) admissi
 		return skip("operator-namespace", "the operator's own namespace is never injected")
 	}
 	if d := inject.Decide(pod); d != inject.Injected {
-		if errs := inject.CheckSkipped(pod, d, h.Config); len(errs) > 0 {
-			return refuse(pod, &inject.RejectError{Stack: inject.StackName(pod), Errs: errs}, "pod-invalid")
-		}
-		return skip(string(d), "not injected: "+string(d))
+		return h.skipped(req, pod, d)
 	}
 	prep, resp := h.prepare(ctx, req.Namespace, inject.StackName(pod))
 	if prep == nil {
@@ -204,6 +201,33 @@ func (h *PodInjector) get(ctx context.Context, key types.NamespacedName, obj cli
 		err = h.Live.Get(ctx, key, obj)
 	}
 	return err
+}
+
+// skipped answers a pod Decide does not inject, once it passes CheckSkipped. One already injected
+// (a copy, a workload `kubectl fstack inject` wrote) gets a status token when it has none, so
+// that every pod's /status and /config can be read by whoever may read the pod.
+func (h *PodInjector) skipped(req admission.Request, pod *corev1.Pod, d inject.Decision) admission.Response {
+	if errs := inject.CheckSkipped(pod, d, h.Config); len(errs) > 0 {
+		return refuse(pod, &inject.RejectError{Stack: inject.StackName(pod), Errs: errs}, "pod-invalid")
+	}
+	if d != inject.SkippedAlreadyInjected {
+		return skip(string(d), "not injected: "+string(d))
+	}
+	changed, err := inject.EnsureStatusToken(pod, h.Config)
+	if err != nil {
+		countInjection(resultError, "status-token")
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	if !changed {
+		return skip(string(d), "not injected: "+string(d))
+	}
+	raw, err := json.Marshal(pod)
+	if err != nil {
+		countInjection(resultError, "encode")
+		return admission.Errored(http.StatusInternalServerError, err)
+	}
+	countInjection(resultSkipped, string(d))
+	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
 }
 
 func skip(reason, msg string) admission.Response {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -114,4 +115,60 @@ func BenchmarkHandle(b *testing.B) {
 			b.Fatal(resp.Result)
 		}
 	}
+}
+
+// Every pod the webhook admits can be read by its status token: an injected one gets its own,
+// one that arrives injected keeps its own, and one injected offline without a token (a
+// workload of `kubectl fstack inject`) gets one.
+func TestHandleGivesEveryPodAStatusToken(t *testing.T) {
+	h := newInjector(t)
+	ctx := context.Background()
+	admitted := func(raw []byte) *corev1.Pod {
+		t.Helper()
+		resp := h.Handle(ctx, request("web", raw))
+		if !resp.Allowed {
+			t.Fatalf("refused: %+v", resp.Result)
+		}
+		return patched(t, raw, resp)
+	}
+	a, b := admitted(podJSON(t)), admitted(podJSON(t))
+	if inject.StatusToken(a) == "" || inject.StatusToken(a) == inject.StatusToken(b) {
+		t.Fatalf("tokens %q and %q: want one of its own for each pod", inject.StatusToken(a), inject.StatusToken(b))
+	}
+	raw, _ := json.Marshal(a)
+	if again := admitted(raw); inject.StatusToken(again) != inject.StatusToken(a) {
+		t.Errorf("an injected pod created again has token %q, want %q kept", inject.StatusToken(again), inject.StatusToken(a))
+	}
+	cfg := inject.DefaultConfig()
+	cfg.OmitStatusToken = true
+	offline, _, err := inject.Inject(fixtures.LoadPod(t, "nginx-vhost"), fixtures.Stack(t, "vhost-user"), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ = json.Marshal(offline)
+	if got := admitted(raw); inject.StatusToken(got) == "" || inject.StatusToken(got) == inject.StatusToken(a) {
+		t.Errorf("an offline-injected pod got token %q, want one of its own", inject.StatusToken(got))
+	}
+}
+
+// patched applies resp's JSON patch to raw.
+func patched(t *testing.T, raw []byte, resp admission.Response) *corev1.Pod {
+	t.Helper()
+	ops, err := json.Marshal(resp.Patches)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := jsonpatch.DecodePatch(ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.Apply(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{}
+	if err := json.Unmarshal(out, pod); err != nil {
+		t.Fatal(err)
+	}
+	return pod
 }

@@ -26,6 +26,7 @@ import (
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/inject"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/test/testenv"
 	"github.com/kube-fstack/kube-fstack/operator/internal/manager"
 )
@@ -52,11 +53,13 @@ var (
 	root          = filepath.Join("..", "..", "..")
 )
 
-// injectConfig is what the goldens of internal/inject were made with, and an allow-list of
-// dataplane images (--allowed-dataplane-images) that admits the test stacks' own image.
+// injectConfig is what the goldens of internal/inject were made with (their status token
+// included), and an allow-list of dataplane images (--allowed-dataplane-images) that admits the
+// test stacks' own image.
 func injectConfig() inject.Config {
 	cfg := inject.DefaultConfig()
 	cfg.ImagePullPolicy = corev1.PullIfNotPresent
+	cfg.StatusTokens = fixtures.StatusTokens()
 	cfg.AllowedImages = []string{allowedImages}
 	cfg.DefaultDataNetwork = dataNetwork
 	return cfg

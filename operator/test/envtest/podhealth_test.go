@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/test/testenv"
 	"github.com/kube-fstack/kube-fstack/operator/internal/controller"
 )
@@ -23,7 +24,9 @@ import (
 // supervisor stands in for the dataplane's supervisor, which cannot run here (F-Stack needs
 // DPDK and a NIC; there is no kubelet to start it): it serves /status as the supervisor does,
 // with what the test sets, on 127.0.0.1 at the port the suite's operator reads pods' /status
-// (manager.Options.PodStatusPort), and the pods of these tests have 127.0.0.1 as their IP.
+// (manager.Options.PodStatusPort), and the pods of these tests have 127.0.0.1 as their IP. As
+// the supervisor, it answers only requests with the pod's status token: the one the suite's
+// webhook gives every pod (fixtures.StatusTokens), which the operator's cache must keep.
 var supervisor = &supervisorStandIn{}
 
 type supervisorStandIn struct {
@@ -38,10 +41,14 @@ func (s *supervisorStandIn) start() (int, error) {
 		return 0, err
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+podcontract.StatusPath, func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET "+podcontract.StatusPath, func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.reads++
+		if !podcontract.StatusTokenMatches(fixtures.StatusToken(), r.Header.Get(podcontract.StatusTokenHeader)) {
+			http.Error(w, podcontract.StatusPath+" is "+podcontract.StatusTokenRefusal, http.StatusForbidden)
+			return
+		}
 		if s.answer == nil {
 			http.NotFound(w, nil)
 			return

@@ -111,6 +111,10 @@ func parseFlags(args []string, ext Extension) (*options, error) {
 		o.cfg.AppProbes = os.Getenv(podcontract.EnvAppProbes)
 	}
 	o.cfg.NodeIPs = os.Getenv(podcontract.EnvNodeIPs)
+	// The token is the supervisor's alone: the F-Stack processes and the probe agent it starts
+	// (os.Environ, read after this) do not get it.
+	o.cfg.StatusToken = os.Getenv(podcontract.EnvStatusToken)
+	_ = os.Unsetenv(podcontract.EnvStatusToken)
 	if o.readyCmd != "" {
 		o.cfg.ReadyCommand = strings.Fields(o.readyCmd)
 	}
@@ -184,6 +188,10 @@ func Main(args []string, ext Extension) int {
 	if err != nil {
 		s.Logger().Error("cannot listen", "addr", o.listen, logging.KeyErr, err)
 		return 1
+	}
+	if !podcontract.ValidStatusToken(o.cfg.StatusToken) {
+		s.Logger().Warn("no valid status token (" + podcontract.EnvStatusToken + "; a pod injected before kube-fstack gave one): " +
+			podcontract.StatusPath + " and " + podcontract.ConfigPath + " answer the node only; re-create the pod to read them through kubectl fstack and the operator")
 	}
 	go func() { _ = s.Serve(ln) }()
 	// The first SIGTERM stops the dataplane; later ones are caught too, and change nothing.
