@@ -185,7 +185,7 @@ func Parse(s Spec) (*Network, error) {
 
 func checkCounts(s Spec) error {
 	for _, c := range []struct {
-		name string
+		name   string
 		n, max int
 	}{{"subnets", len(s.Subnets), MaxSubnets}, {"gateways", len(s.Gateways), MaxGateways},
 		{"reserved", len(s.Reserved), MaxReserved}, {"vlans", len(s.VLANs), MaxVLANs}, {"grants", len(s.Grants), MaxGrants}} {
