@@ -15,12 +15,11 @@ func ParseName(name string) (network string, addr netip.Addr, ok bool) {
 	if !found || network == "" {
 		return "", netip.Addr{}, false
 	}
-	spelt := rest
+	sep := "."
 	if strings.Count(rest, "-") == 7 {
-		spelt = strings.ReplaceAll(rest, "-", ":")
-	} else {
-		spelt = strings.ReplaceAll(rest, "-", ".")
+		sep = ":"
 	}
+	spelt := strings.ReplaceAll(rest, "-", sep)
 	addr, err := netip.ParseAddr(spelt)
 	if err != nil || fsv1.NetworkAddressClaimName(network, addr) != name {
 		return "", netip.Addr{}, false
