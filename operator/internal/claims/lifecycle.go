@@ -74,6 +74,8 @@ const (
 // Verdict is the decision on one claim.
 type Verdict struct {
 	State State
+	// Namespace is the namespace of the pod the claim is for.
+	Namespace string
 	// Pod is the pod that holds the claim (Held), or to bind or move it to (Served, Adopt).
 	Pod *corev1.Pod
 	// Until is when the grace of a Pending claim ends.
@@ -87,14 +89,14 @@ func (v Verdict) Held() bool { return v.State != Free }
 // pod's name within ns, and no name of another namespace's (a tenant learns nothing of another).
 func (v Verdict) HolderSeenFrom(ns string) string {
 	switch {
+	case v.State == Free:
+		return ""
 	case v.State == Going:
 		return "a pod being deleted (its claim is going)"
-	case v.State == Pending:
-		return "a pod being created"
-	case v.Pod == nil:
-		return ""
-	case v.Pod.Namespace != ns:
+	case v.Namespace != ns:
 		return "a pod of another namespace"
+	case v.State == Pending || v.Pod == nil:
+		return "a pod being created"
 	}
 	return "pod " + v.Pod.Name
 }
@@ -109,6 +111,7 @@ var policies = []policy{going, holderLives, holderGone, served, inGrace}
 func Decide(f Facts) Verdict {
 	for _, p := range policies {
 		if v, ok := p(f); ok {
+			v.Namespace = BoundTo(f.Claim).Namespace
 			return v
 		}
 	}

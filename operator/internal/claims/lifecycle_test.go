@@ -118,11 +118,16 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-// An admission of another namespace learns that the address is held, never by whom.
+// An admission of another namespace learns that the address is held, never by whom, whether
+// the pod exists or is being created.
 func TestHolderSeenFromAnotherNamespace(t *testing.T) {
-	v := claims.Decide(claims.Facts{Claim: claim(boundTo("uid-1")), Holder: pod("ns", "web-1", "uid-1", "")})
-	if got := v.HolderSeenFrom("other"); got != "a pod of another namespace" {
-		t.Fatalf("seen from another namespace: %q", got)
+	for _, f := range []claims.Facts{
+		{Claim: claim(boundTo("uid-1")), Holder: pod("ns", "web-1", "uid-1", "")},
+		{Claim: claim(), Now: created, Grace: time.Minute},
+	} {
+		if got := claims.Decide(f).HolderSeenFrom("other"); got != "a pod of another namespace" {
+			t.Errorf("seen from another namespace: %q", got)
+		}
 	}
 }
 
