@@ -65,7 +65,19 @@ func injectConfig() inject.Config {
 // dataNetwork is the DataNetwork of every port of the suite that names none.
 const dataNetwork = "envtest-net"
 
+// suiteDataNetwork is dataNetwork: the subnets of every address the suite's stacks serve, granted
+// to every namespace. The EndpointSlices publish only addresses inside it.
+func suiteDataNetwork() *fsv1.DataNetwork {
+	subnets := []string{"10.99.0.0/24", "10.98.0.0/24", "10.56.0.0/22", "10.0.0.0/23", "2001:db8:56::/64", "2001:db8::/64"}
+	return &fsv1.DataNetwork{ObjectMeta: metav1.ObjectMeta{Name: dataNetwork}, Spec: fsv1.DataNetworkSpec{Subnets: subnets,
+		Grants: []fsv1.AddressGrant{{NamespaceSelector: &metav1.LabelSelector{}, Ranges: subnets}}}}
+}
+
 const allowedImages = "registry.example/fstack/"
+
+// claimGrace is the suite's operator's --claim-grace: long, so that the tests that claim without pods
+// (TestReplicasNeverShareAnAddress) see their claims kept; shortGraceOperator runs a short one.
+const claimGrace = 2 * time.Minute
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -108,6 +120,10 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "namespaces: %v\n", err)
 		return 1
 	}
+	if err := k8s.Create(context.Background(), suiteDataNetwork()); err != nil {
+		fmt.Fprintf(os.Stderr, "DataNetwork %s: %v\n", dataNetwork, err)
+		return 1
+	}
 	return m.Run()
 }
 
@@ -136,7 +152,7 @@ func startManager(cfg *rest.Config, wh *envtest.WebhookInstallOptions) (func(), 
 		MetricsAddr: metricsAddr, ProbeAddr: "0", Namespace: operatorNS,
 		WebhookHost: wh.LocalServingHost, WebhookPort: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
 		WebhookClientCA: webhookClient.CAFile,
-		Inject:          injectConfig(), OnPodEvent: podEvents.record, PodStatusPort: statusPort,
+		Inject:          injectConfig(), OnPodEvent: podEvents.record, PodStatusPort: statusPort, ClaimGrace: claimGrace,
 	}, ctrl.Log)
 	if err != nil {
 		return nil, err
