@@ -138,7 +138,10 @@ func (r *AddressClaimReconciler) wants(ctx context.Context, pod *corev1.Pod, net
 func (r *AddressClaimReconciler) adopt(ctx context.Context, legacy *fsv1.AddressClaim, pod *corev1.Pod, now time.Time) (reconcile.Result, error) {
 	network := r.Inject.DefaultDataNetwork
 	addr, err := netip.ParseAddr(legacy.Spec.Address)
-	if network == "" || err != nil {
+	if err != nil {
+		return reconcile.Result{}, nil // Gather refused it already
+	}
+	if network == "" {
 		log.FromContext(ctx).Info("cannot move a claim an older operator made: the operator has no --default-data-network", "claim", legacy.Namespace+"/"+legacy.Name)
 		return reconcile.Result{}, nil
 	}
