@@ -124,18 +124,17 @@ func TestTwoReplicasOnAPool(t *testing.T) {
 				}
 			}
 			addrs[p.Name] = served[0].Addr
-			claim := &fstackv1.AddressClaim{}
-			key := client.ObjectKey{Namespace: replicasNS, Name: fstackv1.AddressClaimName(replicasStack, served[0].Addr)}
+			// The claim lives in the operator's namespace, named after the port's DataNetwork
+			// and the address, bound to the pod by UID.
 			err = framework.Poll("the claim bound to its pod", time.Minute, time.Second, func() (bool, string, error) {
-				if err := env.Client.Get(ctx, key, claim); err != nil {
-					return false, err.Error(), nil
+				claim, err := replicaClaim(ctx, p.Namespace, served[0].Addr)
+				if err != nil || claim == nil {
+					return false, fmt.Sprintf("no claim of %s (%v)", served[0].Addr, err), nil
 				}
-				for _, o := range claim.OwnerReferences {
-					if o.Kind == "Pod" && o.UID == p.UID {
-						return true, "", nil
-					}
+				if claim.Name != fstackv1.NetworkAddressClaimName(claim.Spec.Network, served[0].Addr) {
+					return false, "claim named " + claim.Name, nil
 				}
-				return false, fmt.Sprintf("owners %v", claim.OwnerReferences), nil
+				return claim.Spec.PodUID == string(p.UID), fmt.Sprintf("bound to %q (%s)", claim.Spec.Pod, claim.Spec.PodUID), nil
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -164,13 +163,33 @@ func TestTwoReplicasOnAPool(t *testing.T) {
 		}
 		err := framework.Poll("no claim left", 2*time.Minute, time.Second, func() (bool, string, error) {
 			var list fstackv1.AddressClaimList
-			if err := env.Client.List(ctx, &list, client.InNamespace(replicasNS)); err != nil {
+			if err := env.Client.List(ctx, &list, client.InNamespace(env.Namespace)); err != nil {
 				return false, "", err
 			}
-			return len(list.Items) == 0, fmt.Sprintf("%d claims", len(list.Items)), nil
+			n := 0
+			for _, c := range list.Items {
+				if c.Spec.PodNamespace == replicasNS {
+					n++
+				}
+			}
+			return n == 0, fmt.Sprintf("%d claims", n), nil
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 	})
+}
+
+// replicaClaim is the claim of a held for a pod of namespace ns, in the operator's namespace, or nil.
+func replicaClaim(ctx context.Context, ns string, a netip.Addr) (*fstackv1.AddressClaim, error) {
+	var list fstackv1.AddressClaimList
+	if err := env.Client.List(ctx, &list, client.InNamespace(env.Namespace)); err != nil {
+		return nil, err
+	}
+	for i, c := range list.Items {
+		if c.Spec.PodNamespace == ns && c.Spec.Address == a.String() {
+			return &list.Items[i], nil
+		}
+	}
+	return nil, nil
 }

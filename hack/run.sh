@@ -158,7 +158,7 @@ cat <<MSG
 
 More (after the export above):
   kubectl get stackinstances -A                       # local-vhost: Valid, Ready 2/2 (two replicas)
-  kubectl get addressclaims -n fstack-demo            # the address each replica serves, and its pod
+  kubectl get addressclaims -n kube-fstack-system     # the address each replica serves, its network and pod
   kubectl -n fstack-demo describe stackinstance local-vhost
   kubectl -n fstack-demo get pod $pod -o yaml        # the injected dataplane, volumes, env
   kubectl -n fstack-demo logs $pod -c fstack-dataplane   # the supervisor and DPDK

@@ -17,6 +17,11 @@ const (
 	ServiceStackPortAnnotation = "kubefstack.io/stack-port"
 )
 
+// ClaimNetworkLabel on an AddressClaim names the DataNetwork its address is on (its
+// spec.network), so the injector lists one network's claims (the addresses taken there) from
+// its cache without reading every claim of the cluster.
+const ClaimNetworkLabel = "kubefstack.io/data-network"
+
 // KeyKind says whether a Key is a label or an annotation.
 type KeyKind string
 
@@ -76,6 +81,9 @@ var registry = []Key{
 		"a StackInstance name in the Service's namespace", "A Service without a selector gets EndpointSlices of the stack's served addresses."},
 	{ServiceStackPortAnnotation, Annotation, "Service", "the user", "the EndpointSlice controller",
 		"a spec.ports[].name, or its index; default 0", "Which stack port's addresses the Service's endpoints carry."},
+	{ClaimNetworkLabel, Label, "AddressClaim", "the injector and the AddressClaim controller (on the claims they make)",
+		"the injector (the addresses its cache shows taken on a network)", "a DataNetwork name, the claim's spec.network",
+		"Selects one network's claims; the claim's name (`<network>.<address>`) is what holds the address."},
 	{podStatusAnnotation, Annotation, "Pod", "the injector", "the injector (re-injection is a no-op)",
 		"JSON: what was injected", "Makes injection idempotent."},
 	{SpecAnnotation, Annotation, "Pod", "the injector", "the dataplane supervisor (downward API file `spec`; snapshot.Decode)",

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kube-fstack/kube-fstack/internal/inject"
 	"github.com/kube-fstack/kube-fstack/internal/logging"
+	"github.com/kube-fstack/kube-fstack/operator/internal/claims"
 	"github.com/kube-fstack/kube-fstack/operator/internal/manager"
 )
 
@@ -81,6 +82,7 @@ func parseFlags() (manager.Options, time.Duration, error) {
 	flag.StringVar(&o.Inject.DefaultDataNetwork, "default-data-network", "", "The DataNetwork of a StackInstance port that names none (spec.ports[].dataNetwork): the chart's dataNetwork.name. Empty: every port must name one.")
 	flag.StringVar(&memory, "dataplane-memory", o.Inject.DataplaneMemory.String(), "Memory of the dataplane container when the StackInstance sets none.")
 	flag.DurationVar(&shutdownDelay, "shutdown-delay", 0, "On SIGTERM, keep answering webhook calls this long, not ready and ending each connection after its answer, before stopping: long enough for the Service's endpoints and every node's proxy to stop sending this replica calls (the chart's operator.shutdownDelaySeconds).")
+	flag.DurationVar(&o.ClaimGrace, "claim-grace", claims.DefaultGrace, "How long an AddressClaim no pod holds is kept before it is taken back: the longest an address is held by a forged AdmissionReview, or by an admission whose pod is not stored (a claim taken back from a pod stored later is made again while the address is free).")
 	flag.IntVar(&o.Workers, "workers", 4, "StackInstances reconciled in parallel.")
 	flag.Float64Var(&qps, "kube-api-qps", 100, "Requests per second to the API server (client-side limit).")
 	flag.IntVar(&burst, "kube-api-burst", 200, "Burst of requests to the API server.")

@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/netplan"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/served"
 	"github.com/kube-fstack/kube-fstack/operator/internal/claims"
@@ -76,6 +77,8 @@ const (
 type EndpointSliceReconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
+	// Namespace is the operator's, where the claims it made live.
+	Namespace string
 }
 
 // Reconcile makes the operator's slices of one Service what its bound pods say.
@@ -170,29 +173,87 @@ func (r *EndpointSliceReconciler) namespaceOptedIn(ctx context.Context, ns strin
 	return meta.Labels[fsv1.InjectionLabel] == "enabled", nil
 }
 
-// heldAddresses are the addresses the stack's AddressClaims hold, each with the UID of the pod
-// that owns its claim: a pod's annotation is the pod's to write, the claims are the operator's,
-// so only an address a claim gives the pod is published for it. A claim no pod owns yet (the
-// operator binds it once the pod exists) maps to an empty UID: it publishes nothing yet.
-func (r *EndpointSliceReconciler) heldAddresses(ctx context.Context, ns, stack string) (map[netip.Addr]types.UID, error) {
+// hold is who may publish a claimed address: the UID of the pod its claim is bound to (empty: not
+// bound yet), unless problem says why nobody may.
+type hold struct {
+	pod     types.UID
+	problem string
+}
+
+// heldAddresses are the addresses the claims of the stack's pods hold, each with the UID of the
+// pod its claim is bound to: a pod's annotation is the pod's to write, the claims are the
+// operator's, so only an address a claim gives the pod is published for it, and only inside its
+// DataNetwork's subnets. A claim is the operator's in its namespace, named after its network and
+// address; or, a claim an older operator made (until the controller moves it), in the stack's
+// namespace, named after the stack and bound by an owner reference. A claim not bound yet (the
+// operator binds it once the pod exists) publishes nothing yet.
+func (r *EndpointSliceReconciler) heldAddresses(ctx context.Context, ns, stack string) (map[netip.Addr]hold, error) {
 	list := &fsv1.AddressClaimList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{fsv1.StackLabel: stack}); err != nil {
+	if err := r.Client.List(ctx, list, client.MatchingFields{ClaimStackIndex: StackKey(ns, stack)}); err != nil {
 		return nil, fmt.Errorf("list the address claims of StackInstance %q: %w", stack, err)
 	}
-	held := make(map[netip.Addr]types.UID, len(list.Items))
+	held := make(map[netip.Addr]hold, len(list.Items))
+	subnets := &networkSubnets{reader: r.Client, nets: map[string]*netplan.Network{}}
 	for i := range list.Items {
 		c := &list.Items[i]
 		a, err := netip.ParseAddr(c.Spec.Address)
-		owner := claims.PodOwner(c)
-		if err != nil || c.Spec.StackInstance != stack || c.Name != fsv1.AddressClaimName(stack, a) {
+		if err != nil || c.Spec.StackInstance != stack || !r.operatorsClaim(c, ns, stack, a.Unmap()) {
 			continue
 		}
-		held[a.Unmap()] = "" // claimed, bound to no pod yet
-		if owner != nil {
-			held[a.Unmap()] = owner.UID
+		h := hold{pod: claims.BoundTo(c).UID}
+		if !claims.IsLegacy(c) {
+			if h.problem, err = subnets.outside(ctx, c.Spec.Network, a.Unmap()); err != nil {
+				return nil, err
+			}
 		}
+		if cur, ok := held[a.Unmap()]; ok && cur.pod != "" && h.pod == "" {
+			continue // a legacy claim and its move: the bound one says
+		}
+		held[a.Unmap()] = h
 	}
 	return held, nil
+}
+
+// operatorsClaim says whether c is a claim the operator made for a pod of stack in ns, as it
+// names and places them.
+func (r *EndpointSliceReconciler) operatorsClaim(c *fsv1.AddressClaim, ns, stack string, a netip.Addr) bool {
+	if claims.IsLegacy(c) {
+		return c.Namespace == ns && c.Name == fsv1.AddressClaimName(stack, a)
+	}
+	return c.Namespace == r.Namespace && c.Spec.PodNamespace == ns && c.Name == fsv1.NetworkAddressClaimName(c.Spec.Network, a)
+}
+
+// The EndpointSlice controller publishes only addresses inside their DataNetwork's subnets.
+// +kubebuilder:rbac:groups=kubefstack.io,resources=datanetworks,verbs=get;list;watch
+
+// networkSubnets reads each DataNetwork once per reconcile.
+type networkSubnets struct {
+	reader client.Reader
+	nets   map[string]*netplan.Network
+}
+
+// outside says why a may not be published on network (it is outside its subnets, or the
+// network is missing or invalid), or "".
+func (n *networkSubnets) outside(ctx context.Context, network string, a netip.Addr) (string, error) {
+	plan, seen := n.nets[network]
+	if !seen {
+		dn := &fsv1.DataNetwork{}
+		err := n.reader.Get(ctx, client.ObjectKey{Name: network}, dn)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return "", fmt.Errorf("read DataNetwork %q: %w", network, err)
+		}
+		if err == nil {
+			plan, _ = netplan.Parse(dn.Plan())
+		}
+		n.nets[network] = plan
+	}
+	if plan == nil {
+		return fmt.Sprintf("its DataNetwork %q does not exist or is invalid", network), nil
+	}
+	if _, ok := plan.Subnet(a); !ok {
+		return fmt.Sprintf("it is outside DataNetwork %q's subnets", network), nil
+	}
+	return "", nil
 }
 
 // warn records a Warning Event on svc: every Event of this controller says why something is not
@@ -263,7 +324,7 @@ type skippedPod struct {
 // desiredSlices computes the Service's slices from its bound pods: endpoints grouped by address
 // family and by the ports they resolve to (a named targetPort can resolve differently per pod,
 // as in Kubernetes' own controller), at most maxEndpointsPerSlice each, in a stable order.
-func desiredSlices(svc *corev1.Service, pods []corev1.Pod, held map[netip.Addr]types.UID) ([]*discoveryv1.EndpointSlice, []skippedPod) {
+func desiredSlices(svc *corev1.Service, pods []corev1.Pod, held map[netip.Addr]hold) ([]*discoveryv1.EndpointSlice, []skippedPod) {
 	type group struct {
 		family discoveryv1.AddressType
 		ports  []discoveryv1.EndpointPort
@@ -326,34 +387,39 @@ func desiredSlices(svc *corev1.Service, pods []corev1.Pod, held map[netip.Addr]t
 // errClaimPending: the pod's address is claimed, and the claim not bound to a pod yet.
 var errClaimPending = errors.New("its address claims are not bound to it yet")
 
-// servedAndHeld are the addresses p serves on the stack port that an AddressClaim p owns holds;
-// an address the pod names without such a claim is never published, and said.
-func servedAndHeld(p *corev1.Pod, port string, held map[netip.Addr]types.UID) ([]netip.Addr, error) {
+// servedAndHeld are the addresses p serves on the stack port that an AddressClaim bound to p
+// holds, inside its network's subnets; an address the pod names without such a claim is never
+// published, and said.
+func servedAndHeld(p *corev1.Pod, port string, held map[netip.Addr]hold) ([]netip.Addr, error) {
 	addrs, err := served.Addresses(p, port)
 	if err != nil {
 		return nil, err
 	}
 	var out []netip.Addr
-	var unheld []string
+	var unheld, outside []string
 	pending := false
 	for _, a := range addrs {
-		uid, ok := held[a]
+		h, ok := held[a]
 		switch {
-		case ok && uid == p.UID:
+		case ok && h.pod == p.UID && h.problem != "":
+			outside = append(outside, a.String()+": "+h.problem)
+		case ok && h.pod == p.UID:
 			out = append(out, a)
-		case ok && uid == "":
+		case ok && h.pod == "":
 			pending = true
 		default:
 			unheld = append(unheld, a.String())
 		}
 	}
-	if pending && len(unheld) == 0 {
-		return nil, errClaimPending
-	}
-	if len(unheld) > 0 {
+	switch {
+	case len(unheld) > 0:
 		return nil, fmt.Errorf("its %s annotation names %s, which no AddressClaim of the pod holds (admission claims the addresses "+
 			"it gives a pod, and the operator binds each claim to its pod): nothing of it is published", podcontract.AddressesAnnotation,
 			strings.Join(unheld, ", "))
+	case len(outside) > 0:
+		return nil, fmt.Errorf("its address %s: nothing of it is published", strings.Join(outside, "; "))
+	case pending:
+		return nil, errClaimPending
 	}
 	return out, nil
 }
@@ -471,24 +537,54 @@ func (r *EndpointSliceReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 		For(&corev1.Service{}, builder.WithPredicates(serviceChanged())).
 		Owns(&discoveryv1.EndpointSlice{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podToServices), builder.WithPredicates(EndpointMayDiffer())).
-		// A claim bound to its pod (or released) changes what the pod may publish.
-		Watches(&fsv1.AddressClaim{}, handler.EnqueueRequestsFromMapFunc(r.podToServices)).
+		// A claim bound to its pod (or released) changes what the pod may publish, and a
+		// DataNetwork's subnets which of its addresses may be.
+		Watches(&fsv1.AddressClaim{}, handler.EnqueueRequestsFromMapFunc(r.claimToServices)).
+		Watches(&fsv1.DataNetwork{}, handler.EnqueueRequestsFromMapFunc(r.allServices)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
 		Complete(r)
 }
 
-// podToServices finds the Services that name the pod's StackInstance.
-// podToServices maps a pod or an AddressClaim (both labelled with their stack) to the Services
-// of that stack.
+// podToServices maps a pod (labelled with its stack) to the Services of its stack.
 func (r *EndpointSliceReconciler) podToServices(ctx context.Context, o client.Object) []reconcile.Request {
-	stack := o.GetLabels()[fsv1.StackLabel]
-	if stack == "" {
+	return r.stackServices(ctx, o.GetNamespace(), o.GetLabels()[fsv1.StackLabel])
+}
+
+// claimToServices maps an AddressClaim to the Services of its pod's stack.
+func (r *EndpointSliceReconciler) claimToServices(ctx context.Context, o client.Object) []reconcile.Request {
+	c, ok := o.(*fsv1.AddressClaim)
+	if !ok {
+		return nil
+	}
+	return r.stackServices(ctx, claims.BoundTo(c).Namespace, c.Spec.StackInstance)
+}
+
+// allServices maps a DataNetwork's change to every Service that opts in (they are few, and a
+// DataNetwork changes seldom).
+func (r *EndpointSliceReconciler) allServices(ctx context.Context, _ client.Object) []reconcile.Request {
+	svcs := &corev1.ServiceList{}
+	if err := r.Client.List(ctx, svcs, client.UnsafeDisableDeepCopy); err != nil {
+		log.FromContext(ctx).Error(err, "listing the Services")
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range svcs.Items {
+		if _, ok := svcs.Items[i].Annotations[podcontract.ServiceStackAnnotation]; ok {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&svcs.Items[i])})
+		}
+	}
+	return out
+}
+
+// stackServices are the Services of namespace ns that name stack.
+func (r *EndpointSliceReconciler) stackServices(ctx context.Context, ns, stack string) []reconcile.Request {
+	if stack == "" || ns == "" {
 		return nil
 	}
 	svcs := &corev1.ServiceList{}
-	if err := r.Client.List(ctx, svcs, client.InNamespace(o.GetNamespace()), client.MatchingFields{serviceStackIndex: stack},
+	if err := r.Client.List(ctx, svcs, client.InNamespace(ns), client.MatchingFields{serviceStackIndex: stack},
 		client.UnsafeDisableDeepCopy); err != nil {
-		log.FromContext(ctx).Error(err, "listing the Services of a pod's stack", "pod", o.GetName())
+		log.FromContext(ctx).Error(err, "listing the Services of a stack", "namespace", ns, "stack", stack)
 		return nil
 	}
 	out := make([]reconcile.Request, 0, len(svcs.Items))

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
@@ -46,14 +45,14 @@ func TestDesiredSlices(t *testing.T) {
 	done.Status.Phase = corev1.PodSucceeded
 
 	// Each pod's claims: a's two, b's and c's one; d serves none.
-	held := map[netip.Addr]types.UID{}
+	held := map[netip.Addr]hold{}
 	for _, p := range []corev1.Pod{a, b, c} {
 		addrs, err := podcontract.ParseAddresses(p.Annotations[podcontract.AddressesAnnotation])
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, x := range addrs {
-			held[x.Addr] = p.UID
+			held[x.Addr] = hold{pod: p.UID}
 		}
 	}
 	got, skipped := desiredSlices(svc, []corev1.Pod{c, b, a, d, done}, held)
@@ -112,7 +111,7 @@ func TestOnlyClaimedAddressesArePublished(t *testing.T) {
 	forger := fixtures.SnapshotPod(t, "forger", []fsv1.Addressing{static4},
 		map[string]string{podcontract.AddressesAnnotation: "0=10.244.3.17,0=10.96.0.10,0=192.168.1.10"})
 	thief := fixtures.SnapshotPod(t, "thief", []fsv1.Addressing{static4}, map[string]string{podcontract.AddressesAnnotation: "0=10.56.0.10"})
-	held := map[netip.Addr]types.UID{netip.MustParseAddr("10.56.0.10"): owner.UID}
+	held := map[netip.Addr]hold{netip.MustParseAddr("10.56.0.10"): {pod: owner.UID}}
 	got, skipped := desiredSlices(svc, []corev1.Pod{owner, forger, thief}, held)
 	if len(got) != 1 || len(got[0].Endpoints) != 1 || got[0].Endpoints[0].Addresses[0] != "10.56.0.10" || got[0].Endpoints[0].TargetRef.Name != "owner" {
 		t.Fatalf("published %+v, want 10.56.0.10 of pod owner alone", got)
@@ -125,10 +124,17 @@ func TestOnlyClaimedAddressesArePublished(t *testing.T) {
 	}
 	// Claimed, not bound yet (a moment after the pod's creation): not published, and not a
 	// problem anyone must fix.
-	pending := map[netip.Addr]types.UID{netip.MustParseAddr("10.56.0.10"): ""}
+	pending := map[netip.Addr]hold{netip.MustParseAddr("10.56.0.10"): {}}
 	got, skipped = desiredSlices(svc, []corev1.Pod{owner}, pending)
 	if len(got) != 0 || len(skipped) != 1 || !skipped[0].pending {
 		t.Fatalf("a pod whose claim is not bound yet: published %+v, skipped %+v", got, skipped)
+	}
+	// Bound to the pod, but outside its network's subnets (heldAddresses says why): not
+	// published, and said.
+	outside := map[netip.Addr]hold{netip.MustParseAddr("10.56.0.10"): {pod: owner.UID, problem: `it is outside DataNetwork "net"'s subnets`}}
+	got, skipped = desiredSlices(svc, []corev1.Pod{owner}, outside)
+	if len(got) != 0 || len(skipped) != 1 || skipped[0].pending || !strings.Contains(skipped[0].why, `10.56.0.10: it is outside DataNetwork "net"'s subnets`) {
+		t.Fatalf("a pod whose address is outside its network: published %+v, skipped %+v", got, skipped)
 	}
 }
 

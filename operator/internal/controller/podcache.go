@@ -23,11 +23,12 @@ const maxCachedNamedPorts = 64
 const maxCachedHash = 64
 
 // TrimPod is the transform of the manager's pod cache: it keeps what the controllers read from a
-// pod and drops the rest. That is its name, namespace, UID, resource version and deletion
-// timestamp, the stack label alone among its labels, the config-hash annotation alone among its
-// annotations (cut to maxCachedHash), its phase, the node it runs on (the node check metrics),
-// its IP and the status token of its dataplane container (the dataplane health events read
-// /status there, with the token) and the name and readiness of the dataplane's status, an init container's or a program's regular one; for the EndpointSlice
+// pod and drops the rest. That is its name, namespace, UID, resource version, creation and
+// deletion timestamps, the stack label alone among its labels, the config-hash annotation and the
+// injection opt-out among its annotations (cut to maxCachedHash and to "false"), its phase, the
+// node it runs on (the node check metrics), its IP and the status token of its dataplane
+// container (the dataplane health events read /status there, with the token) and the name and
+// readiness of the dataplane's status, an init container's or a program's regular one; for the EndpointSlice
 // controller its Ready condition, its containers' named ports and the addresses annotation (cut
 // to podcontract.MaxAddressesBytes, which a value ParseAddresses accepts never reaches), all
 // served.Addresses reads of it. Every pod with the stack
@@ -45,10 +46,11 @@ func TrimPod(obj any) (any, error) {
 	t.Labels = keep(p.Labels, fsv1.StackLabel, len(p.Labels[fsv1.StackLabel]))
 	t.Annotations = keep(p.Annotations, podcontract.ConfigHashAnnotation, maxCachedHash)
 	if v, ok := p.Annotations[podcontract.AddressesAnnotation]; ok {
-		if t.Annotations == nil {
-			t.Annotations = map[string]string{}
-		}
-		t.Annotations[podcontract.AddressesAnnotation] = v[:min(len(v), podcontract.MaxAddressesBytes)]
+		t.Annotations = withValue(t.Annotations, podcontract.AddressesAnnotation, v[:min(len(v), podcontract.MaxAddressesBytes)])
+	}
+	// The claim controller makes no claim for a pod that opted out of injection.
+	if v, ok := p.Annotations[fsv1.InjectAnnotation]; ok {
+		t.Annotations = withValue(t.Annotations, fsv1.InjectAnnotation, v[:min(len(v), len("false"))])
 	}
 	t.Spec.NodeName = p.Spec.NodeName
 	t.Status.Phase = p.Status.Phase
@@ -138,7 +140,16 @@ func TrimConfigMap(obj any) (any, error) {
 // trimMeta is the identity of an object: what a cache, a reconcile and an Event about it need.
 func trimMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
-		Generation: m.Generation, DeletionTimestamp: m.DeletionTimestamp}
+		Generation: m.Generation, CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp}
+}
+
+// withValue is m with key set to v, made when nil.
+func withValue(m map[string]string, key, v string) map[string]string {
+	if m == nil {
+		m = map[string]string{}
+	}
+	m[key] = v
+	return m
 }
 
 // keep is m's value of key alone, cut to n bytes, or nil when m has none.

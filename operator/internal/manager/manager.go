@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -75,6 +76,9 @@ type Options struct {
 	ManageCerts bool
 	Certs       certs.Options
 	Inject      inject.Config
+	// ClaimGrace is how long an AddressClaim no pod holds is kept (--claim-grace); zero is
+	// claims.DefaultGrace.
+	ClaimGrace time.Duration
 	// Workers reconcile StackInstances in parallel.
 	Workers int
 	// QPS and Burst limit the client's requests to the API server.
@@ -170,7 +174,10 @@ func setupControllers(mgr ctrl.Manager, o Options) error {
 	if err := rec.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	endpoints := &controller.EndpointSliceReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kube-fstack")}
+	if err := controller.IndexClaimsAndPods(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	endpoints := &controller.EndpointSliceReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("kube-fstack"), Namespace: o.Namespace}
 	if err := endpoints.SetupWithManager(context.Background(), mgr); err != nil {
 		return err
 	}
@@ -180,7 +187,8 @@ func setupControllers(mgr ctrl.Manager, o Options) error {
 	if err := health.SetupWithManager(mgr); err != nil {
 		return err
 	}
-	addrs := &controller.AddressClaimReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
+	addrs := &controller.AddressClaimReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("kube-fstack"),
+		Namespace: o.Namespace, Inject: o.Inject, Grace: o.ClaimGrace}
 	if err := addrs.SetupWithManager(mgr); err != nil {
 		return err
 	}
@@ -232,7 +240,7 @@ func registerWebhooks(mgr ctrl.Manager, o Options) error {
 	}
 	injector := fswebhook.NewPodInjector(mgr.GetCache(), mgr.GetAPIReader(), admission.NewDecoder(mgr.GetScheme()), o.Inject, o.Namespace)
 	injector.Networks = networks
-	injector.Claims = &claims.Claimer{Writer: mgr.GetClient(), Cached: mgr.GetCache(), Live: mgr.GetAPIReader()}
+	injector.Claims = &claims.Claimer{Writer: mgr.GetClient(), Cached: mgr.GetCache(), Live: mgr.GetAPIReader(), Namespace: o.Namespace, Grace: o.ClaimGrace}
 	mgr.GetWebhookServer().Register(fswebhook.InjectPath, &webhook.Admission{Handler: injector})
 	updates := &fswebhook.PodUpdateValidator{Config: o.Inject, OwnNamespace: o.Namespace, Decoder: admission.NewDecoder(mgr.GetScheme())}
 	mgr.GetWebhookServer().Register(fswebhook.PodUpdatePath, &webhook.Admission{Handler: updates})

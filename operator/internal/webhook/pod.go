@@ -147,7 +147,7 @@ func (h *PodInjector) claim(ctx context.Context, req admission.Request, pod *cor
 	if name == "" {
 		name = pod.GenerateName + "*"
 	}
-	return h.Claims.Claim(ctx, req.Namespace, inject.StackName(pod), name, needs, req.DryRun != nil && *req.DryRun)
+	return h.Claims.Claim(ctx, claims.For{Namespace: req.Namespace, Stack: inject.StackName(pod), Pod: name, DryRun: req.DryRun != nil && *req.DryRun}, needs)
 }
 
 // The injector reads the namespace's opt-in label (a metadata-only informer).

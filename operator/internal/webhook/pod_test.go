@@ -34,8 +34,10 @@ func newInjector(t testing.TB) *PodInjector {
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: map[string]string{fsv1.InjectionLabel: "enabled"}}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other", Labels: map[string]string{fsv1.InjectionLabel: "enabled"}}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "quiet"}}).Build()
-	h := NewPodInjector(reader, nil, admission.NewDecoder(scheme), inject.DefaultConfig(), "kube-fstack-system")
-	h.Claims = &claims.Claimer{Writer: reader, Cached: reader, Live: reader}
+	cfg := inject.DefaultConfig()
+	cfg.DefaultDataNetwork = "net"
+	h := NewPodInjector(reader, nil, admission.NewDecoder(scheme), cfg, "kube-fstack-system")
+	h.Claims = &claims.Claimer{Writer: reader, Cached: reader, Live: reader, Namespace: "kube-fstack-system"}
 	return h
 }
 

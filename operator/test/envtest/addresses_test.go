@@ -35,15 +35,21 @@ func poolNamespace(t *testing.T, name string) string {
 	return name
 }
 
-// withPool gives the vhost-user sample's port the IPv4 pool 10.56.0.10 to 10.56.0.<9+size>
-// and an IPv6 pool as large.
-func withPool(size int) fixtures.StackOption {
+// withPool gives the vhost-user sample's port the IPv4 pool 10.56.3.10 to 10.56.3.<9+size>
+// and an IPv6 pool as large: apart from the samples' own pools (10.56.0.10 and up, which the
+// injector's goldens give the first pod), since the suite's stacks share one network.
+func withPool(size int) fixtures.StackOption { return withPoolAt(3, size) }
+
+// withPoolAt is withPool in 10.56.<block>.0/24 and 2001:db8:56::<block>:0: addresses are the
+// network's, held apart across the cluster, so tests whose claims outlive them (no pod holds
+// them until the grace ends) draw from blocks of their own.
+func withPoolAt(block, size int) fixtures.StackOption {
 	return func(si *fsv1.StackInstance) {
 		p := &si.Spec.Ports[0]
-		p.IPv4 = &fsv1.IPv4Address{From: fsv1.AddressPool, Gateway: "10.56.0.1",
-			Pool: &fsv1.IPPool{Ranges: []string{fmt.Sprintf("10.56.0.10-10.56.0.%d", 9+size)}, PrefixLength: 24}}
+		p.IPv4 = &fsv1.IPv4Address{From: fsv1.AddressPool, Gateway: fmt.Sprintf("10.56.%d.1", block),
+			Pool: &fsv1.IPPool{Ranges: []string{fmt.Sprintf("10.56.%d.10-10.56.%d.%d", block, block, 9+size)}, PrefixLength: 24}}
 		p.IPv6 = &fsv1.IPv6Address{From: fsv1.AddressPool,
-			Pool: &fsv1.IPPool{Ranges: []string{fmt.Sprintf("2001:db8:56::10-2001:db8:56::%x", 0x10+size-1)}, PrefixLength: 64}}
+			Pool: &fsv1.IPPool{Ranges: []string{fmt.Sprintf("2001:db8:56::%x:10-2001:db8:56::%x:%x", block, block, 0x10+size-1)}, PrefixLength: 64}}
 	}
 }
 
@@ -67,13 +73,21 @@ func served(t *testing.T, pod *corev1.Pod) []podcontract.ServedAddress {
 	return addrs
 }
 
+// listClaims are the claims of the pods of namespace ns: in the operator's namespace, whatever
+// network.
 func listClaims(t *testing.T, ns string) []fsv1.AddressClaim {
 	t.Helper()
 	var list fsv1.AddressClaimList
-	if err := k8s.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+	if err := k8s.List(context.Background(), &list, client.InNamespace(operatorNS)); err != nil {
 		t.Fatal(err)
 	}
-	return list.Items
+	var out []fsv1.AddressClaim
+	for _, c := range list.Items {
+		if c.Spec.PodNamespace == ns {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // Issue 30: 50 pods of a pool stack created at once through the webhook each get their own
@@ -129,10 +143,9 @@ func TestPoolAddressesDistinctUnderConcurrentAdmission(t *testing.T) {
 			return fmt.Errorf("%d claims, want %d", len(items), 2*pods)
 		}
 		for _, c := range items {
-			owner := claims.PodOwner(&c)
 			a, _ := netip.ParseAddr(c.Spec.Address)
-			if owner == nil || owner.Name != seen[a] {
-				return fmt.Errorf("claim %s (%s) is owned by %v, want pod %s", c.Name, c.Spec.Address, owner, seen[a])
+			if c.Spec.PodUID == "" || c.Spec.Pod != seen[a] || c.Name != fsv1.NetworkAddressClaimName(dataNetwork, a) || len(c.OwnerReferences) != 0 {
+				return fmt.Errorf("claim %s (%s) is bound to %q (%s), want pod %s by UID alone", c.Name, c.Spec.Address, c.Spec.Pod, c.Spec.PodUID, seen[a])
 			}
 		}
 		return nil
@@ -184,8 +197,13 @@ func TestPoolAddressesDistinctUnderConcurrentAdmission(t *testing.T) {
 	if err := k8s.Create(ctx, again); err != nil {
 		t.Fatal(err)
 	}
-	if a := served(t, again)[0].Addr.String(); a != "10.56.0.10" {
-		t.Errorf("after the release the first pod got %s, want the pool's first, 10.56.0.10", a)
+	testenv.DeleteAtEnd(t, k8s, again)
+	// Deleted bound, its claim goes with it; deleted before the operator bound the claim, the
+	// claim would wait out its grace (the suite's is long), holding the pool's first address from
+	// the tests after this one.
+	waitBound(t, claimKey("10.56.3.10"), again)
+	if a := served(t, again)[0].Addr.String(); a != "10.56.3.10" {
+		t.Errorf("after the release the first pod got %s, want the pool's first, 10.56.3.10", a)
 	}
 }
 
@@ -195,7 +213,7 @@ func TestPoolAddressesDistinctUnderConcurrentAdmission(t *testing.T) {
 func TestReplicasNeverShareAnAddress(t *testing.T) {
 	ctx := context.Background()
 	ns := poolNamespace(t, "replicas")
-	si := fixtures.Stack(t, "vhost-user", fixtures.InNamespace(ns, "web"), withPool(40))
+	si := fixtures.Stack(t, "vhost-user", fixtures.InNamespace(ns, "web"), withPoolAt(1, 40))
 	prep, err := inject.Prepare(si, injectConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -214,9 +232,9 @@ func TestReplicasNeverShareAnAddress(t *testing.T) {
 				errs[r] = err
 				return
 			}
-			cl := &claims.Claimer{Writer: c, Cached: emptyCache{}, Live: c}
+			cl := &claims.Claimer{Writer: c, Cached: emptyCache{}, Live: c, Namespace: operatorNS, Grace: time.Hour}
 			for i := range each {
-				held, err := cl.Claim(ctx, ns, si.Name, fmt.Sprintf("replica-%d-pod-%d", r, i), prep.AddressNeeds(), false)
+				held, err := cl.Claim(ctx, claims.For{Namespace: ns, Stack: si.Name, Pod: fmt.Sprintf("replica-%d-pod-%d", r, i)}, prep.AddressNeeds())
 				if err != nil {
 					errs[r] = err
 					return
@@ -243,22 +261,23 @@ func TestReplicasNeverShareAnAddress(t *testing.T) {
 	}
 	// 36 claims of 40 addresses, none held by a pod: the next 4 take the rest, the one after is
 	// refused while the others are in their grace, and served once it is over.
-	cl := &claims.Claimer{Writer: k8s, Cached: emptyCache{}, Live: k8s}
+	cl := &claims.Claimer{Writer: k8s, Cached: emptyCache{}, Live: k8s, Namespace: operatorNS, Grace: time.Hour}
+	late := claims.For{Namespace: ns, Stack: si.Name, Pod: "late"}
 	for range 40 - replicas*each {
-		if _, err := cl.Claim(ctx, ns, si.Name, "late", prep.AddressNeeds(), false); err != nil {
+		if _, err := cl.Claim(ctx, late, prep.AddressNeeds()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := cl.Claim(ctx, ns, si.Name, "late", prep.AddressNeeds(), false); err == nil || !strings.Contains(err.Error(), "is full") {
+	if _, err := cl.Claim(ctx, late, prep.AddressNeeds()); err == nil || !strings.Contains(err.Error(), "is full") {
 		t.Fatalf("a full pool whose claims are in their grace: want refused, got %v", err)
 	}
-	cl.Now = func() time.Time { return time.Now().Add(claims.Grace + time.Minute) }
-	held, err := cl.Claim(ctx, ns, si.Name, "later", prep.AddressNeeds(), false)
+	cl.Now = func() time.Time { return time.Now().Add(2 * time.Hour) }
+	held, err := cl.Claim(ctx, claims.For{Namespace: ns, Stack: si.Name, Pod: "later"}, prep.AddressNeeds())
 	if err != nil {
 		t.Fatalf("after the grace the claims no pod holds are taken back: %v", err)
 	}
-	if held.Addrs[0].String() != "10.56.0.10" {
-		t.Errorf("took %s back, want the pool's first, 10.56.0.10", held.Addrs[0])
+	if held.Addrs[0].String() != "10.56.1.10" {
+		t.Errorf("took %s back, want the pool's first, 10.56.1.10", held.Addrs[0])
 	}
 }
 
@@ -281,17 +300,19 @@ func TestStaticAddressServesOnePod(t *testing.T) {
 	if got := first.Annotations[podcontract.AddressesAnnotation]; got != "0:data=10.99.0.10" {
 		t.Fatalf("addresses %q, want 0:data=10.99.0.10", got)
 	}
-	// Before the operator binds the claim, the holder is found by its addresses; after, by owner.
+	// Before the operator binds the claim, the holder is found by its name and addresses; after,
+	// by its UID.
 	second := fixtures.LoadPod(t, "nginx-vhost", fixtures.WithNamespace(ns), fixtures.WithStackLabel(si.Name), fixtures.WithName("second"))
 	wantErr(t, k8s.Create(ctx, second), "static address 10.99.0.10 (spec.ports[0].ipv4.address) is served by pod first",
 		"from: Pool", "strategy Recreate")
+	key := client.ObjectKey{Namespace: operatorNS, Name: fsv1.NetworkAddressClaimName(dataNetwork, netip.MustParseAddr("10.99.0.10"))}
 	testenv.Eventually(t, 30*time.Second, func() error {
 		c := &fsv1.AddressClaim{}
-		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web.10-99-0-10"}, c); err != nil {
+		if err := k8s.Get(ctx, key, c); err != nil {
 			return err
 		}
-		if o := claims.PodOwner(c); o == nil || o.UID != first.UID {
-			return fmt.Errorf("claim owned by %v, want pod first", o)
+		if c.Spec.PodUID != string(first.UID) || c.Spec.Pod != "first" || c.Spec.PodNamespace != ns || c.Spec.Network != dataNetwork {
+			return fmt.Errorf("claim %+v, want bound to pod first", c.Spec)
 		}
 		return nil
 	})
@@ -305,12 +326,15 @@ func TestStaticAddressServesOnePod(t *testing.T) {
 		second = fixtures.LoadPod(t, "nginx-vhost", fixtures.WithNamespace(ns), fixtures.WithStackLabel(si.Name), fixtures.WithName("second"))
 		return k8s.Create(ctx, second)
 	})
+	if err := k8s.Delete(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, key)
 
 	// A claim no pod holds yet: "a pod being created".
 	other := fixtures.Stack(t, "vhost-user", fixtures.InNamespace(ns, "other"))
 	testenv.CreateIfAbsent(t, k8s, other)
-	pending := &fsv1.AddressClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "other.10-99-0-10"},
-		Spec: fsv1.AddressClaimSpec{StackInstance: "other", Address: "10.99.0.10", Port: "data"}}
+	pending := claims.New(operatorNS, dataNetwork, netip.MustParseAddr("10.99.0.10"), "other", "data", claims.Binding{Namespace: ns, Name: "someone"})
 	if err := k8s.Create(ctx, pending); err != nil {
 		t.Fatal(err)
 	}
@@ -319,4 +343,20 @@ func TestStaticAddressServesOnePod(t *testing.T) {
 	if err := k8s.Delete(ctx, pending); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
+	waitGone(t, key)
+}
+
+// waitGone waits until the claim key names is gone.
+func waitGone(t *testing.T, key client.ObjectKey) {
+	t.Helper()
+	testenv.Eventually(t, 30*time.Second, func() error {
+		err := k8s.Get(context.Background(), key, &fsv1.AddressClaim{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("claim %s: %w", key.Name, err)
+		}
+		return fmt.Errorf("claim %s still there", key.Name)
+	})
 }

@@ -70,6 +70,10 @@ const dataNetwork = "envtest-net"
 
 const allowedImages = "registry.example/fstack/"
 
+// claimGrace is the suite's operator's --claim-grace: long, so that the tests that claim without pods
+// (TestReplicasNeverShareAnAddress) see their claims kept; shortGraceOperator runs a short one.
+const claimGrace = 2 * time.Minute
+
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
@@ -139,7 +143,7 @@ func startManager(cfg *rest.Config, wh *envtest.WebhookInstallOptions) (func(), 
 		MetricsAddr: metricsAddr, ProbeAddr: "0", Namespace: operatorNS,
 		WebhookHost: wh.LocalServingHost, WebhookPort: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
 		WebhookClientCA: webhookClient.CAFile,
-		Inject:          injectConfig(), OnPodEvent: podEvents.record, PodStatusPort: statusPort,
+		Inject:          injectConfig(), OnPodEvent: podEvents.record, PodStatusPort: statusPort, ClaimGrace: claimGrace,
 	}, ctrl.Log)
 	if err != nil {
 		return nil, err
@@ -199,8 +203,9 @@ func setupNamespaces() error {
 // networks of their own.
 func envtestNetwork() *fsv1.DataNetwork {
 	return &fsv1.DataNetwork{ObjectMeta: metav1.ObjectMeta{Name: dataNetwork}, Spec: fsv1.DataNetworkSpec{
-		Subnets: []string{"10.99.0.0/24", "10.56.0.0/24", "10.98.0.0/24", "10.0.0.0/24", "10.0.1.0/24", "192.168.1.0/24",
-			"192.168.2.0/24", "10.10.10.0/24", "10.10.20.0/24", "10.10.30.0/24", "2001:db8:56::/64"},
+		Subnets: []string{"10.99.0.0/24", "10.56.0.0/24", "10.56.1.0/24", "10.56.2.0/24", "10.56.3.0/24", "10.98.0.0/24",
+			"10.0.0.0/24", "10.0.1.0/24", "192.168.1.0/24", "192.168.2.0/24", "10.10.10.0/24", "10.10.20.0/24", "10.10.30.0/24",
+			"2001:db8:56::/64", "2001:db8::/64"},
 		VLANs:  []int32{10, 20, 30, 100},
 		MAC:    &fsv1.MACPolicy{Policy: fsv1.MACPrefix, Prefix: "02"},
 		Grants: []fsv1.AddressGrant{{NamespaceSelector: &metav1.LabelSelector{}, Ranges: []string{"0.0.0.0/0", "::/0"}}},

@@ -25,6 +25,10 @@ func TestPodNetworksAnnotationFromStackInstance(t *testing.T) {
 	if err := k8s.Create(ctx, pod); err != nil {
 		t.Fatalf("create: %v", err)
 	}
+	// It holds the sample's static address, which one pod of the cluster may hold: bound, its
+	// claim goes with it.
+	testenv.DeleteAtEnd(t, k8s, pod)
+	waitBound(t, claimKey("10.99.0.10"), pod)
 	want := `[{"name":"mgmt","interface":"eth9"},{"name":"fstack-net","interface":"net1","ips":["10.99.0.10/24"],"mac":"02:fe:00:00:00:01"}]`
 	if got := pod.Annotations[podcontract.NetworksAnnotation]; got != want {
 		t.Fatalf("networks annotation:\n got %s\nwant %s", got, want)

@@ -117,7 +117,9 @@ func TestDataplaneHealthEvents(t *testing.T) {
 	setDataplane(t, pod, false)
 	waitEvent(t, pod, corev1.EventTypeWarning, controller.EventDataplaneNotReady,
 		"dataplane not ready: the dataplane's readiness probe fails; its /status could not be read: GET http://127.0.0.1:")
-	if err := k8s.Delete(ctx, pod); err != nil {
+	// Gone at once, as the kubelet (which envtest runs none of) would end it: it holds the
+	// sample's static address, which one pod of the cluster may hold.
+	if err := k8s.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
 }

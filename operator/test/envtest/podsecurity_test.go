@@ -25,6 +25,10 @@ func TestInjectedPodsMeetPodSecurityBaseline(t *testing.T) {
 	if err := k8s.Create(ctx, vhost); err != nil {
 		t.Fatalf("the injected vhost-user pod was refused in a baseline namespace: %v", err)
 	}
+	// It holds the sample's static address, which one pod of the cluster may hold: bound, its
+	// claim goes with it.
+	testenv.DeleteAtEnd(t, k8s, vhost)
+	waitBound(t, claimKey("10.99.0.10"), vhost)
 	dp := containerNamed(t, vhost, podcontract.DataplaneContainer)
 	sc := dp.SecurityContext
 	if sc == nil || sc.Capabilities == nil || len(sc.Capabilities.Add) != 0 {

@@ -54,6 +54,8 @@ func TestIrrelevantPodUpdateDoesNotReconcile(t *testing.T) {
 	if err := k8s.Create(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
+	// It holds the sample's static address, which one pod of the cluster may hold.
+	testenv.DeleteAtEnd(t, k8s, pod)
 	waitStatus(t, si.Name, 1, 0, fsv1.ReasonPodsNotReady, "0 of 1 pods have a ready dataplane")
 
 	irrelevant := pod.DeepCopy()
