@@ -29,7 +29,7 @@ func TestPodNetworksAnnotationFromStackInstance(t *testing.T) {
 	// claim goes with it.
 	testenv.DeleteAtEnd(t, k8s, pod)
 	waitBound(t, claimKey("10.99.0.10"), pod)
-	want := `[{"name":"mgmt","interface":"eth9"},{"name":"fstack-net","interface":"net1","ips":["10.99.0.10/24"],"mac":"02:fe:00:00:00:01"}]`
+	want := `[{"name":"mgmt","interface":"eth9"},{"name":"fstack-net","interface":"net1","ips":["10.99.0.10/24"],"mac":"02:fe:00:00:00:01","cni-args":{"kubefstack.io/binding":{"network":"envtest-net"}}}]`
 	if got := pod.Annotations[podcontract.NetworksAnnotation]; got != want {
 		t.Fatalf("networks annotation:\n got %s\nwant %s", got, want)
 	}
