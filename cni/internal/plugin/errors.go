@@ -16,8 +16,10 @@ func cniErr(code uint, msg string, err error) error {
 	details := ""
 	if err != nil {
 		details = err.Error()
+		// The runtime prints msg and details joined: a message that is the error itself is
+		// said once.
 		if msg == "" {
-			msg = details
+			msg, details = details, ""
 		}
 	}
 	return types.NewError(code, msg, details)

@@ -44,3 +44,16 @@ func TestCniErrKeepsAnInnerCNIError(t *testing.T) {
 		t.Fatalf("got %#v", got)
 	}
 }
+
+// containerd and CRI-O print a plugin error's msg and details joined: an error that is its own
+// message is said once in the pod's events.
+func TestCniErrSaysTheCauseOnce(t *testing.T) {
+	cause := errors.New("annotation kubefstack.io/binding[eth0].sources: 10.99.0.1 is a gateway")
+	var te *types.Error
+	if !errors.As(cniErr(types.ErrInvalidNetworkConfig, "", cause), &te) {
+		t.Fatal("not a CNI error")
+	}
+	if n := strings.Count(te.Error(), cause.Error()); n != 1 {
+		t.Fatalf("%q says the cause %d times", te.Error(), n)
+	}
+}
