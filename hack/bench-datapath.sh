@@ -10,7 +10,8 @@
 #   STACK_NS, STACK_SELECTOR  the stack's pods (default fstack-demo, app=nginx-fstack); the first
 #                             Ready one is measured
 #   STACK_URL                 what the client requests from the stack (default: http://<the
-#                             StackInstance's first port address>/)
+#                             measured pod's first served IPv4 address>/, from its
+#                             kubefstack.io/addresses annotation: a pool's or a static address)
 #   KERNEL_URL                what it requests from the kernel arm (default: the plain pod this
 #                             script makes, at its pod IP)
 #   CLIENT                    a command prefix that runs the load generator where the data network
@@ -59,9 +60,8 @@ stack=$(k get pod "$stack_pod" -o 'jsonpath={.metadata.labels.kubefstack\.io/sta
 app=$(k get pod "$stack_pod" -o 'jsonpath={.spec.containers[0].name}')
 dataplane=fstack-dataplane
 if [ -z "${STACK_URL:-}" ]; then
-  addr=$(k get stackinstance "$stack" -o 'jsonpath={.spec.ports[0].ipv4.address}')
-  [ -n "$addr" ] || die "StackInstance $STACK_NS/$stack has no static spec.ports[0].ipv4.address: set STACK_URL to the address the stack serves"
-  STACK_URL="http://${addr%/*}/"
+  # The address this pod serves, which admission gave it (each replica of a pool its own).
+  STACK_URL=$(k get pod "$stack_pod" -o json | python3 "$HERE/lib/bench_datapath.py" served-url) || die "cannot tell which address pod $STACK_NS/$stack_pod serves"
 fi
 
 # The kernel arm: the app container as the stack pod runs it, without the stack's label.

@@ -105,12 +105,28 @@ def summary(path):
     print("(median [min-max] of the runs; ratios of the medians)")
 
 
+def served_url(pod):
+    """The URL of the first IPv4 address the pod serves (its kubefstack.io/addresses annotation:
+    <port>[:<name>]=<address>,...), which the admission webhook gave it from the stack's pool or
+    its static address."""
+    value = pod.get("metadata", {}).get("annotations", {}).get("kubefstack.io/addresses", "")
+    for entry in value.split(","):
+        _, _, addr = entry.strip().partition("=")
+        if addr.count(".") == 3:
+            return f"http://{addr}/"
+    name = pod.get("metadata", {}).get("name", "?")
+    sys.exit(f"pod {name} serves no IPv4 address (its kubefstack.io/addresses annotation is {value!r}): "
+             "set STACK_URL to the address the stack serves")
+
+
 def main():
     cmd = sys.argv[1]
     if cmd == "cpu-limit":
         print(cpu_limit(json.load(sys.stdin)))
     elif cmd == "kernel-pod":
         json.dump(kernel_pod(json.load(sys.stdin), int(sys.argv[2]), sys.argv[3], sys.argv[4]), sys.stdout)
+    elif cmd == "served-url":
+        print(served_url(json.load(sys.stdin)))
     elif cmd == "wrk":
         wrk(sys.stdin.read())
     elif cmd == "summary":

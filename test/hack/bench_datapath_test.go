@@ -141,3 +141,17 @@ func TestBenchDatapathSummary(t *testing.T) {
 		}
 	}
 }
+
+// Issue 40: the demo's stack takes its addresses from a pool, so the bench measures the address
+// the measured pod serves (its kubefstack.io/addresses annotation), not a static spec address.
+func TestBenchDatapathMeasuresTheServedAddress(t *testing.T) {
+	pod := `{"metadata": {"name": "nginx-fstack-1", "annotations": {"kubefstack.io/addresses": "0:data=2001:db8::11,0:data=10.99.0.11"}}}`
+	out, err := benchHelper(t, pod, "served-url")
+	if err != nil || strings.TrimSpace(out) != "http://10.99.0.11/" {
+		t.Fatalf("got %q (%v), want http://10.99.0.11/", out, err)
+	}
+	out, err = benchHelper(t, `{"metadata": {"name": "plain"}}`, "served-url")
+	if err == nil || !strings.Contains(out, "set STACK_URL") {
+		t.Fatalf("a pod serving nothing: want a refusal saying to set STACK_URL, got err=%v: %s", err, out)
+	}
+}
