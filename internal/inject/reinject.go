@@ -1,12 +1,16 @@
 package inject
 
 import (
+	"cmp"
 	"fmt"
+	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract/snapshot"
 )
 
 // A pod that arrives already carrying the status annotation is not injected again (a copy of an
@@ -76,4 +80,48 @@ func checkDataplaneImages(pod *corev1.Pod, cfg Config) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// InjectedAddressNeeds are the addresses an already injected pod serves of its own, read from its
+// spec snapshot (a static address, or a pool's pinned one): a copy of a running pod, or a
+// workload `kubectl fstack inject` wrote, carries them, and only an admission claims them. Each
+// is a static need on its port's network (the snapshot's dataNetwork, or defaultNetwork); the
+// snapshot comes with them, for the network's checks. A pod without a snapshot it can decode
+// needs nothing here: its supervisor refuses to start on it.
+func InjectedAddressNeeds(pod *corev1.Pod, defaultNetwork string) ([]AddressNeed, *fsv1.StackInstanceSpec) {
+	raw, ok := pod.Annotations[podcontract.SpecAnnotation]
+	if !ok {
+		return nil, nil
+	}
+	spec, err := snapshot.Decode([]byte(raw), pod.Annotations[podcontract.SpecVersionAnnotation])
+	if err != nil {
+		return nil, nil
+	}
+	var needs []AddressNeed
+	for i := range spec.Ports {
+		p := &spec.Ports[i]
+		for _, v4 := range []bool{true, false} {
+			pfx, family, ok := ownAddress(&p.Addressing, v4)
+			if !ok {
+				continue
+			}
+			needs = append(needs, AddressNeed{Port: i, PortName: p.Name, Network: cmp.Or(p.DataNetwork, defaultNetwork),
+				Field: field.NewPath("spec", "ports").Index(i).Child(family).String(), Static: pfx})
+		}
+	}
+	return needs, spec
+}
+
+// ownAddress is the address of a snapshot's IPv4 (v4) or IPv6 that the pod serves of its own:
+// not one the attachment's IPAM gives.
+func ownAddress(a *fsv1.Addressing, v4 bool) (netip.Prefix, string, bool) {
+	from, addr, family := fsv1.AddressSource(""), "", "ipv6"
+	switch {
+	case v4 && a.IPv4 != nil:
+		from, addr, family = a.IPv4.From, a.IPv4.Address, "ipv4"
+	case !v4 && a.IPv6 != nil:
+		from, addr = a.IPv6.From, a.IPv6.Address
+	}
+	pfx, err := netip.ParsePrefix(addr)
+	return pfx, family, err == nil && from != fsv1.AddressAttachment
 }

@@ -21,6 +21,7 @@ import (
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/inject"
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/operator/internal/claims"
 )
 
@@ -67,7 +68,7 @@ func (h *PodInjector) Handle(ctx context.Context, req admission.Request) admissi
 		return skip("operator-namespace", "the operator's own namespace is never injected")
 	}
 	if d := inject.Decide(pod); d != inject.Injected {
-		return h.skipped(req, pod, d)
+		return h.skipped(ctx, req, pod, d)
 	}
 	prep, resp := h.prepare(ctx, req.Namespace, inject.StackName(pod))
 	if prep == nil {
@@ -143,11 +144,16 @@ func (h *PodInjector) claim(ctx context.Context, req admission.Request, pod *cor
 	if h.Claims == nil {
 		return nil, errors.New("the injector has no address claimer")
 	}
+	return h.Claims.Claim(ctx, h.claimFor(req, pod), needs)
+}
+
+// claimFor is whom the request's claims are for: the pod's name, or its generateName and "*".
+func (h *PodInjector) claimFor(req admission.Request, pod *corev1.Pod) claims.For {
 	name := pod.Name
 	if name == "" {
 		name = pod.GenerateName + "*"
 	}
-	return h.Claims.Claim(ctx, claims.For{Namespace: req.Namespace, Stack: inject.StackName(pod), Pod: name, DryRun: req.DryRun != nil && *req.DryRun}, needs)
+	return claims.For{Namespace: req.Namespace, Stack: inject.StackName(pod), Pod: name, DryRun: req.DryRun != nil && *req.DryRun}
 }
 
 // The injector reads the namespace's opt-in label (a metadata-only informer).
@@ -206,12 +212,15 @@ func (h *PodInjector) get(ctx context.Context, key types.NamespacedName, obj cli
 // skipped answers a pod Decide does not inject, once it passes CheckSkipped. One already injected
 // (a copy, a workload `kubectl fstack inject` wrote) gets a status token when it has none, so
 // that every pod's /status and /config can be read by whoever may read the pod.
-func (h *PodInjector) skipped(req admission.Request, pod *corev1.Pod, d inject.Decision) admission.Response {
+func (h *PodInjector) skipped(ctx context.Context, req admission.Request, pod *corev1.Pod, d inject.Decision) admission.Response {
 	if errs := inject.CheckSkipped(pod, d, h.Config); len(errs) > 0 {
 		return refuse(pod, &inject.RejectError{Stack: inject.StackName(pod), Errs: errs}, "pod-invalid")
 	}
 	if d != inject.SkippedAlreadyInjected {
 		return skip(string(d), "not injected: "+string(d))
+	}
+	if resp := h.claimInjected(ctx, req, pod); resp != nil {
+		return *resp
 	}
 	changed, err := inject.EnsureStatusToken(pod, h.Config)
 	if err != nil {
@@ -228,6 +237,41 @@ func (h *PodInjector) skipped(req admission.Request, pod *corev1.Pod, d inject.D
 	}
 	countInjection(resultSkipped, string(d))
 	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+}
+
+// claimInjected holds an already injected pod to what an injection would: the addresses its spec
+// snapshot serves of its own are checked against their DataNetworks and claimed for it, so a
+// copy of a running pod, or a workload injected offline and applied to every replica, cannot
+// serve an address another pod holds. nil lets the pod through.
+func (h *PodInjector) claimInjected(ctx context.Context, req admission.Request, pod *corev1.Pod) *admission.Response {
+	needs, spec := inject.InjectedAddressNeeds(pod, h.Config.DefaultDataNetwork)
+	if len(needs) == 0 {
+		return nil
+	}
+	stack := inject.StackName(pod)
+	if h.Networks != nil {
+		_, errs, err := h.Networks.Check(ctx, req.Namespace, spec)
+		if err != nil {
+			countInjection(resultError, "network-read")
+			resp := admission.Errored(http.StatusInternalServerError, err)
+			return &resp
+		}
+		if len(errs) > 0 {
+			resp := refuse(pod, &inject.RejectError{Stack: stack, Errs: field.ErrorList{field.Forbidden(
+				field.NewPath("metadata", "annotations").Key(podcontract.SpecAnnotation),
+				fmt.Sprintf("the pod arrives already injected, and its spec snapshot is refused by its DataNetwork: %s", errs.ToAggregate()))}}, "network-refused")
+			return &resp
+		}
+	}
+	if h.Claims == nil {
+		resp := refuse(pod, errors.New("the injector has no address claimer"), "address-taken")
+		return &resp
+	}
+	if _, err := h.Claims.Claim(ctx, h.claimFor(req, pod), needs); err != nil {
+		resp := refuse(pod, err, "address-taken")
+		return &resp
+	}
+	return nil
 }
 
 func skip(reason, msg string) admission.Response {

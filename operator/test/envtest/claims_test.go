@@ -405,3 +405,38 @@ func TestLegacyClaimsMoveToTheirNetwork(t *testing.T) {
 		testenv.DeleteAtEnd(t, k8s, c)
 	}
 }
+
+// A pod that arrives already injected (a copy of a running pod, a workload `kubectl fstack
+// inject` wrote and applied to every replica) serves the address its spec snapshot names: the
+// webhook claims it as an injection would, so the copy of a pod that holds its address is
+// refused, and gets it once the original is gone.
+func TestAnAlreadyInjectedCopyClaimsItsAddress(t *testing.T) {
+	ctx := context.Background()
+	ns := poolNamespace(t, "claims-copies")
+	testenv.CreateIfAbsent(t, k8s, fixtures.Stack(t, "vhost-user", fixtures.InNamespace(ns, "web"), withStatic("10.99.0.144")))
+	original := poolPod(ns, "web")
+	original.GenerateName, original.Name = "", "original"
+	if err := k8s.Create(ctx, original); err != nil {
+		t.Fatal(err)
+	}
+	waitBound(t, claimKey("10.99.0.144"), original)
+
+	copyOf := func() *corev1.Pod {
+		c := original.DeepCopy()
+		c.ObjectMeta = metav1.ObjectMeta{Name: "copy", Namespace: ns, Labels: c.Labels, Annotations: c.Annotations}
+		c.Spec.NodeName, c.Status = "", corev1.PodStatus{}
+		return c
+	}
+	wantErr(t, k8s.Create(ctx, copyOf()), "metadata.labels[kubefstack.io/stack]", "10.99.0.144", "is served by pod original")
+
+	if err := k8s.Delete(ctx, original, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, claimKey("10.99.0.144"))
+	second := copyOf()
+	if err := k8s.Create(ctx, second); err != nil {
+		t.Fatalf("the copy, once the original was gone: %v", err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(ctx, second, client.GracePeriodSeconds(0)) })
+	waitBound(t, claimKey("10.99.0.144"), second)
+}
