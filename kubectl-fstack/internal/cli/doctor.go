@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -55,18 +56,25 @@ Exit status 0 when nothing above is a problem: warnings, and failed node checks 
 do not count. Exit status 1 when something is (each printed on stderr as "error: ..."): a stack
 that cannot run where it must (a pod of it on a node, NODE or any when none is named, that
 lacks what the stack needs; or, with no NODE, no node examined can run it), a failed pod, a
-failed setup check. Exit status 1 as well when doctor cannot look: no kubeconfig or API server,
-a NODE that does not exist, nodes or the stacks' pods that cannot be listed. What it may not
-read (StackInstances, a namespace, a NetworkAttachmentDefinition, DaemonSets) is a warning on
-stderr, and that part is not judged.
+failed setup check. Exit status 2 when doctor could not look, so it judged nothing: no
+kubeconfig, no API server or a timeout, nodes or the stacks' pods it may not list (RBAC), a
+NODE that does not exist, a wrong flag or argument. What it may not read beyond those
+(StackInstances, a namespace, a NetworkAttachmentDefinition, DaemonSets, a pod's /status) is
+a warning on stderr, and that part is not judged.
 
 -o wide adds each check's node label; -o json|yaml prints a DoctorReport (apiVersion
 cli.kubefstack.io/v1alpha1).`,
-		Args: cobra.MaximumNArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error { return couldNotLook(cobra.MaximumNArgs(1)(cmd, args)) },
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.run(cmd, stdout, stderr, args)
+			err := o.run(cmd, stdout, stderr, args)
+			if errors.Is(err, errReported) {
+				return err // problems found: exit status 1
+			}
+			return couldNotLook(err)
 		},
 	}
+	// A CI gate tells a wrong invocation from problems found.
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return couldNotLook(err) })
 	o.add(cmd.Flags())
 	o.output = newOutputFlags(cmd)
 	cmd.ValidArgsFunction = completeNames(&o.clusterFlags, nodeNames)
