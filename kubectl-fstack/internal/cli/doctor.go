@@ -24,6 +24,8 @@ import (
 type doctorOptions struct {
 	clusterFlags
 	output *outputFlags
+	// sortBy orders the nodes (--sort-by).
+	sortBy string
 	// reader reads the pods' /status; nil: through the API server's pod proxy.
 	reader podStatusReader
 }
@@ -31,7 +33,7 @@ type doctorOptions struct {
 func newDoctorCommand(stdout, stderr io.Writer) *cobra.Command {
 	o := &doctorOptions{}
 	cmd := &cobra.Command{
-		Use:   "doctor [-n NAMESPACE] [-o wide|json|yaml] [NODE]",
+		Use:   "doctor [-n NAMESPACE] [-o wide|json|yaml] [--sort-by JSONPATH] [NODE]",
 		Short: "Print each node's kube-fstack report (the node agent's checks), which StackInstances need each check, and what to do about each failed one",
 		Long: `Print each node's kube-fstack report (or NODE's): every check the node agent made, the
 StackInstances that need it (those of -n's namespace when -n is given, else of every namespace),
@@ -77,6 +79,7 @@ cli.kubefstack.io/v1alpha1).`,
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return couldNotLook(err) })
 	o.add(cmd.Flags())
 	o.output = newOutputFlags(cmd)
+	cmd.Flags().StringVar(&o.sortBy, "sort-by", "", "Sort the nodes by a JSONPath over each node as in -o json's nodes (.name, .report), e.g. --sort-by=.name; by name when not given")
 	cmd.ValidArgsFunction = completeNames(&o.clusterFlags, nodeNames)
 	completeNamespaceFlag(cmd, &o.clusterFlags)
 	return cmd
@@ -85,6 +88,11 @@ cli.kubefstack.io/v1alpha1).`,
 func (o *doctorOptions) run(cmd *cobra.Command, stdout, stderr io.Writer, args []string) error {
 	if err := o.output.validate(); err != nil {
 		return err
+	}
+	if o.sortBy != "" {
+		if _, err := sortPath(o.sortBy); err != nil {
+			return err
+		}
 	}
 	cfg, ns, err := o.restConfig()
 	if err != nil {
@@ -108,6 +116,9 @@ func (o *doctorOptions) run(cmd *cobra.Command, stdout, stderr io.Writer, args [
 		return err
 	}
 	r := buildDoctorReport(in)
+	if err := sortByPath(r.Nodes, o.sortBy); err != nil {
+		return err
+	}
 	if table, wide := o.output.table(); table {
 		r.writeTable(stdout, wide)
 	} else if err := o.output.printObject(r, stdout); err != nil {

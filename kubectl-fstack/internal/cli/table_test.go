@@ -99,3 +99,22 @@ func TestStatusTableFlagsRefused(t *testing.T) {
 		}
 	}
 }
+
+// doctor --sort-by orders the nodes by a JSONPath over each as -o json prints it; a JSONPath
+// that does not parse is a wrong invocation (exit status 2), found before the cluster is asked.
+func TestDoctorSortByNodes(t *testing.T) {
+	nodes := []NodeDoctor{{Name: "node-a", Report: true}, {Name: "node-c"}, {Name: "node-b", Report: true, ReportError: "bad"}}
+	if err := sortByPath(nodes, ".reportError"); err != nil {
+		t.Fatal(err)
+	}
+	if got := nodes[0].Name + " " + nodes[1].Name + " " + nodes[2].Name; got != "node-a node-c node-b" {
+		t.Errorf("--sort-by .reportError: %s, want the nodes without one first, in their order", got)
+	}
+	if err := sortByPath(nodes, "{.name}"); err != nil || nodes[0].Name != "node-a" || nodes[2].Name != "node-c" {
+		t.Errorf("--sort-by {.name}: %v %+v", err, nodes)
+	}
+	_, errOut, code := run(t, "doctor", "--sort-by", "{.name", "--kubeconfig", filepath.Join(t.TempDir(), "none"))
+	if code != 2 || !strings.Contains(errOut, "--sort-by") {
+		t.Errorf("doctor --sort-by {.name: exit %d, %s", code, errOut)
+	}
+}
