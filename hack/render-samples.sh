@@ -16,6 +16,11 @@ done
 mkdir -p _output/inject
 bin/kubectl-fstack inject -f config/samples/workloads/nginx-vhost.yaml --stack config/samples/vhost-user.yaml >_output/inject/nginx-vhost.yaml
 printf '%-12s the sample Deployment with the dataplane injected -> _output/inject/nginx-vhost.yaml\n' "inject"
+# The quickstart's stack takes each pod's address from a pool: offline, a preview with the pool's
+# first address (its warning goes to the .notes file).
+bin/kubectl-fstack inject -f config/samples/quickstart/nginx.yaml --stack config/samples/quickstart/stack.yaml \
+  >_output/inject/quickstart.yaml 2>_output/inject/quickstart.notes
+printf '%-12s the quickstart Deployment, a preview with the pool'"'"'s first address -> _output/inject/quickstart.yaml\n' "inject"
 echo
 echo "config.ini and EAL argv (as '# eal' lines) are in $out/; for example:"
 echo "  cat $out/vhost-user.ini"

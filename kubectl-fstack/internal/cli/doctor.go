@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -23,6 +24,8 @@ import (
 type doctorOptions struct {
 	clusterFlags
 	output *outputFlags
+	// sortBy orders the nodes (--sort-by).
+	sortBy string
 	// reader reads the pods' /status; nil: through the API server's pod proxy.
 	reader podStatusReader
 }
@@ -30,7 +33,7 @@ type doctorOptions struct {
 func newDoctorCommand(stdout, stderr io.Writer) *cobra.Command {
 	o := &doctorOptions{}
 	cmd := &cobra.Command{
-		Use:   "doctor [-n NAMESPACE] [-o wide|json|yaml] [NODE]",
+		Use:   "doctor [-n NAMESPACE] [-o wide|json|yaml] [--sort-by JSONPATH] [NODE]",
 		Short: "Print each node's kube-fstack report (the node agent's checks), which StackInstances need each check, and what to do about each failed one",
 		Long: `Print each node's kube-fstack report (or NODE's): every check the node agent made, the
 StackInstances that need it (those of -n's namespace when -n is given, else of every namespace),
@@ -55,20 +58,28 @@ Exit status 0 when nothing above is a problem: warnings, and failed node checks 
 do not count. Exit status 1 when something is (each printed on stderr as "error: ..."): a stack
 that cannot run where it must (a pod of it on a node, NODE or any when none is named, that
 lacks what the stack needs; or, with no NODE, no node examined can run it), a failed pod, a
-failed setup check. Exit status 1 as well when doctor cannot look: no kubeconfig or API server,
-a NODE that does not exist, nodes or the stacks' pods that cannot be listed. What it may not
-read (StackInstances, a namespace, a NetworkAttachmentDefinition, DaemonSets) is a warning on
-stderr, and that part is not judged.
+failed setup check. Exit status 2 when doctor could not look, so it judged nothing: no
+kubeconfig, no API server or a timeout, nodes or the stacks' pods it may not list (RBAC), a
+NODE that does not exist, a wrong flag or argument. What it may not read beyond those
+(StackInstances, a namespace, a NetworkAttachmentDefinition, DaemonSets, a pod's /status) is
+a warning on stderr, and that part is not judged.
 
 -o wide adds each check's node label; -o json|yaml prints a DoctorReport (apiVersion
 cli.kubefstack.io/v1alpha1).`,
-		Args: cobra.MaximumNArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error { return couldNotLook(cobra.MaximumNArgs(1)(cmd, args)) },
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return o.run(cmd, stdout, stderr, args)
+			err := o.run(cmd, stdout, stderr, args)
+			if errors.Is(err, errReported) {
+				return err // problems found: exit status 1
+			}
+			return couldNotLook(err)
 		},
 	}
+	// A CI gate tells a wrong invocation from problems found.
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return couldNotLook(err) })
 	o.add(cmd.Flags())
 	o.output = newOutputFlags(cmd)
+	cmd.Flags().StringVar(&o.sortBy, "sort-by", "", "Sort the nodes by a JSONPath over each node as in -o json's nodes (.name, .report), e.g. --sort-by=.name; by name when not given")
 	cmd.ValidArgsFunction = completeNames(&o.clusterFlags, nodeNames)
 	completeNamespaceFlag(cmd, &o.clusterFlags)
 	return cmd
@@ -77,6 +88,11 @@ cli.kubefstack.io/v1alpha1).`,
 func (o *doctorOptions) run(cmd *cobra.Command, stdout, stderr io.Writer, args []string) error {
 	if err := o.output.validate(); err != nil {
 		return err
+	}
+	if o.sortBy != "" {
+		if _, err := sortPath(o.sortBy); err != nil {
+			return err
+		}
 	}
 	cfg, ns, err := o.restConfig()
 	if err != nil {
@@ -100,6 +116,9 @@ func (o *doctorOptions) run(cmd *cobra.Command, stdout, stderr io.Writer, args [
 		return err
 	}
 	r := buildDoctorReport(in)
+	if err := sortByPath(r.Nodes, o.sortBy); err != nil {
+		return err
+	}
 	if table, wide := o.output.table(); table {
 		r.writeTable(stdout, wide)
 	} else if err := o.output.printObject(r, stdout); err != nil {

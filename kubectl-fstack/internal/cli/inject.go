@@ -33,7 +33,14 @@ func newInjectCommand(stdout, stderr io.Writer) *cobra.Command {
 Every Pod and pod template (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob) gets
 the dataplane sidecar, the shared volumes and the shim exactly as the webhook would add them;
 pod templates that do not name the stack get its label. Other documents pass through unchanged.
-A workload that cannot run the stack is reported with its field paths on stderr (exit 1).`,
+A workload that cannot run the stack is reported with its field paths on stderr (exit 1).
+
+A stack whose port takes its address from a pool gives each pod its own address, which only the
+webhook claims. Offline the output is a preview: every pod serves the pool's first address, a
+placeholder that a comment above each such document and a warning on stderr name. Do not apply
+that output to a cluster that runs kube-fstack (its webhook passes an injected pod through
+without claiming an address, so every replica would serve the placeholder): apply the workload
+as written, and the webhook injects each pod with an address of its own.`,
 		Args: cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error { return o.run(stdout, stderr) },
 	}
@@ -64,6 +71,7 @@ func (o *injectOptions) run(stdout, stderr io.Writer) error {
 	if err != nil {
 		return reportReject(stderr, "", err)
 	}
+	inj := newInjector(prep, si)
 	files, err := o.files.read()
 	if err != nil {
 		return err
@@ -79,7 +87,7 @@ func (o *injectOptions) run(stdout, stderr io.Writer) error {
 	var out [][]byte
 	var failed bool
 	for _, doc := range docs {
-		injected, err := injectDocument(doc, prep, si)
+		injected, err := inj.document(doc)
 		if err != nil {
 			failed = true
 			if err := reportReject(stderr, describe(doc), err); !errors.Is(err, errReported) {
@@ -92,6 +100,7 @@ func (o *injectOptions) run(stdout, stderr io.Writer) error {
 	if failed {
 		return errReported
 	}
+	inj.warn(stderr)
 	_, err = stdout.Write(bytes.Join(out, []byte("---\n")))
 	return err
 }
@@ -132,9 +141,20 @@ var templatePaths = map[string][]string{
 	"CronJob":     {"spec", "jobTemplate", "spec", "template"},
 }
 
+// document injects the pod templates of one document (injectDocument), and puts the
+// placeholder's comment above it when a pod of it got one.
+func (inj *injector) document(doc []byte) ([]byte, error) {
+	before := inj.previews
+	out, err := injectDocument(doc, inj)
+	if err != nil || inj.previews == before {
+		return out, err
+	}
+	return append([]byte(inj.comment()), out...), nil
+}
+
 // injectDocument injects the pod template of one document, leaving every other field as
 // written; documents of other kinds come back unchanged, and a List has each item injected.
-func injectDocument(doc []byte, prep *inject.Prepared, si *fsv1.StackInstance) ([]byte, error) {
+func injectDocument(doc []byte, inj *injector) ([]byte, error) {
 	var obj map[string]any
 	if err := yaml.Unmarshal(doc, &obj); err != nil {
 		return nil, err
@@ -151,7 +171,7 @@ func injectDocument(doc []byte, prep *inject.Prepared, si *fsv1.StackInstance) (
 			if !ok {
 				return nil, fmt.Errorf("items[%d] is not an object", i)
 			}
-			if err := injectObject(item, prep, si); err != nil {
+			if err := injectObject(item, inj); err != nil {
 				var re *inject.RejectError
 				if errors.As(err, &re) {
 					prefixPaths(re, fmt.Sprintf("items[%d].", i))
@@ -162,7 +182,7 @@ func injectDocument(doc []byte, prep *inject.Prepared, si *fsv1.StackInstance) (
 		}
 		return yaml.Marshal(obj)
 	}
-	if err := injectObject(obj, prep, si); err != nil {
+	if err := injectObject(obj, inj); err != nil {
 		return nil, err
 	}
 	return yaml.Marshal(obj)
@@ -178,7 +198,8 @@ func objectName(obj map[string]any) any {
 // StackInstance (the webhook looks the stack up in the pod's namespace), and a pod template
 // whose stack label names another stack (replacing it would bind the pod to a stack its author
 // did not choose).
-func injectObject(obj map[string]any, prep *inject.Prepared, si *fsv1.StackInstance) error {
+func injectObject(obj map[string]any, inj *injector) error {
+	si := inj.si
 	kind, _ := obj["kind"].(string)
 	path, ok := templatePaths[kind]
 	if !ok {
@@ -207,7 +228,7 @@ func injectObject(obj map[string]any, prep *inject.Prepared, si *fsv1.StackInsta
 		pod.Labels = map[string]string{}
 	}
 	pod.Labels[fsv1.StackLabel] = si.Name
-	injected, _, err := prep.Inject(pod)
+	injected, _, err := inj.inject(pod)
 	if err != nil {
 		var re *inject.RejectError
 		if errors.As(err, &re) && len(path) > 0 {

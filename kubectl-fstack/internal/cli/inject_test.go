@@ -155,3 +155,42 @@ func TestInjectListsNamespacesAndForeignLabels(t *testing.T) {
 		}
 	}
 }
+
+// The quickstart's stack takes its address from a pool, which only the webhook claims: offline the
+// workload is injected as a preview, each pod with the pool's first address, and both the output
+// (a comment above the document) and stderr say it is a placeholder not to apply.
+func TestInjectQuickstartPoolPreviewMatchesGolden(t *testing.T) {
+	out, errOut, code := run(t, "inject", "-f", sample(t, "quickstart/nginx.yaml"), "--stack", sample(t, "quickstart/stack.yaml"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	golden.Compare(t, filepath.Join("testdata", "inject-quickstart.yaml"), []byte(out))
+	for _, want := range []string{
+		"warning: StackInstance quickstart gives each pod its own address from a pool",
+		"placeholder (spec.ports[0].ipv4 10.56.0.10)",
+		"do not apply it to a cluster that runs kube-fstack",
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	for _, want := range []string{
+		"# kubectl fstack inject: a preview. StackInstance quickstart",
+		"kubefstack.io/addresses: 0:data=10.56.0.10\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if strings.Count(out, "# kubectl fstack inject: a preview") != 1 {
+		t.Error("the preview comment is not on the Deployment alone (the ConfigMap has no pod)")
+	}
+}
+
+// A static stack is injected as before: no placeholder, nothing said.
+func TestInjectStaticStackSaysNoPreview(t *testing.T) {
+	out, errOut, code := run(t, "inject", "-f", sample(t, "workloads/nginx-vhost.yaml"), "--stack", sample(t, "vhost-user.yaml"))
+	if code != 0 || errOut != "" || strings.Contains(out, "a preview") {
+		t.Fatalf("exit %d, stderr %q, preview comment %v", code, errOut, strings.Contains(out, "a preview"))
+	}
+}

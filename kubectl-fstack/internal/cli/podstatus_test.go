@@ -150,7 +150,7 @@ func TestStatusShowsInPlaceRestartsAndReason(t *testing.T) {
 	l := newStackStatusList()
 	l.addStack(si, []corev1.Pod{pod, ready, unread}, st)
 	var out bytes.Buffer
-	if err := l.writeTable(&out, false, false, true); err != nil {
+	if err := l.writeTable(&out, statusTable{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, re := range []string{

@@ -13,6 +13,36 @@ import (
 // errReported marks a failure whose details were already printed to stderr.
 var errReported = errors.New("reported")
 
+// exitCodeError is an error with the exit status it gives, other than 1.
+type exitCodeError struct {
+	code int
+	err  error
+}
+
+func (e *exitCodeError) Error() string { return e.err.Error() }
+func (e *exitCodeError) Unwrap() error { return e.err }
+
+// couldNotLook is err with exit status 2: a command that judges (doctor) could not look, so it
+// found neither problems (exit status 1) nor none (0).
+func couldNotLook(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitCodeError{code: 2, err: err}
+}
+
+// exitCode is the exit status err gives: 0 for none, 1 unless it says otherwise.
+func exitCode(err error) int {
+	var ec *exitCodeError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ec):
+		return ec.code
+	}
+	return 1
+}
+
 // Run executes the CLI and returns the process exit code.
 func Run(args []string, stdout, stderr io.Writer) int {
 	root := &cobra.Command{
@@ -31,11 +61,9 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	root.AddCommand(newStatusCommand(stdout, stderr), newConfigCommand(stdout))
 	root.AddCommand(newDoctorCommand(stdout, stderr))
 	root.AddCommand(newVersionCommand(stdout, stderr))
-	if err := root.Execute(); err != nil {
-		if !errors.Is(err, errReported) {
-			fmt.Fprintln(stderr, "error:", err)
-		}
-		return 1
+	err := root.Execute()
+	if err != nil && !errors.Is(err, errReported) {
+		fmt.Fprintln(stderr, "error:", err)
 	}
-	return 0
+	return exitCode(err)
 }

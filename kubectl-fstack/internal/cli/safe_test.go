@@ -73,7 +73,7 @@ func TestStatusPrintsNoRawEscape(t *testing.T) {
 	tab := newStackStatusList()
 	tab.addStack(si, []corev1.Pod{pod, running}, podStatuses{got: map[podKey]*podcontract.DataplaneStatus{{"", "q"}: sv}})
 	var out bytes.Buffer
-	if err := tab.writeTable(&out, true, false, true); err != nil {
+	if err := tab.writeTable(&out, statusTable{withNamespace: true}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "Running, not ready: ") {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -21,7 +22,8 @@ type statusOptions struct {
 	clusterFlags
 	output        *outputFlags
 	allNamespaces bool
-	noHeaders     bool
+	table         tableFlags
+	selector      string
 	// reader reads the pods' /status; nil: through the API server's pod proxy.
 	reader podStatusReader
 }
@@ -29,7 +31,7 @@ type statusOptions struct {
 func newStatusCommand(stdout, stderr io.Writer) *cobra.Command {
 	o := &statusOptions{}
 	cmd := &cobra.Command{
-		Use:   "status [-n NAMESPACE | -A] [-o wide|name|json|yaml] [--no-headers] [STACK]",
+		Use:   "status [-n NAMESPACE | -A] [-l SELECTOR] [-o wide|name|json|yaml] [--no-headers] [--sort-by JSONPATH] [STACK]",
 		Short: "Show each pod bound to a StackInstance: node, config (current or old), dataplane state and restarts",
 		Long: `List the StackInstances of a namespace (or the one named) and every pod labelled
 kubefstack.io/stack with its name: the node it runs on, the config hash it was admitted with and
@@ -57,7 +59,8 @@ containers' restarts only and a warning says why, once.
 	}
 	o.add(cmd.Flags())
 	o.output = newOutputFlags(cmd).withNames(cmd)
-	cmd.Flags().BoolVar(&o.noHeaders, "no-headers", false, "When using the default or wide output format, don't print headers.")
+	o.table.add(cmd, "Sort the table's rows by a JSONPath over each row: the StackInstance's fields as in -o json (.namespace, .name, .ready) and the pod's under .pod (.pod.node, .pod.dataplane.restarts), e.g. --sort-by=.pod.node")
+	cmd.Flags().StringVarP(&o.selector, "selector", "l", "", "Selector (label query) on the StackInstances, as kubectl get's: -l key1=value1,key2=value2, -l 'env in (prod)'")
 	cmd.ValidArgsFunction = completeNames(&o.clusterFlags, stackNames)
 	completeNamespaceFlag(cmd, &o.clusterFlags)
 	cmd.Flags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "every namespace")
@@ -107,19 +110,19 @@ func (o *statusOptions) run(ctx context.Context, stdout, stderr io.Writer, name 
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if name != "" && o.allNamespaces {
-		return fmt.Errorf("name a StackInstance or give -A, not both")
-	}
-	if err := o.output.validate(); err != nil {
+	if err := o.validate(name); err != nil {
 		return err
 	}
 	c, ns, reader, err := o.client()
 	if err != nil {
 		return err
 	}
-	stacks, err := listStacks(ctx, c, ns, name)
+	stacks, err := listStacks(ctx, c, ns, name, o.selector)
 	if err != nil {
 		return err
+	}
+	if len(stacks) == 0 && o.selector != "" {
+		return fmt.Errorf("no StackInstances in %s match -l %s", nsText(ns), o.selector)
 	}
 	if len(stacks) == 0 {
 		return fmt.Errorf("no StackInstances in %s", nsText(ns))
@@ -156,12 +159,29 @@ func (o *statusOptions) run(ctx context.Context, stdout, stderr io.Writer, name 
 		fmt.Fprintln(stderr, "warning:", safe(n))
 	}
 	if table, wide := o.output.table(); table {
-		return l.writeTable(stdout, ns == "", wide, !o.noHeaders)
+		return l.writeTable(stdout, statusTable{withNamespace: ns == "", wide: wide, tableFlags: o.table})
 	}
 	return o.output.printObject(l, stdout)
 }
 
-func listStacks(ctx context.Context, c client.Client, ns, name string) ([]fsv1.StackInstance, error) {
+// validate fails early, before the cluster is asked, on flags that do not go together or do not parse.
+func (o *statusOptions) validate(name string) error {
+	if name != "" && o.allNamespaces {
+		return fmt.Errorf("name a StackInstance or give -A, not both")
+	}
+	if name != "" && o.selector != "" {
+		return fmt.Errorf("name a StackInstance or give -l, not both")
+	}
+	if _, err := labels.Parse(o.selector); err != nil {
+		return fmt.Errorf("-l %q: %w", o.selector, err)
+	}
+	if err := o.output.validate(); err != nil {
+		return err
+	}
+	return o.table.validate(o.output)
+}
+
+func listStacks(ctx context.Context, c client.Client, ns, name, selector string) ([]fsv1.StackInstance, error) {
 	if name != "" {
 		si := &fsv1.StackInstance{}
 		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, si)
@@ -173,8 +193,12 @@ func listStacks(ctx context.Context, c client.Client, ns, name string) ([]fsv1.S
 		}
 		return []fsv1.StackInstance{*si}, nil
 	}
+	sel, err := labels.Parse(selector)
+	if err != nil {
+		return nil, fmt.Errorf("-l %q: %w", selector, err)
+	}
 	list := &fsv1.StackInstanceList{}
-	if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+	if err := c.List(ctx, list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return nil, fmt.Errorf("list StackInstances in %s: %w", nsText(ns), err)
 	}
 	sort.Slice(list.Items, func(i, j int) bool {

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"text/tabwriter"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -325,53 +324,74 @@ func restartText(container int64, inPlace *int64) string {
 	return fmt.Sprintf("%d (%d in place)", container+*inPlace, *inPlace)
 }
 
+// statusRow is one row of the table: a pod and its StackInstance, or a StackInstance without
+// pods. Its JSON is what --sort-by's JSONPath reads: the StackInstance's fields as in -o json
+// (namespace, name, ready, configHash, vips) and the pod's under pod (pod.node,
+// pod.dataplane.restarts, ...).
+type statusRow struct {
+	Namespace  string     `json:"namespace"`
+	Name       string     `json:"name"`
+	Ready      string     `json:"ready"`
+	ConfigHash string     `json:"configHash,omitempty"`
+	VIPs       []string   `json:"vips,omitempty"`
+	Pod        *PodStatus `json:"pod,omitempty"`
+	cells      []string
+}
+
+// statusTable are the table's options: the namespace column (-A), -o wide, --no-headers and
+// --sort-by.
+type statusTable struct {
+	withNamespace, wide bool
+	tableFlags
+}
+
 // writeTable prints the list as the table, with each pod's served addresses; wide adds the
 // pod's kernel IP and the dataplane's image and shows whole config hashes. Without headers
-// (--no-headers) the rows alone, for scripts, as kubectl's.
-func (l *StackStatusList) writeTable(w io.Writer, withNamespace, wide, headers bool) error {
-	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-	head := []string{"STACK", "READY", "POD", "NODE", "ADDRESSES", "CONFIG-HASH", "CONFIG", "DATAPLANE", "RESTARTS", "APP-RESTARTS"}
-	if wide {
-		head = append(head, "KERNEL-IP", "IMAGE")
+// (--no-headers) the rows alone, for scripts, as kubectl's; --sort-by orders the rows.
+func (l *StackStatusList) writeTable(w io.Writer, o statusTable) error {
+	names := []string{"STACK", "READY", "POD", "NODE", "ADDRESSES", "CONFIG-HASH", "CONFIG", "DATAPLANE", "RESTARTS", "APP-RESTARTS", "KERNEL-IP", "IMAGE"}
+	wideFrom := len(names) - 2
+	if o.withNamespace {
+		names = append([]string{"NAMESPACE"}, names...)
+		wideFrom++
 	}
-	if withNamespace {
-		head = append([]string{"NAMESPACE"}, head...)
+	rows := l.rows(o.withNamespace, o.wide)
+	if err := sortByPath(rows, o.sortBy); err != nil {
+		return err
 	}
-	if headers {
-		fmt.Fprintln(tw, strings.Join(head, "\t"))
+	cells := make([][]string, len(rows))
+	for i := range rows {
+		cells[i] = rows[i].cells
 	}
-	row := func(s StackStatus, cols []string) {
+	// Annotations and status are anyone's with the right to edit them: printTable prints them as
+	// safe text, and a tab in one cannot shift the columns.
+	return printTable(w, columns(names, wideFrom), cells, o.wide, o.noHeaders)
+}
+
+// rows are the table's rows, a pod each, or "<none>" for a StackInstance without pods.
+func (l *StackStatusList) rows(withNamespace, wide bool) []statusRow {
+	var rows []statusRow
+	add := func(s StackStatus, p *PodStatus, cols []string) {
 		cols = append([]string{s.Name, s.Ready}, cols...)
 		if withNamespace {
 			cols = append([]string{s.Namespace}, cols...)
 		}
-		// Annotations and status are anyone's with the right to edit them: printed as safe
-		// text, and a tab in one cannot shift the columns.
-		for i := range cols {
-			cols[i] = safe(cols[i])
-		}
-		fmt.Fprintln(tw, strings.Join(cols, "\t"))
+		rows = append(rows, statusRow{Namespace: s.Namespace, Name: s.Name, Ready: s.Ready, ConfigHash: s.ConfigHash, VIPs: s.VIPs, Pod: p, cells: cols})
 	}
 	for _, s := range l.Items {
 		if len(s.Pods) == 0 {
-			cols := []string{"<none>", "", "", "", "", "", "", ""}
-			if wide {
-				cols = append(cols, "", "")
-			}
-			row(s, cols)
+			add(s, nil, []string{"<none>", "", "", "", "", "", "", "", "", ""})
 			continue
 		}
-		for _, p := range s.Pods {
-			hash, config := configColumns(p, s.ConfigHash, wide)
-			state, restarts := dataplaneColumns(p)
-			cols := []string{p.Name, orDash(p.Node), addressColumn(p, s.VIPs), hash, config, state, restarts, appRestarts(p)}
-			if wide {
-				cols = append(cols, orDash(p.IP), orDash(p.Dataplane.Image))
-			}
-			row(s, cols)
+		for i := range s.Pods {
+			p := &s.Pods[i]
+			hash, config := configColumns(*p, s.ConfigHash, wide)
+			state, restarts := dataplaneColumns(*p)
+			add(s, p, []string{p.Name, orDash(p.Node), addressColumn(*p, s.VIPs), hash, config, state, restarts, appRestarts(*p),
+				orDash(p.IP), orDash(p.Dataplane.Image)})
 		}
 	}
-	return tw.Flush()
+	return rows
 }
 
 func short(h string) string {

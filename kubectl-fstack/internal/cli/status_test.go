@@ -100,7 +100,7 @@ func TestStatusWideAndStructured(t *testing.T) {
 	l := newStackStatusList()
 	l.addStack(si, pods, podStatuses{})
 	var wide bytes.Buffer
-	if err := l.writeTable(&wide, false, true, true); err != nil {
+	if err := l.writeTable(&wide, statusTable{wide: true}); err != nil {
 		t.Fatal(err)
 	}
 	for _, re := range []string{
@@ -157,7 +157,7 @@ func TestStatusServedAddresses(t *testing.T) {
 	l := newStackStatusList()
 	l.addStack(si, pods, podStatuses{})
 	var out bytes.Buffer
-	if err := l.writeTable(&out, false, true, true); err != nil {
+	if err := l.writeTable(&out, statusTable{wide: true}); err != nil {
 		t.Fatal(err)
 	}
 	for _, re := range []string{

@@ -3,11 +3,14 @@ package envtest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -139,5 +142,51 @@ func TestCLIVersionReadsOperatorDeployment(t *testing.T) {
 	if len(v.Operators) != 1 || v.Operators[0].Image != "example/kube-fstack-operator:v0.3.0" ||
 		v.Operators[0].DataplaneImage != "example/dataplane:v0.3.0" || v.Operators[0].Namespace != plainNS || v.ClusterError != "" {
 		t.Errorf("version -o json: %+v", v)
+	}
+}
+
+// doctor's exit status 2 against a real API server: a user who may not list nodes (RBAC), one
+// who may list nodes but not the stacks' pods, and a NODE that does not exist. Each says why on
+// stderr and judges nothing; 0 and 1 are TestCLIDoctorNeededBy's.
+func TestCLIDoctorCouldNotLookExits2(t *testing.T) {
+	ctx := context.Background()
+	const user = "doctor-nodes-only"
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: user}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"kubefstack.io"}, Resources: []string{"stackinstances"}, Verbs: []string{"list"}}}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}}
+	for _, o := range []client.Object{role, binding} {
+		if err := k8s.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = k8s.Delete(context.Background(), o) })
+	}
+	kubeconfig := writeKubeconfig(t)
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no right at all", []string{"--as", "nobody"}, `error: list nodes: nodes is forbidden: User "nobody" cannot list resource "nodes"`},
+		{"nodes but not pods", []string{"--as", user}, `error: list the pods of StackInstances in any namespace: pods is forbidden: User "doctor-nodes-only" cannot list resource "pods"`},
+		{"no such node", []string{"no-such-node"}, `error: node no-such-node: nodes "no-such-node" not found`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr strings.Builder
+			testenv.Eventually(t, 20*time.Second, func() error {
+				stdout.Reset()
+				stderr.Reset()
+				code := cli.Run(append([]string{"doctor", "--kubeconfig", kubeconfig}, c.args...), &stdout, &stderr)
+				if code != 2 || !strings.Contains(stderr.String(), c.want) { // RBAC caches take a moment
+					return fmt.Errorf("exit %d, want 2 and %q\nstdout:\n%s\nstderr:\n%s", code, c.want, stdout.String(), stderr.String())
+				}
+				return nil
+			})
+			if stdout.Len() != 0 {
+				t.Errorf("doctor judged what it could not read:\n%s", stdout.String())
+			}
+		})
 	}
 }

@@ -93,7 +93,29 @@ func TestCLIStatusShowsPods(t *testing.T) {
 	if rows := strings.Split(strings.TrimSpace(runCLI(t, "status", "--kubeconfig", kubeconfig, "--no-headers", si.Name)), "\n"); len(rows) != 2 || !want[1].MatchString(rows[0]) {
 		t.Errorf("status --no-headers: want the 2 rows alone, got %q", rows)
 	}
+	// --sort-by orders the rows by the pod's fields (the old pod is on node-a); -l selects the
+	// StackInstances by their labels, as kubectl get's.
+	if rows := strings.Split(strings.TrimSpace(runCLI(t, "status", "--kubeconfig", kubeconfig, "--no-headers", "--sort-by", ".pod.node", si.Name)), "\n"); len(rows) != 2 || !want[2].MatchString(rows[0]) {
+		t.Errorf("status --sort-by .pod.node: want shown-old first, got %q", rows)
+	}
+	labelled := cur.DeepCopy()
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(si), labelled); err != nil {
+		t.Fatal(err)
+	}
+	before := labelled.DeepCopy()
+	labelled.Labels = map[string]string{"tier": "edge"}
+	if err := k8s.Patch(ctx, labelled, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	if got := runCLI(t, "status", "--kubeconfig", kubeconfig, "-A", "-l", "tier=edge", "-o", "name"); got != "stackinstance.kubefstack.io/shown\n" {
+		t.Errorf("status -A -l tier=edge -o name = %q, want shown alone", got)
+	}
 	var stderr bytes.Buffer
+	if code := cli.Run([]string{"status", "--kubeconfig", kubeconfig, "-l", "tier=core"}, &bytes.Buffer{}, &stderr); code != 1 ||
+		!strings.Contains(stderr.String(), `no StackInstances in namespace "web" match -l tier=core`) {
+		t.Errorf("status -l tier=core: exit %d, stderr %q", code, stderr.String())
+	}
+	stderr.Reset()
 	if code := cli.Run([]string{"status", "--kubeconfig", kubeconfig, "missing"}, &bytes.Buffer{}, &stderr); code != 1 ||
 		!strings.Contains(stderr.String(), `StackInstance "missing" not found in namespace "web"`) {
 		t.Errorf("exit %d, stderr %q", code, stderr.String())
