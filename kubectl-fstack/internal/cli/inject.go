@@ -38,9 +38,9 @@ A workload that cannot run the stack is reported with its field paths on stderr 
 A stack whose port takes its address from a pool gives each pod its own address, which only the
 webhook claims. Offline the output is a preview: every pod serves the pool's first address, a
 placeholder that a comment above each such document and a warning on stderr name. Do not apply
-that output to a cluster that runs kube-fstack (its webhook passes an injected pod through
-without claiming an address, so every replica would serve the placeholder): apply the workload
-as written, and the webhook injects each pod with an address of its own.`,
+that output to a cluster that runs kube-fstack (its webhook claims the placeholder for the first
+pod that arrives with it and refuses every other replica): apply the workload as written, and
+the webhook injects each pod with an address of its own.`,
 		Args: cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error { return o.run(stdout, stderr) },
 	}

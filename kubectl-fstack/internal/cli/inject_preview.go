@@ -61,8 +61,8 @@ func (inj *injector) comment() string {
 		fmt.Sprintf("kubectl fstack inject: a preview. StackInstance %s gives each pod its own address from a pool,", inj.si.Name),
 		"which only kube-fstack's admission webhook assigns; here every pod serves the pool's first address",
 		fmt.Sprintf("as a placeholder (%s). Do not apply this to a cluster that runs kube-fstack:", strings.Join(inj.pools, ", ")),
-		"its webhook passes an injected pod through without claiming an address, so every replica would",
-		"serve the placeholder. Apply the workload as written: the webhook gives each pod its own.",
+		"its webhook claims the placeholder for the first pod that arrives with it and refuses every other",
+		"replica. Apply the workload as written: the webhook gives each pod its own.",
 	}
 	return "# " + strings.Join(lines, "\n# ") + "\n"
 }
