@@ -231,6 +231,9 @@ lint: $(GOLANGCI_LINT) ## gofmt, go vet (the kubectl plugin for macOS too), gola
 .PHONY: tools
 tools: $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(HELM) $(COSIGN) $(SYFT) ## Install the pinned tools into ./bin.
 
+.PHONY: tools-run
+tools-run: $(HELM) ## Install the one pinned tool `make run` uses (helm) into ./bin.
+
 $(CONTROLLER_GEN):
 	GOBIN=$(LOCALBIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 	mv $(LOCALBIN)/controller-gen $@

@@ -3,6 +3,9 @@
 # first, so a second run costs seconds. Go tools are installed by the Makefile into ./bin.
 #   hack/install-deps.sh            what `make test` needs
 #   hack/install-deps.sh --cluster  that, plus the local cluster's packages (make cluster-up)
+# TOOLS names the Makefile target that installs the pinned Go tools: `tools` (default) every
+# one; `make run` asks for `tools-run`, helm alone, since it lints nothing and releases nothing
+# (cosign and syft, built from source, were most of a cold first run's first step).
 set -euo pipefail
 # shellcheck source=hack/lib/apt.sh
 source "$(dirname "$0")/lib/apt.sh"
@@ -63,4 +66,4 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 command -v go >/dev/null || { echo "install-deps: Go is required (expected at /usr/local/go/bin)"; exit 1; }
-make -s tools
+make -s "${TOOLS:-tools}"

@@ -2,8 +2,9 @@
 # The main job (`make run`): a real single-node cluster on this machine with kube-fstack installed
 # from this tree, running the sample stack and an injected Nginx. Idempotent: run it again and
 # only what is missing or changed is redone. Tear down with `make cluster-down`.
-#   1. packages (hack/install-deps.sh --cluster: waits for another apt), the pinned tools (helm,
-#      from source) and bin/kubectl-fstack, which the printed commands use
+#   1. packages (hack/install-deps.sh --cluster: waits for another apt), the one pinned tool it
+#      uses (helm, from source; not the linters and release tools) and bin/kubectl-fstack, which
+#      the printed commands use
 #   2. the cluster (hack/cluster/up.sh): cold, Kubernetes built from source (11 min on 2 CPUs) and
 #      the images, with a progress line every 30 s; warm, seconds
 #   3. the chart (hack/cluster/install.sh): operator, webhooks, CNI installer
@@ -37,8 +38,8 @@ on_exit() {
   fi
 }
 trap on_exit EXIT
-step "1/6 packages and pinned tools (hack/install-deps.sh --cluster)"
-hack/install-deps.sh --cluster
+step "1/6 packages and helm (TOOLS=tools-run hack/install-deps.sh --cluster)"
+TOOLS=tools-run hack/install-deps.sh --cluster
 step "1/6 the kubectl plugin (bin/kubectl-fstack)"
 go build -o bin/ ./kubectl-fstack/cmd/kubectl-fstack
 REAL_IMAGE=localhost/kube-fstack/dataplane:dev
