@@ -185,7 +185,7 @@ exit 100
 	}
 	for _, want := range []string{
 		"E: Could not get lock /var/lib/apt/lists/lock. It is held by process 4242",
-		"make run: FAILED (exit 100) at step: 1/6 packages and pinned tools (hack/install-deps.sh --cluster)",
+		"make run: FAILED (exit 100) at step: 1/6 packages and helm (TOOLS=tools-run hack/install-deps.sh --cluster)",
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("run.sh output lacks %q:\n%s", want, out)
