@@ -52,6 +52,11 @@ type DevInfo struct {
 	IPs     []string `json:"ips,omitempty"` // CIDR strings, e.g. "10.1.0.5/24"
 	Gateway string   `json:"gateway,omitempty"`
 	MTU     int      `json:"mtu,omitempty"`
+	// SwitchCPUs are the CPUs the switch's poll-mode threads busy-poll on (OVS-DPDK's
+	// other_config:pmd-cpu-mask on the node), ascending; empty when the switch pins none. The
+	// dataplane keeps its lcores and the app's workers off them where its cpuset allows: a
+	// busy-polling lcore that shares a CPU with a PMD thread gets half of it.
+	SwitchCPUs []int `json:"switchCPUs,omitempty"`
 
 	// Attachment names the CNI attachment that owns this file, so garbage collection can tell
 	// live files from leftovers without asking anyone.
@@ -82,7 +87,28 @@ func (i *DevInfo) Validate() error {
 	case i.VhostUser.Mode != VhostUserModeServer && i.VhostUser.Mode != VhostUserModeClient:
 		return fmt.Errorf("devinfo: vhost-user.mode %q is neither server nor client", i.VhostUser.Mode)
 	}
+	if err := checkCPUList(i.SwitchCPUs); err != nil {
+		return fmt.Errorf("devinfo: switchCPUs: %w", err)
+	}
 	return checkSocketPath(i.VhostUser.Path)
+}
+
+// MaxCPU is the highest CPU number a CPU list of the pod contract may name: Linux's NR_CPUS is
+// at most 8192.
+const MaxCPU = 8191
+
+// checkCPUList holds a list of CPU numbers to what fstack-cni writes: ascending, no duplicate,
+// each 0-MaxCPU.
+func checkCPUList(cpus []int) error {
+	for k, c := range cpus {
+		if c < 0 || c > MaxCPU {
+			return fmt.Errorf("CPU %d is not a CPU number (0-%d)", c, MaxCPU)
+		}
+		if k > 0 && c <= cpus[k-1] {
+			return fmt.Errorf("%v is not ascending without duplicates", cpus)
+		}
+	}
+	return nil
 }
 
 func socketPathByte(c byte) bool {

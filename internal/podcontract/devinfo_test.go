@@ -57,11 +57,14 @@ func TestReadDevInfoRejectsWhatTheDataplaneCannotUse(t *testing.T) {
 		"not json":     `{`,
 		"no vhostuser": `{"type":"vhost-user","version":"1.1.0"}`,
 		// The pod can write this file; the path reaches the EAL's virtio_user devargs verbatim.
-		"devargs in path": `{"type":"vhost-user","version":"1.1.0","vhost-user":{"mode":"client","path":"/v/net1.sock,queues=8"}}`,
-		"ini comment":     `{"type":"vhost-user","version":"1.1.0","vhost-user":{"mode":"client","path":"/v/net1.sock;x"}}`,
-		"relative path":   `{"type":"vhost-user","version":"1.1.0","vhost-user":{"mode":"client","path":"v/net1.sock"}}`,
-		"unclean path":    `{"type":"vhost-user","version":"1.1.0","vhost-user":{"mode":"client","path":"/v/../etc/net1.sock"}}`,
-		"newline in path": "{\"type\":\"vhost-user\",\"version\":\"1.1.0\",\"vhost-user\":{\"mode\":\"client\",\"path\":\"/v/a\\n[port9]\"}}",
+		"devargs in path":      `{"type":"vhost-user","version":"1.1.0","vhost-user":{"mode":"client","path":"/v/net1.sock,queues=8"}}`,
+		"ini comment":          `{"type":"vhost-user","version":"1.1.0","vhost-user":{"mode":"client","path":"/v/net1.sock;x"}}`,
+		"relative path":        `{"type":"vhost-user","version":"1.1.0","vhost-user":{"mode":"client","path":"v/net1.sock"}}`,
+		"unclean path":         `{"type":"vhost-user","version":"1.1.0","vhost-user":{"mode":"client","path":"/v/../etc/net1.sock"}}`,
+		"negative switch CPU":  `{"type":"vhost-user","version":"1.1.0","vhost-user":{"mode":"server","path":"/v/a.sock"},"switchCPUs":[-1]}`,
+		"switch CPU too large": `{"type":"vhost-user","version":"1.1.0","vhost-user":{"mode":"server","path":"/v/a.sock"},"switchCPUs":[8192]}`,
+		"switch CPUs unsorted": `{"type":"vhost-user","version":"1.1.0","vhost-user":{"mode":"server","path":"/v/a.sock"},"switchCPUs":[3,1]}`,
+		"newline in path":      "{\"type\":\"vhost-user\",\"version\":\"1.1.0\",\"vhost-user\":{\"mode\":\"client\",\"path\":\"/v/a\\n[port9]\"}}",
 	}
 	for name, body := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -52,7 +52,7 @@ const DefaultPodSocketDir = podcontract.PodSocketDir
 
 // MaxCPU is the highest CPU number ParseCPUList accepts: Linux's NR_CPUS is at most 8192, and a
 // range is expanded one CPU at a time, so a bound keeps "0-2000000000" from taking the memory.
-const MaxCPU = 8191
+const MaxCPU = podcontract.MaxCPU
 
 // ParseCPUList parses the kernel's cpu list format ("2-5,8,10-11"), as in cpuset.cpus and
 // /proc/self/status Cpus_allowed_list. The result is ascending without duplicates; an empty list
