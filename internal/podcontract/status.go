@@ -23,6 +23,9 @@ type Status struct {
 	// Ports are the stack's ports and their links, in port order; empty when the supervisor
 	// does not watch them.
 	Ports []PortStatus `json:"ports"`
+	// Placement is where the lcores run and what they share (PlacementFile's content); absent
+	// before the first render.
+	Placement *Placement `json:"placement,omitempty"`
 }
 
 // StatusRestart holds the in-place restarts: the supervisor's own, and each app container's

@@ -25,6 +25,8 @@ const (
 	maxStatusApps  = 64
 	maxStatusPorts = MaxPorts
 	maxStatusText  = 4 << 10
+	// maxPlacementWarnings: PlacementWarnings says at most two things.
+	maxPlacementWarnings = 8
 )
 
 // ReadDataplaneStatus decodes StatusPath's answer from r, reading at most MaxStatusBytes, and
@@ -90,6 +92,17 @@ func (s *DataplaneStatus) check() error {
 	}
 	for _, p := range s.Ports {
 		text("port attachment", p.Attachment)
+	}
+	if p := s.Placement; p != nil {
+		if err := p.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+		if len(p.Warnings) > maxPlacementWarnings {
+			errs = append(errs, fmt.Errorf("placement: %d warnings, more than %d", len(p.Warnings), maxPlacementWarnings))
+		}
+		for _, w := range p.Warnings {
+			text("placement warning", w)
+		}
 	}
 	return errors.Join(errs...)
 }

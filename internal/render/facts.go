@@ -26,6 +26,9 @@ type Facts struct {
 	PCIResources map[string][]string
 	// Attachments maps a network attachment (CNI interface name) to what its CNI plugin reported.
 	Attachments map[string]Attachment
+	// Placement is where the dataplane put its lcores (podcontract.PlaceLcores), for the app
+	// containers' launchers; nil when no pod was looked at.
+	Placement *podcontract.Placement
 }
 
 // Attachment is what the CNI plugin wrote about one network attachment of the pod.
@@ -41,6 +44,8 @@ type Attachment struct {
 	IPs []string
 	// Gateways reported by IPAM.
 	Gateways []string
+	// SwitchCPUs are the CPUs the switch's PMD threads poll on, as the CNI plugin read them.
+	SwitchCPUs []int
 	// Placeholder marks facts invented for rendering before a pod exists; checks that compare
 	// the spec with real facts are skipped for them.
 	Placeholder bool
@@ -166,7 +171,7 @@ func AttachmentOf(info *podcontract.DevInfo) (Attachment, error) {
 		return Attachment{}, err
 	}
 	return Attachment{SocketPath: info.VhostUser.Path, Server: info.VhostUser.Mode == podcontract.VhostUserModeServer,
-		MAC: info.MAC, IPs: info.IPs, Gateways: gws}, nil
+		MAC: info.MAC, IPs: info.IPs, Gateways: gws, SwitchCPUs: info.SwitchCPUs}, nil
 }
 
 // CheckAttachmentAddrs checks the addresses IPAM gave an attachment: each an address with its

@@ -31,6 +31,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -234,12 +235,9 @@ func (l *Launcher) checkStateDir() error {
 // environ is the child's environment: ours with the shim's variables (shimenv.go), once the
 // program is shown to load with the shim (shimload.go).
 func (l *Launcher) environ(ctx context.Context, argv0 string) ([]string, error) {
-	cpus, err := l.CPUs()
+	cpus, why, err := l.appCPUs()
 	if err != nil {
-		return nil, fmt.Errorf("read this container's CPUs: %w", err)
-	}
-	if len(cpus) == 0 {
-		return nil, errors.New("this container may run on no CPU")
+		return nil, err
 	}
 	n, err := l.instances()
 	if err != nil {
@@ -254,13 +252,51 @@ func (l *Launcher) environ(ctx context.Context, argv0 string) ([]string, error) 
 			cpus[0], podcontract.EnvShimInitialLcore, podcontract.MaxShimLcore, podcontract.MaxShimLcore)}
 	}
 	env := l.childEnv(os.Environ(), lib, n, cpus[0])
-	l.log().Info(cpuaffinity.InitialLcoreEnv(cpus[0])+" (the first CPU of this container's cpuset)", "cpu", cpus[0])
+	l.log().Info(cpuaffinity.InitialLcoreEnv(cpus[0])+" ("+why+")", "cpu", cpus[0], "appCPUs", cpuList(cpus))
 	if lib != "" {
 		if err := l.proveShimLoads(ctx, argv0, env, lib); err != nil {
 			return nil, err
 		}
 	}
 	return env, nil
+}
+
+// appCPUs are this container's CPUs in the order the app takes them (the master and worker 0 on
+// the first): those no F-Stack lcore runs on first, as the dataplane recorded its placement
+// (podcontract.AppCPUs). why says how the first was chosen, for the log. Under the lab's
+// cpuPolicy Shared both containers run on the node's shared pool, where an app worker on an
+// lcore's CPU takes turns with a busy-polling loop and the pair serves a fraction of either.
+func (l *Launcher) appCPUs() (cpus []int, why string, err error) {
+	own, err := l.CPUs()
+	if err != nil {
+		return nil, "", fmt.Errorf("read this container's CPUs: %w", err)
+	}
+	if len(own) == 0 {
+		return nil, "", errors.New("this container may run on no CPU")
+	}
+	p, err := podcontract.ReadPlacement(l.ShimDir)
+	if err != nil {
+		l.log().Warn("the dataplane's placement is unreadable; the app takes this container's CPUs in order", logging.KeyErr, err)
+		return own, "the first CPU of this container's cpuset", nil
+	}
+	if p == nil {
+		return own, "the first CPU of this container's cpuset", nil
+	}
+	cpus, apart := podcontract.AppCPUs(own, p)
+	if !apart {
+		l.log().Warn(fmt.Sprintf("this container's CPUs (%s) are all F-Stack lcores' (%s): the app's processes take turns with busy-polling loops; "+
+			"give the app container a CPU of its own, or the node's shared pool more CPUs than the dataplane needs", cpuList(own), cpuList(p.LcoreCPUs)))
+		return cpus, "the first CPU of this container's cpuset, an lcore's", nil
+	}
+	return cpus, "the first CPU of this container's cpuset no F-Stack lcore runs on (lcores on " + cpuList(p.LcoreCPUs) + ")", nil
+}
+
+func cpuList(cpus []int) string {
+	s := make([]string, len(cpus))
+	for i, c := range cpus {
+		s[i] = strconv.Itoa(c)
+	}
+	return strings.Join(s, ",")
 }
 
 // failureCode is the exit code for a failure before the app started: ExitConfig for a refusal

@@ -48,9 +48,9 @@ func (l *Launcher) prepareApp(ctx context.Context, argv []string) (*app, error) 
 	if !nginxconf.IsNginx(argv[0]) {
 		return a, nil
 	}
-	cpus, err := l.CPUs()
+	cpus, _, err := l.appCPUs()
 	if err != nil {
-		return nil, fmt.Errorf("read this container's CPUs: %w", err)
+		return nil, err
 	}
 	build := l.NginxBuild
 	if build == nil {

@@ -183,6 +183,7 @@ func (s *Supervisor) status() podcontract.Status {
 	if p := s.ports.Load(); p != nil && len(*p) > 0 {
 		st.Ports = slices.Clone(*p)
 	}
+	st.Placement = s.placement.Load()
 	if len(st.Reason) > podcontract.AppBrokenMax {
 		st.Reason = st.Reason[:podcontract.AppBrokenMax]
 	}

@@ -51,7 +51,9 @@ type Supervisor struct {
 	restartLog restartLog
 	ports      atomic.Pointer[[]podcontract.PortStatus]
 	// running is what the current generation was rendered with, for /config (config.go).
-	running    atomic.Pointer[podcontract.RunningConfig]
+	running atomic.Pointer[podcontract.RunningConfig]
+	// placement is where the lcores run (facts.Gather), for /status.
+	placement  atomic.Pointer[podcontract.Placement]
 	badRecords sync.Map // containers whose restart record could not be read, logged once
 	// links are the port link metrics (linkwatch.go), kept across generations.
 	links linkMetrics

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -64,8 +65,33 @@ func (s *Supervisor) render() (*fsv1.StackInstanceSpec, *render.Result, error) {
 	if err := fsutil.WriteAtomic(filepath.Join(s.Cfg.Paths.ShimDir, "config.ini"), res.Config, 0o644); err != nil {
 		return nil, nil, fmt.Errorf("write config.ini: %w", err)
 	}
+	if err := s.recordPlacement(facts.Placement); err != nil {
+		return nil, nil, err
+	}
 	s.setRunning(spec, res)
 	return spec, res, nil
+}
+
+// recordPlacement writes where the lcores run beside the shim, before the launcher is placed,
+// so every app start keeps its workers off them (podcontract.AppCPUs), and says what they share.
+func (s *Supervisor) recordPlacement(p *podcontract.Placement) error {
+	if p == nil {
+		return nil
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("placement: %w", err)
+	}
+	if err := fsutil.WriteAtomic(filepath.Join(s.Cfg.Paths.ShimDir, podcontract.PlacementFile), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", podcontract.PlacementFile, err)
+	}
+	if prev := s.placement.Swap(p); prev == nil || !slices.Equal(prev.LcoreCPUs, p.LcoreCPUs) {
+		s.log.Info("lcores placed", "lcoreCPUs", render.FormatCPUList(p.LcoreCPUs), "switchCPUs", render.FormatCPUList(p.SwitchCPUs))
+		for _, w := range p.Warnings {
+			s.log.Warn("placement: " + w)
+		}
+	}
+	return nil
 }
 
 // resolveFStack picks the fstack binary built with the spec's shim mode when none is given:

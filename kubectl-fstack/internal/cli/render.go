@@ -173,10 +173,17 @@ func (o *renderOptions) cpuFacts(checked *render.Spec, f *render.Facts) ([]strin
 	} else if note != "" {
 		notes = append(notes, note)
 	}
+	// The lcores' CPUs and the app's as the dataplane and the launcher pick them (podcontract's
+	// placement); no switch is known offline.
+	spec := checked.Defaulted()
+	shared := spec.DPDK.CPUPolicy == fsv1.CPUShared
+	f.DataplaneCPUs = podcontract.PlaceLcores(f.DataplaneCPUs, render.DataplaneCPUCount(int(spec.Processes), int(spec.DPDK.LcoresPerCPU)), nil, shared)
 	if o.appCPUs == "" {
 		f.AppCPUs = nil
 	} else if f.AppCPUs, err = render.ParseCPUList(o.appCPUs); err != nil {
 		return nil, fmt.Errorf("--app-cpus: %w", err)
+	} else {
+		f.AppCPUs, _ = podcontract.AppCPUs(f.AppCPUs, &podcontract.Placement{LcoreCPUs: f.DataplaneCPUs})
 	}
 	return notes, nil
 }
@@ -369,8 +376,8 @@ func cpusBeyondProcesses(spec *fsv1.StackInstanceSpec, flag string, cpus []int) 
 		return "", nil
 	}
 	if spec.DPDK.CPUPolicy == fsv1.CPUShared {
-		return fmt.Sprintf("cpuPolicy Shared: the dataplane's cpuset is the node's shared pool, and its %d processes run on its first CPUs %s",
-			procs, render.FormatCPUList(cpus[:need])), nil
+		return fmt.Sprintf("cpuPolicy Shared: the dataplane's cpuset is the node's shared pool, and its %d processes run on its highest CPUs %s (the app takes the others first)",
+			procs, render.FormatCPUList(podcontract.PlaceLcores(cpus, need, nil, true))), nil
 	}
 	why := fmt.Sprintf("spec.processes is %d, one exclusive CPU each", procs)
 	if perCPU > 1 {

@@ -195,3 +195,20 @@ func TestRenderRefusesMoreCPUsThanProcesses(t *testing.T) {
 		t.Fatalf("a Shared stack's pool of CPUs must render with a note, got exit %d: %s", code, errOut)
 	}
 }
+
+// The local cluster's stack (cpuPolicy Shared) on the lab node's shared pool, CPUs 0-1 for both
+// containers: the lcore takes CPU 1 and the app CPU 0, as the dataplane and the launcher place
+// them. Before, both took CPU 0 and render refused what the runtime then ran.
+func TestRenderPlacesSharedLcoresOffTheApp(t *testing.T) {
+	out, errOut, code := run(t, "render", "-f", sample(t, "local-cluster/stack.yaml"), "--cpus", "0-1", "--app-cpus", "0-1",
+		"--addr", "data=10.99.0.10/24,10.99.0.1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "lcore_mask=2\n") {
+		t.Errorf("the lcore is not on CPU 1 (lcore_mask=2):\n%s", out)
+	}
+	if !strings.Contains(errOut, "its highest CPUs 1 (the app takes the others first)") {
+		t.Errorf("the note does not say where the lcore went:\n%s", errOut)
+	}
+}

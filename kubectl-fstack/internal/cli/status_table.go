@@ -106,6 +106,8 @@ type DataplaneStatus struct {
 	// Health is the supervisor's word: "ready", or why the dataplane is not.
 	Health string                   `json:"health,omitempty"`
 	Ports  []podcontract.PortStatus `json:"ports,omitempty"`
+	// Placement is where the supervisor put the lcores, and what they share.
+	Placement *podcontract.Placement `json:"placement,omitempty"`
 }
 
 func newStackStatusList() *StackStatusList {
@@ -222,6 +224,7 @@ func (ps *PodStatus) addSupervisor(sv *podcontract.DataplaneStatus) {
 	d := &ps.Dataplane
 	total := int64(sv.Restarts.Dataplane.Total)
 	d.InPlaceRestarts, d.LastRestart, d.Generation, d.Health, d.Ports = &total, sv.Restarts.Dataplane.Last, int64(sv.Generation), sv.Reason, sv.Ports
+	d.Placement = sv.Placement
 	names := make([]string, 0, len(sv.Restarts.Apps))
 	for name := range sv.Restarts.Apps {
 		names = append(names, name)
@@ -292,6 +295,10 @@ func dataplaneColumns(p PodStatus) (state, restarts string) {
 				state += fmt.Sprintf("; port %d (%s) link down", port.Port, port.Attachment)
 			}
 		}
+	}
+	if pl := d.Placement; pl != nil && len(pl.Warnings) > 0 && d.State == "running" {
+		// What busy-polling shares costs most of the throughput: said in the row, whole in -o json.
+		state += "; CPUs shared: " + podcontract.Clip(pl.Warnings[0], maxReasonText)
 	}
 	if p.Program != nil {
 		state += fmt.Sprintf(" (program %s, was container %s)", p.Program.Mode, p.Program.Container)

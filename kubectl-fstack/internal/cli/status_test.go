@@ -172,3 +172,21 @@ func TestStatusServedAddresses(t *testing.T) {
 		t.Errorf("addresses %+v, VIPs %v", a, l.Items[0].VIPs)
 	}
 }
+
+// What the supervisor could not keep apart (its /status placement) is said in the pod's row.
+func TestStatusSaysWhatTheLcoresShare(t *testing.T) {
+	pod := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "web"},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, InitContainerStatuses: []corev1.ContainerStatus{
+			{Name: podcontract.DataplaneContainer, Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}}
+	sv := &podcontract.DataplaneStatus{Reason: "ready", Placement: &podcontract.Placement{LcoreCPUs: []int{0},
+		Warnings: podcontract.PlacementWarnings([]int{0}, []int{0}, []int{0}, true)}}
+	l := newStackStatusList()
+	l.addStack(&fsv1.StackInstance{}, []corev1.Pod{pod}, podStatuses{got: map[podKey]*podcontract.DataplaneStatus{{"web", "p"}: sv}})
+	state, _ := dataplaneColumns(l.Items[0].Pods[0])
+	if !strings.HasPrefix(state, "Running, ready; CPUs shared: lcore CPU 0 is also polled by the switch's PMD thread") {
+		t.Errorf("dataplane column %q does not say what the lcore shares", state)
+	}
+	if l.Items[0].Pods[0].Dataplane.Placement == nil {
+		t.Error("-o json lacks the placement")
+	}
+}

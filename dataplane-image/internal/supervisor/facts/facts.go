@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -56,11 +57,12 @@ func (f *FactSource) Gather(spec *render.Spec) (*render.Facts, error) {
 		Attachments:  map[string]render.Attachment{},
 	}
 	var errs []error
-	var err error
-	if facts.DataplaneCPUs, err = f.cpus(int(s.Processes), int(s.DPDK.LcoresPerCPU)); err != nil {
-		errs = append(errs, err)
-	}
 	errs = append(errs, f.attachments(s, facts)...)
+	if cpus, err := f.cpus(int(s.Processes), int(s.DPDK.LcoresPerCPU)); err != nil {
+		errs = append(errs, err)
+	} else {
+		facts.DataplaneCPUs, facts.Placement = place(s, cpus, facts.Attachments)
+	}
 	errs = append(errs, f.pciResources(s, facts)...)
 	if !s.DPDK.NoHuge {
 		if err := f.hugepages(s.Dataplane.HugePages.PageSize); err != nil {
@@ -79,6 +81,25 @@ func joinLines(errs []error) error {
 		msgs[i] = e.Error()
 	}
 	return errors.New(strings.Join(msgs, "\n  "))
+}
+
+// place picks the lcores' CPUs among the dataplane's cpus: off the CPUs the switch polls on
+// (the CNI plugin's device info) and, under cpuPolicy Shared, where the app containers run on
+// the same pool, the highest, leaving the rest to the app (podcontract.PlaceLcores).
+func place(s *fsv1.StackInstanceSpec, cpus []int, atts map[string]render.Attachment) ([]int, *podcontract.Placement) {
+	var switchCPUs []int
+	for _, a := range atts {
+		for _, c := range a.SwitchCPUs {
+			if !slices.Contains(switchCPUs, c) {
+				switchCPUs = append(switchCPUs, c)
+			}
+		}
+	}
+	slices.Sort(switchCPUs)
+	shared := s.DPDK.CPUPolicy == fsv1.CPUShared
+	lcores := podcontract.PlaceLcores(cpus, render.DataplaneCPUCount(int(s.Processes), int(s.DPDK.LcoresPerCPU)), switchCPUs, shared)
+	return lcores, &podcontract.Placement{LcoreCPUs: lcores, SwitchCPUs: switchCPUs,
+		Warnings: podcontract.PlacementWarnings(cpus, lcores, switchCPUs, shared)}
 }
 
 func (f *FactSource) cpus(processes, lcoresPerCPU int) ([]int, error) {

@@ -33,7 +33,8 @@ func TestGatherReadsEveryFact(t *testing.T) {
 		t.Fatal(err)
 	}
 	facts.PCIResources = pciFacts.PCIResources
-	if !reflect.DeepEqual(facts.DataplaneCPUs, []int{4, 5, 6}) {
+	// Two processes take two of the three CPUs (podcontract.PlaceLcores).
+	if !reflect.DeepEqual(facts.DataplaneCPUs, []int{4, 5}) {
 		t.Errorf("CPUs = %v", facts.DataplaneCPUs)
 	}
 	a := facts.Attachments["net1"]
@@ -157,4 +158,53 @@ func TestLoadSpecErrors(t *testing.T) {
 func pciPort(s *fsv1.StackInstanceSpec) {
 	s.Ports[0].Device = fsv1.PortDevice{PCI: &fsv1.PCIDevice{Resource: "intel.com/vf"}}
 	s.Ports[0].Addressing = fsv1.Addressing{IPv4: &fsv1.IPv4Address{Address: "192.168.1.2/24", Gateway: "192.168.1.1"}}
+}
+
+// Under the lab's cpuPolicy Shared the dataplane runs on the node's shared pool, beside the app
+// and the switch's PMD: its lcore takes a CPU neither polls on, the highest, and the placement
+// says so for the launchers. Before, the lcore took the first CPU, the PMD's and the app's.
+func TestGatherPlacesSharedLcoresOffTheSwitchAndTheApp(t *testing.T) {
+	spec := vhostSpec(1)
+	spec.DPDK.CPUPolicy = fsv1.CPUShared
+	h := newHarness(t, spec)
+	h.writeDevinfo()
+	info, err := podcontract.ReadDevInfo(filepath.Join(h.paths.PodSocketDir, "net1.json"))
+	mustDo(t, err)
+	info.SwitchCPUs = []int{0}
+	mustDo(t, podcontract.WriteDevInfo(filepath.Join(h.paths.PodSocketDir, "net1.json"), info))
+	h.cpus = []int{0, 1, 2}
+	facts, err := h.facts().Gather(checked(t, spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(facts.DataplaneCPUs, []int{2}) {
+		t.Errorf("lcore CPUs = %v, want [2]: off the switch's CPU 0, the highest of the pool", facts.DataplaneCPUs)
+	}
+	want := &podcontract.Placement{LcoreCPUs: []int{2}, SwitchCPUs: []int{0}}
+	if !reflect.DeepEqual(facts.Placement, want) {
+		t.Errorf("placement = %+v, want %+v", facts.Placement, want)
+	}
+
+	// One CPU for everything: it runs, and the placement says what it shares.
+	h.cpus = []int{0}
+	facts, err = h.facts().Gather(checked(t, spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := facts.Placement.Warnings; len(w) != 2 {
+		t.Errorf("one CPU shared with the switch and the app: warnings %q", w)
+	}
+
+	// Exclusive CPUs: lcore k on the k-th, as before.
+	spec.DPDK.CPUPolicy = fsv1.CPUExclusive
+	h = newHarness(t, spec)
+	h.writeDevinfo()
+	h.cpus = []int{4, 5}
+	facts, err = h.facts().Gather(checked(t, spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(facts.DataplaneCPUs, []int{4}) || len(facts.Placement.Warnings) != 0 {
+		t.Errorf("exclusive: lcore CPUs %v, warnings %q; want [4], none", facts.DataplaneCPUs, facts.Placement.Warnings)
+	}
 }
