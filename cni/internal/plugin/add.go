@@ -13,9 +13,9 @@ import (
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
-// Add links the pod's emptyDir into the socket root, writes the device info and creates the OVS
-// port, after running IPAM. Every step registers its undo; any failure runs them in reverse, so
-// a failed ADD leaves no port, no link and no IPAM lease.
+// Add creates the OVS port, then links the pod's emptyDir into the socket root and writes the
+// device info, after running IPAM. Every step registers its undo; any failure runs them in
+// reverse, so a failed ADD leaves no port, no link and no IPAM lease.
 func (p *Plugin) Add(args *skel.CmdArgs) error {
 	c, err := p.start(args.StdinData, "ADD")
 	if err != nil {
@@ -82,16 +82,20 @@ func (p *Plugin) add(c *command, a *attachment, stdin []byte) (res *current.Resu
 	if err != nil {
 		return nil, err
 	}
-	undo = append(undo, func() error { return removeFiles(a) })
-	if err := writeFiles(c.conf.SocketRoot, a, deviceInfo(c.conf, a, ipamRes)); err != nil {
-		return nil, cniErr(types.ErrIOFailure, "write the attachment's files", err)
-	}
 	undo = append(undo, func() error { return c.ovs.deletePort(c.ctx, a.PortName) })
-	if err := c.createPort(a); err != nil {
+	sw, err := c.createPort(a)
+	if err != nil {
 		if isClaimWait(err) {
 			return nil, c.claimHolder(a)
 		}
 		return nil, ovsErr(err)
+	}
+	// The files follow the port because the device info carries what the port's transaction read
+	// of the switch. OVS, the socket's client, keeps reconnecting until the pod's DPDK serves it,
+	// so a port whose link is not there yet costs nothing.
+	undo = append(undo, func() error { return removeFiles(a) })
+	if err := writeFiles(c.conf.SocketRoot, a, deviceInfo(c.conf, a, ipamRes, c.switchCPUs(sw.pmdCPUMask))); err != nil {
+		return nil, cniErr(types.ErrIOFailure, "write the attachment's files", err)
 	}
 	// Before the runtime starts the pod's containers, so nothing the pod sends is unguarded.
 	g := c.newGuard(a)
@@ -124,33 +128,33 @@ func (c *command) admit(a *attachment) error {
 // (and so the same UUID) is left from an earlier ADD of this attachment; only then are more
 // round trips spent: to say which bridge mistake it is, or to remove the stale port in a
 // transaction of its own (OVS keeps the old socket path when delete and add share one) and
-// insert again.
-func (c *command) createPort(a *attachment) error {
+// insert again. It returns what the transaction read of the switch.
+func (c *command) createPort(a *attachment) (switchFacts, error) {
 	spec := a.portSpec(c.conf.MTU)
-	version, err := c.ovs.addPort(c.ctx, c.conf.Bridge, spec)
+	sw, err := c.ovs.addPort(c.ctx, c.conf.Bridge, spec)
 	switch {
 	case isOrphanWait(err):
 		if err := c.removeOrphanPorts(a); err != nil {
-			return err
+			return sw, err
 		}
-		version, err = c.ovs.addPort(c.ctx, c.conf.Bridge, spec)
+		sw, err = c.ovs.addPort(c.ctx, c.conf.Bridge, spec)
 	case isClaimWait(err):
-		return err // add names the holder
+		return sw, err // add names the holder
 	case ovsdb.IsConditionFailed(err):
 		if berr := c.ovs.checkBridge(c.ctx, c.conf.Bridge); berr != nil {
-			return berr
+			return sw, berr
 		}
-		return err // the bridge was fixed meanwhile; the runtime retries
+		return sw, err // the bridge was fixed meanwhile; the runtime retries
 	case ovsdb.IsConstraintViolation(err) || ovsdb.IsDuplicateUUID(err):
 		if err := c.ovs.deletePort(c.ctx, a.PortName); err != nil {
-			return err
+			return sw, err
 		}
-		version, err = c.ovs.addPort(c.ctx, c.conf.Bridge, spec)
+		sw, err = c.ovs.addPort(c.ctx, c.conf.Bridge, spec)
 	}
 	if err == nil {
-		c.warnOldOVS(a, version)
+		c.warnOldOVS(a, sw.version)
 	}
-	return err
+	return sw, err
 }
 
 func (p *Plugin) ipamAdd(c *command, a *attachment, stdin []byte, undo *[]func() error) (*current.Result, error) {

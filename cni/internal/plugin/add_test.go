@@ -188,9 +188,15 @@ func TestAddRollsBackWhenIPAMFails(t *testing.T) {
 	n.assertNoFiles()
 }
 
-// A file that cannot be written undoes the lease and leaves no port.
+// A file that cannot be written undoes the lease and the port, which comes first (the device
+// info carries what its transaction read of the switch).
 func TestAddRollsBackWhenTheFilesCannotBeWritten(t *testing.T) {
-	f := newFakeOVSDB(t, nil)
+	f := newFakeOVSDB(t, func(n int, ops []map[string]any) fakeReply {
+		if n == 2 {
+			return fakeReply{results: []any{map[string]any{"rows": []any{map[string]any{"_uuid": []any{"uuid", "made-1"}}}}}}
+		}
+		return fakeReply{}
+	})
 	n := newNode(t, f.path, nil)
 	if err := os.MkdirAll(filepath.Dir(n.devDir), 0o755); err != nil {
 		t.Fatal(err)
@@ -202,7 +208,10 @@ func TestAddRollsBackWhenTheFilesCannotBeWritten(t *testing.T) {
 	if codeOf(err) != types.ErrIOFailure {
 		t.Fatalf("got %v, want code 5", err)
 	}
-	assertTxns(t, f)
+	assertTxns(t, f, insertTxn, []string{"select Port"}, []string{"mutate Bridge"})
+	if m := fmt.Sprint(f.txn(3)[0]["mutations"]); !strings.Contains(m, "made-1") {
+		t.Errorf("the port was not unlinked: %s", m)
+	}
 	n.assertIPAM(1, 1)
 	if _, err := os.Lstat(filepath.Join(n.root, "u1")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the pod's link left: %v", err)

@@ -115,10 +115,11 @@ func firstUUID(rows []ovsdb.Row) (string, error) {
 // makes the server refuse the whole transaction unless the bridge exists and is netdev; mutate
 // (not a rewrite of the ports column) lets many ADDs run concurrently. The Port row gets the
 // UUID portUUID gives its name, so DEL can unlink it without looking it up. The Interface asks
-// for hash tx steering (see txsteering.go), and the last operation reads the OVS version that
-// decides whether it is honoured. The error is the raw transaction error, which createPort
-// tells apart. The waits of noOtherClaims follow.
-func (o *ovs) addPort(ctx context.Context, bridge string, p *portSpec) (ovsVersion string, err error) {
+// for hash tx steering (see txsteering.go), and the last operation reads the switch's facts:
+// the OVS version that decides whether it is honoured and the PMD threads' CPUs (see
+// switchcpus.go). The error is the raw transaction error, which createPort tells apart. The
+// waits of noOtherClaims follow.
+func (o *ovs) addPort(ctx context.Context, bridge string, p *portSpec) (switchFacts, error) {
 	iface := map[string]any{
 		"name": p.Name, "type": portType, "external_ids": ovsdb.Map(p.IDs),
 		"options": ovsdb.Map(map[string]string{optionSocket: p.Socket}), "mtu_request": p.MTU,
@@ -132,12 +133,12 @@ func (o *ovs) addPort(ctx context.Context, bridge string, p *portSpec) (ovsVersi
 		ovsdb.InsertWithUUID("Port", port, "port", portUUID(p.Name)),
 		ovsdb.Mutate("Bridge", nameIs(bridge), []any{"ports", "insert", ovsdb.Set(ovsdb.NamedUUID("port"))}),
 	}
-	ops = append(ops, ovsdb.Select("Open_vSwitch", nil, "ovs_version"))
+	ops = append(ops, ovsdb.Select("Open_vSwitch", nil, "ovs_version", "other_config"))
 	res, err := o.transact(ctx, append(ops, noOtherClaims(p)...)...)
 	if err != nil {
-		return "", err
+		return switchFacts{}, err
 	}
-	return ovsVersionOf(res[claimWaitIndex-1].Rows), nil
+	return switchFactsOf(res[claimWaitIndex-1].Rows), nil
 }
 
 // deletePort unlinks the named port from every bridge. A missing port is success.

@@ -39,11 +39,11 @@ func buildResult(conf *NetConf, a *attachment, ipam *current.Result) (*current.R
 	return res, nil
 }
 
-func deviceInfo(conf *NetConf, a *attachment, ipam *current.Result) *podcontract.DevInfo {
+func deviceInfo(conf *NetConf, a *attachment, ipam *current.Result, switchCPUs []int) *podcontract.DevInfo {
 	info := &podcontract.DevInfo{
 		Type: podcontract.DevInfoTypeVhostUser, Version: podcontract.DevInfoVersion,
 		VhostUser: &podcontract.DevInfoVhostUser{Mode: podcontract.VhostUserModeServer, Path: a.PodSocket},
-		MAC:       a.MAC, MTU: conf.MTU,
+		MAC:       a.MAC, MTU: conf.MTU, SwitchCPUs: switchCPUs,
 		Attachment: &podcontract.DevInfoAttachment{Network: a.Network, ContainerID: a.ContainerID, IfName: a.IfName, PodUID: a.Pod.UID},
 	}
 	if ipam == nil {

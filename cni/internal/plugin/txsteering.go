@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/kube-fstack/kube-fstack/internal/ovsdb"
 )
 
 // Tx steering decides which of a vhost-user port's queues OVS puts a guest-bound packet on.
@@ -25,16 +23,6 @@ const (
 // minTxSteeringOVS is the first OVS release that honours other_config:tx-steering; older ones
 // keep the key in OVSDB and ignore it.
 var minTxSteeringOVS = [2]int{3, 1}
-
-// ovsVersionOf reads Open_vSwitch.ovs_version from a select of that one-row table. ovs-ctl (the
-// packaged start script) sets it; an OVS started otherwise may leave it empty.
-func ovsVersionOf(rows []ovsdb.Row) string {
-	if len(rows) == 0 {
-		return ""
-	}
-	v, _ := rows[0].String("ovs_version")
-	return v
-}
 
 // ignoresTxSteering reports whether version (such as "3.0.3" or "2.17.9-1ubuntu") is an OVS
 // that ignores tx-steering. An empty or unreadable version is not known to be too old.

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -72,9 +73,13 @@ func assertAttachment(t *testing.T, n *netw, p pod) {
 	if len(info.IPs) != 1 || !strings.HasPrefix(info.IPs[0], "10.99.0.") || info.Gateway != "10.99.0.1" || info.MAC == "" {
 		t.Errorf("device info addresses %+v", info)
 	}
+	// The node's OVS polls on CPU 1 (nodetest: pmd-cpu-mask=0x2).
+	if !slices.Equal(info.SwitchCPUs, []int{1}) {
+		t.Errorf("device info switchCPUs %v, want [1] (OVS's pmd-cpu-mask 0x2)", info.SwitchCPUs)
+	}
 	npwg := filepath.Join(n.deviceInfoDir(), n.name+"-"+p.containerID+"-"+p.ifname+"-device-info.json")
-	if _, err := podcontract.ReadDevInfo(npwg); err != nil {
-		t.Errorf("NPWG device info: %v", err)
+	if info, err := podcontract.ReadDevInfo(npwg); err != nil || !slices.Equal(info.SwitchCPUs, []int{1}) {
+		t.Errorf("NPWG device info: %+v, %v", info, err)
 	}
 }
 
