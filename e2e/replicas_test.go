@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,6 +110,40 @@ func TestTwoReplicasOnAPool(t *testing.T) {
 			if p.Status.QOSClass != corev1.PodQOSBurstable {
 				t.Errorf("pod %s is %s; cpuPolicy Shared makes it Burstable (no exclusive CPU)", p.Name, p.Status.QOSClass)
 			}
+		}
+	})
+
+	// Issue 40 §1: under cpuPolicy Shared the dataplane shares the node's pool with the app and
+	// the switch's PMD (this cluster's OVS polls on CPU 0, pmd-cpu-mask=0x1). Its lcore keeps off
+	// the PMD's CPU, and the app's master off the lcore's, whenever the pool has a CPU for it
+	// (it has CPUs 0-1 unless a Guaranteed pod holds CPU 1); else the placement says what is
+	// shared.
+	step(t, "each dataplane's lcore keeps off the switch's CPU and the app off the lcore's", func(t *testing.T) {
+		for i := range pods {
+			p := &pods[i]
+			st := mustStatus(t, p)
+			pl := st.Placement
+			if pl == nil {
+				t.Fatalf("pod %s: /status has no placement", p.Name)
+			}
+			if !slices.Equal(pl.SwitchCPUs, []int{0}) {
+				t.Errorf("pod %s: switchCPUs %v, want [0] (the cluster's pmd-cpu-mask 0x1, through fstack-cni's device info)", p.Name, pl.SwitchCPUs)
+			}
+			if slices.Contains(pl.LcoreCPUs, 0) && len(pl.Warnings) == 0 {
+				t.Errorf("pod %s: lcore on the switch's CPU 0 without a warning: %+v", p.Name, pl)
+			}
+			logs, err := env.Kubectl("logs", "-n", replicasNS, p.Name, "-c", "app")
+			if err != nil {
+				t.Fatalf("pod %s: %v\n%s", p.Name, err, logs)
+			}
+			lcores := make([]string, len(pl.LcoreCPUs))
+			for k, c := range pl.LcoreCPUs {
+				lcores[k] = strconv.Itoa(c)
+			}
+			if len(pl.Warnings) == 0 && !strings.Contains(logs, "no F-Stack lcore runs on (lcores on "+strings.Join(lcores, ",")+")") {
+				t.Errorf("pod %s: the launcher did not keep the app off the lcores' CPUs %v:\n%s", p.Name, pl.LcoreCPUs, logs)
+			}
+			t.Logf("pod %s: lcores on %v, switch on %v, warnings %q", p.Name, pl.LcoreCPUs, pl.SwitchCPUs, pl.Warnings)
 		}
 	})
 
