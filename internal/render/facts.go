@@ -14,9 +14,11 @@ import (
 // Facts are what only the running pod knows. The dataplane gathers them at container start; the
 // operator and the CLI use placeholders or what the user passes.
 type Facts struct {
-	// DataplaneCPUs are the CPUs of the dataplane container's cpuset (the exclusive CPUs kubelet
-	// gave it), ascending. F-Stack process k runs on DataplaneCPUs[k], or, with lcores sharing
-	// CPUs (spec.dpdk.lcoresPerCPU, lab only), on DataplaneCPUs[k mod len(DataplaneCPUs)].
+	// DataplaneCPUs are the CPUs of the dataplane container's cpuset the lcores run on (the
+	// exclusive CPUs kubelet gave it; under the lab's cpuPolicy Shared those of the shared pool
+	// podcontract.PlaceLcores picked), ascending. F-Stack process k runs on DataplaneCPUs[k], or,
+	// with lcores sharing CPUs (spec.dpdk.lcoresPerCPU, lab only), on
+	// DataplaneCPUs[k mod len(DataplaneCPUs)].
 	DataplaneCPUs []int
 	// AppCPUs are the CPUs of the app container, ascending; the launcher pins the shim's DPDK
 	// secondary to the first (ShimEAL shows it). Empty when unknown.
