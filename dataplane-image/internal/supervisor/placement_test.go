@@ -25,7 +25,9 @@ func TestSharedStackRecordsItsPlacement(t *testing.T) {
 	res := run(s, ctx)
 	defer func() {
 		cancel()
-		<-res
+		if err := <-res; err != nil {
+			t.Errorf("Run: %v", err)
+		}
 	}()
 	eventually(t, "ready", func() bool { return h.shimFile(podcontract.ReadyFile) == "1" })
 	p, err := podcontract.ReadPlacement(h.paths.ShimDir)
