@@ -38,6 +38,7 @@ func nginxSample(t *testing.T) string {
 	// The sample's stack shares CPUs (cpuPolicy Shared, a Burstable app); the suite's stack gives
 	// the dataplane an exclusive CPU, which needs the pod Guaranteed: requests equal to limits.
 	doc = strings.Replace(doc, "requests: {cpu: 200m, memory: 128Mi}", "requests: {cpu: 500m, memory: 128Mi}", 1)
+	doc = strings.Replace(doc, "limits: {memory: 128Mi}", "limits: {cpu: 500m, memory: 128Mi}", 1)
 	if env.Networks != "" {
 		doc = strings.Replace(doc, "        app: nginx-fstack\n", fmt.Sprintf("        app: nginx-fstack\n      annotations: {k8s.v1.cni.cncf.io/networks: %q}\n", env.Networks), 1)
 	}

@@ -72,7 +72,9 @@ make_kernel_pod() {
   cpu=$(printf '%s' "$pod_json" | python3 "$HERE/lib/bench_datapath.py" cpu-limit)
   printf '%s' "$pod_json" | python3 "$HERE/lib/bench_datapath.py" kernel-pod "$cpu" "$KERNEL_POD" "$app" | k apply -f - >/dev/null
   k wait --for=condition=Ready "pod/$KERNEL_POD" --timeout=120s >/dev/null || die "the kernel arm's pod $STACK_NS/$KERNEL_POD did not become Ready: kubectl -n $STACK_NS describe pod $KERNEL_POD"
-  log "kernel arm: pod $KERNEL_POD (the app container of $stack_pod, CPU limit ${cpu}m, not injected)"
+  local limit="CPU limit ${cpu}m"
+  [ "$cpu" -gt 0 ] || limit="no CPU limit, as the stack pod's"
+  log "kernel arm: pod $KERNEL_POD (the app container of $stack_pod, $limit, not injected)"
 }
 cleanup() { k delete pod "$KERNEL_POD" --ignore-not-found --wait=false >/dev/null 2>&1 || true; }
 trap cleanup EXIT

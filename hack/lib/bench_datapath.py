@@ -53,8 +53,13 @@ def kernel_pod(pod, cpu, name, app):
     if argv and argv[0].rsplit("/", 1)[-1] == "nginx" and not any("daemon" in a for a in argv):
         c["args"] = c.get("args", []) + ["-g", "daemon off;"]
     c["volumeMounts"] = [m for m in src.get("volumeMounts", []) if m["name"] in vols]
-    c["resources"] = {"requests": {"cpu": "100m", "memory": "64Mi"},
-                      "limits": {"cpu": f"{cpu}m", "memory": src.get("resources", {}).get("limits", {}).get("memory", "256Mi")}}
+    limits = {"memory": src.get("resources", {}).get("limits", {}).get("memory", "256Mi")}
+    # A stack pod without a CPU limit (the lab's cpuPolicy Shared leaves the app unthrottled)
+    # gives the kernel arm none either: a limit of 0 is no limit to the kubelet but an invalid one
+    # to the API server.
+    if int(cpu) > 0:
+        limits["cpu"] = f"{cpu}m"
+    c["resources"] = {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": limits}
     labels = {k: v for k, v in pod["metadata"].get("labels", {}).items()
               if not k.startswith(STACK_KEYS) and k not in ("app", "pod-template-hash")}
     labels["app.kubernetes.io/name"] = name

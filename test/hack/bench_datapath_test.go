@@ -125,6 +125,28 @@ func TestBenchDatapathKernelPod(t *testing.T) {
 	if c.Resources.Limits["cpu"] != "1500m" || got.Spec.NodeName != "node1" {
 		t.Errorf("want the stack pod's CPU limit on its node: %s", out)
 	}
+
+	// A stack pod without CPU limits (the lab's Shared demo) gives the kernel arm none: a limit
+	// of 0m below the arm's request is refused by the API server.
+	out, err = benchHelper(t, pod, "kernel-pod", "0", "kernel-nginx", "nginx")
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var unlimited struct {
+		Spec struct {
+			Containers []struct {
+				Resources struct {
+					Limits map[string]string `json:"limits"`
+				} `json:"resources"`
+			} `json:"containers"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal([]byte(out), &unlimited); err != nil || len(unlimited.Spec.Containers) != 1 {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if cpu, ok := unlimited.Spec.Containers[0].Resources.Limits["cpu"]; ok {
+		t.Errorf("no CPU limit on the stack pod, but the kernel arm gets %q: %s", cpu, out)
+	}
 }
 
 func TestBenchDatapathSummary(t *testing.T) {
