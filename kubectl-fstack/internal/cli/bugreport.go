@@ -296,8 +296,12 @@ func summarize(stderr io.Writer, out string, ix *BugReportIndex) {
 	for _, f := range ix.Files {
 		bytes += f.Bytes
 	}
-	fmt.Fprintf(stderr, "bug-report: %d files (%s) written to %s; %d items could not be collected (README.md in the archive lists them with the reason)\n",
-		len(ix.Files)+2, humanBytes(bytes), safe(out), len(ix.Missing))
+	items := "items"
+	if len(ix.Missing) == 1 {
+		items = "item"
+	}
+	fmt.Fprintf(stderr, "bug-report: %d files (%s) written to %s; %d %s could not be collected (README.md in the archive lists them with the reason)\n",
+		len(ix.Files)+2, humanBytes(bytes), safe(out), len(ix.Missing), items)
 }
 
 // humanBytes is n for a person: 12.3 MiB.
