@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -28,6 +31,10 @@ const (
 	// minTotalSize leaves room for README.md and index.json beside a file of --max-file-size.
 	minTotalSize = 1 << 20
 	minFileSize  = 1 << 10
+	// maxTotalSize and maxLogLines keep the arithmetic on them (a log asked for with one line
+	// more, four files' worth) far from overflowing; no issue tracker takes more anyway.
+	maxTotalSize = 1 << 40
+	maxLogLines  = math.MaxInt32
 )
 
 type bugReportOptions struct {
@@ -76,8 +83,9 @@ issue.
 The archive is written to --output (default kube-fstack-bug-report-<UTC time>.tar.gz in the
 current directory), whose path is printed on stdout; a summary on stderr counts what was not
 collected. Exit status 0 when the archive was written, even with items missing; 1 when no
-archive was written (the output cannot be written, the API server does not answer at all); 2 for
-a wrong invocation (a flag, an argument, a kubeconfig that cannot be loaded), as doctor's 2.`,
+archive was written (the output cannot be written, the API server does not answer at all, an
+interrupt); 2 for a wrong invocation (a flag, an argument, a kubeconfig that cannot be loaded),
+as doctor's 2.`,
 		Example: `  # The StackInstances of the context's namespace
   kubectl fstack bug-report
 
@@ -116,6 +124,10 @@ func (o *bugReportOptions) run(ctx context.Context, stdout, stderr io.Writer, na
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	// Interrupted, the report stops asking and writes no archive: a temporary file left behind,
+	// or a half archive under the name a user attaches, would be worse than none.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	if err := o.validate(names); err != nil {
 		return invocationError(err)
 	}
@@ -145,14 +157,14 @@ func (o *bugReportOptions) validate(names []string) error {
 	if _, err := labels.Parse(o.selector); err != nil {
 		return fmt.Errorf("-l %q: %w", o.selector, err)
 	}
-	if o.logLines < 1 {
-		return fmt.Errorf("--max-log-lines %d: give 1 or more (default %d)", o.logLines, defaultLogLines)
+	if o.logLines < 1 || o.logLines > maxLogLines {
+		return fmt.Errorf("--max-log-lines %d: give 1 to %d (default %d)", o.logLines, maxLogLines, defaultLogLines)
 	}
 	var err error
-	if o.limits.FileBytes, err = sizeFlag("--max-file-size", o.fileSize, minFileSize); err != nil {
+	if o.limits.FileBytes, err = sizeFlag("--max-file-size", o.fileSize, minFileSize, maxTotalSize); err != nil {
 		return err
 	}
-	if o.limits.TotalBytes, err = sizeFlag("--max-size", o.totalSize, minTotalSize); err != nil {
+	if o.limits.TotalBytes, err = sizeFlag("--max-size", o.totalSize, minTotalSize, maxTotalSize); err != nil {
 		return err
 	}
 	if o.limits.FileBytes > o.limits.TotalBytes-indexReserve(o.limits.TotalBytes) {
@@ -163,23 +175,27 @@ func (o *bugReportOptions) validate(names []string) error {
 	return o.validateOutput()
 }
 
-// sizeFlag parses a size flag as a quantity of bytes (2Mi, 512Ki, 100M) of at least least.
-func sizeFlag(flag, value string, least int64) (int64, error) {
+// sizeFlag parses a size flag as a quantity of bytes (2Mi, 512Ki, 100M) from least to most.
+func sizeFlag(flag, value string, least, most int64) (int64, error) {
 	q, err := resource.ParseQuantity(value)
 	if err != nil {
 		return 0, fmt.Errorf("%s %q: not a size: give bytes or a quantity such as 512Ki, 2Mi, 1Gi", flag, value)
 	}
 	n, exact := q.AsInt64()
-	if !exact || n < least {
-		return 0, fmt.Errorf("%s %q: give a whole number of bytes of at least %s, such as 2Mi", flag, value, byteSize(least))
+	if !exact || n < least || n > most {
+		return 0, fmt.Errorf("%s %q: give a whole number of bytes from %s to %s, such as 2Mi", flag, value, byteSize(least), byteSize(most))
 	}
 	return n, nil
 }
 
-// validateOutput refuses an --output that names a folder: the archive is one file.
+// validateOutput refuses an --output that names a folder, or stdout: the archive is one file,
+// written whole before it takes its name.
 func (o *bugReportOptions) validateOutput() error {
-	if o.output == "" {
+	switch o.output {
+	case "":
 		return nil
+	case "-":
+		return fmt.Errorf("--output -: the archive is not written to stdout (a gzipped tar on a terminal); name a file, e.g. --output %s", defaultArchiveName(o.now()))
 	}
 	if st, err := os.Stat(o.output); err == nil && st.IsDir() {
 		return fmt.Errorf("--output %s is a folder: name the archive's file, e.g. --output %s", o.output,
@@ -273,6 +289,9 @@ func (o *bugReportOptions) report(ctx context.Context, src *reportSources, scope
 	}
 	c := &collector{src: src, a: a, scope: scope, limits: o.limits}
 	c.collect(ctx, server)
+	if ctx.Err() != nil {
+		return "", fmt.Errorf("interrupted, so no archive written: %w", context.Cause(ctx))
+	}
 	if err := a.finish(); err != nil {
 		return "", fmt.Errorf("no archive written: %w", err)
 	}

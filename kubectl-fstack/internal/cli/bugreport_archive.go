@@ -209,9 +209,13 @@ func joinNotes(a, b string) string {
 	return a + "; " + b
 }
 
-// byteSize prints n as --max-size takes it: 100Mi, 2Mi, 512Ki, or bytes.
+// byteSize prints n as --max-size takes it: 1Ti, 100Mi, 512Ki, or bytes.
 func byteSize(n int64) string {
 	switch {
+	case n >= 1<<40 && n%(1<<40) == 0:
+		return fmt.Sprintf("%dTi", n>>40)
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%dGi", n>>30)
 	case n >= 1<<20 && n%(1<<20) == 0:
 		return fmt.Sprintf("%dMi", n>>20)
 	case n >= 1<<10 && n%(1<<10) == 0:

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -78,7 +79,7 @@ func (c *collector) collect(ctx context.Context, server *version.Info) {
 func (c *collector) readStacks(ctx context.Context) {
 	var stacks []fsv1.StackInstance
 	if len(c.scope.names) > 0 {
-		for _, name := range c.scope.names {
+		for _, name := range slices.Compact(slices.Sorted(slices.Values(c.scope.names))) {
 			got, err := listStacks(ctx, c.src.client, c.scope.namespace, name, "")
 			if err != nil {
 				c.a.fail(archivePath("stacks", c.scope.namespace, name), fmt.Sprintf("StackInstance %s/%s", c.scope.namespace, name), err)

@@ -381,9 +381,11 @@ func TestBugReportExitCodes(t *testing.T) {
 		"-A edge":                            "name StackInstances or give -A, not both",
 		"-l tier=edge edge":                  "name StackInstances or give -l, not both",
 		"-l a=(b":                            `-l "a=(b"`,
-		"--max-log-lines 0":                  "--max-log-lines 0: give 1 or more",
+		"--max-log-lines 0":                  "--max-log-lines 0: give 1 to 2147483647 (default 5000)",
+		"--output -":                         "--output -: the archive is not written to stdout",
+		"--max-size 2Ei":                     `--max-size "2Ei": give a whole number of bytes from 1Mi to 1Ti, such as 2Mi`,
 		"--max-size lots":                    `--max-size "lots": not a size: give bytes or a quantity such as 512Ki, 2Mi, 1Gi`,
-		"--max-file-size 100":                `--max-file-size "100": give a whole number of bytes of at least 1Ki`,
+		"--max-file-size 100":                `--max-file-size "100": give a whole number of bytes from 1Ki to`,
 		"--max-file-size 8Mi --max-size 8Mi": "--max-file-size 8Mi does not fit in --max-size 8Mi",
 		"--output " + dir:                    "--output " + dir + " is a folder: name the archive's file, e.g. --output " + dir + "/kube-fstack-bug-report-",
 		"--no-such-flag":                     "unknown flag: --no-such-flag",
@@ -436,6 +438,21 @@ func TestBugReportForbiddenStillWrites(t *testing.T) {
 	if !strings.Contains(string(files["README.md"]), "| StackInstance web/edge | stacks/web/edge | get StackInstance web/edge: *v1alpha1.StackInstance is forbidden") ||
 		!strings.Contains(stderr, "warning: not collected: StackInstance web/edge: get StackInstance web/edge: ") {
 		t.Errorf("README.md:\n%s\nstderr:\n%s", files["README.md"], stderr)
+	}
+}
+
+// Interrupted (its context cancelled), the report writes no archive and leaves no temporary file.
+func TestBugReportInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	o := &bugReportOptions{output: filepath.Join(dir, "r.tar.gz"), limits: testLimits(), now: time.Now}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := o.report(ctx, fakeSources(bugReportCluster(t, bugReportObjects(t)...), 1), reportScope{namespace: "web"}, io.Discard)
+	if exitCode(err) != 1 || !strings.Contains(err.Error(), "interrupted, so no archive written") {
+		t.Errorf("report: %v (exit %d)", err, exitCode(err))
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("an interrupted report left %v", left)
 	}
 }
 
