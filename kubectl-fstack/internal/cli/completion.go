@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"strings"
 
@@ -31,8 +32,14 @@ func CompletionArgs(argv0 string, args []string) []string {
 // completeNames completes a command's one argument with names read from the cluster through
 // the command's cluster flags; any failure completes nothing, as kubectl does.
 func completeNames(c *clusterFlags, list func(context.Context, client.Client, string) []string) cobra.CompletionFunc {
+	return completeNamesUpTo(c, list, 1)
+}
+
+// completeNamesUpTo completes up to most arguments (0: any number) with names read from the
+// cluster, but those already given.
+func completeNamesUpTo(c *clusterFlags, list func(context.Context, client.Client, string) []string, most int) cobra.CompletionFunc {
 	return func(_ *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
-		if len(args) > 0 {
+		if most > 0 && len(args) >= most {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		cfg, ns, err := c.restConfig()
@@ -45,7 +52,7 @@ func completeNames(c *clusterFlags, list func(context.Context, client.Client, st
 		}
 		var out []string
 		for _, n := range list(context.Background(), cl, ns) {
-			if strings.HasPrefix(n, prefix) {
+			if strings.HasPrefix(n, prefix) && !slices.Contains(args, n) {
 				out = append(out, n)
 			}
 		}

@@ -24,7 +24,8 @@ func TestCompletionArgs(t *testing.T) {
 		}
 	}
 	out, errOut, code := run(t, CompletionArgs("kubectl_complete-fstack", []string{""})...)
-	if code != 0 || !strings.Contains(out, "status\t") || !strings.Contains(out, "doctor\t") || !strings.Contains(out, "version\t") {
+	if code != 0 || !strings.Contains(out, "status\t") || !strings.Contains(out, "doctor\t") || !strings.Contains(out, "version\t") ||
+		!strings.Contains(out, "bug-report\t") {
 		t.Errorf("completing the commands: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
@@ -38,6 +39,10 @@ func TestCompletion(t *testing.T) {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("completion %s: exit %d, stderr %q, script lacks %q", shell, code, errOut, want)
 		}
+	}
+	// bug-report --output completes the archive's file names.
+	if out, _, _ := run(t, "__complete", "bug-report", "--output", ""); out != "tar.gz\ntgz\n:8\n" {
+		t.Errorf("bug-report --output completes %q, want the extensions tar.gz and tgz (cobra's FilterFileExt)", out)
 	}
 	for _, cmd := range []string{"status", "doctor", "version"} {
 		out, _, _ := run(t, "__complete", cmd, "-o", "")

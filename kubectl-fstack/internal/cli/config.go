@@ -91,16 +91,9 @@ func (o *configOptions) run(ctx context.Context, stdout io.Writer, name string) 
 	if err != nil {
 		return err
 	}
-	rctx, cancel := context.WithTimeout(ctx, statusTimeout)
-	defer cancel()
-	resp, err := r.get(rctx, pod, podcontract.ConfigPath)
+	rc, err := r.readConfig(ctx, pod)
 	if err != nil {
 		return configError(ns, name, err)
-	}
-	defer resp.Body.Close()
-	rc, err := podcontract.ReadRunningConfig(resp.Body)
-	if err != nil {
-		return fmt.Errorf("pod %s/%s: %w", ns, name, err)
 	}
 	pc := &PodConfig{TypeMeta: metav1.TypeMeta{APIVersion: OutputGroupVersion.String(), Kind: "PodConfig"},
 		Namespace: ns, Pod: name, Stack: pod.Labels[fsv1.StackLabel], Running: *rc}
@@ -113,12 +106,36 @@ func (o *configOptions) run(ctx context.Context, stdout io.Writer, name string) 
 	return o.output.printObject(pc, stdout)
 }
 
+// podConfigReader reads one pod's /config.
+type podConfigReader interface {
+	readConfig(ctx context.Context, pod *corev1.Pod) (*podcontract.RunningConfig, error)
+}
+
+// readConfig asks the pod's supervisor for /config through the API server's pod proxy, as
+// readStatus asks for /status.
+func (p *proxyStatusReader) readConfig(ctx context.Context, pod *corev1.Pod) (*podcontract.RunningConfig, error) {
+	ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+	defer cancel()
+	resp, err := p.get(ctx, pod, podcontract.ConfigPath)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	rc, err := podcontract.ReadRunningConfig(resp.Body)
+	if err != nil {
+		return nil, &statusError{statusBadAnswer, err}
+	}
+	return rc, nil
+}
+
 // configError says why /config could not be read, in words for this command (the reader's
 // kinds name /status).
 func configError(ns, name string, err error) error {
 	var se *statusError
 	if errors.As(err, &se) {
 		switch se.kind {
+		case statusBadAnswer:
+			return fmt.Errorf("pod %s/%s: %w", ns, name, se.err)
 		case statusForbidden:
 			return fmt.Errorf("pod %s/%s: reading %s needs get on pods/proxy in %s (kubectl auth can-i get pods/proxy -n %s): %s", ns, name, podcontract.ConfigPath, ns, ns, safe(se.err.Error()))
 		case statusNoToken:

@@ -24,8 +24,8 @@ import (
 type doctorOptions struct {
 	clusterFlags
 	output *outputFlags
-	// sortBy orders the nodes (--sort-by).
-	sortBy string
+	// table is --no-headers and --sort-by, which orders the nodes (in -o json too).
+	table tableFlags
 	// reader reads the pods' /status; nil: through the API server's pod proxy.
 	reader podStatusReader
 }
@@ -33,7 +33,7 @@ type doctorOptions struct {
 func newDoctorCommand(stdout, stderr io.Writer) *cobra.Command {
 	o := &doctorOptions{}
 	cmd := &cobra.Command{
-		Use:   "doctor [-n NAMESPACE] [-o wide|json|yaml] [--sort-by JSONPATH] [NODE]",
+		Use:   "doctor [-n NAMESPACE] [-o wide|json|yaml] [--no-headers] [--sort-by JSONPATH] [NODE]",
 		Short: "Print each node's kube-fstack report (the node agent's checks), which StackInstances need each check, and what to do about each failed one",
 		Long: `Print each node's kube-fstack report (or NODE's): every check the node agent made, the
 StackInstances that need it (those of -n's namespace when -n is given, else of every namespace),
@@ -64,7 +64,8 @@ NODE that does not exist, a wrong flag or argument. What it may not read beyond 
 (StackInstances, a namespace, a NetworkAttachmentDefinition, DaemonSets, a pod's /status) is
 a warning on stderr, and that part is not judged.
 
--o wide adds each check's node label; -o json|yaml prints a DoctorReport (apiVersion
+-o wide adds each check's node label; --no-headers leaves out the tables' header lines (STATUS
+CHECK DETAIL ...), as kubectl get's; -o json|yaml prints a DoctorReport (apiVersion
 cli.kubefstack.io/v1alpha1).`,
 		Args: func(cmd *cobra.Command, args []string) error { return couldNotLook(cobra.MaximumNArgs(1)(cmd, args)) },
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -79,7 +80,7 @@ cli.kubefstack.io/v1alpha1).`,
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return couldNotLook(err) })
 	o.add(cmd.Flags())
 	o.output = newOutputFlags(cmd)
-	cmd.Flags().StringVar(&o.sortBy, "sort-by", "", "Sort the nodes by a JSONPath over each node as in -o json's nodes (.name, .report), e.g. --sort-by=.name; by name when not given")
+	o.table.add(cmd, "Sort the nodes by a JSONPath over each node as in -o json's nodes (.name, .report), e.g. --sort-by=.name; by name when not given")
 	cmd.ValidArgsFunction = completeNames(&o.clusterFlags, nodeNames)
 	completeNamespaceFlag(cmd, &o.clusterFlags)
 	return cmd
@@ -89,8 +90,8 @@ func (o *doctorOptions) run(cmd *cobra.Command, stdout, stderr io.Writer, args [
 	if err := o.output.validate(); err != nil {
 		return err
 	}
-	if o.sortBy != "" {
-		if _, err := sortPath(o.sortBy); err != nil {
+	if o.table.sortBy != "" {
+		if _, err := sortPath(o.table.sortBy); err != nil {
 			return err
 		}
 	}
@@ -116,11 +117,13 @@ func (o *doctorOptions) run(cmd *cobra.Command, stdout, stderr io.Writer, args [
 		return err
 	}
 	r := buildDoctorReport(in)
-	if err := sortByPath(r.Nodes, o.sortBy); err != nil {
+	if err := sortByPath(r.Nodes, o.table.sortBy); err != nil {
 		return err
 	}
 	if table, wide := o.output.table(); table {
-		r.writeTable(stdout, wide)
+		if err := r.writeTable(stdout, doctorTable{wide: wide, noHeaders: o.table.noHeaders}); err != nil {
+			return err
+		}
 	} else if err := o.output.printObject(r, stdout); err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -121,24 +120,20 @@ func downPortsText(ports []podcontract.PortStatus, now time.Time) string {
 }
 
 // writePods prints the pods that need attention, or that none does.
-func (r *DoctorReport) writePods(w io.Writer) {
+func (r *DoctorReport) writePods(w io.Writer, o doctorTable) error {
 	if r.PodsChecked == 0 {
-		return // no running bound pod answered: the warnings on stderr say why, if any ran
+		return nil // no running bound pod answered: the warnings on stderr say why, if any ran
 	}
 	fmt.Fprintln(w)
 	if len(r.Pods) == 0 {
-		fmt.Fprintf(w, "pods: %d running with a readable /status, every dataplane ready with its ports up, no in-place restart in the last hour\n",
+		_, err := fmt.Fprintf(w, "pods: %d running with a readable /status, every dataplane ready with its ports up, no in-place restart in the last hour\n",
 			r.PodsChecked)
-		return
+		return err
 	}
 	fmt.Fprintf(w, "pods: %d of %d running need attention\n", len(r.Pods), r.PodsChecked)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	rows := make([][]string, 0, len(r.Pods))
 	for _, p := range r.Pods {
-		cols := []string{strings.ToUpper(p.Status), p.Namespace + "/" + p.Name, "node " + orDash(p.Node), p.Detail}
-		for i := range cols {
-			cols[i] = safe(cols[i])
-		}
-		fmt.Fprintf(tw, "  %s\n", strings.Join(cols, "\t"))
+		rows = append(rows, []string{strings.ToUpper(p.Status), p.Namespace + "/" + p.Name, orDash(p.Node), p.Detail})
 	}
-	_ = tw.Flush()
+	return o.printIndented(w, []string{"STATUS", "POD", "NODE", "DETAIL"}, -1, rows)
 }

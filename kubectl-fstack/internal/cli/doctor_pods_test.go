@@ -67,10 +67,13 @@ func TestDoctorJudgesPodsByTheirSupervisor(t *testing.T) {
 		t.Errorf("notes %q", r.PodNotes)
 	}
 	var out bytes.Buffer
-	r.writeTable(&out, false)
+	if err := r.writeTable(&out, doctorTable{}); err != nil {
+		t.Fatal(err)
+	}
 	for _, want := range []string{"pods: 4 of 6 running need attention",
-		"FAIL  web/link-down  node node-a  not ready: port 0 (attachment net1): link down for 12s",
-		"WARN  web/starting   node node-a  starting: starting F-Stack process 0"} {
+		"  STATUS   POD             NODE     DETAIL\n",
+		"  FAIL     web/link-down   node-a   not ready: port 0 (attachment net1): link down for 12s",
+		"  WARN     web/starting    node-a   starting: starting F-Stack process 0"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"text/tabwriter"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -295,10 +294,10 @@ func firstUsers(nets map[string][]string) string {
 	return strings.Join(users, ", ")
 }
 
-// writeSetup prints the setup checks, failures first with their fix.
-func (r *DoctorReport) writeSetup(w io.Writer) {
+// writeSetup prints the setup checks, then a fix line for each that did not pass.
+func (r *DoctorReport) writeSetup(w io.Writer, o doctorTable) error {
 	if len(r.Setup) == 0 {
-		return
+		return nil
 	}
 	attention := 0
 	for _, c := range r.Setup {
@@ -307,14 +306,17 @@ func (r *DoctorReport) writeSetup(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(w, "\ncluster setup: %d of %d checks need attention\n", attention, len(r.Setup))
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	rows := make([][]string, 0, len(r.Setup))
 	for _, c := range r.Setup {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", safe(strings.ToUpper(c.Status)), safe(c.Name), safe(c.Detail))
+		rows = append(rows, []string{strings.ToUpper(c.Status), c.Name, c.Detail})
 	}
-	_ = tw.Flush()
+	if err := o.printIndented(w, []string{"STATUS", "CHECK", "DETAIL"}, -1, rows); err != nil {
+		return err
+	}
 	for _, c := range r.Setup {
 		if c.Status != string(nodecheck.Pass) && c.Fix != "" {
 			fmt.Fprintf(w, "  fix %s: %s\n", safe(c.Name), safe(c.Fix))
 		}
 	}
+	return nil
 }

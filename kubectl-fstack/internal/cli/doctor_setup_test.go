@@ -125,8 +125,10 @@ func TestDoctorNamespaceWithoutOptInLabel(t *testing.T) {
 		t.Errorf("problems %q: want namespace shop's label value named", r.Problems)
 	}
 	var out bytes.Buffer
-	r.writeTable(&out, false)
-	for _, want := range []string{"cluster setup: 2 of 2 checks need attention", "FAIL  namespace-opt-in",
+	if err := r.writeTable(&out, doctorTable{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"cluster setup: 2 of 2 checks need attention", "  STATUS   CHECK              DETAIL\n  FAIL     namespace-opt-in   ",
 		"fix namespace-opt-in: kubectl label namespace web kubefstack.io/injection=enabled --overwrite"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("doctor output lacks %q:\n%s", want, out.String())

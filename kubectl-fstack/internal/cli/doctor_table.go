@@ -1,20 +1,41 @@
 package cli
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/kube-fstack/kube-fstack/internal/nodecheck"
 )
 
+// doctorTable are the table's options: -o wide and --no-headers.
+type doctorTable struct{ wide, noHeaders bool }
+
+// printIndented prints a table as printTable does (cli-runtime's printer, every cell through
+// safe), each line indented under the heading line it belongs to.
+func (o doctorTable) printIndented(w io.Writer, names []string, wideFrom int, rows [][]string) error {
+	var b bytes.Buffer
+	if err := printTable(&b, columns(names, wideFrom), rows, o.wide, o.noHeaders); err != nil {
+		return err
+	}
+	for _, line := range strings.SplitAfter(b.String(), "\n") {
+		if line != "" {
+			if _, err := io.WriteString(w, "  "+line); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // writeTable prints each node: its kube-fstack labels, every check with the stacks that need
 // it, a fix line for each check that did not pass, and the stacks it cannot run. Every string of
 // the cluster (the report above all: the node agent writes it, and so can anyone who controls the
-// node or may edit nodes) goes through safe before it is printed.
-func (r *DoctorReport) writeTable(w io.Writer, wide bool) {
+// node or may edit nodes) goes through safe before it is printed. The tables of checks, pods and
+// setup checks have a header line each unless noHeaders (--no-headers, as kubectl get's).
+func (r *DoctorReport) writeTable(w io.Writer, o doctorTable) error {
 	known := r.StacksError == ""
 	for i, n := range r.Nodes {
 		if i > 0 {
@@ -28,7 +49,9 @@ func (r *DoctorReport) writeTable(w io.Writer, wide bool) {
 			// JSON's errors quote the offending bytes.
 			fmt.Fprintf(w, "node %s: unreadable report: %s\n", name, safe(n.ReportError))
 		default:
-			writeNodeChecks(w, &n, known, wide)
+			if err := writeNodeChecks(w, &n, known, o); err != nil {
+				return err
+			}
 		}
 		if known && len(n.CannotRun) > 0 {
 			var s []string
@@ -38,17 +61,22 @@ func (r *DoctorReport) writeTable(w io.Writer, wide bool) {
 			fmt.Fprintf(w, "  cannot run: %s\n", safe(strings.Join(s, ", ")))
 		}
 	}
-	r.writePods(w)
-	r.writeSetup(w)
+	if err := r.writePods(w, o); err != nil {
+		return err
+	}
+	if err := r.writeSetup(w, o); err != nil {
+		return err
+	}
 	// A stack the injector refuses has no pods to place; say why it was judged nowhere.
 	for _, s := range r.Stacks {
 		if s.Error != "" {
 			fmt.Fprintf(w, "\nStackInstance %s/%s: not judged, the injector refuses it: %s\n", safe(s.Namespace), safe(s.Name), safe(s.Error))
 		}
 	}
+	return nil
 }
 
-func writeNodeChecks(w io.Writer, n *NodeDoctor, known, wide bool) {
+func writeNodeChecks(w io.Writer, n *NodeDoctor, known bool, o doctorTable) error {
 	attention, notNeeded := 0, 0
 	for _, c := range n.Checks {
 		if c.Status == string(nodecheck.Pass) {
@@ -73,18 +101,13 @@ func writeNodeChecks(w io.Writer, n *NodeDoctor, known, wide bool) {
 		ls = []string{"(none)"}
 	}
 	fmt.Fprintf(w, "  labels: %s\n", safe(strings.Join(ls, " ")))
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	rows := make([][]string, 0, len(n.Checks))
 	for _, c := range n.Checks {
-		cols := []string{strings.ToUpper(c.Status), c.Name, c.Detail, neededByText(c, known)}
-		if wide {
-			cols = append(cols, orDash(c.Label))
-		}
-		for i := range cols {
-			cols[i] = safe(cols[i])
-		}
-		fmt.Fprintf(tw, "  %s\n", strings.Join(cols, "\t"))
+		rows = append(rows, []string{strings.ToUpper(c.Status), c.Name, c.Detail, neededByText(c, known), orDash(c.Label)})
 	}
-	_ = tw.Flush()
+	if err := o.printIndented(w, []string{"STATUS", "CHECK", "DETAIL", "NEEDED-BY", "LABEL"}, 4, rows); err != nil {
+		return err
+	}
 	for _, c := range n.Checks {
 		if c.Status == string(nodecheck.Pass) || c.Fix == "" {
 			continue
@@ -95,6 +118,7 @@ func writeNodeChecks(w io.Writer, n *NodeDoctor, known, wide bool) {
 		}
 		fmt.Fprintln(w, line)
 	}
+	return nil
 }
 
 // neededByText is the table's last column: who needs the check, "not needed" for a failed check

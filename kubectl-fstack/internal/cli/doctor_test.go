@@ -41,8 +41,8 @@ func TestDoctorExplainsKernelTCPChecksum(t *testing.T) {
 	for _, want := range []string{
 		"node node-a: 1 of 3 checks need attention",
 		"labels: node.kubefstack.io/vhost-user=ready",
-		"WARN  kernel-tcp-checksum  tx checksum offload on: fsk-node (peer of port fsk-node-o)",
-		"PASS  ovs-userspace-tso    other_config:userspace-tso-enable=false (unset)",
+		"WARN     kernel-tcp-checksum   tx checksum offload on: fsk-node (peer of port fsk-node-o)",
+		"PASS     ovs-userspace-tso     other_config:userspace-tso-enable=false (unset)",
 		"fix kernel-tcp-checksum: tx checksum offload on: fsk-node (peer of port fsk-node-o): ethtool -K <sender> tx off for fsk-node",
 		"gets every SYN with a bad checksum and drops it",
 	} {
@@ -57,7 +57,9 @@ func TestDoctorExplainsKernelTCPChecksum(t *testing.T) {
 
 // printNodeReport prints n's table as doctor does when no StackInstance exists.
 func printNodeReport(w io.Writer, n *corev1.Node) {
-	buildDoctorReport(doctorInput{nodes: []corev1.Node{*n}}).writeTable(w, false)
+	if err := buildDoctorReport(doctorInput{nodes: []corev1.Node{*n}}).writeTable(w, doctorTable{}); err != nil {
+		panic(err)
+	}
 }
 
 // demoNode is the demo's node as the node agent reports it: 2Mi pages, the static CPU manager,
@@ -105,7 +107,9 @@ func TestDoctorFailNobodyNeedsIsNotAlarming(t *testing.T) {
 		t.Errorf("problems %q on a node where the demo stack runs", r.Problems)
 	}
 	var out bytes.Buffer
-	r.writeTable(&out, false)
+	if err := r.writeTable(&out, doctorTable{}); err != nil {
+		t.Fatal(err)
+	}
 	lines := out.String()
 	for _, re := range []string{
 		`node demo: 1 of 7 checks need attention \(2 more failed, needed by no StackInstance\)`,
@@ -139,7 +143,9 @@ func TestDoctorExitsNonZeroOnlyForAStackThatCannotRun(t *testing.T) {
 		t.Errorf("problems %q; want net/pci lacking vfio on demo", onDemo.Problems)
 	}
 	var out bytes.Buffer
-	onDemo.writeTable(&out, true)
+	if err := onDemo.writeTable(&out, doctorTable{wide: true}); err != nil {
+		t.Fatal(err)
+	}
 	for _, re := range []string{
 		`FAIL +vfio +no IOMMU groups +needed by net/pci +node.kubefstack.io/vfio\n`,
 		`FAIL +hugepages-1Gi +0 total, 0 free +not needed +node.kubefstack.io/hugepages-1Gi\n`,
@@ -166,7 +172,9 @@ func TestDoctorExitsNonZeroOnlyForAStackThatCannotRun(t *testing.T) {
 		t.Errorf("problems %q; want net/pci on no node", all.Problems)
 	}
 	out.Reset()
-	all.writeTable(&out, false)
+	if err := all.writeTable(&out, doctorTable{}); err != nil {
+		t.Fatal(err)
+	}
 	if !strings.Contains(out.String(), "StackInstance web/broken: not judged, the injector refuses it: ") {
 		t.Errorf("doctor does not name the refused stack:\n%s", out.String())
 	}

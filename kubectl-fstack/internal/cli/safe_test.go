@@ -44,7 +44,7 @@ func TestDoctorPrintsNoRawEscape(t *testing.T) {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", Annotations: map[string]string{fsv1.NodeReportAnnotation: r.Marshal()}}}
 	var out bytes.Buffer
 	printNodeReport(&out, n)
-	if strings.Count(out.String(), "\n") != 4 {
+	if strings.Count(out.String(), "\n") != 5 { // the node, its labels, the header, the check, its fix
 		t.Errorf("a newline in the report forged a line:\n%s", out.String())
 	}
 	assertNoControl(t, "doctor", out.String())

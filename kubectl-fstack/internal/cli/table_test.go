@@ -118,3 +118,42 @@ func TestDoctorSortByNodes(t *testing.T) {
 		t.Errorf("doctor --sort-by {.name: exit %d, %s", code, errOut)
 	}
 }
+
+// doctor --no-headers prints each table's rows without its header line (STATUS CHECK ...), as
+// status's; the lines that head each part (the node, its labels, the fix lines) stay, and so
+// do the rows: the same output but for the headers.
+func TestDoctorTableNoHeaders(t *testing.T) {
+	in := doctorInput{nodes: []corev1.Node{*demoNode()},
+		stacks: []fsv1.StackInstance{namedStack(t, "vhost-user", "web", "demo")},
+		pods:   []corev1.Pod{stackPod("web", "demo", "demo")}}
+	in.setup.namespaces = map[string]map[string]string{"web": nil}
+	r := buildDoctorReport(in)
+	print := func(o doctorTable) string {
+		var out bytes.Buffer
+		if err := r.writeTable(&out, o); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	headers := []string{"\n  STATUS   CHECK             DETAIL                                NEEDED-BY\n", "\n  STATUS   CHECK              DETAIL\n"}
+	with := print(doctorTable{})
+	for _, h := range headers {
+		if !strings.Contains(with, h) {
+			t.Errorf("the table lacks the header %q:\n%s", h, with)
+		}
+	}
+	without := print(doctorTable{noHeaders: true})
+	if strings.Contains(without, "STATUS") || strings.Count(with, "\n")-strings.Count(without, "\n") != len(headers) {
+		t.Errorf("--no-headers: want the %d header lines alone gone:\n%s", len(headers), without)
+	}
+	for _, re := range []string{`\n  FAIL +vfio +no IOMMU groups +not needed\n`, `\n  FAIL +namespace-opt-in +namespace web has StackInstance demo`, `\n  fix vfio: `} {
+		if !regexp.MustCompile(re).MatchString(without) {
+			t.Errorf("--no-headers lost %q:\n%s", re, without)
+		}
+	}
+	// The flag is doctor's: a missing kubeconfig is what stops it (exit 2), not the flag.
+	_, errOut, code := run(t, "doctor", "--no-headers", "--kubeconfig", filepath.Join(t.TempDir(), "none"))
+	if code != 2 || !strings.Contains(errOut, "kubeconfig") {
+		t.Errorf("doctor --no-headers: exit %d, %s", code, errOut)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -53,13 +54,19 @@ func TestCLIDoctorNeededBy(t *testing.T) {
 	out := runCLI(t, "doctor", "--kubeconfig", kubeconfig, "-n", optedInNS, "doctor-demo")
 	t.Logf("kubectl fstack doctor:\n%s", out)
 	for _, want := range []string{
-		"node doctor-demo: 0 of 6 checks need attention (2 more failed, needed by no StackInstance)",
-		"FAIL  vfio             no IOMMU groups       not needed",
-		"PASS  ovs-bridge       netdev                needed by web/doctored",
+		`node doctor-demo: 0 of 6 checks need attention \(2 more failed, needed by no StackInstance\)`,
+		`\n  STATUS +CHECK +DETAIL +NEEDED-BY\n`,
+		`\n  FAIL +vfio +no IOMMU groups +not needed\n`,
+		`\n  PASS +ovs-bridge +netdev +needed by web/doctored\n`,
 	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("doctor lacks %q", want)
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("doctor does not match %q", want)
 		}
+	}
+	// --no-headers: the rows alone, as status's.
+	if rows := runCLI(t, "doctor", "--kubeconfig", kubeconfig, "-n", optedInNS, "--no-headers", "doctor-demo"); strings.Contains(rows, "STATUS") ||
+		!regexp.MustCompile(`\n  FAIL +vfio +no IOMMU groups +not needed\n`).MatchString(rows) {
+		t.Errorf("doctor --no-headers:\n%s", rows)
 	}
 	var r cli.DoctorReport
 	if err := json.Unmarshal([]byte(runCLI(t, "doctor", "--kubeconfig", kubeconfig, "-n", optedInNS, "-o", "json", "doctor-demo")), &r); err != nil {

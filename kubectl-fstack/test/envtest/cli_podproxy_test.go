@@ -122,7 +122,7 @@ func TestCLIReadsSupervisorThroughPodProxy(t *testing.T) {
 	code := cli.Run([]string{"doctor", "--kubeconfig", kubeconfig, "-n", optedInNS}, &stdout, &stderr)
 	t.Logf("kubectl fstack doctor:\n%s%s", stdout.String(), stderr.String())
 	if code != 1 || !strings.Contains(stderr.String(), "error: pod web/proxied-a on node node-a: not ready: port 0 (attachment net1): link down for 12s") ||
-		!regexp.MustCompile(`FAIL +web/proxied-a +node node-a +not ready: port 0`).MatchString(stdout.String()) {
+		!regexp.MustCompile(`FAIL +web/proxied-a +node-a +not ready: port 0`).MatchString(stdout.String()) {
 		t.Errorf("doctor exit %d", code)
 	}
 
