@@ -52,7 +52,9 @@ $CLIENT sh -c 'command -v wrk' >/dev/null 2>&1 || die "wrk not found where CLIEN
 
 k() { kubectl -n "$STACK_NS" "$@"; }
 
-stack_pod=$(k get pods -l "$STACK_SELECTOR" -o 'jsonpath={range .items[?(@.status.phase=="Running")]}{.metadata.name}{"\n"}{end}' | head -n1)
+# awk, not head: head exits after the first line, and under pipefail kubectl's SIGPIPE (141)
+# failed the script whenever it wrote the names in two writes.
+stack_pod=$(k get pods -l "$STACK_SELECTOR" -o 'jsonpath={range .items[?(@.status.phase=="Running")]}{.metadata.name}{"\n"}{end}' | awk 'NR == 1')
 [ -n "$stack_pod" ] || die "no running pod in namespace $STACK_NS with labels $STACK_SELECTOR: start the stack first (make run DATAPLANE=real), or set STACK_NS and STACK_SELECTOR"
 k wait --for=condition=Ready "pod/$stack_pod" --timeout=120s >/dev/null || die "pod $STACK_NS/$stack_pod is not Ready"
 stack=$(k get pod "$stack_pod" -o 'jsonpath={.metadata.labels.kubefstack\.io/stack}')
