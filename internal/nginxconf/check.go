@@ -105,7 +105,7 @@ func (p *Plan) checkWorkers(d *Directive, shim Shim) {
 func (p *Plan) checkAffinity(d *Directive, shim Shim) {
 	if d != nil {
 		if len(d.Args) > 0 && d.Args[0] == "auto" && len(d.Args) == 1 {
-			p.warn(d, "auto binds worker i to the node's i-th CPU, whatever the container's cpuset: a CPU outside it fails and leaves that worker on the master's CPU; remove the directive and the launcher binds each worker to a CPU of the container's cpuset (%s)", cpuList(shim.CPUs))
+			p.warn(d, "auto binds worker i to the node's i-th CPU, whatever the container's cpuset: a CPU outside it fails and leaves that worker on the master's CPU; remove the directive and the launcher binds each worker to a CPU of the container's cpuset (%s)", podcontract.JoinCPUs(shim.CPUs))
 		}
 		return
 	}
@@ -117,17 +117,9 @@ func (p *Plan) checkAffinity(d *Directive, shim Shim) {
 		masks[i] = "1" + strings.Repeat("0", shim.CPUs[i%len(shim.CPUs)])
 	}
 	p.Globals = append(p.Globals, "worker_cpu_affinity "+strings.Join(masks, " ")+";")
-	fix := fmt.Sprintf("worker_cpu_affinity for %d workers on the container's CPUs %s (the file does not set it; without it every worker runs on the CPU DPDK pins the master to)", p.Workers, cpuList(shim.CPUs))
+	fix := fmt.Sprintf("worker_cpu_affinity for %d workers on the container's CPUs %s (the file does not set it; without it every worker runs on the CPU DPDK pins the master to)", p.Workers, podcontract.JoinCPUs(shim.CPUs))
 	if p.Workers > len(shim.CPUs) {
 		fix += fmt.Sprintf("; %d workers share %d CPUs: give the container %d CPUs for one each", p.Workers, len(shim.CPUs), p.Workers)
 	}
 	p.FixUps = append(p.FixUps, fix)
-}
-
-func cpuList(cpus []int) string {
-	s := make([]string, len(cpus))
-	for i, c := range cpus {
-		s[i] = strconv.Itoa(c)
-	}
-	return strings.Join(s, ",")
 }

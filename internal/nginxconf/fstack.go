@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 // FStack is what the supervisor knows when F-Stack's own Nginx (app/nginx-* in F-Stack's tree,
@@ -138,7 +140,7 @@ func (p *Plan) fstackAffinity(d *Directive, f FStack) {
 		}
 	}
 	if !sameMasks(d.Args, want) {
-		p.refuse(d, "ff_init pins worker i to the i-th CPU of the container's cpuset (%s); remove worker_cpu_affinity, or write \"worker_cpu_affinity %s;\"", cpuList(f.CPUs), strings.Join(want, " "))
+		p.refuse(d, "ff_init pins worker i to the i-th CPU of the container's cpuset (%s); remove worker_cpu_affinity, or write \"worker_cpu_affinity %s;\"", podcontract.JoinCPUs(f.CPUs), strings.Join(want, " "))
 	}
 }
 

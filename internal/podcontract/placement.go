@@ -111,7 +111,7 @@ func PlacementWarnings(cpus, lcores, switchCPUs []int, shared bool) []string {
 	}
 	if shared && len(lcores) >= len(cpus) {
 		w = append(w, fmt.Sprintf("cpuPolicy Shared: the shared pool (CPUs %s) has no CPU beside the lcores' for the app, whose workers then share them; "+
-			"a node with more shared CPUs, or cpuPolicy Exclusive, separates them", cpuListString(cpus)))
+			"a node with more shared CPUs, or cpuPolicy Exclusive, separates them", JoinCPUs(cpus)))
 	}
 	return w
 }
@@ -139,7 +139,9 @@ func AppCPUs(own []int, p *Placement) ([]int, bool) {
 	return append(free, polled...), true
 }
 
-func cpuListString(cpus []int) string {
+// JoinCPUs writes CPUs in the order given, comma-separated ("2,3,0"): an order matters where
+// it is used (the app's CPUs, worker i on the i-th), so no ranges.
+func JoinCPUs(cpus []int) string {
 	s := make([]string, len(cpus))
 	for i, c := range cpus {
 		s[i] = fmt.Sprint(c)

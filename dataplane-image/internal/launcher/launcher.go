@@ -31,7 +31,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -252,7 +251,7 @@ func (l *Launcher) environ(ctx context.Context, argv0 string) ([]string, error) 
 			cpus[0], podcontract.EnvShimInitialLcore, podcontract.MaxShimLcore, podcontract.MaxShimLcore)}
 	}
 	env := l.childEnv(os.Environ(), lib, n, cpus[0])
-	l.log().Info(cpuaffinity.InitialLcoreEnv(cpus[0])+" ("+why+")", "cpu", cpus[0], "appCPUs", cpuList(cpus))
+	l.log().Info(cpuaffinity.InitialLcoreEnv(cpus[0])+" ("+why+")", "cpu", cpus[0], "appCPUs", podcontract.JoinCPUs(cpus))
 	if lib != "" {
 		if err := l.proveShimLoads(ctx, argv0, env, lib); err != nil {
 			return nil, err
@@ -285,18 +284,10 @@ func (l *Launcher) appCPUs() (cpus []int, why string, err error) {
 	cpus, apart := podcontract.AppCPUs(own, p)
 	if !apart {
 		l.log().Warn(fmt.Sprintf("this container's CPUs (%s) are all F-Stack lcores' (%s): the app's processes take turns with busy-polling loops; "+
-			"give the app container a CPU of its own, or the node's shared pool more CPUs than the dataplane needs", cpuList(own), cpuList(p.LcoreCPUs)))
+			"give the app container a CPU of its own, or the node's shared pool more CPUs than the dataplane needs", podcontract.JoinCPUs(own), podcontract.JoinCPUs(p.LcoreCPUs)))
 		return cpus, "the first CPU of this container's cpuset, an lcore's", nil
 	}
-	return cpus, "the first CPU of this container's cpuset no F-Stack lcore runs on (lcores on " + cpuList(p.LcoreCPUs) + ")", nil
-}
-
-func cpuList(cpus []int) string {
-	s := make([]string, len(cpus))
-	for i, c := range cpus {
-		s[i] = strconv.Itoa(c)
-	}
-	return strings.Join(s, ",")
+	return cpus, "the first CPU of this container's cpuset no F-Stack lcore runs on (lcores on " + podcontract.JoinCPUs(p.LcoreCPUs) + ")", nil
 }
 
 // failureCode is the exit code for a failure before the app started: ExitConfig for a refusal

@@ -8,10 +8,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -484,30 +482,8 @@ type podConfigs struct {
 	errs map[podKey]error
 }
 
-// readConfigs asks every running pod of pods for its /config, statusParallel at a time, as
-// readStatuses asks for /status.
+// readConfigs asks every running pod of pods for its /config, as readStatuses asks for /status.
 func readConfigs(ctx context.Context, r podConfigReader, pods []*corev1.Pod) podConfigs {
-	out := podConfigs{got: map[podKey]*podcontract.RunningConfig{}, errs: map[podKey]error{}}
-	var mu sync.Mutex
-	g := &errgroup.Group{}
-	g.SetLimit(statusParallel)
-	for _, p := range pods {
-		if !statusWanted(p) {
-			continue
-		}
-		k := podKey{p.Namespace, p.Name}
-		g.Go(func() error {
-			rc, err := r.readConfig(ctx, p)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				out.errs[k] = err
-			} else {
-				out.got[k] = rc
-			}
-			return nil
-		})
-	}
-	_ = g.Wait()
-	return out
+	got, errs := askEachPod(ctx, pods, r.readConfig)
+	return podConfigs{got: got, errs: errs}
 }

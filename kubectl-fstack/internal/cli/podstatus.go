@@ -156,10 +156,17 @@ type podStatuses struct {
 
 // readStatuses asks every running pod of pods for its /status, statusParallel at a time.
 func readStatuses(ctx context.Context, r podStatusReader, pods []*corev1.Pod) podStatuses {
-	out := podStatuses{got: map[podKey]*podcontract.DataplaneStatus{}, errs: map[podKey]error{}}
 	if r == nil {
-		return out
+		return podStatuses{got: map[podKey]*podcontract.DataplaneStatus{}, errs: map[podKey]error{}}
 	}
+	got, errs := askEachPod(ctx, pods, r.readStatus)
+	return podStatuses{got: got, errs: errs}
+}
+
+// askEachPod calls read for every running pod of pods, statusParallel at a time, and returns
+// the answers and why the others could not be read, by pod.
+func askEachPod[T any](ctx context.Context, pods []*corev1.Pod, read func(context.Context, *corev1.Pod) (*T, error)) (map[podKey]*T, map[podKey]error) {
+	got, errs := map[podKey]*T{}, map[podKey]error{}
 	var mu sync.Mutex
 	g := &errgroup.Group{}
 	g.SetLimit(statusParallel)
@@ -169,19 +176,19 @@ func readStatuses(ctx context.Context, r podStatusReader, pods []*corev1.Pod) po
 		}
 		k := podKey{p.Namespace, p.Name}
 		g.Go(func() error {
-			s, err := r.readStatus(ctx, p)
+			v, err := read(ctx, p)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				out.errs[k] = err
+				errs[k] = err
 			} else {
-				out.got[k] = s
+				got[k] = v
 			}
 			return nil
 		})
 	}
 	_ = g.Wait()
-	return out
+	return got, errs
 }
 
 // notes say once per cause why some pods' in-place restarts and health are not shown, with what
