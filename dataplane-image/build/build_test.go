@@ -75,6 +75,12 @@ func TestPatchStepRestoresTheKernelGuardSoDPDKConfiguresWithoutHeaders(t *testin
 		t.Errorf("adapter/syscall/ff_hook_syscall.c is not patched:\n%s", hook)
 	}
 
+	// The tools' lcore runs on the CPU the wrapper names (fstack-tool), not CPU 0.
+	ipc := r.read(filepath.Join(r.tree, "tools/compat/ff_ipc.c"))
+	if !strings.Contains(ipc, `getenv("KUBE_FSTACK_TOOL_CPU")`) || !strings.Contains(ipc, `"ff-ipc", lcores, "-n4",`) {
+		t.Errorf("tools/compat/ff_ipc.c is not patched:\n%s", ipc)
+	}
+
 	r.mustRun("dpdk")
 	args := r.read(filepath.Join(r.tree, "dpdk/build/meson-args"))
 	mustContain(t, "meson setup options", args, "platform=generic", "enable_kmods=false")
