@@ -53,6 +53,12 @@ build_overlay() {
   # real image's binary does not have.
   CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$WORK/overlay/usr/local/bin/fstack-supervisor" \
     ./dataplane-image/standin/cmd/fstack-supervisor
+  CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$WORK/overlay/usr/local/bin/fstack-tool" \
+    ./dataplane-image/cmd/fstack-tool
+  # F-Stack's tools are stand-ins here (dataplane-image/standin/tools), linked as in the real image.
+  dataplane-image/standin/tools/build.sh "$WORK/overlay/usr/local/bin/f-stack"
+  local t
+  for t in "$WORK"/overlay/usr/local/bin/f-stack/*; do ln -s fstack-tool "$WORK/overlay/usr/local/bin/ff_$(basename "$t")"; done
   CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$WORK/overlay/opt/kube-fstack/shim/fstack-launcher" \
     ./dataplane-image/cmd/fstack-launcher
   # The stand-in of a program linked with libfstack (a StackInstance's spec.program, mode
