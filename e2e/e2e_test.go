@@ -179,6 +179,10 @@ func TestEndToEnd(t *testing.T) {
 		checkSecondaryAttached(t, pod)
 	})
 
+	step(t, "F-Stack's tools run in the dataplane container on its exclusive CPU (kubectl exec ff_traffic, kubectl fstack traffic and netstat), and /metrics has per-process traffic counters", func(t *testing.T) {
+		checkToolsOnTheExclusiveCPU(t, pod)
+	})
+
 	step(t, "StackInstance status counts the bound and ready pod", func(t *testing.T) {
 		waitStack(t, "1 bound, 1 ready, Ready=True", func(si *fstackv1.StackInstance) (bool, string) {
 			c := meta.FindStatusCondition(si.Status.Conditions, fstackv1.ConditionReady)

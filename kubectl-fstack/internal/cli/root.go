@@ -60,6 +60,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	root.AddCommand(newRenderCommand(stdout, stderr), newInjectCommand(stdout, stderr))
 	root.AddCommand(newStatusCommand(stdout, stderr), newConfigCommand(stdout))
 	root.AddCommand(newDoctorCommand(stdout, stderr), newBugReportCommand(stdout, stderr))
+	root.AddCommand(newToolCommands(stdout, stderr)...)
 	root.AddCommand(newVersionCommand(stdout, stderr))
 	err := root.Execute()
 	if err != nil && !errors.Is(err, errReported) {
