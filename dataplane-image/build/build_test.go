@@ -77,7 +77,8 @@ func TestPatchStepRestoresTheKernelGuardSoDPDKConfiguresWithoutHeaders(t *testin
 
 	// The tools' lcore runs on the CPU the wrapper names (fstack-tool), not CPU 0.
 	ipc := r.read(filepath.Join(r.tree, "tools/compat/ff_ipc.c"))
-	if !strings.Contains(ipc, `getenv("KUBE_FSTACK_TOOL_CPU")`) || !strings.Contains(ipc, `"ff-ipc", lcores, "-n4",`) {
+	if !strings.Contains(ipc, `getenv("KUBE_FSTACK_TOOL_CPU")`) || !strings.Contains(ipc, `"ff-ipc", lcores, "-n4",`) ||
+		!strings.Contains(ipc, `"--no-pci",`) {
 		t.Errorf("tools/compat/ff_ipc.c is not patched:\n%s", ipc)
 	}
 

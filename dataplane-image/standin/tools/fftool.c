@@ -2,7 +2,7 @@
  * F-Stack cannot be built on this project's machines. What it stands in for is how the real
  * tools start: a DPDK secondary whose EAL argv is tools/compat/ff_ipc.c's, as kube-fstack's
  * patch 0006-tools-on-their-own-cpuset leaves it: "-c1" (lcore 0 on CPU 0) unless
- * KUBE_FSTACK_TOOL_CPU names a CPU, then "--lcores=0@<CPU>". So in a container whose cpuset lacks
+ * KUBE_FSTACK_TOOL_CPU names a CPU, then "--lcores=0@<CPU>"; and --no-pci. So in a container whose cpuset lacks
  * CPU 0 it fails as the real tool does ("Cannot set affinity") unless run through fstack-tool.
  * Once attached it reads the primary's port counters (there is no F-Stack stack to ask) and
  * prints them in the real tool's format where a caller parses it (ff_traffic -s). */
@@ -34,7 +34,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "ignoring KUBE_FSTACK_TOOL_CPU=%s: not a CPU number\n", tool_cpu);
         }
     }
-    char *dpdk_argv[] = {"ff-ipc", lcores, "-n4", "--proc-type=secondary", "--log-level=5"};
+    char *dpdk_argv[] = {"ff-ipc", lcores, "-n4", "--proc-type=secondary", "--no-pci", "--log-level=5"};
 
     int proc = 0, oneshot = 0, opt;
     const char *procopt = strcmp(name, "netstat") == 0 ? "t:" : "p:";

@@ -37,6 +37,9 @@ func TestToolsRunOnTheContainersCPUs(t *testing.T) {
 	if !strings.Contains(out, "CPU 1;") {
 		t.Errorf("the tool did not say it ran on CPU 1:\n%s", out)
 	}
+	if l := pciScanLines.FindString(out); l != "" {
+		t.Errorf("the tool scanned the node's PCI bus (%q): it needs --no-pci as the shim has:\n%s", l, out)
+	}
 	if _, err := fftraffic.Parse(out); err != nil {
 		t.Errorf("ff_traffic -s through fstack-tool: %v", err)
 	}

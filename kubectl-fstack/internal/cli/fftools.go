@@ -168,11 +168,13 @@ func runTool(ctx context.Context, c client.Client, ex podExecutor, tc toolComman
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if o.interval < 1 || o.interval > 3600 {
-		return fmt.Errorf("--interval %d: give 1 to 3600 seconds", o.interval)
-	}
-	if o.count < 0 || o.count > 3600 || (tc.name == "top" && o.count == 0) {
-		return fmt.Errorf("--count %d: give 1 to 3600 intervals", o.count)
+	if !tc.extraArgs { // netstat has neither flag
+		if o.interval < 1 || o.interval > 3600 {
+			return fmt.Errorf("--interval %d: give 1 to 3600 seconds", o.interval)
+		}
+		if o.count < 0 || o.count > 3600 || (tc.name == "top" && o.count == 0) {
+			return fmt.Errorf("--count %d: give 1 to 3600 intervals", o.count)
+		}
 	}
 	pod := &corev1.Pod{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil {

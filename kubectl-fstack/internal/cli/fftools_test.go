@@ -73,10 +73,7 @@ func TestToolCommandsRunEachProcess(t *testing.T) {
 		c := fake.NewClientBuilder().WithObjects(toolPod(t, 3, corev1.PodRunning)).Build()
 		ex := &recordingExecutor{}
 		var out bytes.Buffer
-		opts := tc.opts
-		if opts.interval == 0 {
-			opts.interval = 1
-		}
+		opts := tc.opts // netstat's have no interval, as its flags give none
 		if err := runTool(context.Background(), c, ex, toolByName(tc.tool), &opts, "web", "web-0", &out, io.Discard); err != nil {
 			t.Fatalf("%s %+v: %v", tc.tool, tc.opts, err)
 		}
@@ -90,7 +87,7 @@ func TestToolCommandsRunEachProcess(t *testing.T) {
 }
 
 func TestToolCommandsRefuseWhatCannotRun(t *testing.T) {
-	nt := toolByName("netstat")
+	nt, tt := toolByName("netstat"), toolByName("traffic")
 	for _, tc := range []struct {
 		name string
 		pod  *corev1.Pod
@@ -107,7 +104,11 @@ func TestToolCommandsRefuseWhatCannotRun(t *testing.T) {
 			utilexec.CodeExitError{Err: errors.New("exit"), Code: 255}, "exited with status 255"},
 	} {
 		c := fake.NewClientBuilder().WithObjects(tc.pod).Build()
-		err := runTool(context.Background(), c, &recordingExecutor{err: tc.err}, nt, &tc.opts, "web", "web-0", io.Discard, io.Discard)
+		cmd := nt
+		if tc.name == "bad interval" {
+			cmd = tt
+		}
+		err := runTool(context.Background(), c, &recordingExecutor{err: tc.err}, cmd, &tc.opts, "web", "web-0", io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error saying %q", tc.name, err, tc.want)
 		}
