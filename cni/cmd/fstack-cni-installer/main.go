@@ -2,7 +2,7 @@
 // into the host's CNI bin dir atomically, optionally merges it into a chained conflist, keeps
 // both in place, answers the node agent's OVS questions (ovs.go), puts fstack-cni's
 // anti-spoofing flows back when ovs-vswitchd restarts (internal/flowkeeper), and exits 0 on
-// SIGTERM.
+// SIGTERM. With --check it only says whether the node is installed (the DaemonSet's probes).
 // `fstack-cni-installer node-agent` checks the node instead and publishes the result on its Node
 // (agent.go); `node-cleanup` removes what the agents published (the chart's uninstall hook).
 package main
@@ -57,6 +57,9 @@ func run() error {
 	if f.once {
 		return in.Once()
 	}
+	if f.check {
+		return in.Check()
+	}
 	if err := f.keepFlows(ctx, log); err != nil {
 		return err
 	}
@@ -71,6 +74,7 @@ type flags struct {
 	in          *installer.Installer
 	logOpts     logging.Options
 	once        bool
+	check       bool
 	nodeConf    string
 	ovsdbSocket string
 	asker       *ovsAsker
@@ -89,6 +93,7 @@ func parseFlags() *flags {
 	flag.StringVar(&plugin, "plugin-config", `{"type":"fstack-cni"}`, "the plugin's JSON object for the conflist")
 	flag.DurationVar(&f.in.Interval, "interval", 10*time.Second, "how often to re-check and re-install")
 	flag.BoolVar(&f.once, "once", false, "install once and exit")
+	flag.BoolVar(&f.check, "check", false, "write nothing; exit 1 unless the node is as the other flags would install it: the binary the image's, the node config and the conflist entry written (the DaemonSet's probes)")
 	flag.StringVar(&f.in.NodeConfig, "node-config", "", "where fstack-cni's node config goes (the host's /etc/kube-fstack/cni.json, mounted; empty: leave it to the node's administrator)")
 	flag.StringVar(&f.nodeConf, "node-config-data", "{}", "fstack-cni's node config as JSON: the node's paths and the namespaces served (cni/README.md)")
 	flag.StringVar(&f.ovsdbSocket, "ovsdb-socket", "", "OVSDB's unix socket, to answer the node agent's OVS questions and keep the flows (empty: do neither)")

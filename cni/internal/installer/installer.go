@@ -70,7 +70,7 @@ func (in *Installer) installBinary() error {
 		return fmt.Errorf("read %s: %w", in.Source, err)
 	}
 	dst := filepath.Join(in.BinDir, filepath.Base(in.Source))
-	if have, err := os.ReadFile(dst); err == nil && bytes.Equal(have, want) {
+	if have, err := os.ReadFile(dst); err == nil && bytes.Equal(have, want) && executable(dst) {
 		return nil
 	}
 	if err := fsutil.WriteAtomic(dst, want, 0o755); err != nil {
@@ -78,6 +78,13 @@ func (in *Installer) installBinary() error {
 	}
 	in.Log.Info("installed", "path", dst)
 	return nil
+}
+
+// executable says whether the runtime can run path: the same bytes without the mode bits are as
+// broken as a missing binary.
+func executable(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().Perm()&0o111 != 0
 }
 
 // writeNodeConfig keeps fstack-cni's node config what the chart says, and checks that the plugin

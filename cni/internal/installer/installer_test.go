@@ -144,3 +144,90 @@ func mustMkdir(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 }
+
+// Check is what the DaemonSet's probes run: it passes on a node Once made right, and names each
+// thing that is missing or not the image's, without putting anything back.
+func TestCheckPassesOnlyOnAnInstalledNode(t *testing.T) {
+	in := newInstaller(t)
+	etc := filepath.Join(t.TempDir(), "etc-kube-fstack")
+	mustMkdir(t, etc)
+	in.NodeConfig = filepath.Join(etc, "cni.json")
+	in.NodeConf = &nodeconf.Conf{SocketRoot: "/var/run/kube-fstack/vhost", LogFile: "/var/log/x.log", Namespaces: []string{"web"}}
+	if err := in.Check(); err == nil || !strings.Contains(err.Error(), "not installed") ||
+		!strings.Contains(err.Error(), "node config is not written") || !strings.Contains(err.Error(), "conflist") {
+		t.Fatalf("before any install: got %v, want the binary, node config and conflist named", err)
+	}
+	if _, err := os.Stat(in.BinDir); err == nil {
+		t.Fatal("Check wrote the bin dir")
+	}
+	if err := in.Once(); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Check(); err != nil {
+		t.Fatalf("after Once: %v", err)
+	}
+	dst := filepath.Join(in.BinDir, "fstack-cni")
+	breaks := []struct {
+		name, want string
+		do         func() error
+	}{
+		{"an older binary", "not this image's fstack-cni", func() error { return os.WriteFile(dst, []byte("#!/bin/true\nv0"), 0o755) }},
+		{"a binary that cannot run", "not executable", func() error { return os.Chmod(dst, 0o644) }},
+		{"another node config", "not the chart's", func() error { return os.WriteFile(in.NodeConfig, []byte(`{"namespaces":["other"]}`), 0o644) }},
+		{"a node config fstack-cni refuses", "would refuse", func() error { return os.Chmod(etc, 0o777) }},
+		{"an older conflist entry", "does not chain", func() error {
+			return os.WriteFile(in.Conflist, []byte(`{"cniVersion":"1.0.0","name":"k8s","plugins":[{"type":"fstack-cni","bridge":"old"}]}`), 0o644)
+		}},
+		{"no conflist", "not written", func() error { return os.Remove(in.Conflist) }},
+	}
+	for _, b := range breaks {
+		if err := b.do(); err != nil {
+			t.Fatal(err)
+		}
+		err := in.Check()
+		if err == nil || !strings.Contains(err.Error(), b.want) {
+			t.Errorf("%s: got %v, want %q", b.name, err, b.want)
+		}
+		if err := os.Chmod(etc, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := in.Once(); err != nil {
+			t.Fatal(err)
+		}
+		if err := in.Check(); err != nil {
+			t.Fatalf("after %s, Once did not make the node right again: %v", b.name, err)
+		}
+	}
+}
+
+// sameContent streams both files: equal files of several blocks, and files that differ only in
+// their last byte or their length.
+func TestSameContentComparesWholeFiles(t *testing.T) {
+	dir := t.TempDir()
+	big := bytes.Repeat([]byte("fstack-cni"), 20000) // about three 64 KiB blocks
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a := write("a", big)
+	lastByte := append(bytes.Clone(big[:len(big)-1]), 'x')
+	cases := map[string]struct {
+		other []byte
+		want  bool
+	}{
+		"equal":             {big, true},
+		"last byte differs": {lastByte, false},
+		"shorter":           {big[:len(big)-1], false},
+		"longer":            {append(bytes.Clone(big), 'x'), false},
+		"empty":             {nil, false},
+	}
+	for name, c := range cases {
+		got, err := sameContent(a, write(strings.ReplaceAll(name, " ", "-"), c.other))
+		if err != nil || got != c.want {
+			t.Errorf("%s: got %v, %v; want %v", name, got, err, c.want)
+		}
+	}
+}
