@@ -64,8 +64,14 @@ type Launcher struct {
 	QuitGrace, TermGrace time.Duration
 	// MovedGrace bounds the app's stop when the dataplane's generation moved: its primary is
 	// already gone, nothing it does through F-Stack can finish, and the new primary cannot
-	// start while the app, a secondary of the dead one, holds its runtime files.
+	// start while the app, a secondary of the dead one, holds its runtime files. Short: on real
+	// F-Stack a shim Nginx never exited on SIGTERM then (2 s, five kills of five), and the
+	// contexts of what is killed die with the old generation's zones.
 	MovedGrace time.Duration
+	// DeadGrace bounds the stop of an Nginx none of whose workers is up (workers.go): there is
+	// no request to finish, and under the multi-SC shim its master ignored SIGQUIT and SIGTERM
+	// alike (3 s and 2 s, every kill), so it gets SIGTERM, then SIGKILL after DeadGrace.
+	DeadGrace time.Duration
 	// CPUs returns the CPUs this process may run on.
 	CPUs func() ([]int, error)
 	// Log receives the launcher's log (not the app's output), in the format Logging chooses.
@@ -95,6 +101,15 @@ type Launcher struct {
 	restartTimes []time.Time
 }
 
+// The defaults of the stops and the watch, measured on real F-Stack (docs/benchmarks.md "Faults").
+const (
+	movedGrace = 500 * time.Millisecond
+	deadGrace  = 500 * time.Millisecond
+	// workerSettle leaves a respawned worker of a shim mode that can respawn (not multi-SC)
+	// MinWorkerAge and a second more to be counted up.
+	workerSettle = 2 * time.Second
+)
+
 // New returns a Launcher with the pod contract's paths.
 func New() *Launcher {
 	name := os.Getenv(podcontract.EnvContainerName)
@@ -104,7 +119,7 @@ func New() *Launcher {
 	return &Launcher{
 		ShimDir: podcontract.ShimDir, StateDir: podcontract.AppStateDir, Container: name, WaitTimeout: 10 * time.Minute,
 		Poll: 50 * time.Millisecond, Grace: podcontract.AppGrace, QuitGrace: podcontract.AppQuitGrace, TermGrace: podcontract.AppTermGrace,
-		MovedGrace: 2 * time.Second, CPUs: cpuaffinity.Own, Log: os.Stderr, MinWorkerAge: time.Second, WorkerSettle: 3 * time.Second,
+		MovedGrace: movedGrace, DeadGrace: deadGrace, CPUs: cpuaffinity.Own, Log: os.Stderr, MinWorkerAge: time.Second, WorkerSettle: workerSettle,
 		MaxRestarts: 10, RestartWindow: 10 * time.Minute,
 	}
 }

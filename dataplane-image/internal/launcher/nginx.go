@@ -125,6 +125,20 @@ func (l *Launcher) stopNginx(pid int, exited context.Context) {
 	l.log().Warn("nginx needed SIGKILL: each process killed held a shim context that is now lost until the dataplane restarts", "killed", len(left), "pids", fmt.Sprint(left))
 }
 
+// stopDeadNginx stops an Nginx with no worker up: SIGTERM, SIGKILL after DeadGrace.
+func (l *Launcher) stopDeadNginx(pid int, exited context.Context) {
+	begin := time.Now()
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	if l.waitGroupGone(pid, exited, l.DeadGrace) {
+		l.log().Info("nginx stopped", "signal", syscall.SIGTERM.String(), logging.KeyPID, pid, "elapsed", time.Since(begin).Round(time.Millisecond).String(), "workersUp", 0)
+		return
+	}
+	left := groupMembers(pid)
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	<-exited.Done()
+	l.log().Warn("nginx with no worker up killed: each process killed held a shim context that is now lost until the dataplane restarts", "after", l.DeadGrace.String(), "killed", len(left), "pids", fmt.Sprint(left))
+}
+
 // waitGroupGone waits until the master has exited and no process of its group is left (workers
 // may outlive their master), bounded.
 func (l *Launcher) waitGroupGone(pgid int, exited context.Context, bound time.Duration) bool {

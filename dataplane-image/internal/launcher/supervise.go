@@ -182,7 +182,11 @@ func (r *appRun) cannotServe() (outcome, bool) {
 	} else {
 		l.appBroken(why)
 	}
-	l.stopNginx(pid, r.exited)
+	if r.watch.up == 0 {
+		l.stopDeadNginx(pid, r.exited)
+	} else {
+		l.stopNginx(pid, r.exited)
+	}
 	return outcome{code: ExitAppBroken, reason: reason, msg: why}, true
 }
 

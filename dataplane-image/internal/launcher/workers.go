@@ -50,6 +50,7 @@ type workerWatch struct {
 	last       time.Time         // the last look
 	started    bool
 	shortSince time.Time // zero while enough workers are up
+	up         int       // workers up at the last look
 	died       int       // children gone since enough workers were last up
 	// full are the workers last seen all up; reloaded is set when the master started workers
 	// beside all of them (what nginx does on SIGHUP) or replaced them all.
@@ -102,6 +103,7 @@ func (w *workerWatch) observe(master int, now time.Time) string {
 			w.died++
 		}
 	}
+	w.up = up
 	w.started = w.started || len(live) > 0
 	if why := w.reload(live); why != "" {
 		return why

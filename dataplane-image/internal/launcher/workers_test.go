@@ -225,6 +225,24 @@ while :; do sleep 0.05; done
 	if want := "nginx has had 0 of its 2 workers up for"; !strings.Contains(readable(t, log.String()), want) {
 		t.Errorf("log lacks %q:\n%s", want, log)
 	}
+	// No worker is up, so there is no request to finish: no SIGQUIT and its grace (the stand-in
+	// master leaves on SIGQUIT only, as a shim Nginx leaves on neither), SIGKILL after DeadGrace.
+	if want := "nginx with no worker up killed"; !strings.Contains(readable(t, log.String()), want) {
+		t.Errorf("log lacks %q (it was stopped gracefully first):\n%s", want, log)
+	}
+}
+
+// The stops and the watch are as short as real F-Stack showed they can be: a killed primary or
+// Nginx worker must serve again within 5 s, and every second of these was waited out in full on
+// each fault (docs/benchmarks.md "Faults").
+func TestDefaultsServeAgainWithinFiveSeconds(t *testing.T) {
+	l := New()
+	if l.MovedGrace > 500*time.Millisecond || l.DeadGrace > 500*time.Millisecond {
+		t.Errorf("MovedGrace %s, DeadGrace %s: a shim app of a dead primary, or an Nginx with no worker, never exits on its own", l.MovedGrace, l.DeadGrace)
+	}
+	if l.WorkerSettle > 2*time.Second || l.WorkerSettle < l.MinWorkerAge+time.Second {
+		t.Errorf("WorkerSettle %s: want MinWorkerAge (%s) and a second more for a respawned worker, and no more", l.WorkerSettle, l.MinWorkerAge)
+	}
 }
 
 // Only an app whose workers the launcher configured is watched.
