@@ -225,7 +225,7 @@ cmd_sbom() {
     [[ $dpdk =~ ^[0-9]+\.[0-9]+(\.[0-9]+)?$ ]] || die "sbom: $ff/dpdk/VERSION says '$dpdk', not a DPDK release like 23.11.0"
     [[ $dpdk == "$DPDK_VERSION" || $dpdk == "$DPDK_VERSION".* ]] ||
       die "sbom: F-Stack's bundled DPDK is $dpdk, but the Dockerfile says DPDK_VERSION=$DPDK_VERSION: set the ARG (and so the label) to the DPDK this F-Stack bundles"
-    name=f-stack
+    name="f-stack"
     packages="$(spdx_package f-stack "$ver" "git+https://github.com/F-Stack/f-stack@$commit" NOASSERTION \
       "F-Stack $ver (commit $commit) built from source with kube-fstack's patches (the image's io.kubefstack.patches label)" \
       "pkg:github/F-Stack/f-stack@$commit" "cpe:2.3:a:f-stack:f-stack:${ver#v}:*:*:*:*:*:*:*"),
