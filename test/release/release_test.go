@@ -111,7 +111,7 @@ func TestRelease(t *testing.T) {
 	if log, err := run(t, e, "all", version); err != nil {
 		t.Fatalf("hack/release.sh all %s: %v\n%s", version, err, log)
 	}
-	r := registryCheck{e: e, cosign: cosign, reg: reg, keys: keys}
+	r := registryCheck{e: e, cosign: cosign, reg: reg, keys: keys, parent: t}
 
 	t.Run("CNIImageIsOneIndexForAmd64AndArm64WithItsLicenses", func(t *testing.T) { checkImage(t, e) })
 	t.Run("ChartNamesTheImageByDigest", func(t *testing.T) { checkChart(t, e) })
@@ -595,5 +595,12 @@ func checkSignatures(t *testing.T, e env, cosign, keys string) {
 		t.Errorf("hack/release.sh verify passed with fstack.yaml and SHA256SUMS changed after signing:\n%s", log)
 	} else if !strings.Contains(log, "does not verify") {
 		t.Errorf("hack/release.sh verify failed, but not on a signature:\n%s", log)
+	}
+	// The release as it was, for the checks after this one.
+	if err := os.WriteFile(manifest, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(sums, origSums, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
