@@ -11,11 +11,14 @@ HELM_VERSION ?= v3.22.0
 # make release: cosign signs every artifact and image, syft writes the SBOMs.
 COSIGN_VERSION ?= v2.6.5
 SYFT_VERSION ?= v1.57.1
+# make test-release: a real OCI registry on loopback that the release is pushed to and verified in.
+REGISTRY_SERVER_VERSION ?= v3.1.2
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
 COSIGN ?= $(LOCALBIN)/cosign-$(COSIGN_VERSION)
 SYFT ?= $(LOCALBIN)/syft-$(SYFT_VERSION)
+REGISTRY_SERVER ?= $(LOCALBIN)/registry-$(REGISTRY_SERVER_VERSION)
 
 GO ?= go
 GOTEST_FLAGS ?= -count=1
@@ -84,16 +87,16 @@ envtest-assets: ## Build kube-apiserver from source and find etcd for envtest (c
 	@hack/envtest-assets.sh
 
 .PHONY: test-envtest
-test-envtest: ## The operator and the kubectl plugin against a real kube-apiserver and etcd: CRD schema/CEL, webhooks, controller, CLI.
-	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test $(GOTEST_FLAGS) -timeout 10m ./operator/test/envtest/... ./kubectl-fstack/test/...
+test-envtest: ## The operator and the kubectl plugin against a real kube-apiserver and etcd: CRD schema/CEL, webhooks, controller, CLI; the admission policies docs/verifying-releases.md gives, against Kyverno's and the policy-controller's CRDs.
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" $(GO) test $(GOTEST_FLAGS) -timeout 10m ./operator/test/envtest/... ./kubectl-fstack/test/... ./test/policies/...
 
 .PHONY: test-chart
 test-chart: $(HELM) ## The Helm chart: helm lint --strict, goldens, values schema, RBAC/webhooks vs config/, every object accepted by a real kube-apiserver.
 	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh)" HELM=$(HELM) $(GO) test $(GOTEST_FLAGS) -timeout 10m ./test/chart/...
 
 .PHONY: test-release
-test-release: $(HELM) $(COSIGN) $(SYFT) ## make release without a registry (root, buildah): the CNI image for amd64+arm64, the chart by digest, the plugin archives, SBOMs, checksums, signatures with a throwaway key, verified.
-	HELM=$(HELM) COSIGN=$(COSIGN) SYFT=$(SYFT) $(GO) test $(GOTEST_FLAGS) -timeout 30m ./test/release/...
+test-release: $(HELM) $(COSIGN) $(SYFT) $(REGISTRY_SERVER) ## make release pushed to a real registry on loopback (root, buildah): the CNI image for amd64+arm64, the chart by digest, the plugin archives, SBOMs, checksums, signatures and SBOM attestations with a throwaway key, verified there and in the files; tampered or unsigned images refused.
+	HELM=$(HELM) COSIGN=$(COSIGN) SYFT=$(SYFT) REGISTRY_SERVER=$(REGISTRY_SERVER) $(GO) test $(GOTEST_FLAGS) -timeout 30m ./test/release/...
 
 .PHONY: test-node
 test-node: ## CNI plugin against real OVS-DPDK, DPDK testpmd, hugepages and netns (root; hack/install-deps.sh).
@@ -146,9 +149,9 @@ release: $(HELM) $(COSIGN) $(SYFT) ## The release VERSION=v0.1.0 COSIGN_KEY=cosi
 	HELM=$(HELM) COSIGN=$(COSIGN) SYFT=$(SYFT) COSIGN_KEY="$(COSIGN_KEY)" IMAGE_REPO="$(IMAGE_REPO)" REGISTRY="$(REGISTRY)" RELEASE_IMAGES="$(RELEASE_IMAGES)" IMAGE_PLATFORMS="$(IMAGE_PLATFORMS)" RELEASE_URL="$(RELEASE_URL)" hack/release.sh all "$(VERSION)"
 
 .PHONY: release-verify
-release-verify: $(COSIGN) ## Verify a release's checksums and signatures again: VERSION=v0.1.0 COSIGN_KEY=cosign.key [OUT=_output/release/VERSION].
-	@test -n "$(VERSION)" -a -n "$(COSIGN_KEY)" || { echo "usage: make release-verify VERSION=v0.1.0 COSIGN_KEY=cosign.key"; exit 2; }
-	COSIGN=$(COSIGN) COSIGN_KEY="$(COSIGN_KEY)" OUT="$(OUT)" hack/release.sh verify "$(VERSION)"
+release-verify: $(COSIGN) ## Verify a release's checksums and signatures again: VERSION=v0.1.0 COSIGN_KEY=cosign.key [OUT=_output/release/VERSION] [REGISTRY=oci://HOST/PATH: and its images' signatures and SBOM attestations and the chart's signature there] [IMAGE_REPO=<a mirror of the images>].
+	@test -n "$(VERSION)" -a -n "$(COSIGN_KEY)" || { echo "usage: make release-verify VERSION=v0.1.0 COSIGN_KEY=cosign.key [REGISTRY=oci://<registry>/<path>] [IMAGE_REPO=<registry>/<path>]"; exit 2; }
+	COSIGN=$(COSIGN) COSIGN_KEY="$(COSIGN_KEY)" OUT="$(OUT)" REGISTRY="$(REGISTRY)" IMAGE_REPO="$(IMAGE_REPO)" hack/release.sh verify "$(VERSION)"
 
 .PHONY: krew-release
 krew-release: ## The kubectl plugin's release archives alone (linux, darwin x amd64, arm64; with LICENSE and notices) and its krew manifest with URLs and sums: VERSION=v0.1.0 RELEASE_URL=https://.../download/v0.1.0.
@@ -229,7 +232,7 @@ lint: $(GOLANGCI_LINT) ## gofmt, go vet (the kubectl plugin for macOS too), gola
 
 ##@ Tools
 .PHONY: tools
-tools: $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(HELM) $(COSIGN) $(SYFT) ## Install the pinned tools into ./bin.
+tools: $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(HELM) $(COSIGN) $(SYFT) $(REGISTRY_SERVER) ## Install the pinned tools into ./bin.
 
 .PHONY: tools-run
 tools-run: $(HELM) ## Install the one pinned tool `make run` uses (helm) into ./bin.
@@ -253,3 +256,7 @@ $(COSIGN):
 $(SYFT):
 	GOBIN=$(LOCALBIN) $(GO) install github.com/anchore/syft/cmd/syft@$(SYFT_VERSION)
 	mv $(LOCALBIN)/syft $@
+
+$(REGISTRY_SERVER):
+	GOBIN=$(LOCALBIN) $(GO) install github.com/distribution/distribution/v3/cmd/registry@$(REGISTRY_SERVER_VERSION)
+	mv $(LOCALBIN)/registry $@

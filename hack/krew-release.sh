@@ -6,12 +6,18 @@
 # module that binary links, by hack/tools/notices); they are reproducible (file times are the
 # commit's, names sorted, gzip without a time stamp), so a rebuild of the tag gives the same sums.
 #   hack/krew-release.sh VERSION RELEASE_URL [OUT_DIR]     (OUT_DIR defaults to _output/krew)
+# IMAGE_REPO names where the release's images live; DATAPLANE_DIGEST, when the release built the
+# dataplane image, makes the plugin's inject name it by that digest (release.sh passes both).
 set -euo pipefail
 if [[ $# -lt 2 ]]; then
 	echo "usage: $0 VERSION RELEASE_URL [OUT_DIR], e.g. $0 v0.1.0 https://github.com/kube-fstack/kube-fstack/releases/download/v0.1.0" >&2
 	exit 2
 fi
 version=$1 url=$2 out=${3:-_output/krew}
+if [[ -n ${DATAPLANE_DIGEST:-} && ! $DATAPLANE_DIGEST =~ ^sha256:[0-9a-f]{64}$ ]]; then
+	echo "krew-release: DATAPLANE_DIGEST=$DATAPLANE_DIGEST: want sha256:<64 hex digits> (images/dataplane.digest of the release), or empty" >&2
+	exit 2
+fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 go=${GO:-go}
 mkdir -p "$out"
@@ -26,7 +32,7 @@ manifest=${manifest//VERSION/$version}
 for goos in linux darwin; do
 	for arch in amd64 arm64; do
 		dir=$(mktemp -d)
-		(cd "$root" && CGO_ENABLED=0 GOOS=$goos GOARCH=$arch "$go" build -trimpath -ldflags="-s -w -X github.com/kube-fstack/kube-fstack/kubectl-fstack/internal/cli.Version=$version -X github.com/kube-fstack/kube-fstack/kubectl-fstack/internal/cli.ImageRepo=${IMAGE_REPO:-localhost/kube-fstack}" -o "$dir/kubectl-fstack" ./kubectl-fstack/cmd/kubectl-fstack)
+		(cd "$root" && CGO_ENABLED=0 GOOS=$goos GOARCH=$arch "$go" build -trimpath -ldflags="-s -w -X github.com/kube-fstack/kube-fstack/kubectl-fstack/internal/cli.Version=$version -X github.com/kube-fstack/kube-fstack/kubectl-fstack/internal/cli.ImageRepo=${IMAGE_REPO:-localhost/kube-fstack} -X github.com/kube-fstack/kube-fstack/kubectl-fstack/internal/cli.DataplaneDigest=${DATAPLANE_DIGEST:-}" -o "$dir/kubectl-fstack" ./kubectl-fstack/cmd/kubectl-fstack)
 		cp "$root/LICENSE" "$root/NOTICE" "$dir/"
 		"$tools/notices" -o "$dir/THIRD_PARTY_NOTICES" "$dir/kubectl-fstack"
 		archive="$out/kubectl-fstack_${version}_${goos}_${arch}.tar.gz"

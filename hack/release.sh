@@ -4,21 +4,38 @@
 #                                IMAGE_PLATFORMS (default linux/amd64 linux/arm64), dataplane
 #                                linux/amd64 only (F-Stack and its DPDK are built for x86 here)
 #   images/<name>.digest         the digest the chart names (of the index for operator and cni)
+#   images.txt                   every image built, one a line as IMAGE_REPO/<name>:VERSION@<digest>
+#                                (what to mirror: docs/verifying-releases.md)
 #   kube-fstack-<chart>.tgz      the chart, naming each image built by digest
 #   kubectl-fstack_<v>_<os>_<arch>.tar.gz, fstack.yaml
 #                                the plugin for linux/darwin x amd64/arm64 (with LICENSE, NOTICE and
 #                                THIRD_PARTY_NOTICES) and its krew manifest (hack/krew-release.sh)
-#   sbom/*.spdx.json             an SPDX SBOM per image and architecture and per plugin binary (syft)
+#   sbom/*.spdx.json             an SPDX SBOM per image and architecture and per plugin binary
+#                                (syft; with what the dataplane image records it built from source:
+#                                F-Stack and its DPDK, dataplane-image/build/package.sh sbom)
 #   signatures/<name>.payload.json, .sig
-#                                each image's cosign signature of its digest (attached in the
-#                                registry on push, so `cosign verify --key cosign.pub` works there)
+#                                each image's cosign signature of its digest, for an offline check
 #   SHA256SUMS, *.sig, cosign.pub
 #                                the checksums of every file and a cosign signature of each file
-# and, when a registry is given, pushes the images, their signatures and the chart. It ends by
-# verifying every signature and checksum it wrote. Nothing is pushed without REGISTRY.
+# and, when a registry is given, pushes the images and the chart, and attaches to each image in the
+# registry its cosign signature (cosign sign --recursive: the index and each platform's image) and
+# its SBOMs as signed attestations (cosign attest --type spdxjson: each platform's image its own,
+# the index every platform's), and signs the pushed chart. All are key-signed without a
+# transparency log (--tlog-upload=false): verify with `cosign verify --key cosign.pub
+# --insecure-ignore-tlog`. Signatures and attestations are stored as cosign's tags
+# (sha256-<digest>.sig/.att), not as OCI 1.1 referrers: cosign v2 writes referrers only
+# experimentally, and Kyverno, the sigstore policy-controller and `cosign copy` (relocation into a
+# private registry) read the tags. It ends by verifying every signature and checksum it wrote, and
+# with a registry every signature and attestation there. Nothing is pushed without REGISTRY.
 #   hack/release.sh all VERSION       everything above (root, buildah)
 #   hack/release.sh chart VERSION     the chart alone, naming the images by tag (no root)
-#   hack/release.sh verify VERSION    verify OUT's signatures and checksums again
+#   hack/release.sh verify VERSION    verify OUT's signatures and checksums again; with REGISTRY,
+#                                     also each image's signature and SBOM attestation and the
+#                                     chart's signature in the registry (IMAGE_REPO given: the
+#                                     images there, e.g. a private mirror, instead of images.txt's)
+#   hack/release.sh sbom VERSION SOURCE FILE
+#                                     an SPDX SBOM of SOURCE (oci-archive:PATH, dir:PATH) into FILE,
+#                                     as the release makes the images'
 # Environment:
 #   IMAGE_REPO      where the images live, without the component: IMAGE_REPO/operator,
 #                   IMAGE_REPO/cni, IMAGE_REPO/dataplane (default localhost/kube-fstack, this
@@ -30,6 +47,9 @@
 #   COSIGN_KEY      the releaser's cosign private key (cosign generate-key-pair makes one; its
 #                   password in COSIGN_PASSWORD). Required by all and verify.
 #   REGISTRY_PLAIN_HTTP=1  talk plain HTTP to the registry (a test registry on this machine only).
+#   RELEASE_PUSH_INCOMPLETE_CHART=1  push and sign the chart although it names images this run did
+#                   not build (by tag): for make test-release, which cannot build the dataplane
+#                   image; refused unless the registry is plain HTTP on loopback.
 #   RELEASE_URL     where the plugin archives will be downloaded from, for the krew manifest
 #                   (default the project's GitHub release of VERSION).
 #   OUT             output directory (default _output/release/VERSION).
@@ -46,14 +66,16 @@ export PATH="/usr/local/go/bin:$PATH"
 die() { printf 'release: ERROR: %s\n' "$*" >&2; exit 1; }
 say() { printf 'release: %s\n' "$*" >&2; }
 
-usage() { die "usage: $0 all|chart|verify VERSION (VERSION like v0.1.0)"; }
-[ $# -eq 2 ] || usage
+usage() { die "usage: $0 all|chart|verify VERSION, or $0 sbom VERSION SOURCE FILE (VERSION like v0.1.0)"; }
+[ $# -ge 2 ] || usage
 MODE=$1 VERSION=$2
-case "$MODE" in all|chart|verify) ;; *) usage ;; esac
+case "$MODE" in all|chart|verify) [ $# -eq 2 ] || usage ;; sbom) [ $# -eq 4 ] || usage ;; *) usage ;; esac
 # Semver with a leading v: helm needs the chart version as semver, and image tags take no '+'.
 [[ $VERSION =~ ^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$ ]] \
   || die "VERSION=$VERSION: want v<major>.<minor>.<patch>[-<pre-release>], e.g. v0.1.0"
 CHART_VERSION=${VERSION#v}
+# verify checks the images images.txt names unless IMAGE_REPO is given (a mirror of them).
+IMAGE_REPO_GIVEN=${IMAGE_REPO:+1}
 IMAGE_REPO=${IMAGE_REPO:-localhost/kube-fstack}
 IMAGE_REPO=${IMAGE_REPO%/}
 REGISTRY=${REGISTRY:-}
@@ -80,7 +102,13 @@ for p in $IMAGE_PLATFORMS; do
   case "$p" in linux/amd64|linux/arm64) ;; *) die "IMAGE_PLATFORMS: $p is not one the Dockerfiles cross-compile for (linux/amd64, linux/arm64)" ;; esac
 done
 [ -x "$HELM" ] || die "$HELM missing: run 'make tools' (helm is built from source at a pinned version)"
-if [ "$MODE" != chart ]; then
+if [ "${RELEASE_PUSH_INCOMPLETE_CHART:-}" = 1 ]; then
+  [[ ${REGISTRY_PLAIN_HTTP:-} == 1 && $REGISTRY =~ ^oci://(127\.0\.0\.1|localhost|\[::1\])(:[0-9]+)?/ ]] \
+    || die "RELEASE_PUSH_INCOMPLETE_CHART=1 is for a test registry on this machine only (REGISTRY_PLAIN_HTTP=1, REGISTRY=oci://127.0.0.1:PORT/...): a published chart names only images the release built"
+fi
+if [ "$MODE" = sbom ]; then
+  [ -x "$SYFT" ] || die "$SYFT missing: run 'make tools'"
+elif [ "$MODE" != chart ]; then
   [ -x "$COSIGN" ] || die "$COSIGN missing: run 'make tools'"
   [ -n "${COSIGN_KEY:-}" ] || die "COSIGN_KEY is empty: pass the releaser's cosign private key (make one with '$COSIGN generate-key-pair'; its password in COSIGN_PASSWORD)"
   [ -f "$COSIGN_KEY" ] || die "COSIGN_KEY=$COSIGN_KEY: no such file"
@@ -191,7 +219,9 @@ package_chart() {
 # plugin: the four archives and the krew manifest; each archive's binary gets an SBOM.
 plugin() {
   local a dir base
-  hack/krew-release.sh "$VERSION" "$RELEASE_URL" "$OUT" >&2 || die "hack/krew-release.sh failed"
+  # The plugin's inject names the release's dataplane image by digest when this run built it.
+  IMAGE_REPO=$IMAGE_REPO DATAPLANE_DIGEST="$(digest_of dataplane)" hack/krew-release.sh "$VERSION" "$RELEASE_URL" "$OUT" >&2 \
+    || die "hack/krew-release.sh failed"
   for a in "$OUT"/kubectl-fstack_"$VERSION"_*.tar.gz; do
     base=$(basename "$a" .tar.gz)
     dir="$WORK/$base"
@@ -202,10 +232,12 @@ plugin() {
 }
 
 # sbom SOURCE OUT NAME: an SPDX SBOM of SOURCE (an image archive or a binary) by syft, offline.
+# The sbom-cataloger (off by default) merges the SPDX documents an image carries: the dataplane
+# image's record of F-Stack and DPDK, which it builds from source and no package database lists.
 sbom() {
   mkdir -p "$(dirname "$2")"
   SYFT_CHECK_FOR_APP_UPDATE=false "$SYFT" scan -q "$1" --source-name "$3" --source-version "$VERSION" \
-    -o "spdx-json=$2" >&2 || die "syft scan $1 failed"
+    --select-catalogers +sbom-cataloger -o "spdx-json=$2" >&2 || die "syft scan $1 failed"
 }
 
 # image_sboms: one SBOM per image and architecture, from the single-platform archives.
@@ -308,16 +340,121 @@ oci_digest() {
   return $rc
 }
 
+# image_list: images.txt, every image built as IMAGE_REPO/NAME:VERSION@DIGEST, the list a mirror
+# of the release copies (docs/verifying-releases.md).
+image_list() {
+  local name d
+  for name in operator cni dataplane; do
+    d="$(digest_of "$name")"
+    [ -z "$d" ] || echo "$IMAGE_REPO/$name:$VERSION@$d"
+  done >"$OUT/images.txt"
+}
+
+# platforms NAME DIGEST: "DIGEST OS_ARCH" of each image in the index DIGEST of images/NAME.oci.tar;
+# nothing for a single image (the dataplane).
+platforms() {
+  python3 - "$OUT/images/$1.oci.tar" "$2" <<'PY' || die "images/$1.oci.tar: cannot read the index $2"
+import json, sys, tarfile
+with tarfile.open(sys.argv[1]) as t:
+    doc = json.load(t.extractfile("blobs/sha256/" + sys.argv[2].split(":", 1)[1]))
+for m in doc.get("manifests", []):
+    p = m.get("platform", {})
+    print(m["digest"], p.get("os", "") + "_" + p.get("architecture", ""))
+PY
+}
+
+# sign_and_attest NAME DIGEST: in the registry, IMAGE_REPO/NAME@DIGEST and every platform's image of
+# it signed, and each platform's SBOM attested on that image and on the index (a policy that checks
+# the index a pod names finds them there).
+sign_and_attest() {
+  local name=$1 d=$2 ref="$IMAGE_REPO/$1@$2" pd plat n=0
+  "$COSIGN" sign --yes --key "$COSIGN_KEY" --tlog-upload=false --recursive "${COSIGN_HTTP[@]}" "$ref" >/dev/null 2>"$WORK/cosign.log" \
+    || die "cosign sign $ref failed: $(cat "$WORK/cosign.log")"
+  while read -r pd plat; do
+    attest "$IMAGE_REPO/$name@$pd" "$OUT/sbom/${name}_$plat.spdx.json"
+    attest "$ref" "$OUT/sbom/${name}_$plat.spdx.json"
+    n=$((n + 1))
+  done < <(platforms "$name" "$d")
+  [ "$n" -gt 0 ] || attest "$ref" "$OUT/sbom/${name}_linux_amd64.spdx.json"
+  say "signed $ref and attested its SBOMs"
+}
+
+attest() {
+  [ -f "$2" ] || die "no SBOM ${2#"$OUT"/} to attest on $1"
+  "$COSIGN" attest --yes --key "$COSIGN_KEY" --tlog-upload=false --type spdxjson --predicate "$2" "${COSIGN_HTTP[@]}" "$1" >/dev/null 2>"$WORK/cosign.log" \
+    || die "cosign attest $1 failed: $(cat "$WORK/cosign.log")"
+}
+
+# chart_name: the chart's name, which helm push makes the last path element of its OCI reference.
+chart_name() { sed -n 's/^name: *//p' "$CHART_SRC/Chart.yaml"; }
+
+# push_chart: helm push, then a cosign signature on the digest helm pushed.
+push_chart() {
+  local log d ref
+  say "helm push $TGZ $REGISTRY"
+  log="$("$HELM" push "${HELM_HTTP[@]}" "$TGZ" "$REGISTRY" 2>&1)" || die "helm push $TGZ $REGISTRY failed: $log"
+  d="$(sed -n 's/^Digest: *//p' <<<"$log")"
+  [[ $d =~ ^sha256:[0-9a-f]{64}$ ]] || die "helm push printed no digest: $log"
+  ref="${REGISTRY#oci://}/$(chart_name)@$d"
+  "$COSIGN" sign --yes --key "$COSIGN_KEY" --tlog-upload=false "${COSIGN_HTTP[@]}" "$ref" >/dev/null 2>"$WORK/cosign.log" \
+    || die "cosign sign $ref failed: $(cat "$WORK/cosign.log")"
+  say "chart pushed and signed: $ref"
+}
+
+# verify_registry: in the registry, every image of images.txt (or its copy under IMAGE_REPO when
+# given) and each of its platforms' images has a signature and an SPDX attestation that verify
+# with cosign.pub, and the chart REGISTRY holds for this version has a signature that does. What a
+# policy engine checks at admission, checked before anyone deploys.
+verify_registry() {
+  local line repo name d pd plat n=0 pub=$OUT/cosign.pub
+  mkdir -p "$WORK"
+  [ -f "$OUT/images.txt" ] || die "$OUT/images.txt missing: no image list to check in the registry"
+  while read -r line; do
+    repo=${line%@*} d=${line##*@}
+    repo=${repo%:*} name=${repo##*/}
+    [ -z "$IMAGE_REPO_GIVEN" ] || repo=$IMAGE_REPO/$name
+    [ "$d" = "$(digest_of "$name")" ] || die "images.txt names $name at $d, but images/$name.digest is $(digest_of "$name")"
+    verify_image "$repo@$d"
+    while read -r pd plat; do
+      verify_image "$repo@$pd" "$plat"
+    done < <(platforms "$name" "$d")
+    n=$((n + 1))
+  done <"$OUT/images.txt"
+  [ "$n" -gt 0 ] || die "images.txt lists no image"
+  if [ -n "$REGISTRY" ]; then
+    line="${REGISTRY#oci://}/$(chart_name):$CHART_VERSION"
+    "$COSIGN" verify --key "$pub" --insecure-ignore-tlog=true "${COSIGN_HTTP[@]}" "$line" >/dev/null 2>"$WORK/cosign.log" \
+      || die "the chart $line has no signature that verifies with $pub: $(cat "$WORK/cosign.log")"
+  fi
+  local chart=""
+  [ -z "$REGISTRY" ] || chart=", and the signature of the chart"
+  say "verified in the registry: the signatures and SBOM attestations of $n images and each of their platforms$chart, with $pub"
+}
+
+# verify_image REF [PLATFORM]: REF's cosign signature and SPDX attestation verify with cosign.pub.
+verify_image() {
+  local pub=$OUT/cosign.pub
+  "$COSIGN" verify --key "$pub" --insecure-ignore-tlog=true "${COSIGN_HTTP[@]}" "$1" >/dev/null 2>"$WORK/cosign.log" \
+    || die "image $1${2:+ ($2)} has no signature that verifies with $pub: $(cat "$WORK/cosign.log")"
+  "$COSIGN" verify-attestation --key "$pub" --insecure-ignore-tlog=true --type spdxjson "${COSIGN_HTTP[@]}" "$1" >/dev/null 2>"$WORK/cosign.log" \
+    || die "image $1${2:+ ($2)} has no SPDX SBOM attestation that verifies with $pub: $(cat "$WORK/cosign.log")"
+}
+
 TGZ=
 case "$MODE" in
   chart) package_chart; echo "$TGZ"; exit 0 ;;
-  verify) verify; exit 0 ;;
+  verify)
+    verify
+    if [ -n "$REGISTRY" ]; then verify_registry; else say "not checked: the registry (pass REGISTRY=oci://HOST/PATH to check the signatures and attestations there)"; fi
+    exit 0 ;;
+  sbom) sbom "$3" "$4" "$IMAGE_REPO"; exit 0 ;;
 esac
 
 # Every artifact is made anew: a stale file of an earlier run must not be signed as this one's.
-(cd "$OUT" && rm -rf images sbom signatures kube-fstack-*.tgz kubectl-fstack_* fstack.yaml SHA256SUMS SHA256SUMS.sig cosign.pub ./*.sig)
+(cd "$OUT" && rm -rf images images.txt sbom signatures kube-fstack-*.tgz kubectl-fstack_* fstack.yaml SHA256SUMS SHA256SUMS.sig cosign.pub ./*.sig)
 mkdir -p "$WORK"
 missing="$(build_images)"
+image_list
 package_chart
 plugin
 image_sboms
@@ -342,20 +479,19 @@ if [ -n "$REGISTRY" ]; then
       push_list "$ref" "docker://$ref" "$WORK/pushed.digest"
     fi
     [ "$(cat "$WORK/pushed.digest")" = "$digest" ] || die "$ref was pushed as $(cat "$WORK/pushed.digest"), but the chart names $digest: do not publish this chart"
-    "$COSIGN" attach signature "${COSIGN_HTTP[@]}" --payload "$OUT/signatures/$name.payload.json" \
-      --signature "$OUT/signatures/$name.sig" "$IMAGE_REPO/$name@$digest" >&2 \
-      || die "cosign attach signature $IMAGE_REPO/$name@$digest failed"
+    sign_and_attest "$name" "$digest"
   done
   # The chart names all three images: publish it only when this run built and pushed them all.
   for name in operator cni dataplane; do
-    [ -n "$(digest_of "$name")" ] || die "not pushing the chart: it names $IMAGE_REPO/$name:$VERSION, which this run did not build (RELEASE_IMAGES=$RELEASE_IMAGES); the images above are pushed"
+    [ -n "$(digest_of "$name")" ] || [ "${RELEASE_PUSH_INCOMPLETE_CHART:-}" = 1 ] \
+      || die "not pushing the chart: it names $IMAGE_REPO/$name:$VERSION, which this run did not build (RELEASE_IMAGES=$RELEASE_IMAGES); the images above are pushed"
   done
-  say "helm push $TGZ $REGISTRY"
-  "$HELM" push "${HELM_HTTP[@]}" "$TGZ" "$REGISTRY" >&2 || die "helm push $TGZ $REGISTRY failed"
+  push_chart
+  verify_registry
 else
-  say "nothing pushed (no REGISTRY=oci://HOST/PATH); with one it would push, check each digest, attach each signature:"
+  say "nothing pushed (no REGISTRY=oci://HOST/PATH); with one it would push, check each digest, sign each image and attest its SBOMs:"
   for name in "${pushed[@]}"; do say "  $IMAGE_REPO/$name:$VERSION ($(digest_of "$name"))"; done
-  say "  helm push $TGZ <REGISTRY>"
+  say "  helm push $TGZ <REGISTRY>, and sign the chart"
 fi
 rm -rf "$WORK"
 for name in $missing; do

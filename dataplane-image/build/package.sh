@@ -9,6 +9,11 @@
 #                                   Nginx's with nginx) from the F-Stack tree into OUT
 #   package.sh debian-notices OUT   list every installed Debian package with its copyright file,
 #                                   failing if one has none (Debian ships each license there)
+#   package.sh sbom FF_PATH OUT [nginx]
+#                                   an SPDX document (OUT/f-stack.spdx.json, or OUT/nginx.spdx.json
+#                                   with nginx) naming what the image builds from source at its
+#                                   pinned version: F-Stack (FSTACK_VERSION, FSTACK_COMMIT) and the
+#                                   DPDK it bundles, or F-Stack's Nginx; release.sh's syft merges it
 # The Dockerfile's package stage runs the first two and its last stage the third; the stand-in
 # image (hack/image-dataplane-standin.sh) runs the same on its stand-in shim. This is a script of
 # its own, not a step of build-fstack.sh, so that changing it does not invalidate the cached
@@ -199,8 +204,78 @@ cmd_debian_notices() {
   log "debian-notices: $(($(wc -l <"$out") - 1)) packages in $out"
 }
 
+# What the image compiles from source is invisible to an SBOM scanner: no package database lists
+# it, and F-Stack links DPDK statically into every binary. So the build writes what it compiled as
+# a small SPDX document in the image (/usr/share/doc/kube-fstack/sbom/), which syft's
+# sbom-cataloger merges into the image's SBOM (release.sh turns it on). The versions come from the
+# Dockerfile's ARGs and from the tree, never typed here: F-Stack's from FSTACK_VERSION and
+# FSTACK_COMMIT, DPDK's from the bundled tree's VERSION file (which must agree with DPDK_VERSION,
+# the image's io.kubefstack.dpdk-version label), Nginx's from F-Stack's app/nginx-<version>.
+cmd_sbom() {
+  local ff=${1:?sbom needs FF_PATH} out=${2:?sbom needs OUT} app=${3:-} commit=${FSTACK_COMMIT:-} ver=${FSTACK_VERSION:-}
+  local dpdk nginx name packages rels created
+  [[ $commit =~ ^[0-9a-f]{40}$ ]] || die "sbom: FSTACK_COMMIT='$commit': want the 40-hex commit the image is built from (the Dockerfile's ARG FSTACK_COMMIT)"
+  [[ $ver =~ ^v[0-9]+\.[0-9]+(\.[0-9]+)?$ ]] || die "sbom: FSTACK_VERSION='$ver': want F-Stack's release, like v1.25 (the Dockerfile's ARG FSTACK_VERSION)"
+  created=$(date -u -d "@${SOURCE_DATE_EPOCH:-$(date +%s)}" +%Y-%m-%dT%H:%M:%SZ)
+  case $app in
+  "")
+    [[ -n ${DPDK_VERSION:-} ]] || die "sbom: DPDK_VERSION is empty: pass the Dockerfile's ARG DPDK_VERSION (the image's io.kubefstack.dpdk-version label)"
+    [[ -f $ff/dpdk/VERSION ]] || die "sbom: $ff/dpdk/VERSION missing: FF_PATH=$ff is not an F-Stack tree with its DPDK"
+    dpdk=$(tr -d '[:space:]' <"$ff/dpdk/VERSION")
+    [[ $dpdk =~ ^[0-9]+\.[0-9]+(\.[0-9]+)?$ ]] || die "sbom: $ff/dpdk/VERSION says '$dpdk', not a DPDK release like 23.11.0"
+    [[ $dpdk == "$DPDK_VERSION" || $dpdk == "$DPDK_VERSION".* ]] ||
+      die "sbom: F-Stack's bundled DPDK is $dpdk, but the Dockerfile says DPDK_VERSION=$DPDK_VERSION: set the ARG (and so the label) to the DPDK this F-Stack bundles"
+    name="f-stack"
+    packages="$(spdx_package f-stack "$ver" "git+https://github.com/F-Stack/f-stack@$commit" NOASSERTION \
+      "F-Stack $ver (commit $commit) built from source with kube-fstack's patches (the image's io.kubefstack.patches label)" \
+      "pkg:github/F-Stack/f-stack@$commit" "cpe:2.3:a:f-stack:f-stack:${ver#v}:*:*:*:*:*:*:*"),
+$(spdx_package dpdk "$dpdk" "git+https://github.com/F-Stack/f-stack@$commit#dpdk" BSD-3-Clause \
+      "DPDK as F-Stack bundles it (dpdk/), linked statically into fstack, its tools and every shim" \
+      "pkg:generic/dpdk@$dpdk" "cpe:2.3:a:dpdk:data_plane_development_kit:$dpdk:*:*:*:*:*:*:*")"
+    rels="$(spdx_rel SPDXRef-DOCUMENT DESCRIBES SPDXRef-Package-f-stack),
+$(spdx_rel SPDXRef-Package-f-stack CONTAINS SPDXRef-Package-dpdk)" ;;
+  nginx)
+    nginx=$(find "$ff/app" -mindepth 1 -maxdepth 1 -type d -name 'nginx-*' -printf '%f\n' 2>/dev/null | sort | tail -1)
+    [[ $nginx =~ ^nginx-[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "sbom: no $ff/app/nginx-<version> directory: FF_PATH=$ff is not an F-Stack tree with its Nginx"
+    nginx=${nginx#nginx-}
+    name=nginx
+    packages=$(spdx_package nginx "$nginx" "git+https://github.com/F-Stack/f-stack@$commit#app/nginx-$nginx" BSD-2-Clause \
+      "F-Stack's Nginx (app/nginx-$nginx of F-Stack $ver, commit $commit), built against the image's libfstack" \
+      "pkg:generic/nginx@$nginx" "cpe:2.3:a:f5:nginx:$nginx:*:*:*:*:*:*:*")
+    rels=$(spdx_rel SPDXRef-DOCUMENT DESCRIBES SPDXRef-Package-nginx) ;;
+  *) die "sbom: unknown app '$app' (nginx)" ;;
+  esac
+  mkdir -p "$out"
+  {
+    echo '{'
+    echo '  "spdxVersion": "SPDX-2.3",'
+    echo '  "dataLicense": "CC0-1.0",'
+    echo '  "SPDXID": "SPDXRef-DOCUMENT",'
+    echo "  \"name\": \"kube-fstack-dataplane-$name-built-from-source\","
+    echo "  \"documentNamespace\": \"https://github.com/kube-fstack/kube-fstack/spdx/$name/$commit\","
+    echo "  \"creationInfo\": {\"created\": \"$created\", \"creators\": [\"Tool: kube-fstack-dataplane-image-build-package.sh\"]},"
+    echo '  "packages": ['
+    echo "$packages"
+    echo '  ],'
+    echo '  "relationships": ['
+    echo "$rels"
+    echo '  ]'
+    echo '}'
+  } >"$out/$name.spdx.json"
+  log "sbom: $out/$name.spdx.json"
+}
+
+# spdx_package NAME VERSION WHERE LICENSE COMMENT PURL CPE: one SPDX package as JSON. Every value is
+# checked above or fixed text: none holds a quote or a backslash.
+spdx_package() {
+  printf '    {"name": "%s", "SPDXID": "SPDXRef-Package-%s", "versionInfo": "%s", "downloadLocation": "%s", "filesAnalyzed": false, "licenseConcluded": "NOASSERTION", "licenseDeclared": "%s", "comment": "%s", "externalRefs": [{"referenceCategory": "PACKAGE-MANAGER", "referenceType": "purl", "referenceLocator": "%s"}, {"referenceCategory": "SECURITY", "referenceType": "cpe23Type", "referenceLocator": "%s"}]}' \
+    "$1" "$1" "$2" "$3" "$4" "$5" "$6" "$7"
+}
+
+spdx_rel() { printf '    {"spdxElementId": "%s", "relationshipType": "%s", "relatedSpdxElement": "%s"}' "$1" "$2" "$3"; }
+
 main() {
-  (($# > 0)) || die "usage: package.sh strip PATH... | shim-libs SHIMROOT | check-shim SHIMROOT | link-duplicates DIR | notices FF_PATH OUT [nginx] | debian-notices OUT"
+  (($# > 0)) || die "usage: package.sh strip PATH... | shim-libs SHIMROOT | check-shim SHIMROOT | link-duplicates DIR | notices FF_PATH OUT [nginx] | debian-notices OUT | sbom FF_PATH OUT [nginx]"
   local cmd=$1
   shift
   case $cmd in
@@ -210,7 +285,8 @@ main() {
   link-duplicates) cmd_link_duplicates "$@" ;;
   notices) cmd_notices "$@" ;;
   debian-notices) cmd_debian_notices "$@" ;;
-  *) die "unknown command '$cmd' (strip, shim-libs, check-shim, link-duplicates, notices, debian-notices)" ;;
+  sbom) cmd_sbom "$@" ;;
+  *) die "unknown command '$cmd' (strip, shim-libs, check-shim, link-duplicates, notices, debian-notices, sbom)" ;;
   esac
 }
 

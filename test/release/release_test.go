@@ -1,11 +1,16 @@
-// Package release runs `make release`'s script (hack/release.sh all) without a registry, as a
-// releaser would, and checks what it leaves: the CNI image for amd64 and arm64 as one index with
-// its licenses inside, the chart naming that index by digest, the kubectl plugin's four archives
-// with the license and notices, an SPDX SBOM per image and per binary listing what was linked,
+// Package release runs `make release`'s script (hack/release.sh all) as a releaser would, pushing
+// to a real OCI registry (distribution's, built at a pinned version by make) that it starts on
+// loopback, and checks what it leaves: the CNI image for amd64 and arm64 as one index with its
+// licenses inside, the chart naming that index by digest, the kubectl plugin's four archives with
+// the license and notices, an SPDX SBOM per image and per binary listing what was linked,
 // SHA256SUMS, and cosign signatures made with a throwaway key that verify, and stop verifying when
-// a byte or the key changes. Only the CNI image is built (the operator's recipe is the same; the
-// real dataplane image compiles F-Stack for half an hour). Run it with `make test-release` (root:
-// buildah mounts image filesystems).
+// a byte or the key changes; in the registry, each image's signature and SBOM attestations and the
+// chart's signature, which verify, survive a `cosign copy` into another repository, and are
+// refused for an unsigned, foreign-signed or re-tagged image. Only the CNI image is built (the
+// operator's recipe is the same; the real dataplane image compiles F-Stack for half an hour), so
+// the chart is pushed although it names the others by tag (RELEASE_PUSH_INCOMPLETE_CHART, which
+// release.sh accepts only for a loopback registry). Run it with `make test-release` (root: buildah
+// mounts image filesystems).
 package release
 
 import (
@@ -29,10 +34,12 @@ import (
 )
 
 const (
-	version   = "v9.8.7-rc.1"
-	imageRepo = "registry.example/kube-fstack-release-test"
-	password  = "throwaway"
+	version  = "v9.8.7-rc.1"
+	password = "throwaway"
 )
+
+// imageRepo is where the release's images go: the test's registry (TestRelease sets it).
+var imageRepo string
 
 var root = filepath.Join("..", "..")
 
@@ -83,13 +90,16 @@ func TestRelease(t *testing.T) {
 		t.Fatal("buildah not found: hack/install-deps.sh installs it")
 	}
 	cosign := tool(t, "COSIGN", "cosign-v*")
+	reg := startRegistry(t, tool(t, "REGISTRY_SERVER", "registry-v*"))
+	imageRepo = reg + "/kube-fstack-release-test"
 	keys := t.TempDir()
 	genKey(t, cosign, keys)
 	e := env{out: filepath.Join(t.TempDir(), "release"), key: filepath.Join(keys, "cosign.key")}
 	e.vars = []string{
 		"HELM=" + tool(t, "HELM", "helm-v*"), "COSIGN=" + cosign, "SYFT=" + tool(t, "SYFT", "syft-v*"),
 		"COSIGN_KEY=" + e.key, "COSIGN_PASSWORD=" + password, "OUT=" + e.out,
-		"IMAGE_REPO=" + imageRepo, "REGISTRY=", "RELEASE_IMAGES=cni", "IMAGE_PLATFORMS=linux/amd64 linux/arm64",
+		"IMAGE_REPO=" + imageRepo, "REGISTRY=oci://" + reg + "/charts", "REGISTRY_PLAIN_HTTP=1",
+		"RELEASE_PUSH_INCOMPLETE_CHART=1", "RELEASE_IMAGES=cni", "IMAGE_PLATFORMS=linux/amd64 linux/arm64",
 		"RELEASE_URL=https://downloads.example/" + version,
 	}
 	t.Cleanup(func() {
@@ -101,6 +111,7 @@ func TestRelease(t *testing.T) {
 	if log, err := run(t, e, "all", version); err != nil {
 		t.Fatalf("hack/release.sh all %s: %v\n%s", version, err, log)
 	}
+	r := registryCheck{e: e, cosign: cosign, reg: reg, keys: keys, parent: t}
 
 	t.Run("CNIImageIsOneIndexForAmd64AndArm64WithItsLicenses", func(t *testing.T) { checkImage(t, e) })
 	t.Run("ChartNamesTheImageByDigest", func(t *testing.T) { checkChart(t, e) })
@@ -108,6 +119,12 @@ func TestRelease(t *testing.T) {
 	t.Run("SBOMPerImageAndBinaryListsWhatIsLinked", func(t *testing.T) { checkSBOMs(t, e) })
 	t.Run("ChecksumsCoverEveryArtifact", func(t *testing.T) { checkSums(t, e) })
 	t.Run("SignaturesVerifyAndFailWhenTamperedOrWrongKey", func(t *testing.T) { checkSignatures(t, e, cosign, keys) })
+	t.Run("ImageListNamesEveryImageByDigest", func(t *testing.T) { checkImageList(t, e) })
+	t.Run("DataplaneSBOMListsWhatItBuildsFromSource", func(t *testing.T) { r.checkSourceBuiltSBOM(t) })
+	t.Run("RegistryHoldsVerifiedSignaturesAttestationsAndChartSignature", func(t *testing.T) { r.checkRegistry(t) })
+	t.Run("RelocatedByCosignCopyStillVerifies", func(t *testing.T) { r.checkRelocation(t) })
+	// Last: it moves the release's tag to another image.
+	t.Run("UnsignedForeignSignedOrRetaggedImagesAreRefused", func(t *testing.T) { r.checkRefused(t) })
 }
 
 func genKey(t *testing.T, cosign, dir string) {
@@ -578,5 +595,12 @@ func checkSignatures(t *testing.T, e env, cosign, keys string) {
 		t.Errorf("hack/release.sh verify passed with fstack.yaml and SHA256SUMS changed after signing:\n%s", log)
 	} else if !strings.Contains(log, "does not verify") {
 		t.Errorf("hack/release.sh verify failed, but not on a signature:\n%s", log)
+	}
+	// The release as it was, for the checks after this one.
+	if err := os.WriteFile(manifest, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(sums, origSums, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -26,11 +26,23 @@ var Version = "dev"
 // -X github.com/kube-fstack/kube-fstack/kubectl-fstack/internal/cli.ImageRepo=registry.example/kube-fstack.
 var ImageRepo = "localhost/kube-fstack"
 
+// DataplaneDigest is the digest of the dataplane image released with this plugin (release.sh's
+// images/dataplane.digest), set with Version by hack/krew-release.sh when the release built that
+// image: -X github.com/kube-fstack/kube-fstack/kubectl-fstack/internal/cli.DataplaneDigest=sha256:....
+var DataplaneDigest = ""
+
 // DefaultDataplaneImage is what inject gives the dataplane container when neither --image nor the
 // StackInstance names an image: the dataplane image released with this plugin, so that a released
-// plugin's output runs the release's image and not a local build. A dev build names the local
-// build (localhost/kube-fstack/dataplane:dev), as the operator's own default does.
-func DefaultDataplaneImage() string { return ImageRepo + "/dataplane:" + Version }
+// plugin's output runs the release's image and not a local build. A release names it by digest,
+// as its chart does: a tag can be moved to another image, and admission policies that verify
+// signatures want the digest they were signed for. A dev build names the local build
+// (localhost/kube-fstack/dataplane:dev), as the operator's own default does.
+func DefaultDataplaneImage() string {
+	if DataplaneDigest != "" {
+		return ImageRepo + "/dataplane@" + DataplaneDigest
+	}
+	return ImageRepo + "/dataplane:" + Version
+}
 
 // PinnedFStackCommit is the F-Stack commit the dataplane image of this source tree is built from
 // (dataplane-image/build/build-fstack.sh pins it; a test keeps the two equal). The image carries

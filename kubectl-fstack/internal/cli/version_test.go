@@ -84,6 +84,26 @@ func TestReleasedPluginInjectsTheReleasesImage(t *testing.T) {
 	if got := DefaultDataplaneImage(); got != "localhost/kube-fstack/dataplane:dev" {
 		t.Errorf("a dev build's default image is %q, want the local build localhost/kube-fstack/dataplane:dev", got)
 	}
+	if out := injectWithReleaseBuild(t, "version=v9.8.7", "IMAGE_REPO=registry.example/kfs"); !strings.Contains(out, "image: registry.example/kfs/dataplane:v9.8.7") {
+		t.Errorf("the released plugin does not inject its release's image:\n%s", out)
+	}
+}
+
+// A release that built the dataplane image passes its digest (DATAPLANE_DIGEST): the released
+// plugin injects IMAGE_REPO/dataplane@DIGEST, the exact image the release signed, not a tag that
+// can be moved to another image.
+func TestReleasedPluginInjectsTheDataplaneByDigest(t *testing.T) {
+	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	out := injectWithReleaseBuild(t, "version=v9.8.7", "IMAGE_REPO=registry.example/kfs", "DATAPLANE_DIGEST="+digest)
+	if !strings.Contains(out, "image: registry.example/kfs/dataplane@"+digest+"\n") {
+		t.Errorf("the released plugin does not inject the release's dataplane image by digest:\n%s", out)
+	}
+}
+
+// injectWithReleaseBuild builds the plugin with hack/krew-release.sh's own -ldflags, expanded by
+// bash with env (its variables), and returns what its inject prints for the vhost-user sample.
+func injectWithReleaseBuild(t *testing.T, env ...string) string {
+	t.Helper()
 	script, err := os.ReadFile("../../../hack/krew-release.sh")
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +113,7 @@ func TestReleasedPluginInjectsTheReleasesImage(t *testing.T) {
 		t.Fatal("hack/krew-release.sh has no -ldflags=\"...\"")
 	}
 	expand := exec.Command("bash", "-c", `printf '%s' "`+string(m[1])+`"`)
-	expand.Env = append(os.Environ(), "version=v9.8.7", "IMAGE_REPO=registry.example/kfs")
+	expand.Env = append(os.Environ(), env...)
 	ldflags, err := expand.Output()
 	if err != nil {
 		t.Fatalf("expand the script's ldflags: %v", err)
@@ -110,7 +130,5 @@ func TestReleasedPluginInjectsTheReleasesImage(t *testing.T) {
 	if err != nil {
 		t.Fatalf("inject: %v\n%s", err, stderr.String())
 	}
-	if !strings.Contains(string(out), "image: registry.example/kfs/dataplane:v9.8.7") {
-		t.Errorf("the released plugin does not inject its release's image:\n%s", out)
-	}
+	return string(out)
 }
