@@ -90,6 +90,9 @@ RELEASE_URL=${RELEASE_URL:-https://github.com/kube-fstack/kube-fstack/releases/d
 OUT=${OUT:-_output/release/$VERSION}
 HELM=${HELM:-bin/helm-v3.22.0}
 COSIGN=${COSIGN:-bin/cosign-v2.6.5}
+# A key-signed release without a transparency log needs no Sigstore trust root, but cosign
+# still looks up its TUF repository's host on every call: a file URL keeps it on this machine.
+export TUF_MIRROR=${TUF_MIRROR:-file:///nonexistent/kube-fstack-needs-no-sigstore-tuf}
 SYFT=${SYFT:-bin/syft-v1.57.1}
 CHART_SRC=charts/kube-fstack
 
