@@ -50,6 +50,18 @@ func checkNodeAgentGatesScheduling(t *testing.T) {
 	if c := findCheck(report, "ovs-userspace-tso"); !strings.HasPrefix(c.Detail, "other_config:userspace-tso-enable=") {
 		t.Errorf("report's ovs-userspace-tso check %+v, want OVS's setting", c)
 	}
+	// The switch checks on the real OVS-DPDK and the real kubelet's checkpoint: DPDK up, the
+	// node's own veth (fsk-node-o) as the bridge's uplink, and the PMD on CPU 0 (pmd-cpu-mask=0x1),
+	// the CPU the kubelet reserves for kubeReserved 100m.
+	for name, detail := range map[string]string{
+		"ovs-dpdk-init": "dpdk_initialized=true",
+		"ovs-uplink":    "up: fsk-node-o (system)",
+		"ovs-pmd-cpus":  "PMD CPUs 0 (pmd-cpu-mask=0x1), all outside the kubelet's exclusive pool (reserved CPUs 0:",
+	} {
+		if c := findCheck(report, name); c.Status != nodecheck.Pass || c.Label != fstackv1.NodeLabelVhostUser || !strings.Contains(c.Detail, detail) {
+			t.Errorf("report's %s check %+v, want a pass deciding the vhost-user label with %q", name, c, detail)
+		}
+	}
 	restore := func() {
 		if _, err := env.Vsctl("--timeout=30", "--may-exist", "add-br", env.OVSBridge, "--", "set", "bridge", env.OVSBridge, "datapath_type=netdev"); err != nil {
 			t.Errorf("restore the bridge: %v", err)

@@ -69,8 +69,8 @@ func (r *Report) Failed() []Check {
 	return out
 }
 
-// label derives the labels from the checks: a readiness label is set only when every check
-// naming it passed; informational labels carry the value the check put in labelValues.
+// label derives the labels from the checks: a readiness label is set only when no check naming
+// it failed; informational labels carry the value the check put in labelValues.
 func (r *Report) label(values map[string]string) {
 	r.Labels = map[string]string{}
 	ok := map[string]bool{}
@@ -78,8 +78,10 @@ func (r *Report) label(values map[string]string) {
 		if c.Label == "" {
 			continue
 		}
+		// A warning informs: it keeps no pod off the node (a bridge with no uplink still serves
+		// the node's own pods).
 		prev, seen := ok[c.Label]
-		ok[c.Label] = c.Status == Pass && (!seen || prev)
+		ok[c.Label] = c.Status != Fail && (!seen || prev)
 	}
 	for key, passed := range ok {
 		if v, informational := values[key]; informational {
