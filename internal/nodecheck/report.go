@@ -1,5 +1,6 @@
 // Package nodecheck judges whether a node can run F-Stack pods: hugepages per size, the kubelet's
-// CPU manager policy, OVS-DPDK's bridge, the vhost-user socket root, cgroup version, ASLR and
+// CPU manager policy, OVS-DPDK (the bridge, DPDK initialised, an uplink that is up, PMD CPUs
+// outside the kubelet's exclusive CPUs), the vhost-user socket root, cgroup version, ASLR and
 // IOMMU/vfio. It reads only files beneath the roots it is given (never through a symlink or
 // "..") and asks OVSDB through an interface, so tests point it at temp dirs; the node agent
 // (cni/internal/nodeagent) runs it and publishes the Report on its Node.
