@@ -49,8 +49,12 @@ type Config struct {
 	SeccompDir     string
 	SeccompProfile []byte
 	// Allocatable is the Node's status.allocatable; nil skips the kubelet side of the
-	// hugepages checks.
+	// hugepages checks. With Capacity (status.capacity) it counts the CPUs the kubelet reserves.
 	Allocatable corev1.ResourceList
+	Capacity    corev1.ResourceList
+	// KubeletReservedCPUs is the kubelet's reservedSystemCPUs (a CPU list) when the platform set
+	// it; "" has the PMD check take the kubelet's own pick of ceil(capacity - allocatable) CPUs.
+	KubeletReservedCPUs string
 }
 
 // Run performs every check.
@@ -59,6 +63,7 @@ func Run(ctx context.Context, cfg *Config) *Report {
 	values := map[string]string{}
 	root, err := fsutil.OpenDir(cfg.Root)
 	if err != nil {
+		root = nil // the PMD check reads the CPU topology through it, and does without
 		r.Checks = append(r.Checks, Check{Name: "root", Status: Fail, Detail: err.Error(),
 			Fix: "the node agent needs the node's /sys and /proc; check its container"})
 	} else {
@@ -69,7 +74,9 @@ func Run(ctx context.Context, cfg *Config) *Report {
 	r.Checks = append(r.Checks, cpuManager(cfg.KubeletDir))
 	bridgeChecks := bridge(ctx, cfg)
 	r.Checks = append(r.Checks, bridgeChecks...)
-	r.Checks = append(r.Checks, kernelTCPChecks(ctx, cfg, bridgeChecks[len(bridgeChecks)-1].Status == Pass)...)
+	facts, factsErr := bridgeFacts(ctx, cfg, bridgeChecks[0].Status == Pass)
+	r.Checks = append(r.Checks, switchChecks(root, cfg, facts, factsErr, bridgeChecks[1].Status == Pass)...)
+	r.Checks = append(r.Checks, kernelTCPChecks(cfg, facts, factsErr, bridgeChecks[1].Status == Pass)...)
 	r.Checks = append(r.Checks, socketRoot(cfg.SocketRootParent, cfg.SocketRootName))
 	r.Checks = append(r.Checks, seccompProfile(cfg.SeccompDir, cfg.SeccompProfile))
 	r.label(values)

@@ -54,12 +54,17 @@ type node struct {
 func newNode(t *testing.T) *node {
 	t.Helper()
 	base := t.TempDir()
-	n := &node{base: base, ovs: &fakeOVS{datapath: "netdev", found: true}, links: &fakeLinks{}}
+	n := &node{base: base, ovs: &fakeOVS{datapath: "netdev", found: true, facts: BridgeFacts{
+		DPDKInitialized: true, DPDKInit: "true", PMDCPUMask: "0x1",
+		Uplinks: []Uplink{{Name: "dpdk0", Type: "dpdk", LinkState: "up", AdminState: "up"}},
+	}}, links: &fakeLinks{}}
 	n.cfg = Config{
 		Root: filepath.Join(base, "root"), KubeletDir: filepath.Join(base, "kubelet"),
 		SocketRootParent: filepath.Join(base, "run"), SocketRootName: "vhost", Bridge: "br-fstack", OVS: n.ovs, Links: n.links,
 		SeccompDir: filepath.Join(base, "seccomp"), SeccompProfile: []byte(`{"defaultAction":"SCMP_ACT_ERRNO"}`),
-		Allocatable: corev1.ResourceList{"hugepages-2Mi": resource.MustParse("1Gi"), "hugepages-1Gi": resource.MustParse("2Gi")},
+		Allocatable: corev1.ResourceList{"hugepages-2Mi": resource.MustParse("1Gi"), "hugepages-1Gi": resource.MustParse("2Gi"),
+			corev1.ResourceCPU: resource.MustParse("3900m")},
+		Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")},
 	}
 	n.write(t, "root/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages", "512\n")
 	n.write(t, "root/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages", "300\n")
@@ -69,7 +74,7 @@ func newNode(t *testing.T) *node {
 	n.write(t, "root/proc/sys/kernel/randomize_va_space", "0\n")
 	n.mkdir(t, "root/sys/kernel/iommu_groups/0")
 	n.mkdir(t, "root/sys/module/vfio_pci")
-	n.write(t, "kubelet/cpu_manager_state", `{"policyName":"static","defaultCpuSet":"0","checksum":1}`)
+	n.write(t, "kubelet/cpu_manager_state", `{"policyName":"static","defaultCpuSet":"0,2-3","entries":{"uid-a":{"app":"1"}},"checksum":1}`)
 	n.mkdir(t, "run/vhost")
 	n.write(t, "seccomp/"+podcontract.SeccompProfileFile, `{"defaultAction":"SCMP_ACT_ERRNO"}`)
 	return n
@@ -177,6 +182,14 @@ func TestBrokenNodeLosesTheLabel(t *testing.T) {
 			func(_ *testing.T, n *node) { n.ovs.found = false }},
 		{"system bridge", "ovs-bridge", fsv1.NodeLabelVhostUser, "datapath_type=netdev", Fail,
 			func(_ *testing.T, n *node) { n.ovs.datapath = "system" }},
+		{"OVS without DPDK", "ovs-dpdk-init", fsv1.NodeLabelVhostUser, "other_config:dpdk-init=true, then restart ovs-vswitchd", Fail,
+			func(_ *testing.T, n *node) { n.ovs.facts.DPDKInitialized, n.ovs.facts.DPDKInit = false, "" }},
+		{"uplink down", "ovs-uplink", fsv1.NodeLabelVhostUser, "ip link set <name> up", Fail,
+			func(_ *testing.T, n *node) { n.ovs.facts.Uplinks[0].LinkState = "down" }},
+		{"PMD on an exclusive CPU", "ovs-pmd-cpus", fsv1.NodeLabelVhostUser, `reservedSystemCPUs: "0-1"`, Fail,
+			func(_ *testing.T, n *node) { n.ovs.facts.PMDCPUMask = "0x2" }},
+		{"PMD mask not a mask", "ovs-pmd-cpus", fsv1.NodeLabelVhostUser, "pmd-cpu-mask=0x1", Fail,
+			func(_ *testing.T, n *node) { n.ovs.facts.PMDCPUMask = "0xz" }},
 		{"no socket root", "socket-root", fsv1.NodeLabelVhostUser, "mkdir", Fail,
 			func(t *testing.T, n *node) { n.remove(t, "run/vhost") }},
 		{"socket root a file", "socket-root", fsv1.NodeLabelVhostUser, "directory", Fail,

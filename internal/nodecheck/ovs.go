@@ -71,9 +71,9 @@ func (o *OVSDB) BridgeDatapath(ctx context.Context, name string) (string, bool, 
 	return dt, true, err
 }
 
-// BridgeFacts implements OVS: the bridge's kernel-side interfaces and OVS's userspace TSO
-// setting, in one transaction (rows of every Port and Interface, joined here: a node has one
-// per pod).
+// BridgeFacts implements OVS: the bridge's kernel-side interfaces and uplinks, OVS's DPDK state
+// and its userspace TSO and PMD settings, in one transaction (rows of every Port and Interface,
+// joined here: a node has one per pod).
 func (o *OVSDB) BridgeFacts(ctx context.Context, name string) (*BridgeFacts, error) {
 	c, err := ovsdb.Dial(ctx, o.Socket)
 	if err != nil {
@@ -81,69 +81,78 @@ func (o *OVSDB) BridgeFacts(ctx context.Context, name string) (*BridgeFacts, err
 	}
 	defer c.Close()
 	res, err := c.Transact(ctx, "Open_vSwitch",
-		ovsdb.Select("Open_vSwitch", nil, "other_config"),
+		ovsdb.Select("Open_vSwitch", nil, "other_config", "dpdk_initialized"),
 		ovsdb.Select("Bridge", [][]any{ovsdb.Cond("name", "==", name)}, "ports"),
 		ovsdb.Select("Port", nil, "_uuid", "interfaces"),
-		ovsdb.Select("Interface", nil, "_uuid", "name", "type"))
+		ovsdb.Select("Interface", nil, "_uuid", "name", "type", "link_state", "admin_state", "error"))
 	if err != nil {
 		return nil, fmt.Errorf("OVSDB at %s: %w", o.Socket, err)
 	}
 	facts := &BridgeFacts{}
 	if len(res[0].Rows) > 0 {
-		other, err := res[0].Rows[0].Map("other_config")
+		row := res[0].Rows[0]
+		other, err := row.Map("other_config")
 		if err != nil {
 			return nil, err
 		}
-		facts.UserspaceTSO = other["userspace-tso-enable"]
+		facts.UserspaceTSO, facts.DPDKInit, facts.PMDCPUMask = other["userspace-tso-enable"], other["dpdk-init"], other["pmd-cpu-mask"]
+		if facts.DPDKInitialized, err = row.Bool("dpdk_initialized"); err != nil {
+			return nil, err
+		}
 	}
 	if len(res[1].Rows) == 0 {
 		return facts, nil
 	}
-	facts.KernelPorts, err = kernelPorts(res[1].Rows[0], res[2].Rows, res[3].Rows)
+	err = joinInterfaces(res[1].Rows[0], res[2].Rows, res[3].Rows, facts)
 	return facts, err
 }
 
-// kernelPorts joins bridge -> ports -> interfaces and keeps the kernel-side types.
-func kernelPorts(bridge ovsdb.Row, ports, ifaces []ovsdb.Row) ([]string, error) {
+// joinInterfaces joins bridge -> ports -> interfaces and files each interface of the bridge
+// under the kernel ports, the uplinks, both or neither.
+func joinInterfaces(bridge ovsdb.Row, ports, ifaces []ovsdb.Row, facts *BridgeFacts) error {
 	onBridge, err := bridge.UUIDs("ports")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	want := map[string]bool{}
 	for _, p := range ports {
 		id, err := p.UUID("_uuid")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if !slices.Contains(onBridge, id) {
 			continue
 		}
 		ids, err := p.UUIDs("interfaces")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, i := range ids {
 			want[i] = true
 		}
 	}
-	var out []string
 	for _, i := range ifaces {
 		id, err := i.UUID("_uuid")
 		if err != nil {
-			return nil, err
+			return err
 		}
-		name, err := i.String("name")
-		if err != nil {
-			return nil, err
+		if !want[id] {
+			continue
 		}
-		typ, err := i.String("type")
-		if err != nil {
-			return nil, err
+		var u Uplink
+		for col, dst := range map[string]*string{"name": &u.Name, "type": &u.Type, "link_state": &u.LinkState, "admin_state": &u.AdminState, "error": &u.Error} {
+			if *dst, err = i.String(col); err != nil {
+				return err
+			}
 		}
-		if want[id] && (typ == "" || typ == "system" || typ == "internal" || typ == "tap") {
-			out = append(out, name)
+		if u.Type == "" || u.Type == "system" || u.Type == "internal" || u.Type == "tap" {
+			facts.KernelPorts = append(facts.KernelPorts, u.Name)
+		}
+		if isUplinkType(u.Type) {
+			facts.Uplinks = append(facts.Uplinks, u)
 		}
 	}
-	sort.Strings(out)
-	return out, nil
+	sort.Strings(facts.KernelPorts)
+	sort.Slice(facts.Uplinks, func(a, b int) bool { return facts.Uplinks[a].Name < facts.Uplinks[b].Name })
+	return nil
 }

@@ -23,11 +23,13 @@ import (
 // that file as hostile input: bounded, validated, no symlink, and stale answers are reported as
 // such rather than trusted.
 
-// OVSAnswersVersion is the format of OVSAnswers; a reader refuses any other.
-const OVSAnswersVersion = 1
+// OVSAnswersVersion is the format of OVSAnswers; a reader refuses any other. 2 added the DPDK,
+// PMD and uplink facts.
+const OVSAnswersVersion = 2
 
-// ovsAnswersLimit bounds the file: a bridge lists one kernel port per veth, a few hundred at most.
-const ovsAnswersLimit = 256 << 10
+// ovsAnswersLimit bounds the file: a bridge lists one kernel port per veth and a few uplinks,
+// a few hundred at most.
+const ovsAnswersLimit = 512 << 10
 
 // OVSAnswers is one round of the OVS questions the node checks ask.
 type OVSAnswers struct {
@@ -53,9 +55,7 @@ func AskOVS(ctx context.Context, ovs OVS, bridge string, now time.Time) *OVSAnsw
 		a.Error, a.Datapath, a.Found = err.Error(), "", false
 		return a
 	}
-	if !a.Found {
-		return a
-	}
+	// Asked with or without the bridge: OVS's own DPDK and PMD settings are checked either way.
 	fctx, cancel := context.WithTimeout(ctx, ovsTimeout)
 	defer cancel()
 	if a.Facts, err = ovs.BridgeFacts(fctx, bridge); err != nil {
@@ -115,8 +115,14 @@ func (f *OVSFile) BridgeFacts(_ context.Context, bridge string) (*BridgeFacts, e
 var (
 	reOVSName     = regexp.MustCompile(`^[A-Za-z0-9_.:@-]{1,64}$`)
 	reDatapath    = regexp.MustCompile(`^[a-z]{0,16}$`)
+	reIfaceType   = regexp.MustCompile(`^[a-z0-9_]{0,32}$`)
+	reState       = regexp.MustCompile(`^(up|down|)$`)
+	reShortValue  = regexp.MustCompile(`^[A-Za-z0-9]{0,16}$`)
 	maxErrLen     = 1024
 	maxKernelPort = 4096
+	maxUplinks    = 256
+	// maxMaskLen is a pmd-cpu-mask of every CPU Linux can have, with "0x".
+	maxMaskLen = 2 + 2048
 )
 
 // read loads, validates and dates the answers; every failure names the file and what to do.
@@ -173,6 +179,32 @@ func (a *OVSAnswers) validate(bridge string) error {
 	for _, p := range a.Facts.KernelPorts {
 		if !reOVSName.MatchString(p) {
 			return fmt.Errorf("kernel port name %q is not an interface name", p)
+		}
+	}
+	return a.Facts.validateSwitch()
+}
+
+// validateSwitch bounds the DPDK, PMD and uplink facts to what OVS writes; the mask's digits
+// are judged by the PMD check, which names the setting.
+func (f *BridgeFacts) validateSwitch() error {
+	switch {
+	case !reShortValue.MatchString(f.DPDKInit):
+		return fmt.Errorf("dpdk-init %q is not a setting OVS takes", f.DPDKInit)
+	case len(f.PMDCPUMask) > maxMaskLen || strings.IndexFunc(f.PMDCPUMask, func(r rune) bool { return r > unicode.MaxASCII || unicode.IsControl(r) }) >= 0:
+		return fmt.Errorf("pmd-cpu-mask of %d bytes is not a CPU mask", len(f.PMDCPUMask))
+	case len(f.Uplinks) > maxUplinks:
+		return fmt.Errorf("%d uplinks, at most %d expected", len(f.Uplinks), maxUplinks)
+	}
+	for _, u := range f.Uplinks {
+		switch {
+		case !reOVSName.MatchString(u.Name):
+			return fmt.Errorf("uplink name %q is not an interface name", u.Name)
+		case !reIfaceType.MatchString(u.Type):
+			return fmt.Errorf("uplink %s: type %q is not one OVS has", u.Name, u.Type)
+		case !reState.MatchString(u.LinkState) || !reState.MatchString(u.AdminState):
+			return fmt.Errorf("uplink %s: link state %q, admin state %q: want up or down", u.Name, u.LinkState, u.AdminState)
+		case len(u.Error) > maxErrLen || strings.IndexFunc(u.Error, unicode.IsControl) >= 0:
+			return fmt.Errorf("uplink %s: an error longer than %d bytes or with control characters", u.Name, maxErrLen)
 		}
 	}
 	return nil

@@ -27,7 +27,8 @@ func (f askedOVS) BridgeFacts(context.Context, string) (*BridgeFacts, error) { r
 func TestOVSAnswersRoundTrip(t *testing.T) {
 	now := time.Date(2026, 11, 26, 6, 0, 0, 0, time.UTC)
 	path := filepath.Join(t.TempDir(), "ovs.json")
-	facts := &BridgeFacts{KernelPorts: []string{"fskvo", "veth1"}, UserspaceTSO: "true"}
+	facts := &BridgeFacts{KernelPorts: []string{"fskvo", "veth1"}, UserspaceTSO: "true", DPDKInitialized: true, DPDKInit: "try",
+		PMDCPUMask: "0x3", Uplinks: []Uplink{{Name: "dpdk0", Type: "dpdk", LinkState: "down", AdminState: "up", Error: "could not open network device dpdk0 (No such device)"}}}
 	if err := WriteOVSAnswers(path, AskOVS(context.Background(), askedOVS{dt: "netdev", found: true, facts: facts}, "br-fstack", now)); err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestOVSAnswersRoundTrip(t *testing.T) {
 // bridge, unknown fields, names and errors that are not what OVS and the installer write.
 func TestOVSAnswersRefused(t *testing.T) {
 	now := time.Date(2026, 11, 26, 6, 0, 0, 0, time.UTC)
-	good := `{"version":1,"asked":"2026-11-26T06:00:00Z","bridge":"br-fstack","found":true,"datapath":"netdev","facts":{"KernelPorts":["veth1"],"UserspaceTSO":""}}`
+	good := `{"version":2,"asked":"2026-11-26T06:00:00Z","bridge":"br-fstack","found":true,"datapath":"netdev","facts":{"KernelPorts":["veth1"],"UserspaceTSO":""}}`
 	cases := map[string]struct {
 		content string
 		setup   func(dir, path string)
@@ -63,11 +64,17 @@ func TestOVSAnswersRefused(t *testing.T) {
 		"future":       {content: good, age: -10 * time.Minute, want: "stale"},
 		"missing":      {setup: func(string, string) {}, want: "no such file"},
 		"oversized":    {content: good + strings.Repeat(" ", ovsAnswersLimit), want: "too large"},
-		"version":      {content: strings.Replace(good, `"version":1`, `"version":2`, 1), want: "version 2"},
+		"version":      {content: strings.Replace(good, `"version":2`, `"version":1`, 1), want: "version 1"},
 		"bridge":       {content: strings.Replace(good, `"br-fstack"`, `"br-int"`, 1), want: "about bridge"},
 		"unknown":      {content: strings.Replace(good, `"found":true`, `"found":true,"x":1`, 1), want: "malformed"},
 		"datapath":     {content: strings.Replace(good, `"netdev"`, `"net\u001b[2Jdev"`, 1), want: "datapath_type"},
 		"port name":    {content: strings.Replace(good, `"veth1"`, `"../../x y"`, 1), want: "kernel port name"},
+		"uplink name":  {content: strings.Replace(good, `"UserspaceTSO":""`, `"Uplinks":[{"Name":"a b"}]`, 1), want: "uplink name"},
+		"uplink state": {content: strings.Replace(good, `"UserspaceTSO":""`, `"Uplinks":[{"Name":"eth0","LinkState":"UP!"}]`, 1), want: "want up or down"},
+		"uplink error": {content: strings.Replace(good, `"UserspaceTSO":""`, `"Uplinks":[{"Name":"eth0","Error":"a\u001b[2Jb"}]`, 1), want: "control characters"},
+		"uplink type":  {content: strings.Replace(good, `"UserspaceTSO":""`, `"Uplinks":[{"Name":"eth0","Type":"Dpdk;rm"}]`, 1), want: "type"},
+		"pmd mask":     {content: strings.Replace(good, `"UserspaceTSO":""`, `"PMDCPUMask":"0x1\u001b"`, 1), want: "pmd-cpu-mask"},
+		"dpdk-init":    {content: strings.Replace(good, `"UserspaceTSO":""`, `"DPDKInit":"true; x"`, 1), want: "dpdk-init"},
 		"control char": {content: strings.Replace(good, `"found":true`, `"error":"a\u001b[31mb"`, 1), want: "control characters"},
 		"symlink": {setup: func(dir, path string) {
 			target := filepath.Join(dir, "real.json")
@@ -90,5 +97,13 @@ func TestOVSAnswersRefused(t *testing.T) {
 				t.Errorf("got %v, want an error with %q naming the installer container", err, tc.want)
 			}
 		})
+	}
+}
+
+// Without the bridge OVS's own facts are still asked: the DPDK check does not depend on it.
+func TestAskOVSWithoutTheBridge(t *testing.T) {
+	a := AskOVS(context.Background(), askedOVS{found: false, facts: &BridgeFacts{DPDKInitialized: true}}, "br-fstack", time.Now())
+	if a.Found || a.Facts == nil || !a.Facts.DPDKInitialized {
+		t.Errorf("answers %+v, want OVS's facts without the bridge", a)
 	}
 }

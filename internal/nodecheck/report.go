@@ -1,5 +1,6 @@
 // Package nodecheck judges whether a node can run F-Stack pods: hugepages per size, the kubelet's
-// CPU manager policy, OVS-DPDK's bridge, the vhost-user socket root, cgroup version, ASLR and
+// CPU manager policy, OVS-DPDK (the bridge, DPDK initialised, an uplink that is up, PMD CPUs
+// outside the kubelet's exclusive CPUs), the vhost-user socket root, cgroup version, ASLR and
 // IOMMU/vfio. It reads only files beneath the roots it is given (never through a symlink or
 // "..") and asks OVSDB through an interface, so tests point it at temp dirs; the node agent
 // (cni/internal/nodeagent) runs it and publishes the Report on its Node.
@@ -69,8 +70,8 @@ func (r *Report) Failed() []Check {
 	return out
 }
 
-// label derives the labels from the checks: a readiness label is set only when every check
-// naming it passed; informational labels carry the value the check put in labelValues.
+// label derives the labels from the checks: a readiness label is set only when no check naming
+// it failed; informational labels carry the value the check put in labelValues.
 func (r *Report) label(values map[string]string) {
 	r.Labels = map[string]string{}
 	ok := map[string]bool{}
@@ -78,8 +79,10 @@ func (r *Report) label(values map[string]string) {
 		if c.Label == "" {
 			continue
 		}
+		// A warning informs: it keeps no pod off the node (a bridge with no uplink still serves
+		// the node's own pods).
 		prev, seen := ok[c.Label]
-		ok[c.Label] = c.Status == Pass && (!seen || prev)
+		ok[c.Label] = c.Status != Fail && (!seen || prev)
 	}
 	for key, passed := range ok {
 		if v, informational := values[key]; informational {

@@ -1,7 +1,7 @@
 package nodecheck
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
 
 	"golang.org/x/sys/unix"
@@ -74,22 +74,14 @@ func vfio(root *fsutil.Dir) Check {
 func cpuManager(kubeletDir string) Check {
 	c := Check{Name: "cpu-manager", Status: Fail, Label: fsv1.NodeLabelCPUManager}
 	const fix = "set cpuManagerPolicy: static (and a CPU reservation, e.g. kubeReserved.cpu) in the kubelet's configuration, remove /var/lib/kubelet/cpu_manager_state and restart the kubelet"
-	d, err := fsutil.OpenDir(kubeletDir)
-	if err != nil {
-		c.Detail, c.Fix = errDetail("kubelet dir", err), "the node agent needs the kubelet's root dir (chart value nodeAgent.kubeletDir)"
+	st, err := readCheckpoint(kubeletDir)
+	var dirErr *kubeletDirError
+	switch {
+	case errors.As(err, &dirErr):
+		c.Detail, c.Fix = err.Error(), "the node agent needs the kubelet's root dir (chart value nodeAgent.kubeletDir)"
 		return c
-	}
-	defer d.Close()
-	raw, err := d.ReadFile("cpu_manager_state", readLimit)
-	if err != nil {
-		c.Detail, c.Fix = errDetail("cpu_manager_state", err), fix
-		return c
-	}
-	var st struct {
-		PolicyName string `json:"policyName"`
-	}
-	if err := json.Unmarshal(raw, &st); err != nil {
-		c.Detail, c.Fix = errDetail("cpu_manager_state", err), fix
+	case err != nil:
+		c.Detail, c.Fix = err.Error(), fix
 		return c
 	}
 	c.Detail = "policy " + st.PolicyName

@@ -1,7 +1,6 @@
 package nodecheck
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -29,13 +28,36 @@ type Links interface {
 	Links() ([]Link, error)
 }
 
-// BridgeFacts is what the kernel-TCP checks read from OVSDB.
+// BridgeFacts is what the kernel-TCP, DPDK, uplink and PMD checks read from OVSDB, in one
+// transaction. Without the bridge only the Open_vSwitch row's facts are set.
 type BridgeFacts struct {
 	// KernelPorts are the bridge's interfaces a kernel stack sends into: OVS types "" (system:
 	// a veth or a NIC), "internal" and "tap". Sorted.
 	KernelPorts []string
 	// UserspaceTSO is Open_vSwitch other_config:userspace-tso-enable, "" when unset (false).
 	UserspaceTSO string
+	// DPDKInitialized is the Open_vSwitch column dpdk_initialized: ovs-vswitchd (the DPDK build)
+	// started with other_config:dpdk-init and DPDK's EAL came up. DPDKInit is that setting, ""
+	// when unset.
+	DPDKInitialized bool
+	DPDKInit        string
+	// PMDCPUMask is other_config:pmd-cpu-mask, "" when unset.
+	PMDCPUMask string
+	// Uplinks are the bridge's interfaces that can carry traffic off the node: every one but the
+	// pods' vhost-user ports and internal ports (the bridge's own included). Sorted by name.
+	Uplinks []Uplink
+}
+
+// Uplink is one candidate uplink of the bridge, as OVSDB's Interface row has it.
+type Uplink struct {
+	Name string
+	// Type is the Interface's type: "" (system: a kernel NIC or veth), dpdk, patch, vxlan, ...
+	Type string
+	// LinkState and AdminState are "up", "down" or "" (not reported); Error is the Interface's
+	// error column, set when OVS could not open or use it.
+	LinkState  string
+	AdminState string
+	Error      string
 }
 
 // tcpFixWhy is the problem the kernel-tcp-checksum check reports, in the words the fix needs.
@@ -152,18 +174,15 @@ func UserspaceTSO(facts *BridgeFacts) Check {
 }
 
 // kernelTCPChecks runs both checks; OVSDB errors were already reported by the bridge checks.
-func kernelTCPChecks(ctx context.Context, cfg *Config, bridgeOK bool) []Check {
+func kernelTCPChecks(cfg *Config, facts *BridgeFacts, factsErr error, bridgeOK bool) []Check {
 	c := Check{Name: "kernel-tcp-checksum", Status: Warn}
 	tso := Check{Name: "ovs-userspace-tso", Status: Warn}
 	if !bridgeOK || cfg.OVS == nil {
 		c.Detail, tso.Detail = "not checked: no bridge to check", "not checked: no bridge to check"
 		return []Check{c, tso}
 	}
-	ctx, cancel := context.WithTimeout(ctx, ovsTimeout)
-	defer cancel()
-	facts, err := cfg.OVS.BridgeFacts(ctx, cfg.Bridge)
-	if err != nil {
-		c.Detail, tso.Detail = errDetail("OVSDB", err), errDetail("OVSDB", err)
+	if factsErr != nil {
+		c.Detail, tso.Detail = errDetail("OVSDB", factsErr), errDetail("OVSDB", factsErr)
 		return []Check{c, tso}
 	}
 	if cfg.Links == nil {

@@ -116,3 +116,16 @@ func (r Row) OptionalInt(column string) (n int64, set bool, err error) {
 	}
 	return elems[0], true, nil
 }
+
+// Bool returns a boolean column (such as Open_vSwitch.dpdk_initialized).
+func (r Row) Bool(column string) (bool, error) {
+	raw, ok := r[column]
+	if !ok {
+		return false, fmt.Errorf("ovsdb: column %q not in row", column)
+	}
+	var b bool
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return false, fmt.Errorf("ovsdb: column %q is not a boolean: %s", column, raw)
+	}
+	return b, nil
+}

@@ -45,3 +45,17 @@ func TestOptionalInt(t *testing.T) {
 		}
 	}
 }
+
+func TestBool(t *testing.T) {
+	for raw, want := range map[string]struct{ b, bad bool }{
+		`true`: {b: true}, `false`: {}, `"true"`: {bad: true}, `["set",[]]`: {bad: true},
+	} {
+		b, err := Row{"dpdk_initialized": json.RawMessage(raw)}.Bool("dpdk_initialized")
+		if (err != nil) != want.bad || b != want.b {
+			t.Errorf("%s: got %v %v, want %v bad=%v", raw, b, err, want.b, want.bad)
+		}
+	}
+	if _, err := (Row{}).Bool("dpdk_initialized"); err == nil {
+		t.Error("a missing column gave no error")
+	}
+}

@@ -64,3 +64,33 @@ func TestKeepFlowsInTheInstaller(t *testing.T) {
 		}
 	}
 }
+
+// The kubelet's reservedSystemCPUs reach the node agent only when set: unset, the agent takes the
+// kubelet's own pick (internal/nodecheck/pmd.go).
+func TestNodeAgentKubeletReservedCPUs(t *testing.T) {
+	for set, want := range map[string]string{"": "", "0-1,4": "--kubelet-reserved-cpus=0-1,4"} {
+		args := []string{"template", release, chartDir, "--namespace", namespace, "--kube-version", kubeVersion}
+		if set != "" {
+			args = append(args, "--set-string", "cni.nodeAgent.kubeletReservedCPUs="+strings.ReplaceAll(set, ",", `\,`))
+		}
+		out, stderr, err := helm(t, args...)
+		if err != nil {
+			t.Fatalf("helm template: %v\n%s", err, stderr)
+		}
+		var got []string
+		for _, ds := range find(objects(t, out), "DaemonSet") {
+			containers, _, _ := unstructured.NestedSlice(ds.Object, "spec", "template", "spec", "containers")
+			for _, c := range containers {
+				ctr, _ := c.(map[string]any)
+				if ctr["name"] != "node-agent" {
+					continue
+				}
+				a, _, _ := unstructured.NestedStringSlice(ctr, "args")
+				got = slices.DeleteFunc(a, func(s string) bool { return !strings.HasPrefix(s, "--kubelet-reserved-cpus") })
+			}
+		}
+		if (want == "" && len(got) != 0) || (want != "" && !slices.Equal(got, []string{want})) {
+			t.Errorf("kubeletReservedCPUs=%q: node agent args %v, want %q", set, got, want)
+		}
+	}
+}

@@ -21,6 +21,7 @@ func TestSchemaRejects(t *testing.T) {
 		{"pull policy", []string{"dataplane.image.pullPolicy=Sometimes"}, []string{"pullPolicy"}},
 		{"image prefix with a space", []string{"dataplane.allowedImages[0]=a.example/x b.example/y"}, []string{"allowedImages"}},
 		{"image prefixes not a list", []string{"dataplane.allowedImages=a.example/x"}, []string{"allowedImages"}},
+		{"reserved CPUs not a CPU list", []string{"cni.nodeAgent.kubeletReservedCPUs=0x3"}, []string{"kubeletReservedCPUs"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { schemaRefuses(t, tc.set, tc.want) })
 	}

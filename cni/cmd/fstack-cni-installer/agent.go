@@ -62,9 +62,13 @@ func parseAgentFlags(args []string) (*nodeagent.Agent, *agentFlags, error) {
 	fs.StringVar(&a.Checks.Bridge, "bridge", "br-fstack", "the OVS bridge fstack-cni adds ports to")
 	fs.StringVar(&a.Checks.SeccompDir, "seccomp-dir", "/host/seccomp", "the kubelet's seccomp directory of the project (<kubelet root>/seccomp/"+podcontract.SeccompProfileDir+"), where the agent installs the dataplane's profile")
 	fs.DurationVar(&a.CheckpointMinUptime, "checkpoint-min-uptime", 11*time.Minute, "how long to run before exiting for a replaced CPU manager checkpoint (over twice the kubelet's 5m maximum restart back-off, so restarts do not crash-loop)")
+	fs.StringVar(&a.Checks.KubeletReservedCPUs, "kubelet-reserved-cpus", "", "the kubelet's reservedSystemCPUs, when set on it (a CPU list like 0-1): the CPUs OVS's PMD threads may run on; empty: the kubelet's own pick of ceil(capacity - allocatable) CPUs")
 	fs.StringVar(&f.ovsAnswers, "ovs-answers", "/run/kube-fstack-node/ovs.json", "the file the installer container writes its OVS answers to (empty: fail the OVS checks)")
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, err
+	}
+	if err := nodecheck.CheckCPUList(a.Checks.KubeletReservedCPUs); err != nil {
+		return nil, nil, fmt.Errorf("--kubelet-reserved-cpus (chart value cni.nodeAgent.kubeletReservedCPUs): %w; give the kubelet's reservedSystemCPUs, e.g. 0-1", err)
 	}
 	if a.Node == "" {
 		return nil, nil, errors.New("--node (or NODE_NAME) is required: set it from the downward API's spec.nodeName")

@@ -40,8 +40,10 @@ type Agent struct {
 	// CheckpointMinUptime is how long the agent runs before a replaced checkpoint ends it. The
 	// kubelet rewrites the file on every exclusive-CPU allocation, and each exit is a container
 	// restart: an agent that has run longer than twice the kubelet's maximum restart back-off
-	// (5m) restarts after the initial 10s back-off instead of crash-looping on a busy node. Only
-	// the policy name is read, which changes only with a kubelet restart.
+	// (5m) restarts after the initial 10s back-off instead of crash-looping on a busy node. What
+	// is read changes only with a kubelet restart: the policy name, and the union of the shared
+	// pool and the assignments (every CPU the kubelet manages); only the PMD check's naming of a
+	// CPU's current holder may be as old as the agent.
 	CheckpointMinUptime time.Duration
 	// FirstRoundAfter, when set, is awaited (up to FirstRoundWait) before the first round, so a
 	// new pod does not publish a failed check, and drop a label for a period, only because the
@@ -126,7 +128,7 @@ func (a *Agent) Once(ctx context.Context) error {
 		a.Log.Error("seccomp profile", logging.KeyErr, err)
 	}
 	cfg := a.Checks
-	cfg.Allocatable = node.Status.Allocatable
+	cfg.Allocatable, cfg.Capacity = node.Status.Allocatable, node.Status.Capacity
 	report := nodecheck.Run(ctx, &cfg)
 	patch := Patch(node, report)
 	if patch == nil {

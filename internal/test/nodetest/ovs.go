@@ -43,6 +43,23 @@ func StartOVS(dir, bridge string, huge *Hugepages) (*OVS, error) {
 	return o, nil
 }
 
+// StartDBOnly starts ovsdb-server alone on a new database under dir: OVSDB as it is on a node
+// whose ovs-vswitchd never brought DPDK up (dpdk_initialized stays false). Stop it with StopDB.
+func StartDBOnly(dir string) (*OVS, error) {
+	o := &OVS{Dir: dir}
+	if err := o.createDB(); err != nil {
+		return nil, err
+	}
+	if err := o.StartDB(); err != nil {
+		return nil, err
+	}
+	if _, err := o.Vsctl("--no-wait", "init"); err != nil {
+		o.StopDB()
+		return nil, err
+	}
+	return o, nil
+}
+
 // DBSock is the OVSDB unix socket the plugin talks to.
 func (o *OVS) DBSock() string { return filepath.Join(o.Dir, "db.sock") }
 
