@@ -29,7 +29,13 @@ func (p *Plugin) Del(args *skel.CmdArgs) error {
 
 func (p *Plugin) del(c *command, a *attachment, stdin []byte) error {
 	port, portErr := c.ovs.removePortForDel(c.ctx, a.PortName)
-	c.unguard(a.PortName)
+	if port == nil || !inRange(port.Requested) {
+		// A port ADD numbered keeps its rules on its number, where they match no port once it
+		// is gone and the ADD that gives the number again replaces them (ofport.go): DEL need
+		// not wait for ovs-vswitchd, which is busy removing the port. Rules of a port OVS
+		// numbered (an older fstack-cni's) go now, since OVS may give that number to any port.
+		c.unguard(a.PortName)
+	}
 	if port != nil && port.Socket != "" {
 		a.setPodDirOfPort(c.conf, port.Socket)
 		if a.podDirErr != nil {
@@ -52,7 +58,7 @@ func (p *Plugin) del(c *command, a *attachment, stdin []byte) error {
 }
 
 // unguard removes a removed port's anti-spoofing rules. A failure is logged, not returned: the
-// rules match only the port's old ofport, and the ADD of the next port OVS gives that number
+// rules match only the port's old ofport, and the ADD of the next port given that number
 // replaces them; failing DEL for them would have the runtime retry it forever.
 func (c *command) unguard(port string) {
 	g := &guard{OVSDB: c.conf.OVSDBSocket, Bridge: c.conf.Bridge, Port: port}

@@ -1,0 +1,155 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kube-fstack/kube-fstack/cni/internal/antispoof"
+)
+
+// The plugin's OpenFlow port numbers: ADD requests them from 32768 up, which ovs-vswitchd never
+// gives a port nobody numbered (cni/internal/plugin/ofport.go).
+const ofportFirst = 32768
+
+// ADD numbers its port (ofport_request) with the lowest number no interface holds or requests,
+// puts the rules on it before the port exists and returns without waiting for ovs-vswitchd. A
+// number another port has taken (here a port someone made by hand, requesting it) is passed
+// over: the new port is granted the number it asked for, carries its rules from its first
+// frame, and a pod sending with another MAC is dropped.
+func TestAddNumbersItsPortAndPassesOverATakenNumber(t *testing.T) {
+	n, p := newNet(t, "1.1.0"), newPod(1120)
+	taken := lowestFreeOFPort(t)
+	foreign := "fskhand"
+	if out, err := env.ovs.Vsctl("add-port", bridge, foreign, "--", "set", "Interface", foreign, "type=dpdkvhostuserclient",
+		"options:vhost-server-path=/tmp/fsk-hand-made.sock", fmt.Sprintf("ofport_request=%d", taken)); err != nil {
+		t.Fatalf("pre-take number %d: %v: %s", taken, err, out)
+	}
+	n.mustAdd(p)
+	t.Cleanup(func() {
+		n.mustDel(p)
+		_, _ = env.ovs.Vsctl("--if-exists", "del-port", foreign)
+		n.assertNothingLeft()
+		assertNoGuardRules(t)
+	})
+	port := portOf(t, p)
+	requested := vsctlGet(t, "Interface", port, "ofport_request")
+	if r, err := strconv.Atoi(requested); err != nil || r < ofportFirst || r == taken {
+		t.Fatalf("port %s requested %q; want a number from %d up other than the taken %d", port, requested, ofportFirst, taken)
+	}
+	// The rules are there already, on the requested number, whether or not OVS has numbered it.
+	for _, l := range rulesOfPort(t, port) {
+		if !strings.Contains(l, "in_port="+requested+",") && !strings.Contains(l, "in_port="+requested+" ") {
+			t.Errorf("rule not on the requested number %s: %s", requested, l)
+		}
+	}
+	if got := waitOFPort(t, port); got != requested {
+		t.Fatalf("ovs-vswitchd gave port %s number %s; it requested %s", port, got, requested)
+	}
+	if err := n.cni().CheckNetworkList(context.Background(), n.confList(), p.rt()); err != nil {
+		t.Errorf("CHECK: %v", err)
+	}
+	assertForgedDropped(t, filepath.Join(n.socketRoot(), p.uid), podDevInfo(t, n, p), "10.99.0.205/24")
+}
+
+// When ovs-vswitchd grants a port of the plugin another number than it requested (here the
+// port's request is changed to a number a hand-made port holds, so ovs-vswitchd re-adds it with a
+// number of its own choosing), its rules are on a number it no longer has: CHECK says so, and
+// the next ADD on the node moves them to the number the port has, so a pod sending with another
+// MAC is dropped again.
+func TestMisnumberedPortEndsGuarded(t *testing.T) {
+	n, p, q := newNet(t, "1.1.0"), newPod(1121), newPod(1122)
+	n.mustAdd(p)
+	t.Cleanup(func() { n.mustDel(p); n.assertNothingLeft(); assertNoGuardRules(t) })
+	port := portOf(t, p)
+	waitOFPort(t, port)
+	held := lowestFreeOFPort(t)
+	foreign := "fskhand2"
+	if out, err := env.ovs.Vsctl("add-port", bridge, foreign, "--", "set", "Interface", foreign, "type=dpdkvhostuserclient",
+		"options:vhost-server-path=/tmp/fsk-hand-made2.sock", fmt.Sprintf("ofport_request=%d", held)); err != nil {
+		t.Fatalf("hand-made port: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _, _ = env.ovs.Vsctl("--if-exists", "del-port", foreign) })
+	if out, err := env.ovs.Vsctl("set", "Interface", port, fmt.Sprintf("ofport_request=%d", held)); err != nil {
+		t.Fatalf("move the request: %v: %s", err, out)
+	}
+	var granted string
+	ownNumber := func() bool {
+		g, err := strconv.Atoi(granted)
+		return err == nil && g > 0 && g < ofportFirst
+	}
+	for range 100 { // a bound on a wait: ovs-vswitchd re-adds the port with a number of its own
+		if granted = vsctlGet(t, "Interface", port, "ofport"); ownNumber() {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !ownNumber() {
+		t.Fatalf("ovs-vswitchd gave the port %q; want a number of its own below %d", granted, ofportFirst)
+	}
+	err := n.cni().CheckNetworkList(context.Background(), n.confList(), p.rt())
+	if err == nil || !strings.Contains(err.Error(), "requested OpenFlow port number "+strconv.Itoa(held)) || !strings.Contains(err.Error(), "gave it "+granted) {
+		t.Fatalf("CHECK of the misnumbered port: %v", err)
+	}
+	n.mustAdd(q) // the next ADD on the node moves the rules
+	t.Cleanup(func() { n.mustDel(q) })
+	for _, l := range rulesOfPort(t, port) {
+		if !strings.Contains(l, "in_port="+granted+",") && !strings.Contains(l, "in_port="+granted+" ") {
+			t.Errorf("rule not on the granted number %s: %s", granted, l)
+		}
+	}
+	if err := n.cni().CheckNetworkList(context.Background(), n.confList(), p.rt()); err != nil {
+		t.Errorf("CHECK after the next ADD: %v", err)
+	}
+	assertForgedDropped(t, filepath.Join(n.socketRoot(), p.uid), podDevInfo(t, n, p), "10.99.0.206/24")
+}
+
+// lowestFreeOFPort is the number the plugin's next ADD would request: the lowest from 32768 up
+// that no interface holds or requests.
+func lowestFreeOFPort(t *testing.T) int {
+	t.Helper()
+	out, err := env.ovs.Vsctl("--no-headings", "--format=csv", "--columns=ofport,ofport_request", "list", "Interface")
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[int]bool{}
+	for _, f := range strings.FieldsFunc(out, func(r rune) bool { return r == ',' || r == '\n' }) {
+		if k, err := strconv.Atoi(strings.TrimSpace(f)); err == nil {
+			used[k] = true
+		}
+	}
+	for k := ofportFirst; ; k++ {
+		if !used[k] {
+			return k
+		}
+	}
+}
+
+// waitOFPort waits for ovs-vswitchd to number port and returns the number.
+func waitOFPort(t *testing.T, port string) string {
+	t.Helper()
+	if out, err := env.ovs.Vsctl("--timeout=30", "wait-until", "Interface", port, "ofport!=[]"); err != nil {
+		t.Fatalf("port %s not numbered: %v: %s", port, err, out)
+	}
+	return vsctlGet(t, "Interface", port, "ofport")
+}
+
+// rulesOfPort lists the port's rules (by its cookie); none fails the test.
+func rulesOfPort(t *testing.T, port string) []string {
+	t.Helper()
+	cookie := fmt.Sprintf("cookie=%#x,", antispoof.Cookie(port))
+	var out []string
+	for _, l := range guardRules(t) {
+		if strings.HasPrefix(l, cookie) {
+			out = append(out, l)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("port %s has no anti-spoofing rules:\n%s", port, dumpFlows(t))
+	}
+	return out
+}
