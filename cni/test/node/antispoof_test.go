@@ -146,7 +146,7 @@ func TestReAddKeepsOneSetOfRules(t *testing.T) {
 	}
 	n.mustAdd(p)
 	port := ports(t)[0]
-	ofport := vsctlGet(t, "Interface", port, "ofport")
+	ofport := waitOFPort(t, port) // ADD does not wait for it
 	again := guardRules(t)
 	if len(again) != len(first) {
 		t.Errorf("%d rules after the second ADD, %d after the first:\n%s", len(again), len(first), strings.Join(again, "\n"))
@@ -183,7 +183,7 @@ func TestGCRemovesTheRulesOfCollectedPorts(t *testing.T) {
 		t.Cleanup(func() { _ = n.del(p) })
 		for _, port := range ports(t) {
 			if !slices.Contains(before, port) {
-				ofports[p.containerID] = vsctlGet(t, "Interface", port, "ofport")
+				ofports[p.containerID] = waitOFPort(t, port)
 			}
 		}
 	}
