@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
+	"time"
 
 	"github.com/kube-fstack/kube-fstack/cni/internal/antispoof"
 	"github.com/kube-fstack/kube-fstack/cni/internal/openflow"
@@ -102,7 +104,7 @@ func (f openflowFlows) Guard(ctx context.Context, g *guard) error {
 	if err != nil {
 		return err
 	}
-	c, err := dialBridge(ctx, g)
+	c, err := f.awaitBridge(ctx, g)
 	if err != nil {
 		return err
 	}
@@ -153,6 +155,25 @@ func (f openflowFlows) Check(ctx context.Context, g *guard) error {
 		return fmt.Errorf("port %s has %d of its %d anti-spoofing rules on ofport %d (ovs-vswitchd restarted?): the CNI DaemonSet's flow keeper puts them back (chart value cni.keepFlows.enabled); see ovs-ofctl dump-flows unix:%s cookie=%#x/-1", g.Port, n, len(rules), ofport, g.mgmt(), g.cookie())
 	}
 	return nil
+}
+
+// awaitBridge dials the bridge, waiting up to OFPortWait while ovs-vswitchd is (re)starting: its
+// management socket is missing or refuses until it has made the bridge, and an ADD then waits
+// for it as it waited for the port's number before ADD chose it.
+func (f openflowFlows) awaitBridge(ctx context.Context, g *guard) (*openflow.Client, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(f.OFPortWait)*time.Millisecond)
+	defer cancel()
+	for {
+		c, err := dialBridge(ctx, g)
+		if err == nil || !(errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED)) {
+			return c, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 func dialBridge(ctx context.Context, g *guard) (*openflow.Client, error) {

@@ -98,7 +98,8 @@ func (f *fakeOVSDB) handle(conn net.Conn) {
 			f.numberReads++
 			rows := f.numbers
 			f.mu.Unlock()
-			_ = enc.Encode(map[string]any{"id": req.ID, "result": []any{map[string]any{"rows": append([]any{}, rows...)}}, "error": nil})
+			bridge := map[string]any{"rows": []any{map[string]any{"datapath_type": "netdev"}}}
+			_ = enc.Encode(map[string]any{"id": req.ID, "result": []any{map[string]any{"rows": append([]any{}, rows...)}, bridge}, "error": nil})
 			continue
 		}
 		f.txns = append(f.txns, ops)
@@ -118,9 +119,10 @@ func (f *fakeOVSDB) handle(conn net.Conn) {
 	}
 }
 
-// isNumberRead tells ADD's read of every Interface's OpenFlow port numbers.
+// isNumberRead tells ADD's read of every Interface's OpenFlow port numbers (and of its bridge's
+// type: the fake's bridges are all netdev).
 func isNumberRead(ops []map[string]any) bool {
-	if len(ops) != 1 {
+	if len(ops) != 2 || ops[1]["table"] != "Bridge" {
 		return false
 	}
 	where, _ := ops[0]["where"].([]any)

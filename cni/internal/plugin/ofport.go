@@ -48,10 +48,15 @@ type numbered struct {
 
 // chooseOFPort reads every Interface's number and requested number, and returns the lowest
 // number of the plugin's range that none holds or requests. The caller holds the socket root's
-// lock. It also returns the ports ovs-vswitchd numbered other than they asked.
-func (o *ovs) chooseOFPort(ctx context.Context) (int64, []numbered, error) {
-	res, err := o.transact(ctx, ovsdb.Select("Interface", nil, "name", "ofport", "ofport_request"))
+// lock. It also returns the ports ovs-vswitchd numbered other than they asked. The same read
+// checks the bridge, whose mistakes (missing, not netdev) are the user's to fix and must be
+// said before the rules are sent to a bridge that cannot take them.
+func (o *ovs) chooseOFPort(ctx context.Context, bridge string) (int64, []numbered, error) {
+	res, err := o.transact(ctx, ovsdb.Select("Interface", nil, "name", "ofport", "ofport_request"), selectBridge(bridge))
 	if err != nil {
+		return 0, nil, err
+	}
+	if err := bridgeErr(bridge, res[1].Rows); err != nil {
 		return 0, nil, err
 	}
 	used := map[int64]bool{}
@@ -131,7 +136,7 @@ func (c *command) guardNewPort(a *attachment, undo *[]func() error) (n int64, un
 			release()
 		}
 	}()
-	n, misnumbered, err := c.ovs.chooseOFPort(c.ctx)
+	n, misnumbered, err := c.ovs.chooseOFPort(c.ctx, c.conf.Bridge)
 	if err != nil {
 		return 0, nil, ovsErr(err)
 	}

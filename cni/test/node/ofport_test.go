@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kube-fstack/kube-fstack/cni/internal/antispoof"
 )
@@ -56,17 +55,16 @@ func TestAddNumbersItsPortAndPassesOverATakenNumber(t *testing.T) {
 	assertForgedDropped(t, filepath.Join(n.socketRoot(), p.uid), podDevInfo(t, n, p), "10.99.0.205/24")
 }
 
-// When ovs-vswitchd grants a port of the plugin another number than it requested (here the
-// port's request is changed to a number a hand-made port holds, so ovs-vswitchd re-adds it with a
-// number of its own choosing), its rules are on a number it no longer has: CHECK says so, and
-// the next ADD on the node moves them to the number the port has, so a pod sending with another
-// MAC is dropped again.
+// When ovs-vswitchd grants a port of the plugin another number than it requested, its rules are
+// on a number it does not have. Here the port is made again, by hand, with the same name, socket
+// and external_ids, requesting a number a hand-made port holds, so ovs-vswitchd gives it one of
+// its own: CHECK says so, naming both numbers, and the next ADD on the node moves the rules to
+// the number the port has, so a pod sending with another MAC is dropped again.
 func TestMisnumberedPortEndsGuarded(t *testing.T) {
 	n, p, q := newNet(t, "1.1.0"), newPod(1121), newPod(1122)
 	n.mustAdd(p)
 	t.Cleanup(func() { n.mustDel(p); n.assertNothingLeft(); assertNoGuardRules(t) })
 	port := portOf(t, p)
-	waitOFPort(t, port)
 	held := lowestFreeOFPort(t)
 	foreign := "fskhand2"
 	if out, err := env.ovs.Vsctl("add-port", bridge, foreign, "--", "set", "Interface", foreign, "type=dpdkvhostuserclient",
@@ -74,21 +72,17 @@ func TestMisnumberedPortEndsGuarded(t *testing.T) {
 		t.Fatalf("hand-made port: %v: %s", err, out)
 	}
 	t.Cleanup(func() { _, _ = env.ovs.Vsctl("--if-exists", "del-port", foreign) })
-	if out, err := env.ovs.Vsctl("set", "Interface", port, fmt.Sprintf("ofport_request=%d", held)); err != nil {
-		t.Fatalf("move the request: %v: %s", err, out)
+	ifaceIDs, portIDs := vsctlGet(t, "Interface", port, "external_ids"), vsctlGet(t, "Port", port, "external_ids")
+	socket := vsctlGet(t, "Interface", port, "options:vhost-server-path")
+	if out, err := env.ovs.Vsctl("del-port", port); err != nil { // apart from the add: OVS keeps the socket otherwise
+		t.Fatalf("del-port: %v: %s", err, out)
 	}
-	var granted string
-	ownNumber := func() bool {
-		g, err := strconv.Atoi(granted)
-		return err == nil && g > 0 && g < ofportFirst
+	if out, err := env.ovs.Vsctl("add-port", bridge, port, "external_ids="+portIDs, "--", "set", "Interface", port, "type=dpdkvhostuserclient",
+		"options:vhost-server-path="+socket, "other_config:tx-steering=hash", fmt.Sprintf("ofport_request=%d", held), "external_ids="+ifaceIDs); err != nil {
+		t.Fatalf("make the port again: %v: %s", err, out)
 	}
-	for range 100 { // a bound on a wait: ovs-vswitchd re-adds the port with a number of its own
-		if granted = vsctlGet(t, "Interface", port, "ofport"); ownNumber() {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if !ownNumber() {
+	granted := waitOFPort(t, port)
+	if g, err := strconv.Atoi(granted); err != nil || g <= 0 || g >= ofportFirst {
 		t.Fatalf("ovs-vswitchd gave the port %q; want a number of its own below %d", granted, ofportFirst)
 	}
 	err := n.cni().CheckNetworkList(context.Background(), n.confList(), p.rt())
