@@ -29,11 +29,12 @@ func (p *Plugin) Del(args *skel.CmdArgs) error {
 
 func (p *Plugin) del(c *command, a *attachment, stdin []byte) error {
 	port, portErr := c.ovs.removePortForDel(c.ctx, a.PortName)
-	if port == nil || !inRange(port.Requested) {
+	if port == nil || !numberedByADD(port) {
 		// A port ADD numbered keeps its rules on its number, where they match no port once it
 		// is gone and the ADD that gives the number again replaces them (ofport.go): DEL need
-		// not wait for ovs-vswitchd, which is busy removing the port. Rules of a port OVS
-		// numbered (an older fstack-cni's) go now, since OVS may give that number to any port.
+		// not wait for ovs-vswitchd, which is busy removing the port. Rules on a number OVS
+		// chose (an older fstack-cni's port, or one OVS numbered otherwise than it asked) go
+		// now, since OVS may give that number to any port.
 		c.unguard(a.PortName)
 	}
 	if port != nil && port.Socket != "" {
@@ -78,4 +79,10 @@ func (p *Plugin) ipamDel(c *command, a *attachment, stdin []byte) error {
 		ctx = inheritLock(ctx, lock)
 	}
 	return p.IPAM.Del(ctx, c.conf.IPAM.Type, stdin)
+}
+
+// numberedByADD says whether the port has the number its ADD requested from the plugin's range
+// (or none yet), so its rules are on that number.
+func numberedByADD(p *portInfo) bool {
+	return inRange(p.Requested) && (p.OFPort <= 0 || p.OFPort == p.Requested)
 }

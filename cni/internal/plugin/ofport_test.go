@@ -122,13 +122,16 @@ func TestAddMovesTheRulesOfAMisnumberedPort(t *testing.T) {
 
 // DEL leaves the rules of a port ADD numbered on its number (they match no port once it is gone,
 // and the ADD that gives the number again replaces them), so it does not wait for ovs-vswitchd;
-// it removes those of a port OVS numbered (an older fstack-cni's), whose number OVS may give to
-// any port, and of a port it did not find.
+// it removes those on a number OVS chose (an older fstack-cni's port, or one OVS numbered
+// otherwise than it asked), which OVS may give to any port, and of a port it did not find.
 func TestDelRemovesOnlyTheRulesOfPortsOVSNumbered(t *testing.T) {
-	withRequest := func(socket string, requested int64) fakeReply {
+	withRequest := func(socket string, requested int64, ofport ...int64) fakeReply {
 		r := portRows(socket, 1)
 		row := r.results[0].(map[string]any)["rows"].([]any)[0].(map[string]any)
 		row["ofport_request"] = numberRow("", 0, requested)["ofport_request"]
+		if len(ofport) > 0 {
+			row["ofport"] = ofport[0]
+		}
 		return r
 	}
 	for _, tc := range []struct {
@@ -137,6 +140,8 @@ func TestDelRemovesOnlyTheRulesOfPortsOVSNumbered(t *testing.T) {
 		unguard bool
 	}{
 		{"numbered by ADD", func(s string) fakeReply { return withRequest(s, ofportFirst) }, false},
+		{"granted what ADD asked", func(s string) fakeReply { return withRequest(s, ofportFirst, ofportFirst) }, false},
+		{"granted another number", func(s string) fakeReply { return withRequest(s, ofportFirst, 3) }, true},
 		{"numbered by OVS", func(s string) fakeReply { return withRequest(s, 0) }, true},
 		{"requested below the range", func(s string) fakeReply { return withRequest(s, 7) }, true},
 		{"gone", func(string) fakeReply { return fakeReply{} }, true},

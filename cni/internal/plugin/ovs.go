@@ -41,8 +41,9 @@ type portInfo struct {
 	TxSteering string // other_config:tx-steering; "" is OVS's default, thread
 	IDs        map[string]string
 	// Requested is the OpenFlow port number the port requested (0: none, as an fstack-cni
-	// before ofport.go made them); read only where selected.
-	Requested int64
+	// before ofport.go made them) and OFPort the one it has (0: none yet); read only where
+	// selected.
+	Requested, OFPort int64
 }
 
 func (o *ovs) close() {
@@ -177,7 +178,7 @@ func (o *ovs) unlinkPort(ctx context.Context, id string) error {
 // it; deletePort then removes it by name.
 func (o *ovs) removePortForDel(ctx context.Context, name string) (*portInfo, error) {
 	id := portUUID(name)
-	res, err := o.transact(ctx, selectInterfaces(nameIs(name), "ofport_request"), ovsdb.Mutate("Bridge",
+	res, err := o.transact(ctx, selectInterfaces(nameIs(name), "ofport_request", "ofport"), ovsdb.Mutate("Bridge",
 		[][]any{ovsdb.Cond("ports", "includes", ovsdb.UUID(id))},
 		[]any{"ports", "delete", ovsdb.Set(ovsdb.UUID(id))}))
 	if err != nil {
@@ -258,6 +259,11 @@ func decodePort(row ovsdb.Row) (portInfo, error) {
 	p.Socket = opts[optionSocket]
 	if _, selected := row["ofport_request"]; selected {
 		if p.Requested, _, err = row.OptionalInt("ofport_request"); err != nil {
+			return p, err
+		}
+	}
+	if _, selected := row["ofport"]; selected {
+		if p.OFPort, _, err = row.OptionalInt("ofport"); err != nil {
 			return p, err
 		}
 	}
