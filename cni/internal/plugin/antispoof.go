@@ -165,7 +165,8 @@ func (f openflowFlows) awaitBridge(ctx context.Context, g *guard) (*openflow.Cli
 	defer cancel()
 	for {
 		c, err := dialBridge(ctx, g)
-		if err == nil || !(errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED)) {
+		starting := errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED)
+		if !starting {
 			return c, err
 		}
 		select {
