@@ -61,10 +61,8 @@ func TestAddNumbersItsPortAndPassesOverATakenNumber(t *testing.T) {
 // on a number it does not have. Here the port is made again, by hand, with the same name, socket
 // and external_ids, requesting a number a hand-made port holds, so ovs-vswitchd gives it one of
 // its own: CHECK says so, naming both numbers, and the next ADD on the node moves the rules to
-// the number the port has, where CHECK counts every one of them. (No pod sends through this
-// port: a vhost-user client port removed and made again on the same socket at once may never
-// reconnect, a DPDK quirk this test would otherwise meet; the rules on a port's number dropping
-// forged frames is what the pre-taken number's test and forged_test.go show.)
+// the number the port has, where CHECK counts every one of them, and a pod sending with another
+// MAC is dropped.
 func TestMisnumberedPortEndsGuarded(t *testing.T) {
 	n, p, q := newNet(t, "1.1.0"), newPod(1121), newPod(1122)
 	n.mustAdd(p)
@@ -104,6 +102,7 @@ func TestMisnumberedPortEndsGuarded(t *testing.T) {
 	if err := n.cni().CheckNetworkList(context.Background(), n.confList(), p.rt()); err != nil {
 		t.Errorf("CHECK after the next ADD: %v", err)
 	}
+	assertForgedDropped(t, filepath.Join(n.socketRoot(), p.uid), podDevInfo(t, n, p), "10.99.0.206/24")
 }
 
 // lowestFreeOFPort is the number the plugin's next ADD would request: the lowest from 32768 up
