@@ -51,6 +51,9 @@ type port struct {
 	IDs            map[string]string // what the rules are made of (antispoof.SpecFromIDs)
 	OFPort         int64             // 0: not numbered yet (or ovs-vswitchd could not create it)
 	Namespace, Pod string
+	// Requested is the number the port's ADD requested for it and put its rules on (0: none);
+	// ovs-vswitchd gives another when some other port holds that one.
+	Requested int64
 }
 
 // requestTimeout bounds one question to OVSDB or a bridge, so a hung daemon delays the keeper
@@ -146,7 +149,13 @@ func (k *Keeper) keep(ctx context.Context, p port) (ok, applied bool) {
 	cookie := antispoof.Cookie(p.Name)
 	n, err := c.FlowCount(rctx, openflow.TableAll, cookie, ^uint64(0), antispoof.InPort(p.OFPort))
 	if err == nil && int(n) == len(rules) {
+		k.clear("misnumbered/" + p.Name)
 		return true, false
+	}
+	if p.Requested > 0 && p.Requested != p.OFPort {
+		k.once("misnumbered/"+p.Name, "ovs-vswitchd gave the port another OpenFlow port number than its ADD requested and put its anti-spoofing flows on "+
+			"(another OVS client requested the same number?); moving them to the number it has",
+			logging.KeyPort, p.Name, "bridge", p.Bridge, logging.KeyNamespace, p.Namespace, logging.KeyPod, p.Pod, "requested", p.Requested, "ofport", p.OFPort)
 	}
 	if err == nil {
 		err = c.Bundle(rctx, antispoof.FlowMods(p.Name, p.OFPort, rules))
@@ -248,10 +257,10 @@ func (k *Keeper) closeUnused(ports []port, bridges []string) {
 		used[b] = true
 	}
 	for _, p := range ports {
-		used[p.Bridge], used["mac/"+p.Name] = true, true
+		used[p.Bridge], used["mac/"+p.Name], used["misnumbered/"+p.Name] = true, true, true
 	}
 	for key := range k.said {
-		if strings.HasPrefix(key, "mac/") && !used[key] {
+		if (strings.HasPrefix(key, "mac/") || strings.HasPrefix(key, "misnumbered/")) && !used[key] {
 			k.clear(key)
 		}
 	}
@@ -276,7 +285,7 @@ func (k *Keeper) list(ctx context.Context) ([]port, []string, error) {
 	res, err := c.Transact(ctx, "Open_vSwitch",
 		ovsdb.Select("Bridge", nil, "name", "ports", "datapath_type"),
 		ovsdb.Select("Port", ours, "_uuid", "name"),
-		ovsdb.Select("Interface", ours, "name", "ofport", "external_ids"))
+		ovsdb.Select("Interface", ours, "name", "ofport", "ofport_request", "external_ids"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("OVSDB at %s: %w", k.OVSDB, err)
 	}
@@ -355,6 +364,11 @@ func decode(row ovsdb.Row) (port, error) {
 	}
 	if set && n > 0 && n < 0xff00 { // OpenFlow's physical port range
 		p.OFPort = n
+	}
+	if _, selected := row["ofport_request"]; selected {
+		if p.Requested, _, err = row.OptionalInt("ofport_request"); err != nil {
+			return p, err
+		}
 	}
 	ids, err := row.Map("external_ids")
 	if err != nil {

@@ -294,3 +294,29 @@ func TestRunReappliesWhenTheBridgeComesBack(t *testing.T) {
 		t.Errorf("after the restart the port has %d rules, want 10", flows[cookie])
 	}
 }
+
+// A port that ovs-vswitchd numbered other than its ADD requested (and put its rules on) has no
+// rules on the number it has: the keeper puts them there and says, once, that the number is not
+// the one requested.
+func TestPassMovesTheRulesOfAMisnumberedPort(t *testing.T) {
+	dir := t.TempDir()
+	bridge := newFakeBridge(t, dir)
+	rows := ovsRows([3]any{"fskmoved", 3, "02:00:00:00:00:03"})
+	withRequest := func() []any {
+		r := rows()
+		r[2].(map[string]any)["rows"].([]any)[0].(map[string]any)["ofport_request"] = 32768
+		return r
+	}
+	logs := &logBuf{}
+	k := &Keeper{Log: slog.New(slog.NewTextHandler(logs, nil)), OVSDB: fakeOVSDB(t, dir, withRequest)}
+	k.Pass(context.Background())
+	if flows, bundles := bridge.state(); len(bundles) != 1 || flows[antispoof.Cookie("fskmoved")] != 10 {
+		t.Errorf("bundles %x, flows %v: want fskmoved's rules re-applied", bundles, flows)
+	}
+	bridge.drop(antispoof.Cookie("fskmoved"))
+	k.Pass(context.Background())
+	out := logs.String()
+	if strings.Count(out, "another OpenFlow port number than its ADD requested") != 1 || !strings.Contains(out, "requested=32768") || !strings.Contains(out, "ofport=3") {
+		t.Errorf("log should say once that fskmoved has 3, not the requested 32768:\n%s", out)
+	}
+}

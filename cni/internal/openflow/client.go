@@ -1,6 +1,7 @@
 package openflow
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -200,32 +201,26 @@ func (c *Client) await(ctx context.Context, first, last uint32, want uint8) (fra
 }
 
 // Bundle applies mods in one atomic, ordered bundle: the bridge switches from its old rules to
-// the result of all of them at once, or, when one fails, keeps the old ones.
+// the result of all of them at once, or, when one fails, keeps the old ones. The open, the adds
+// and the commit go out together (the bridge handles a connection's messages in order), so the
+// bundle costs one round trip; an error to any of them fails it.
 func (c *Client) Bundle(ctx context.Context, mods []FlowMod) error {
 	x := c.begin(uint32(len(mods)) + 2)
 	defer c.omu.Unlock()
 	id := x
-	if err := c.write(bundleControl(x, id, bundleOpen)); err != nil {
-		return err
-	}
-	f, err := c.await(ctx, x, x, TypeBundleControl)
-	if err != nil {
-		return fmt.Errorf("open bundle: %w", err)
-	}
-	if len(f.body) < 6 || binary.BigEndian.Uint16(f.body[4:]) != bundleOpenReply {
-		return errors.New("openflow: open bundle: unexpected reply")
-	}
-	msgs := make([][]byte, 0, len(mods)+1)
+	msgs := make([][]byte, 0, len(mods)+2)
+	msgs = append(msgs, bundleControl(x, id, bundleOpen))
 	for i, m := range mods {
 		msgs = append(msgs, bundleAdd(x+1+uint32(i), id, m.Encode()))
 	}
 	last := x + 1 + uint32(len(mods))
 	msgs = append(msgs, bundleControl(last, id, bundleCommit))
-	if err := c.write(msgs...); err != nil {
+	if err := c.write(bytes.Join(msgs, nil)); err != nil {
 		return err
 	}
-	if f, err = c.await(ctx, x+1, last, TypeBundleControl); err != nil {
-		return fmt.Errorf("commit bundle: %w", err)
+	f, err := c.await(ctx, x, last, TypeBundleControl)
+	if err != nil {
+		return fmt.Errorf("bundle: %w", err)
 	}
 	if len(f.body) < 6 || binary.BigEndian.Uint16(f.body[4:]) != bundleCommitReply {
 		return errors.New("openflow: commit bundle: unexpected reply")

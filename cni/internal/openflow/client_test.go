@@ -102,8 +102,9 @@ func TestHello(t *testing.T) {
 }
 
 // A bundle is opened, filled and committed under one id, each message with its own xid and the
-// bundled flow mod carrying its bundle add's; the commit's reply ends it. Echo requests that
-// arrive meanwhile are answered.
+// bundled flow mod carrying its bundle add's, all sent at once (one round trip); the commit's
+// reply ends it, the open's reply on the way is passed over. Echo requests that arrive
+// meanwhile are answered.
 func TestBundle(t *testing.T) {
 	c, f := newFake(t, helloWith(1<<5))
 	mods := []FlowMod{{Command: FlowDelete, Table: TableAll, Cookie: 1, CookieMask: ^uint64(0)}, {Command: FlowAdd, Cookie: 1, Priority: 10}}
@@ -114,11 +115,6 @@ func TestBundle(t *testing.T) {
 		t.Fatalf("first message %+v, want a bundle open", open.header)
 	}
 	id := binary.BigEndian.Uint32(open.body)
-	_, _ = f.conn.Write(message(TypeEchoRequest, 77, []byte("hi")))
-	_, _ = f.conn.Write(message(TypeBundleControl, open.XID, append(binary.BigEndian.AppendUint32(nil, id), 0, bundleOpenReply, 0, bundleFlags)))
-	if echo := f.next(t); echo.Type != TypeEchoReply || echo.XID != 77 || string(echo.body) != "hi" {
-		t.Errorf("echo answered with %+v %q", echo.header, echo.body)
-	}
 	for i := range mods {
 		add := f.next(t)
 		inner := add.body[8:]
@@ -131,6 +127,11 @@ func TestBundle(t *testing.T) {
 	if commit.Type != TypeBundleControl || binary.BigEndian.Uint16(commit.body[4:]) != bundleCommit || binary.BigEndian.Uint32(commit.body) != id {
 		t.Fatalf("last message %+v % x, want the bundle's commit", commit.header, commit.body)
 	}
+	_, _ = f.conn.Write(message(TypeBundleControl, open.XID, append(binary.BigEndian.AppendUint32(nil, id), 0, bundleOpenReply, 0, bundleFlags)))
+	_, _ = f.conn.Write(message(TypeEchoRequest, 77, []byte("hi")))
+	if echo := f.next(t); echo.Type != TypeEchoReply || echo.XID != 77 || string(echo.body) != "hi" {
+		t.Errorf("echo answered with %+v %q", echo.header, echo.body)
+	}
 	_, _ = f.conn.Write(message(TypeBundleControl, commit.XID, append(binary.BigEndian.AppendUint32(nil, id), 0, bundleCommitReply, 0, bundleFlags)))
 	if err := <-errc; err != nil {
 		t.Fatal(err)
@@ -139,7 +140,6 @@ func TestBundle(t *testing.T) {
 	// An error reply to a bundled message fails the bundle with its type and code.
 	go func() { errc <- c.Bundle(context.Background(), mods[:1]) }()
 	open = f.next(t)
-	_, _ = f.conn.Write(message(TypeBundleControl, open.XID, append(binary.BigEndian.AppendUint32(nil, binary.BigEndian.Uint32(open.body)), 0, bundleOpenReply, 0, bundleFlags)))
 	add := f.next(t)
 	_ = f.next(t) // commit
 	_, _ = f.conn.Write(message(TypeError, add.XID, []byte{0, 5, 0, 2}))

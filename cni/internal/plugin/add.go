@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 
 	"github.com/containernetworking/cni/pkg/skel"
@@ -82,13 +83,17 @@ func (p *Plugin) add(c *command, a *attachment, stdin []byte) (res *current.Resu
 	if err != nil {
 		return nil, err
 	}
-	undo = append(undo, func() error { return c.ovs.deletePort(c.ctx, a.PortName) })
-	sw, err := c.createPort(a)
+	// The rules first, on the number the port will ask for: the port is guarded from its first
+	// frame, and ovs-vswitchd, which has not heard of the port yet, answers at once.
+	ofport, unlock, err := c.guardNewPort(a, &undo)
 	if err != nil {
-		if isClaimWait(err) {
-			return nil, c.claimHolder(a)
-		}
-		return nil, ovsErr(err)
+		return nil, cniErr(types.ErrInternal, "set the port's anti-spoofing rules", err)
+	}
+	undo = append(undo, func() error { return c.ovs.deletePort(c.ctx, a.PortName) })
+	sw, err := c.createPort(a, ofport)
+	unlock()
+	if err != nil {
+		return nil, c.portErr(a, ofport, err)
 	}
 	// The files follow the port because the device info carries what the port's transaction read
 	// of the switch. OVS, the socket's client, keeps reconnecting until the pod's DPDK serves it,
@@ -97,13 +102,19 @@ func (p *Plugin) add(c *command, a *attachment, stdin []byte) (res *current.Resu
 	if err := writeFiles(c.conf.SocketRoot, a, deviceInfo(c.conf, a, ipamRes, c.switchCPUs(sw.pmdCPUMask))); err != nil {
 		return nil, cniErr(types.ErrIOFailure, "write the attachment's files", err)
 	}
-	// Before the runtime starts the pod's containers, so nothing the pod sends is unguarded.
-	g := c.newGuard(a)
-	undo = append(undo, func() error { return c.flows.Unguard(c.ctx, g) })
-	if err := c.flows.Guard(c.ctx, g); err != nil {
-		return nil, cniErr(types.ErrInternal, "set the port's anti-spoofing rules", err)
-	}
 	return res, nil
+}
+
+// portErr is the error of a port transaction that failed.
+func (c *command) portErr(a *attachment, ofport int64, err error) error {
+	switch {
+	case isClaimWait(err):
+		return c.claimHolder(a)
+	case isOFPortWait(err):
+		// Only a client that does not take the socket root's lock can have taken it meanwhile.
+		return cniErr(types.ErrTryAgainLater, "", fmt.Errorf("another OVS client took OpenFlow port number %d while this port was being made: try again", ofport))
+	}
+	return ovsErr(err)
 }
 
 // admit refuses, before anything is taken, a pod of a namespace the node does not serve (or a
@@ -129,8 +140,9 @@ func (c *command) admit(a *attachment) error {
 // round trips spent: to say which bridge mistake it is, or to remove the stale port in a
 // transaction of its own (OVS keeps the old socket path when delete and add share one) and
 // insert again. It returns what the transaction read of the switch.
-func (c *command) createPort(a *attachment) (switchFacts, error) {
+func (c *command) createPort(a *attachment, ofport int64) (switchFacts, error) {
 	spec := a.portSpec(c.conf.MTU)
+	spec.OFPort = ofport
 	sw, err := c.ovs.addPort(c.ctx, c.conf.Bridge, spec)
 	switch {
 	case isOrphanWait(err):
@@ -138,8 +150,8 @@ func (c *command) createPort(a *attachment) (switchFacts, error) {
 			return sw, err
 		}
 		sw, err = c.ovs.addPort(c.ctx, c.conf.Bridge, spec)
-	case isClaimWait(err):
-		return sw, err // add names the holder
+	case isClaimWait(err), isOFPortWait(err):
+		return sw, err // portErr says why
 	case ovsdb.IsConditionFailed(err):
 		if berr := c.ovs.checkBridge(c.ctx, c.conf.Bridge); berr != nil {
 			return sw, berr

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,7 +17,7 @@ import (
 
 // insertTxn is ADD's port transaction; its last waits refuse the MAC and the address (the fake
 // IPAM's one) when another pod's port holds them.
-var insertTxn = []string{"wait Bridge", "wait Interface", "insert Interface", "insert Port", "mutate Bridge", "select Open_vSwitch", "wait Interface", "wait Interface"}
+var insertTxn = []string{"wait Bridge", "wait Interface", "wait Interface", "wait Interface", "insert Interface", "insert Port", "mutate Bridge", "select Open_vSwitch", "wait Interface", "wait Interface"}
 
 func assertTxns(t *testing.T, f *fakeOVSDB, want ...[]string) {
 	t.Helper()
@@ -38,7 +39,7 @@ func TestAddMakesThePortInOneTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertTxns(t, f, insertTxn)
-	iface := f.txn(1)[2]["row"].(map[string]any)
+	iface := f.txn(1)[slices.Index(insertTxn, "insert Interface")]["row"].(map[string]any)
 	ids := fmt.Sprint(iface["external_ids"])
 	for _, want := range []string{"kube-fstack.io/owner fstack-cni", "kube-fstack.io/container-id c1", "kube-fstack.io/ifname net1",
 		"kube-fstack.io/pod-uid u1", "kube-fstack.io/pod-name web-0", "kube-fstack.io/pod-namespace ns", "kube-fstack.io/network fstack"} {
@@ -70,8 +71,9 @@ func TestAddReplacesAStalePortInItsOwnTransaction(t *testing.T) {
 		"duplicate name": func(ops []map[string]any) fakeReply { return commitRefused(ops, "constraint violation") },
 		"duplicate uuid": func(ops []map[string]any) fakeReply {
 			res := defaultResults(ops)
-			res[2] = map[string]any{"error": "duplicate uuid", "details": "test"}
-			return fakeReply{results: res[:3]}
+			i := slices.Index(insertTxn, "insert Port")
+			res[i] = map[string]any{"error": "duplicate uuid", "details": "test"}
+			return fakeReply{results: res[:i+1]}
 		},
 	}
 	for name, refuse := range refusals {

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
+	"time"
 
 	"github.com/kube-fstack/kube-fstack/cni/internal/antispoof"
 	"github.com/kube-fstack/kube-fstack/cni/internal/openflow"
@@ -17,7 +19,7 @@ import (
 // flow forwards anything a pod sends, so one pod could use another's MAC (and claim its
 // addresses in ARP or IPv6 neighbour discovery).
 type Flows interface {
-	// Guard replaces every rule on the port's ofport with rules that pass only frames whose
+	// Guard replaces every rule on g.OFPort with rules that pass only frames whose
 	// source MAC is the port's (and whose ARP/ND link-layer address, when present, is the same),
 	// whose ARP sender, IP source and ND target are the port's addresses, untagged or on the
 	// port's VLANs, and drop the rest (antispoof.Rules).
@@ -38,6 +40,9 @@ type guard struct {
 	Spec   antispoof.Spec
 	// Legacy: the port was made by an fstack-cni whose rules bound the MAC alone.
 	Legacy bool
+	// OFPort is the number Guard puts the rules on: the one ADD requests for the port (which
+	// may not exist yet), or the one ovs-vswitchd gave it.
+	OFPort int64
 }
 
 // newGuard is the guard of a's port on the configured bridge.
@@ -86,19 +91,20 @@ type openflowFlows struct {
 	OFPortWait int
 }
 
-// Guard puts the port's rules on its ofport in one atomic bundle that first removes its rules
-// of an earlier ADD and whatever sits on the ofport, so the port is never without a guard
-// once the bundle commits, and never with a stale one on a reused number.
+// Guard puts the port's rules on g.OFPort in one atomic bundle that first removes its rules
+// of an earlier ADD and whatever sits on the number, so the port is never without a guard
+// once the bundle commits, and never with a stale one on a reused number. It does not wait for
+// the port: ADD sends it before the port exists, while ovs-vswitchd has nothing else to do.
 func (f openflowFlows) Guard(ctx context.Context, g *guard) error {
-	ofport, err := f.ofport(ctx, g)
-	if err != nil {
-		return err
+	ofport := g.OFPort
+	if ofport <= 0 {
+		return fmt.Errorf("anti-spoofing rules of port %s: no OpenFlow port number to put them on", g.Port)
 	}
 	mods, err := g.flowMods(ofport)
 	if err != nil {
 		return err
 	}
-	c, err := dialBridge(ctx, g)
+	c, err := f.awaitBridge(ctx, g)
 	if err != nil {
 		return err
 	}
@@ -129,7 +135,7 @@ func (f openflowFlows) Check(ctx context.Context, g *guard) error {
 	if err != nil {
 		return err
 	}
-	ofport, err := f.ofport(ctx, g)
+	ofport, requested, err := f.ofport(ctx, g)
 	if err != nil {
 		return err
 	}
@@ -142,10 +148,33 @@ func (f openflowFlows) Check(ctx context.Context, g *guard) error {
 	if err != nil {
 		return fmt.Errorf("cannot check the anti-spoofing rules of port %s: %w", g.Port, err)
 	}
+	if int(n) != len(rules) && requested > 0 && requested != ofport {
+		return fmt.Errorf("port %s requested OpenFlow port number %d but ovs-vswitchd gave it %d (another OVS client requested the same number?), and %d of its %d anti-spoofing rules are on %d: the CNI DaemonSet's flow keeper moves them (chart value cni.keepFlows.enabled), as does the node's next ADD", g.Port, requested, ofport, n, len(rules), ofport)
+	}
 	if int(n) != len(rules) {
 		return fmt.Errorf("port %s has %d of its %d anti-spoofing rules on ofport %d (ovs-vswitchd restarted?): the CNI DaemonSet's flow keeper puts them back (chart value cni.keepFlows.enabled); see ovs-ofctl dump-flows unix:%s cookie=%#x/-1", g.Port, n, len(rules), ofport, g.mgmt(), g.cookie())
 	}
 	return nil
+}
+
+// awaitBridge dials the bridge, waiting up to OFPortWait while ovs-vswitchd is (re)starting: its
+// management socket is missing or refuses until it has made the bridge, and an ADD then waits
+// for it as it waited for the port's number before ADD chose it.
+func (f openflowFlows) awaitBridge(ctx context.Context, g *guard) (*openflow.Client, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(f.OFPortWait)*time.Millisecond)
+	defer cancel()
+	for {
+		c, err := dialBridge(ctx, g)
+		starting := errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ECONNREFUSED)
+		if !starting {
+			return c, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 func dialBridge(ctx context.Context, g *guard) (*openflow.Client, error) {
@@ -157,26 +186,27 @@ func dialBridge(ctx context.Context, g *guard) (*openflow.Client, error) {
 }
 
 // ofport waits until ovs-vswitchd has numbered the port (it does so after the commit that made
-// it) and returns the number; -1 means ovs-vswitchd could not create it.
-func (f openflowFlows) ofport(ctx context.Context, g *guard) (int64, error) {
+// it) and returns the number and the one the port requested (0: none); -1 means ovs-vswitchd
+// could not create it. Only CHECK waits so: ADD numbers its port itself (ofport.go).
+func (f openflowFlows) ofport(ctx context.Context, g *guard) (n, requested int64, err error) {
 	c, err := ovsdb.Dial(ctx, g.OVSDB)
 	if err != nil {
-		return 0, fmt.Errorf("%w at %s: %w", errOVSDBUnreachable, g.OVSDB, err)
+		return 0, 0, fmt.Errorf("%w at %s: %w", errOVSDBUnreachable, g.OVSDB, err)
 	}
 	defer c.Close()
 	unset := []map[string]any{{"ofport": ovsdb.Set()}}
 	res, err := c.Transact(ctx, ovsDB,
 		ovsdb.WaitUntilNot("Interface", nameIs(g.Port), []string{"ofport"}, unset, f.OFPortWait),
-		ovsdb.Select("Interface", nameIs(g.Port), "ofport"))
+		ovsdb.Select("Interface", nameIs(g.Port), "name", "ofport", "ofport_request"))
 	if err != nil {
-		return 0, fmt.Errorf("ovs-vswitchd gave port %s no OpenFlow port number (is it running?): %w", g.Port, err)
+		return 0, 0, fmt.Errorf("ovs-vswitchd gave port %s no OpenFlow port number (is it running?): %w", g.Port, err)
 	}
 	if len(res[1].Rows) == 0 {
-		return 0, fmt.Errorf("port %s vanished before its anti-spoofing rules were set", g.Port)
+		return 0, 0, fmt.Errorf("port %s vanished before its anti-spoofing rules were checked", g.Port)
 	}
-	n, _, err := res[1].Rows[0].OptionalInt("ofport")
-	if err == nil && n <= 0 {
-		err = fmt.Errorf("ovs-vswitchd could not create port %s (ofport %d): see its Interface error column", g.Port, n)
+	num, err := decodeNumbered(res[1].Rows[0])
+	if err == nil && num.ofport <= 0 {
+		err = fmt.Errorf("ovs-vswitchd could not create port %s (ofport %d): see its Interface error column", g.Port, num.ofport)
 	}
-	return n, err
+	return num.ofport, num.requested, err
 }

@@ -140,6 +140,8 @@ type portSpec struct {
 	Socket string
 	MTU    int
 	IDs    map[string]string
+	// OFPort is the OpenFlow port number the port requests (ofport.go).
+	OFPort int64
 }
 
 func firstNonEmpty(s ...string) string {

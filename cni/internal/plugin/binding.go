@@ -344,7 +344,7 @@ func ownInSubnets(own []claim, subnets []netip.Prefix) error {
 const (
 	idHolds        = podcontract.OVSIDHoldsPrefix
 	idHeld         = "true"
-	claimWaitIndex = 6
+	claimWaitIndex = 8
 )
 
 func noOtherClaims(p *portSpec) []ovsdb.Op {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -102,7 +103,7 @@ func TestAddBindsThePortToItsAddressesAndRecordsThem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids := fmt.Sprint(f.txn(1)[2]["row"].(map[string]any)["external_ids"])
+	ids := fmt.Sprint(f.txn(1)[slices.Index(insertTxn, "insert Interface")]["row"].(map[string]any)["external_ids"])
 	for _, want := range []string{
 		antispoof.ExternalIDAddrs + " 10.9.0.5,10.9.0.7,10.9.0.50,2001:db8::50,10.100.0.7",
 		antispoof.ExternalIDVLANs + " 100,200",

@@ -29,7 +29,14 @@ func (p *Plugin) Del(args *skel.CmdArgs) error {
 
 func (p *Plugin) del(c *command, a *attachment, stdin []byte) error {
 	port, portErr := c.ovs.removePortForDel(c.ctx, a.PortName)
-	c.unguard(a.PortName)
+	if port == nil || !numberedByADD(port) {
+		// A port ADD numbered keeps its rules on its number, where they match no port once it
+		// is gone and the ADD that gives the number again replaces them (ofport.go): DEL need
+		// not wait for ovs-vswitchd, which is busy removing the port. Rules on a number OVS
+		// chose (an older fstack-cni's port, or one OVS numbered otherwise than it asked) go
+		// now, since OVS may give that number to any port.
+		c.unguard(a.PortName)
+	}
 	if port != nil && port.Socket != "" {
 		a.setPodDirOfPort(c.conf, port.Socket)
 		if a.podDirErr != nil {
@@ -52,7 +59,7 @@ func (p *Plugin) del(c *command, a *attachment, stdin []byte) error {
 }
 
 // unguard removes a removed port's anti-spoofing rules. A failure is logged, not returned: the
-// rules match only the port's old ofport, and the ADD of the next port OVS gives that number
+// rules match only the port's old ofport, and the ADD of the next port given that number
 // replaces them; failing DEL for them would have the runtime retry it forever.
 func (c *command) unguard(port string) {
 	g := &guard{OVSDB: c.conf.OVSDBSocket, Bridge: c.conf.Bridge, Port: port}
@@ -72,4 +79,10 @@ func (p *Plugin) ipamDel(c *command, a *attachment, stdin []byte) error {
 		ctx = inheritLock(ctx, lock)
 	}
 	return p.IPAM.Del(ctx, c.conf.IPAM.Type, stdin)
+}
+
+// numberedByADD says whether the port has the number its ADD requested from the plugin's range
+// (or none yet), so its rules are on that number.
+func numberedByADD(p *portInfo) bool {
+	return inRange(p.Requested) && (p.OFPort <= 0 || p.OFPort == p.Requested)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -33,7 +34,7 @@ func TestDelFollowsThePortToTheFilesADDMade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if inserted := f.txn(1)[3]["uuid"]; inserted != portUUID(a.PortName) {
+	if inserted := f.txn(1)[slices.Index(insertTxn, "insert Port")]["uuid"]; inserted != portUUID(a.PortName) {
 		t.Fatalf("ADD inserted the Port with UUID %v, want %s", inserted, portUUID(a.PortName))
 	}
 	f.respond = func(int, []map[string]any) fakeReply { return portRows(a.Socket, 1) }

@@ -32,6 +32,11 @@ type fakeOVSDB struct {
 	mu      sync.Mutex
 	txns    [][]map[string]any
 	conns   int
+	// ADD's read of the OpenFlow port numbers (ofport.go) is answered apart, from numbers (rows
+	// of name, ofport and ofport_request; none by default), and counted in numberReads, not in
+	// txns: the scripts number the transactions that make and remove ports.
+	numbers     []any
+	numberReads int
 }
 
 // fakeReply is the answer to one transaction: results replaces the default per-operation
@@ -89,6 +94,14 @@ func (f *fakeOVSDB) handle(conn net.Conn) {
 			ops = append(ops, op)
 		}
 		f.mu.Lock()
+		if isNumberRead(ops) {
+			f.numberReads++
+			rows := f.numbers
+			f.mu.Unlock()
+			bridge := map[string]any{"rows": []any{map[string]any{"datapath_type": "netdev"}}}
+			_ = enc.Encode(map[string]any{"id": req.ID, "result": []any{map[string]any{"rows": append([]any{}, rows...)}, bridge}, "error": nil})
+			continue
+		}
 		f.txns = append(f.txns, ops)
 		n := len(f.txns)
 		f.mu.Unlock()
@@ -104,6 +117,17 @@ func (f *fakeOVSDB) handle(conn net.Conn) {
 		}
 		_ = enc.Encode(map[string]any{"id": req.ID, "result": r.results, "error": nil})
 	}
+}
+
+// isNumberRead tells ADD's read of every Interface's OpenFlow port numbers (and of its bridge's
+// type: the fake's bridges are all netdev).
+func isNumberRead(ops []map[string]any) bool {
+	if len(ops) != 2 || ops[1]["table"] != "Bridge" {
+		return false
+	}
+	where, _ := ops[0]["where"].([]any)
+	return ops[0]["op"] == "select" && ops[0]["table"] == "Interface" && len(where) == 0 &&
+		fmt.Sprint(ops[0]["columns"]) == "[name ofport ofport_request]"
 }
 
 // defaultResults is a server with an empty database and every bridge netdev.
@@ -205,20 +229,26 @@ func (f *fakeIPAM) counts() (adds, dels int) {
 type fakeFlows struct {
 	mu       sync.Mutex
 	guarded  map[string]string // port -> MAC
+	on       map[string]int64  // port -> the number its rules were put on
 	unguards []string
 	guardErr error
+	// onGuard, when set, runs at each Guard (before it takes the lock).
+	onGuard func(g *guard)
 }
 
 func (f *fakeFlows) Guard(_ context.Context, g *guard) error {
+	if f.onGuard != nil {
+		f.onGuard(g)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.guardErr != nil {
 		return f.guardErr
 	}
 	if f.guarded == nil {
-		f.guarded = map[string]string{}
+		f.guarded, f.on = map[string]string{}, map[string]int64{}
 	}
-	f.guarded[g.Port] = g.Spec.MAC
+	f.guarded[g.Port], f.on[g.Port] = g.Spec.MAC, g.OFPort
 	return nil
 }
 
@@ -237,6 +267,13 @@ func (f *fakeFlows) Check(_ context.Context, g *guard) error {
 		return fmt.Errorf("port %s has no anti-spoofing rules", g.Port)
 	}
 	return nil
+}
+
+// ons is the number each port's rules were last put on.
+func (f *fakeFlows) ons() map[string]int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.on)
 }
 
 func (f *fakeFlows) state() (map[string]string, []string) {

@@ -32,10 +32,18 @@ func withRootLock(root string, fn func(rd *fsutil.Dir) error) error {
 		return fmt.Errorf("open socket root: %w", err)
 	}
 	defer rd.Close()
+	if err := lockDir(rd); err != nil {
+		return err
+	}
+	return fn(rd) // closing the root unlocks
+}
+
+// lockDir takes the socket root's lock, which closing rd releases.
+func lockDir(rd *fsutil.Dir) error {
 	if err := syscall.Flock(rd.Fd(), syscall.LOCK_EX); err != nil {
 		return fmt.Errorf("lock socket root: %w", err)
 	}
-	return fn(rd) // closing the root unlocks
+	return nil
 }
 
 // writeFiles links the pod's emptyDir into the socket root and writes the device info into the

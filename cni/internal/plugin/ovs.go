@@ -40,6 +40,10 @@ type portInfo struct {
 	Socket     string
 	TxSteering string // other_config:tx-steering; "" is OVS's default, thread
 	IDs        map[string]string
+	// Requested is the OpenFlow port number the port requested (0: none, as an fstack-cni
+	// before ofport.go made them) and OFPort the one it has (0: none yet); read only where
+	// selected.
+	Requested, OFPort int64
 }
 
 func (o *ovs) close() {
@@ -111,7 +115,8 @@ func firstUUID(rows []ovsdb.Row) (string, error) {
 	return rows[0].UUID("_uuid")
 }
 
-// addPort creates Interface + Port and links them to the bridge in one transaction. The wait
+// addPort creates Interface + Port and links them to the bridge in one transaction, the
+// Interface requesting p.OFPort (ofportWaits: no other holds or requests it). The wait
 // makes the server refuse the whole transaction unless the bridge exists and is netdev; mutate
 // (not a rewrite of the ports column) lets many ADDs run concurrently. The Port row gets the
 // UUID portUUID gives its name, so DEL can unlink it without looking it up. The Interface asks
@@ -123,17 +128,20 @@ func (o *ovs) addPort(ctx context.Context, bridge string, p *portSpec) (switchFa
 	iface := map[string]any{
 		"name": p.Name, "type": portType, "external_ids": ovsdb.Map(p.IDs),
 		"options": ovsdb.Map(map[string]string{optionSocket: p.Socket}), "mtu_request": p.MTU,
-		"other_config": ovsdb.Map(map[string]string{otherConfigTxSteering: txSteeringHash}),
+		"other_config":   ovsdb.Map(map[string]string{otherConfigTxSteering: txSteeringHash}),
+		"ofport_request": p.OFPort,
 	}
 	port := map[string]any{"name": p.Name, "interfaces": ovsdb.NamedUUID("iface"), "external_ids": ovsdb.Map(p.IDs)}
 	ops := []ovsdb.Op{
 		ovsdb.WaitEqual("Bridge", nameIs(bridge), []string{"datapath_type"}, []map[string]any{{"datapath_type": "netdev"}}),
 		noOtherPortOn(p),
+	}
+	ops = append(ops, ofportWaits(p.OFPort)...)
+	ops = append(ops,
 		ovsdb.Insert("Interface", iface, "iface"),
 		ovsdb.InsertWithUUID("Port", port, "port", portUUID(p.Name)),
 		ovsdb.Mutate("Bridge", nameIs(bridge), []any{"ports", "insert", ovsdb.Set(ovsdb.NamedUUID("port"))}),
-	}
-	ops = append(ops, ovsdb.Select("Open_vSwitch", nil, "ovs_version", "other_config"))
+		ovsdb.Select("Open_vSwitch", nil, "ovs_version", "other_config"))
 	res, err := o.transact(ctx, append(ops, noOtherClaims(p)...)...)
 	if err != nil {
 		return switchFacts{}, err
@@ -170,7 +178,7 @@ func (o *ovs) unlinkPort(ctx context.Context, id string) error {
 // it; deletePort then removes it by name.
 func (o *ovs) removePortForDel(ctx context.Context, name string) (*portInfo, error) {
 	id := portUUID(name)
-	res, err := o.transact(ctx, selectInterfaces(nameIs(name)), ovsdb.Mutate("Bridge",
+	res, err := o.transact(ctx, selectInterfaces(nameIs(name), "ofport_request", "ofport"), ovsdb.Mutate("Bridge",
 		[][]any{ovsdb.Cond("ports", "includes", ovsdb.UUID(id))},
 		[]any{"ports", "delete", ovsdb.Set(ovsdb.UUID(id))}))
 	if err != nil {
@@ -249,6 +257,16 @@ func decodePort(row ovsdb.Row) (portInfo, error) {
 		return p, err
 	}
 	p.Socket = opts[optionSocket]
+	if _, selected := row["ofport_request"]; selected {
+		if p.Requested, _, err = row.OptionalInt("ofport_request"); err != nil {
+			return p, err
+		}
+	}
+	if _, selected := row["ofport"]; selected {
+		if p.OFPort, _, err = row.OptionalInt("ofport"); err != nil {
+			return p, err
+		}
+	}
 	if _, selected := row["other_config"]; selected {
 		other, err := row.Map("other_config")
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -27,6 +28,11 @@ func startCutProxy(t *testing.T, dir string, n int, forwardFirst bool) *cutProxy
 	p := &cutProxy{path: filepath.Join(dir, "proxy.sock"), n: n, forwardFirst: forwardFirst}
 	ln, err := net.Listen("unix", p.path)
 	if err != nil {
+		t.Fatal(err)
+	}
+	// The plugin finds the bridge's management socket beside OVSDB's, as OVS makes them.
+	mgmt := bridge + ".mgmt"
+	if err := os.Symlink(filepath.Join(env.ovs.Dir, mgmt), filepath.Join(dir, mgmt)); err != nil {
 		t.Fatal(err)
 	}
 	p.ln = ln
@@ -98,8 +104,8 @@ func TestRollbackWhenOVSDBDiesMidAdd(t *testing.T) {
 		n       int
 		forward bool
 	}{
-		{"after IPAM and files, at the port insert, not sent", 1, false},
-		{"at the port insert, committed but unconfirmed", 1, true},
+		{"after IPAM and the rules, at the port insert, not sent", 2, false}, // the first request reads the numbers
+		{"at the port insert, committed but unconfirmed", 2, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
