@@ -1,10 +1,7 @@
 package plugin
 
 import (
-	"errors"
 	"fmt"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/kube-fstack/kube-fstack/internal/ovsdb"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
@@ -38,59 +35,11 @@ func switchFactsOf(rows []ovsdb.Row) switchFacts {
 	return f
 }
 
-// parseCPUMask returns the CPUs of an OVS CPU mask, ascending: hex digits with an optional
-// "0x", the last digit's lowest bit CPU 0, as long as the node has CPUs (it may exceed 64 bits).
-// OVS reads an invalid digit as 0 (with a warning in its own log); this refuses the whole mask
-// instead, since claiming CPUs from half a mask would pass a typo on as a fact.
-func parseCPUMask(mask string) ([]int, error) {
-	if mask == "" {
-		return nil, nil
-	}
-	digits := mask
-	if len(digits) >= 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X') {
-		digits = digits[2:]
-	}
-	if digits == "" {
-		return nil, errors.New("it has no hex digits")
-	}
-	if i := strings.IndexFunc(digits, func(r rune) bool { _, ok := hexDigit(r); return !ok }); i >= 0 {
-		r, _ := utf8.DecodeRuneInString(digits[i:])
-		return nil, fmt.Errorf("%q is not a hex digit", string(r))
-	}
-	var cpus []int
-	for i := len(digits) - 1; i >= 0; i-- {
-		nibble, _ := hexDigit(rune(digits[i]))
-		first := 4 * (len(digits) - 1 - i)
-		for bit := range 4 {
-			if nibble>>bit&1 == 0 {
-				continue
-			}
-			if first+bit > podcontract.MaxCPU {
-				return nil, fmt.Errorf("it names CPU %d, above the highest CPU number Linux has (%d)", first+bit, podcontract.MaxCPU)
-			}
-			cpus = append(cpus, first+bit)
-		}
-	}
-	return cpus, nil
-}
-
-func hexDigit(c rune) (int, bool) {
-	switch {
-	case c >= '0' && c <= '9':
-		return int(c - '0'), true
-	case c >= 'a' && c <= 'f':
-		return int(c-'a') + 10, true
-	case c >= 'A' && c <= 'F':
-		return int(c-'A') + 10, true
-	}
-	return 0, false
-}
-
 // switchCPUs is the device info's SwitchCPUs for mask. A mask that does not parse is the node's
 // mistake, not the pod's: the ADD goes on (the pod works, with lcores that may share the PMDs'
 // CPUs) and the log says so.
 func (c *command) switchCPUs(mask string) []int {
-	cpus, err := parseCPUMask(mask)
+	cpus, err := podcontract.ParseCPUMask(mask)
 	if err != nil {
 		c.log.Warn(fmt.Sprintf("OVS other_config:%s %q is not a CPU mask (%v): the device info names no switch CPUs, so the "+
 			"dataplane cannot keep its lcores off the switch's PMD threads, and an lcore on a PMD's CPU gets half of it; "+

@@ -14,50 +14,6 @@ import (
 	"github.com/kube-fstack/kube-fstack/internal/test/logtest"
 )
 
-func TestParseCPUMask(t *testing.T) {
-	ok := []struct {
-		mask string
-		want []int
-	}{
-		{"", nil},
-		{"0x1", []int{0}},
-		{"0x2", []int{1}},
-		{"6", []int{1, 2}},
-		{"0X0f", []int{0, 1, 2, 3}},
-		{"0xA0", []int{5, 7}},
-		{"0x0", nil},
-		{"0x10000000000000000", []int{64}},
-		{"0xf0000000000000000", []int{64, 65, 66, 67}},
-		{"0x8000000000000001", []int{0, 63}},
-		// 2048 digits: CPU 8191 is the last one a mask may name, and leading zeros name none.
-		{"0x8" + strings.Repeat("0", 2047), []int{podcontract.MaxCPU}},
-		{"0x0001" + strings.Repeat("0", 2047), []int{podcontract.MaxCPU - 3}},
-	}
-	for _, tc := range ok {
-		got, err := parseCPUMask(tc.mask)
-		if err != nil || !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("parseCPUMask(%.20q) = %v, %v; want %v", tc.mask, got, err, tc.want)
-		}
-	}
-	bad := []struct{ mask, want string }{
-		{"zz", `"z" is not a hex digit`},
-		{"0x2g", `"g" is not a hex digit`},
-		{"0x", "no hex digits"},
-		{" 0x2", `" " is not a hex digit`},
-		{"-1", `"-" is not a hex digit`},
-		{"0x0x2", `"x" is not a hex digit`},
-		{"0x2\u00e9", "\"\u00e9\" is not a hex digit"},
-		// CPU 8192: one past what Linux numbers.
-		{"0x1" + strings.Repeat("0", 2048), "CPU 8192"},
-	}
-	for _, tc := range bad {
-		got, err := parseCPUMask(tc.mask)
-		if err == nil || got != nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("parseCPUMask(%.20q) = %v, %v; want an error with %q", tc.mask, got, err, tc.want)
-		}
-	}
-}
-
 // withSwitchRow answers ADD's insert transaction as a server whose Open_vSwitch row has
 // other_config other (and ovs_version 3.1.0).
 func withSwitchRow(other map[string]string) func(int, []map[string]any) fakeReply {
