@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -45,6 +46,10 @@ func holdLock(t *testing.T, path string) *exec.Cmd {
 	}
 	writeFile(t, path, "", 0o644)
 	holder := exec.Command("flock", path, "sh", "-c", "echo held; exec sleep 3600")
+	// flock runs the command as its child, which inherits the lock: killing flock alone left
+	// the sleep holding the lock for an hour (and any lock fd the test's own parent held). The
+	// holder gets a process group of its own, and the cleanup kills the group.
+	holder.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out, err := holder.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +58,7 @@ func holdLock(t *testing.T, path string) *exec.Cmd {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = holder.Process.Kill()
+		_ = syscall.Kill(-holder.Process.Pid, syscall.SIGKILL)
 		_ = holder.Wait()
 	})
 	// flock takes the lock before it runs the command, so the command's line says it is held.
@@ -101,7 +106,7 @@ func TestAptWaitsForAHeldLockAndNamesItsHolder(t *testing.T) {
 	if _, err := os.Stat(ran); err == nil {
 		t.Fatal("apt-get ran while the lock was held")
 	}
-	_ = holder.Process.Kill()
+	_ = syscall.Kill(-holder.Process.Pid, syscall.SIGKILL) // flock and the sleep holding the lock with it
 	_ = holder.Wait()
 	rest, _ := io.ReadAll(stderr)
 	if err := cmd.Wait(); err != nil {
