@@ -46,11 +46,8 @@ func run(argv []string) error {
 	}
 	// The lcores' CPUs, where the supervisor recorded them: a tool on another CPU does not
 	// take turns with a polling lcore. Unreadable, the tool runs on the lowest CPU.
-	var lcores []int
-	if p, err := podcontract.ReadPlacement(shimDir); err == nil && p != nil {
-		lcores = p.LcoreCPUs
-	}
-	cpu, err := fftool.PickCPU(cpus, lcores)
+	p, _ := podcontract.ReadPlacement(shimDir) // nil when missing or refused
+	cpu, err := fftool.PickCPU(cpus, p)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 const (
@@ -56,19 +58,15 @@ func Binary(dir, name string) (string, error) {
 	return p, nil
 }
 
-// PickCPU returns the CPU a tool's lcore runs on: the lowest of allowed (the tool's affinity)
-// that no F-Stack lcore polls on, else the lowest, since a tool's few milliseconds on a polling
-// CPU only delay that lcore while nothing else is allowed.
-func PickCPU(allowed, lcores []int) (int, error) {
+// PickCPU returns the CPU a tool's lcore runs on: the first of allowed (the tool's affinity) in
+// the order the launcher gives an app's workers (podcontract.AppCPUs: off the lcores' CPUs, the
+// switch's last), else the lowest, since a tool's few milliseconds on a polling CPU only delay
+// that lcore while nothing else is allowed. p is the supervisor's placement, nil when unknown.
+func PickCPU(allowed []int, p *podcontract.Placement) (int, error) {
 	if len(allowed) == 0 {
 		return 0, errors.New("the process may run on no CPU")
 	}
-	cpus := slices.Sorted(slices.Values(allowed))
-	for _, c := range cpus {
-		if !slices.Contains(lcores, c) {
-			return c, nil
-		}
-	}
+	cpus, _ := podcontract.AppCPUs(slices.Sorted(slices.Values(allowed)), p)
 	return cpus[0], nil
 }
 

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
 func TestPickCPUAvoidsLcores(t *testing.T) {
@@ -23,9 +25,13 @@ func TestPickCPUAvoidsLcores(t *testing.T) {
 		{[]int{2, 3}, []int{2, 3}, 2}, // exclusive: the container holds only the lcores' CPUs
 		{[]int{5}, []int{5}, 5},
 	} {
-		got, err := PickCPU(tc.allowed, tc.lcores)
+		var p *podcontract.Placement
+		if tc.lcores != nil {
+			p = &podcontract.Placement{LcoreCPUs: tc.lcores}
+		}
+		got, err := PickCPU(tc.allowed, p)
 		if err != nil || got != tc.want {
-			t.Errorf("PickCPU(%v, %v) = %d, %v; want %d", tc.allowed, tc.lcores, got, err, tc.want)
+			t.Errorf("PickCPU(%v, lcores %v) = %d, %v; want %d", tc.allowed, tc.lcores, got, err, tc.want)
 		}
 	}
 	if _, err := PickCPU(nil, nil); err == nil {

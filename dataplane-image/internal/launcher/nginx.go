@@ -107,11 +107,25 @@ func withoutPreload(env []string) []string {
 // step bounded. Under the shim workers often keep spinning after SIGQUIT, and every process
 // killed leaks one of its instance's 32 shim contexts, so the log says what it took.
 func (l *Launcher) stopNginx(pid int, exited context.Context) {
+	l.stopNginxIn(pid, exited, "nginx needed SIGKILL", stopStep{syscall.SIGQUIT, l.QuitGrace}, stopStep{syscall.SIGTERM, l.TermGrace})
+}
+
+// stopDeadNginx stops an Nginx with no worker up: SIGTERM, SIGKILL after DeadGrace.
+func (l *Launcher) stopDeadNginx(pid int, exited context.Context) {
+	l.stopNginxIn(pid, exited, "nginx with no worker up killed", stopStep{syscall.SIGTERM, l.DeadGrace})
+}
+
+// stopStep is a signal to Nginx's master and how long its process group gets to go.
+type stopStep struct {
+	sig   syscall.Signal
+	bound time.Duration
+}
+
+// stopNginxIn sends each step's signal until the process group is gone, then SIGKILL to the
+// group, which the log says with killed.
+func (l *Launcher) stopNginxIn(pid int, exited context.Context, killed string, steps ...stopStep) {
 	begin := time.Now()
-	for _, step := range []struct {
-		sig   syscall.Signal
-		bound time.Duration
-	}{{syscall.SIGQUIT, l.QuitGrace}, {syscall.SIGTERM, l.TermGrace}} {
+	for _, step := range steps {
 		_ = syscall.Kill(pid, step.sig)
 		if l.waitGroupGone(pid, exited, step.bound) {
 			l.log().Info("nginx stopped", "signal", step.sig.String(), logging.KeyPID, pid, "elapsed", time.Since(begin).Round(time.Millisecond).String())
@@ -122,21 +136,7 @@ func (l *Launcher) stopNginx(pid int, exited context.Context) {
 	left := groupMembers(pid)
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	<-exited.Done()
-	l.log().Warn("nginx needed SIGKILL: each process killed held a shim context that is now lost until the dataplane restarts", "killed", len(left), "pids", fmt.Sprint(left))
-}
-
-// stopDeadNginx stops an Nginx with no worker up: SIGTERM, SIGKILL after DeadGrace.
-func (l *Launcher) stopDeadNginx(pid int, exited context.Context) {
-	begin := time.Now()
-	_ = syscall.Kill(pid, syscall.SIGTERM)
-	if l.waitGroupGone(pid, exited, l.DeadGrace) {
-		l.log().Info("nginx stopped", "signal", syscall.SIGTERM.String(), logging.KeyPID, pid, "elapsed", time.Since(begin).Round(time.Millisecond).String(), "workersUp", 0)
-		return
-	}
-	left := groupMembers(pid)
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
-	<-exited.Done()
-	l.log().Warn("nginx with no worker up killed: each process killed held a shim context that is now lost until the dataplane restarts", "after", l.DeadGrace.String(), "killed", len(left), "pids", fmt.Sprint(left))
+	l.log().Warn(killed+": each process killed held a shim context that is now lost until the dataplane restarts", "killed", len(left), "pids", fmt.Sprint(left))
 }
 
 // waitGroupGone waits until the master has exited and no process of its group is left (workers
