@@ -20,6 +20,8 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 
 	"github.com/kube-fstack/kube-fstack/cni/internal/nodeconf"
+	"github.com/kube-fstack/kube-fstack/internal/logging"
+	"github.com/kube-fstack/kube-fstack/internal/test/logtest"
 )
 
 // fakeOVSDB is an RFC 7047 server on a unix socket that answers transactions by a script and
@@ -417,4 +419,21 @@ func (n *node) assertIPAM(adds, dels int) {
 	if a, d := n.ipam.counts(); a != adds || d != dels {
 		n.t.Errorf("IPAM ADD %d times and DEL %d times, want %d and %d", a, d, adds, dels)
 	}
+}
+
+// logLines reads the node's fstack-cni log and parses its lines (none when empty: n.add stops
+// before the command's own result line).
+func (n *node) logLines(t *testing.T) (string, []logtest.Line) {
+	t.Helper()
+	log, err := os.ReadFile(filepath.Join(filepath.Dir(n.root), "fstack-cni.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []logtest.Line
+	if len(log) > 0 {
+		if lines, err = logtest.Parse(string(log), logging.FormatText, logging.ComponentCNI); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return string(log), lines
 }

@@ -2,14 +2,11 @@ package plugin
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/test/logtest"
 )
@@ -69,16 +66,7 @@ func TestAddWritesTheSwitchCPUs(t *testing.T) {
 					t.Errorf("%s: switchCPUs %v, want %v", p, info.SwitchCPUs, tc.want)
 				}
 			}
-			log, err := os.ReadFile(filepath.Join(filepath.Dir(n.root), "fstack-cni.log"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var lines []logtest.Line
-			if len(log) > 0 { // n.add stops before the command's own result line
-				if lines, err = logtest.Parse(string(log), logging.FormatText, logging.ComponentCNI); err != nil {
-					t.Fatal(err)
-				}
-			}
+			log, lines := n.logLines(t)
 			l, warned := logtest.Find(lines, "pmd-cpu-mask", map[string]string{"level": "WARN"})
 			if warned != tc.warns {
 				t.Fatalf("warned %v, want %v:\n%s", warned, tc.warns, log)

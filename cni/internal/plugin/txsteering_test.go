@@ -3,13 +3,10 @@ package plugin
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/test/logtest"
 )
 
@@ -58,22 +55,13 @@ func TestAddWarnsWhenOVSIgnoresTxSteering(t *testing.T) {
 		if err != nil {
 			t.Fatalf("OVS %q: %v", version, err)
 		}
-		log, err := os.ReadFile(filepath.Join(filepath.Dir(n.root), "fstack-cni.log"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var lines []logtest.Line
-		if len(log) > 0 { // n.add stops before the command's own result line
-			if lines, err = logtest.Parse(string(log), logging.FormatText, logging.ComponentCNI); err != nil {
-				t.Fatal(err)
-			}
-		}
+		log, lines := n.logLines(t)
 		_, warned := logtest.Find(lines, "tx-steering", map[string]string{"level": "WARN"})
 		if warned != warns {
 			t.Errorf("OVS %q: warned %v, want %v:\n%s", version, warned, warns, log)
 		}
 		for _, want := range []string{a.PortName, "OVS " + version + " ignores other_config:tx-steering=hash", "OVS 3.1 or newer"} {
-			if warns && !strings.Contains(string(log), want) {
+			if warns && !strings.Contains(log, want) {
 				t.Errorf("OVS %q: the warning lacks %q:\n%s", version, want, log)
 			}
 		}
