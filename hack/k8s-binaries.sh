@@ -48,6 +48,7 @@ import (
 	_ \"k8s.io/kubernetes/cmd/kube-controller-manager/app\"
 	_ \"k8s.io/kubernetes/cmd/kube-proxy/app\"
 	_ \"k8s.io/kubernetes/cmd/kube-scheduler/app\"
+	_ \"k8s.io/kubernetes/cmd/kubeadm/app\"
 	_ \"k8s.io/kubernetes/cmd/kubelet/app\"
 )"
 if [ -f "$WRAP/go.sum" ] && [ "$(cat "$WRAP/wrapper.go" 2>/dev/null)" != "$WRAPPER_GO" ]; then
