@@ -8,7 +8,7 @@ source "$(cd "$(dirname "${BASH_SOURCE[0]}")/../cluster" && pwd)/lib.sh"
 KIND_VERSION="${KIND_VERSION:-v0.33.0}"
 KIND="$ROOT/bin/kind-$KIND_VERSION"
 # kind's Docker provider needs --privileged, which this machine's capability set refuses
-# (PLATFORM.md); podman's works. A machine where Docker works may set KIND_PROVIDER=docker.
+# (docs/developer/multinode.md); podman's works. A machine where Docker works may set KIND_PROVIDER=docker.
 KIND_PROVIDER="${KIND_PROVIDER:-podman}"
 export KIND_EXPERIMENTAL_PROVIDER="$KIND_PROVIDER"
 KIND_CLUSTER="${KIND_CLUSTER:-kube-fstack-mn}"
@@ -17,7 +17,7 @@ KIND_MARKS="$KIND_STATE/created"
 KUBECONFIG_KIND="$KIND_STATE/kubeconfig"
 # podman's settings for kind's node containers: its default rlimits exceed this machine's hard
 # limits, and kind's nodes find each other by name through netavark's DNS (aardvark-dns), which
-# Debian's default CNI backend does not give (PLATFORM.md, "Container engines").
+# Debian's default CNI backend does not give (docs/developer/multinode.md).
 CONTAINERS_DROPIN=/etc/containers/containers.conf.d/50-kube-fstack-kind.conf
 # Workers: NODES counts every node, the control plane included (make run NODES=3).
 NODES="${NODES:-3}"

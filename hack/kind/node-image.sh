@@ -14,7 +14,7 @@ source "$HERE/../cluster/lib.sh"
 # shellcheck source=hack/lib/image.sh
 source "$ROOT/hack/lib/image.sh"
 
-ETCD_TAG=3.4.23-0   # Debian bookworm's etcd-server, which kube-apiserver 1.35 works with (PLATFORM.md)
+ETCD_TAG=3.4.23-0   # Debian bookworm's etcd-server, which kube-apiserver 1.35 works with (docs/developer/multinode.md)
 NODE_IMAGE="localhost/kube-fstack/kind-node:$K8S_VERSION"
 WORK="$CACHE/kind-node"
 K8S_BINS=(kubeadm kubelet kubectl kube-apiserver kube-controller-manager kube-scheduler kube-proxy)

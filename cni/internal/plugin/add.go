@@ -43,7 +43,9 @@ func (p *Plugin) Add(args *skel.CmdArgs) error {
 // skipped says whether a is left alone: with skipUnprepared, in a chain, a pod that has no
 // emptyDir is not an F-Stack pod (the chain runs for every pod of the node).
 func (c *command) skipped(a *attachment) bool {
-	if !c.conf.SkipUnprepared || c.conf.PrevResult == nil || !errors.Is(checkVolume(a), fs.ErrNotExist) {
+	// A chain's previous plugin's result: decoded for ADD, left raw for DEL (parsePrevResult).
+	chained := c.conf.PrevResult != nil || c.conf.RawPrevResult != nil
+	if !c.conf.SkipUnprepared || !chained || !errors.Is(checkVolume(a), fs.ErrNotExist) {
 		return false
 	}
 	c.log.Info("skipped: the pod has no emptyDir "+podcontract.VhostVolume+" (skipUnprepared)", "volume", a.Volume)

@@ -24,6 +24,13 @@ func (p *Plugin) Del(args *skel.CmdArgs) error {
 	}
 	a := newAttachment(c.conf, args, pod)
 	c.log = c.log.With(logging.KeyContainerID, a.ContainerID, logging.KeyIfname, a.IfName, logging.KeyPort, a.PortName)
+	// A chained pod ADD left alone has nothing here to remove. Without this, every pod's DEL on
+	// a node without OVS (a control plane the chain reaches too) failed on the unreachable OVSDB
+	// and no pod there could ever stop. The pod's emptyDir outlives its sandbox, so an F-Stack
+	// pod is never taken for another here.
+	if pod.UID != "" && c.skipped(a) {
+		return nil
+	}
 	return c.logResult(p.del(c, a, args.StdinData))
 }
 

@@ -204,6 +204,23 @@ func TestSkipUnpreparedPassesAChainedPodThrough(t *testing.T) {
 	}
 }
 
+// Its DEL takes nothing either, even with OVSDB unreachable (a node without OVS, which the chain
+// reaches too): the pod can stop. An F-Stack pod's DEL on that node still asks to be retried,
+// since its port may exist.
+func TestSkipUnpreparedDelsAChainedPodWithoutOVS(t *testing.T) {
+	prev := map[string]any{"cniVersion": "1.1.0", "interfaces": []any{map[string]any{"name": "eth0"}}}
+	n := newNode(t, filepath.Join(t.TempDir(), "no-ovs.sock"), map[string]any{"skipUnprepared": true, "prevResult": prev})
+	mustOK(t, os.RemoveAll(filepath.Join(n.kubelet, "pods")))
+	n.args.StdinData = n.stdin
+	mustOK(t, n.p.Del(n.args))
+	n.assertIPAM(0, 0)
+
+	injected := newNode(t, filepath.Join(t.TempDir(), "no-ovs.sock"), map[string]any{"skipUnprepared": true, "prevResult": prev})
+	if err := injected.p.Del(injected.args); codeOf(err) != types.ErrTryAgainLater {
+		t.Fatalf("DEL of a pod with the emptyDir, OVSDB unreachable: %v, want code %d", err, types.ErrTryAgainLater)
+	}
+}
+
 // An ADD killed right after it made the pod's link leaves the link alone (no device info, no
 // port): its DEL removes it, and if the DEL never comes, GC does once the kubelet removed the
 // pod. (The hostPath layout leaked a directory an ADD killed before its marker left: issue 23.)
