@@ -50,9 +50,9 @@ const (
 
 // cluster is what hack/kind/lib.sh (kind_e2e_env) says about the cluster under test.
 type cluster struct {
-	kubeconfig, kubectl, engine, kindName, gateway, opNS, release, kindUp, standin, cniArchive string
-	c                                                                                          client.Client
-	plugin                                                                                     string
+	kubeconfig, kubectl, engine, kindName, gateway, opNS, release, kindUp, standin, cniArchive, dataBridge string
+	c                                                                                                      client.Client
+	plugin                                                                                                 string
 }
 
 var (
@@ -84,7 +84,7 @@ func mustEnv(t *testing.T) *cluster {
 			{"E2E_KUBECONFIG", &e.kubeconfig}, {"E2E_KUBECTL", &e.kubectl}, {"E2E_NODE_ENGINE", &e.engine},
 			{"E2E_KIND_CLUSTER", &e.kindName}, {"E2E_DATA_GATEWAY", &e.gateway}, {"E2E_OPERATOR_NAMESPACE", &e.opNS},
 			{"E2E_RELEASE", &e.release}, {"E2E_KIND_UP", &e.kindUp}, {"E2E_DATAPLANE_IMAGE", &e.standin},
-			{"E2E_CNI_ARCHIVE", &e.cniArchive},
+			{"E2E_CNI_ARCHIVE", &e.cniArchive}, {"E2E_DATA_BRIDGE", &e.dataBridge},
 		} {
 			v, err := getenv(f.name)
 			if err != nil {
@@ -277,8 +277,16 @@ func inPool(a string) bool {
 }
 
 // ping is one echo request from the data network's router (the host's bridge), as a client
-// of the data network would send it. The stand-in dataplane answers ping in F-Stack's place.
+// of the data network would send it. The stand-in dataplane answers ping in F-Stack's place,
+// but unlike F-Stack (whose FreeBSD stack announces an address it takes with a gratuitous ARP)
+// it announces nothing: when a pool address moves to a new pod (a new MAC), the client would
+// keep the old pod's MAC until its neighbour entry expires. Unanswered, the entry is dropped
+// and the ping sent once more, as the announcement would have made it.
 func ping(addr string) bool {
+	if _, err := run("ping", "-c", "1", "-W", "1", addr); err == nil {
+		return true
+	}
+	_, _ = run("ip", "neigh", "del", addr, "dev", env.dataBridge)
 	_, err := run("ping", "-c", "1", "-W", "1", addr)
 	return err == nil
 }

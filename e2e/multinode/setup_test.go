@@ -50,6 +50,8 @@ spec:
         whenUnsatisfiable: DoNotSchedule
         nodeTaintsPolicy: Honor
         labelSelector: {matchLabels: {app: %[3]s}}
+        # Only the new ReplicaSet's pods count, so a rollout ends one per worker again.
+        matchLabelKeys: [pod-template-hash]
       tolerations:
       - {key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationSeconds: 5}
       - {key: node.kubernetes.io/not-ready, operator: Exists, effect: NoExecute, tolerationSeconds: 5}

@@ -24,10 +24,18 @@ type endpoint struct {
 
 func (e *cluster) endpoints(t *testing.T) []endpoint {
 	t.Helper()
+	out, err := e.endpointsNoFail()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func (e *cluster) endpointsNoFail() ([]endpoint, error) {
 	list := &discoveryv1.EndpointSliceList{}
 	if err := e.c.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{
 		discoveryv1.LabelServiceName: svcName, discoveryv1.LabelManagedBy: "endpointslice-controller.kubefstack.io"}); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	var out []endpoint
 	for _, s := range list.Items {
@@ -45,7 +53,7 @@ func (e *cluster) endpoints(t *testing.T) []endpoint {
 			out = append(out, x)
 		}
 	}
-	return out
+	return out, nil
 }
 
 func (e *cluster) readyEndpoints(t *testing.T) []endpoint {

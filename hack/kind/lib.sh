@@ -53,7 +53,7 @@ uplink_name() { printf 'fskup%s' "$(printf '%s' "$1" | cksum | cut -c1-8)"; }
 # kind_e2e_env: what the multi-node suite (e2e/multinode) reads to find this cluster.
 kind_e2e_env() {
   export E2E_KUBECONFIG="$KUBECONFIG_KIND" E2E_KUBECTL="$K8S_BIN/kubectl" E2E_NODE_ENGINE="$KIND_PROVIDER" \
-    E2E_KIND_CLUSTER="$KIND_CLUSTER" E2E_DATA_GATEWAY="$DATA_GATEWAY" E2E_DATA_SUBNET="$DATA_SUBNET" \
+    E2E_KIND_CLUSTER="$KIND_CLUSTER" E2E_DATA_GATEWAY="$DATA_GATEWAY" E2E_DATA_BRIDGE="$DATA_BRIDGE" \
     E2E_OPERATOR_NAMESPACE="${RELEASE_NAMESPACE:-kube-fstack-system}" E2E_RELEASE="${RELEASE:-kube-fstack}" \
     E2E_KIND_UP="$ROOT/hack/kind/up.sh" E2E_CNI_ARCHIVE="$ROOT/.cache/images/cni.oci.tar" \
     E2E_DATAPLANE_IMAGE=localhost/kube-fstack/dataplane-standin:dev
