@@ -25,6 +25,8 @@ GOTEST_FLAGS ?= -count=1
 FUZZTIME ?= 60s
 # make run's dataplane image: standin (DPDK testpmd in F-Stack's place) or real (dataplane-image/Dockerfile).
 DATAPLANE ?= standin
+# NODES > 1: make run on the multi-node kind cluster (hack/kind/run.sh) instead of one node.
+NODES ?= 1
 FUZZTIME_SHORT ?= 10s
 # The CNI plugin's own packages need no root either; test-node runs them again with the node tier.
 PKGS_UNIT := ./api/... ./internal/... ./kubectl-fstack/internal/cli/... ./kubectl-fstack/cmd/... ./operator/internal/... ./dataplane-image/internal/... ./dataplane-image/cmd/... ./dataplane-image/build/... ./dataplane-image/probe-agent/... ./dataplane-image/standin/... ./cni/internal/... ./e2e/deviceplugin/... ./test/hack/... ./test/docs/... ./hack/tools/...
@@ -36,8 +38,8 @@ help: ## Show every entry point.
 
 ##@ Run
 .PHONY: run
-run: ## The main job: a local cluster, the chart, a sample StackInstance and an injected Nginx (root); DATAPLANE=real for F-Stack itself.
-	DATAPLANE=$(DATAPLANE) hack/run.sh
+run: ## The main job: a local cluster, the chart, a sample StackInstance and an injected Nginx (root); DATAPLANE=real for F-Stack itself; NODES=3 on a multi-node kind cluster.
+	DATAPLANE=$(DATAPLANE) NODES=$(NODES) hack/run.sh
 
 .PHONY: render-samples
 render-samples: build ## Render every sample StackInstance to config.ini and EAL argv, and inject the sample workload offline.
@@ -76,7 +78,7 @@ verify: generate ## Regenerate everything and fail if anything drifted from what
 
 ##@ Test
 .PHONY: test
-test: lint test-unit test-fuzz test-envtest test-chart test-release test-node test-dataplane e2e ## Every test tier (what CI runs).
+test: lint test-unit test-fuzz test-envtest test-chart test-release test-node test-dataplane e2e test-multinode ## Every test tier (what CI runs).
 
 .PHONY: test-unit
 test-unit: ## Unit, golden, property and fuzz-seed tests of the pure packages and the CLI.
@@ -207,6 +209,14 @@ cluster-smoke: ## Up, a Guaranteed hugepages pod with fstack-cni chained, down, 
 .PHONY: e2e
 e2e: $(HELM) ## End-to-end suite on the local cluster through the installed chart (root; brings the cluster up and down if not up).
 	hack/e2e.sh
+
+.PHONY: test-multinode
+test-multinode: $(HELM) ## The multi-node tier: a kind cluster (control plane + 2 workers, each its own OVS-DPDK, podman provider, node image built here), spread, Services from every node, drain, DaemonSet upgrade, lost worker (root; brings the cluster up and down if not up).
+	hack/e2e-multinode.sh
+
+.PHONY: multinode-down
+multinode-down: ## Delete the multi-node kind cluster and undo what hack/kind/up.sh changed on the host (root).
+	hack/kind/down.sh
 
 .PHONY: e2e-kind
 e2e-kind: ## The same suite on a kind cluster with Multus (needs internet, Docker, host OVS-DPDK: see docs/developer/README.md).

@@ -44,6 +44,9 @@ CLUSTER_PACKAGES=(
   containerd runc iptables conntrack socat openssl curl libc6-dev
   # make bench-datapath: the HTTP load generator on the node.
   wrk
+  # The multi-node kind cluster (hack/kind/up.sh, make test-multinode): kind's podman provider,
+  # with netavark and aardvark-dns so that the nodes find each other by name.
+  podman netavark aardvark-dns
 )
 if [ "${1:-}" = "--cluster" ]; then
   APT_PACKAGES+=("${CLUSTER_PACKAGES[@]}")

@@ -24,6 +24,8 @@ case "$DATAPLANE" in
   standin|real) ;;
   *) echo "DATAPLANE=$DATAPLANE: want standin (DPDK testpmd in F-Stack's place, the default) or real (built from dataplane-image/Dockerfile)" >&2; exit 2 ;;
 esac
+# NODES=3 (make run NODES=3): the same job on the multi-node kind cluster.
+if [ "${NODES:-1}" -gt 1 ]; then exec "$HERE/kind/run.sh"; fi
 T0=$SECONDS
 # shellcheck source=hack/cluster/lib.sh
 source "$HERE/cluster/lib.sh"

@@ -54,7 +54,8 @@ ctr_image() {
   local ref="$1" rootfs="$2" entry="$3" tar
   tar="$WORK/images/$(echo "${ref%%:*}" | tr '/' '_').tar"
   pack - "$ref" "$entry" "$rootfs"
-  rm -f "$tar" && buildah push -q "$ref" "docker-archive:$tar:$ref" >/dev/null || die "exporting $ref failed"
+  rm -f "$tar"
+  buildah push -q "$ref" "docker-archive:$tar:$ref" >/dev/null || die "exporting $ref failed"
 }
 
 # A rootfs of just BINARY at /usr/local/bin (the control plane's binaries and etcd are
@@ -91,7 +92,8 @@ CFG
     ctr -a "$state/containerd.sock" -n k8s.io images import --all-platforms "$tar" >>"$WORK/import.log" 2>&1 \
       || { kill "$pid"; die "importing $tar into the node's containerd failed, see $WORK/import.log"; }
   done
-  kill "$pid" && wait "$pid" 2>/dev/null || true
+  kill "$pid"
+  wait "$pid" 2>/dev/null || true
   rm -rf "$state"
 }
 

@@ -88,7 +88,7 @@ cluster() {
 # installer chains fstack-cni into it) and, on every node and on the host, a route to every other
 # node's podCIDR through that node's address.
 pod_network() {
-  local n cidr addr m
+  local n cidr m
   declare -A cidrs addrs
   for n in $(kind_nodes); do
     wait_for "node $n to get a podCIDR" 120 sh -c "[ -n \"\$(kubectl --kubeconfig $KUBECONFIG_KIND get node $n -o 'jsonpath={.spec.podCIDR}')\" ]"
@@ -163,8 +163,8 @@ images() {
     for n in $(kind_nodes); do
       [ "$(node_exec "$n" cat "/var/lib/kube-fstack-node/imported-$(basename "$tar")" 2>/dev/null)" = "$sum" ] && continue
       # ctr reads an OCI archive only from a file it can seek in, not from a pipe.
-      engine cp "$tar" "$n:/tmp/image.tar" && node_exec "$n" ctr -n k8s.io images import --base-name "$name" /tmp/image.tar >/dev/null \
-        || die "importing $tar into $n failed"
+      engine cp "$tar" "$n:/tmp/image.tar" || die "copying $tar into $n failed"
+      node_exec "$n" ctr -n k8s.io images import --base-name "$name" /tmp/image.tar >/dev/null || die "importing $tar into $n failed"
       node_exec "$n" rm -f /tmp/image.tar
       node_exec "$n" sh -c "mkdir -p /var/lib/kube-fstack-node && echo $sum >/var/lib/kube-fstack-node/imported-$(basename "$tar")"
       log "image: $name in $n"
