@@ -8,6 +8,7 @@ import (
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/inject"
+	"github.com/kube-fstack/kube-fstack/internal/nodefit"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
@@ -69,7 +70,7 @@ func TrimPod(obj any) (any, error) {
 		}
 		// The unschedulable explainer starts on this condition alone; the scheduler's message
 		// (rewritten on every attempt) is left out, so its retries change nothing cached.
-		if unschedulable(c) {
+		if nodefit.Unschedulable(c) {
 			t.Status.Conditions = append(t.Status.Conditions, corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason})
 		}
 	}

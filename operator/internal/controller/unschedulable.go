@@ -2,10 +2,7 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
-	"github.com/kube-fstack/kube-fstack/internal/nodecheck"
+	"github.com/kube-fstack/kube-fstack/internal/nodefit"
 )
 
 // EventNoNodeForStack is the reason of the Warning UnschedulableReconciler records on a bound
@@ -38,14 +35,6 @@ const (
 	// retries do not reach the operator (the cache keeps no message), and a pending pod costs
 	// one GET per recheck.
 	unschedulableRecheck = 5 * time.Minute
-	// maxNodesListed: a cluster of hundreds of unlabelled nodes would otherwise fill the note
-	// with the same line; the rest are counted, and doctor lists them all.
-	maxNodesListed = 5
-	// maxFixLen cuts one node agent fix line: a fix runs to a couple of hundred bytes, and five
-	// nodes must fit eventNoteMax.
-	maxFixLen = 160
-	// maxValuesShown of a requirement's values are named; a tenant's affinity may list hundreds.
-	maxValuesShown = 3
 	// Unschedulable pods come in bursts (a Deployment scaled up on a cluster with no ready
 	// node): a few explanations a second across all pods is plenty.
 	unschedulableQPS   = 2
@@ -139,15 +128,9 @@ func (r *UnschedulableReconciler) now() time.Time {
 	return time.Now()
 }
 
-// unschedulable is the scheduler's verdict that no node fits the pod (not a scheduling gate,
-// not a preemption under way).
-func unschedulable(c corev1.PodCondition) bool {
-	return c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
-}
-
 func podUnschedulable(obj client.Object) bool {
 	p, ok := obj.(*corev1.Pod)
-	return ok && p.Spec.NodeName == "" && slices.ContainsFunc(p.Status.Conditions, unschedulable)
+	return ok && p.Spec.NodeName == "" && slices.ContainsFunc(p.Status.Conditions, nodefit.Unschedulable)
 }
 
 // Reconcile explains one unschedulable pod, when the explanation differs from the last.
@@ -174,8 +157,8 @@ func (r *UnschedulableReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err := r.Cache.List(ctx, nodes); err != nil {
 		return ctrl.Result{}, err
 	}
-	failing, fitting := nodeFailures(&pod.Spec, nodes.Items)
-	text := unschedulableNote(pod.Namespace+"/"+pod.Labels[fsv1.StackLabel], failing, fitting)
+	failing, fitting := nodefit.Failures(&pod.Spec, nodes.Items)
+	text := nodefit.Note(pod.Namespace+"/"+pod.Labels[fsv1.StackLabel], failing, fitting, eventNoteMax)
 	if prev, say := r.toSay(pod.UID, text); say {
 		e := podEvent{corev1.EventTypeWarning, EventNoNodeForStack, text}
 		if err := writePodEvent(ctx, r.Writer, r.Instance, r.now(), r.seq.Add(1), pod, e); err != nil {
@@ -217,236 +200,4 @@ func (r *UnschedulableReconciler) unsay(uid types.UID, text, prev string) {
 	if e := r.told[uid]; e != nil && e.note == text {
 		e.note = prev
 	}
-}
-
-// nodeFailure is one node that fails the pod's required node selection.
-type nodeFailure struct {
-	Node string
-	// Misses say what the node lacks, e.g. "lacks node.kubefstack.io/vhost-user=ready".
-	Misses []string
-	// Fixes are the node agent's, for the checks behind the missing kube-fstack labels.
-	Fixes []string
-}
-
-// nodeFailures compares every node with the pod's required node selection (its nodeSelector
-// and its required node affinity's terms, one of which a node must meet): the nodes that meet
-// none, by name, with what the closest term misses; and how many nodes meet it.
-func nodeFailures(spec *corev1.PodSpec, nodes []metav1.PartialObjectMetadata) (failing []nodeFailure, fitting int) {
-	terms := requiredTerms(spec)
-	for i := range nodes {
-		n := &nodes[i]
-		var best []corev1.NodeSelectorRequirement
-		var bestMisses []string
-		fits := false
-		for _, term := range terms {
-			misses, missed := termMisses(term, n)
-			if len(misses) == 0 {
-				fits = true
-				break
-			}
-			if bestMisses == nil || len(misses) < len(bestMisses) {
-				best, bestMisses = missed, misses
-			}
-		}
-		if fits {
-			fitting++
-			continue
-		}
-		failing = append(failing, nodeFailure{Node: n.Name, Misses: bestMisses, Fixes: agentFixes(n, best)})
-	}
-	slices.SortFunc(failing, func(a, b nodeFailure) int { return strings.Compare(a.Node, b.Node) })
-	return failing, fitting
-}
-
-// nodeTerm is one alternative of the pod's required node selection.
-type nodeTerm struct {
-	labels, fields []corev1.NodeSelectorRequirement
-}
-
-// requiredTerms are the pod's required node affinity's terms (ORed), each ANDed with its
-// nodeSelector, as the scheduler reads them; one empty term when the pod requires nothing.
-func requiredTerms(spec *corev1.PodSpec) []nodeTerm {
-	var selector []corev1.NodeSelectorRequirement
-	for _, k := range sortedKeys(spec.NodeSelector) {
-		selector = append(selector, corev1.NodeSelectorRequirement{Key: k, Operator: corev1.NodeSelectorOpIn, Values: []string{spec.NodeSelector[k]}})
-	}
-	var terms []nodeTerm
-	if a := spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		for _, t := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-			terms = append(terms, nodeTerm{labels: append(slices.Clone(selector), t.MatchExpressions...), fields: t.MatchFields})
-		}
-	}
-	if len(terms) == 0 {
-		terms = []nodeTerm{{labels: selector}}
-	}
-	return terms
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-// termMisses says what of term the node misses, and the label requirements it misses.
-func termMisses(term nodeTerm, n *metav1.PartialObjectMetadata) (misses []string, missed []corev1.NodeSelectorRequirement) {
-	for _, req := range term.labels {
-		if m := requirementMiss(req, n.Labels); m != "" {
-			misses, missed = append(misses, m), append(missed, req)
-		}
-	}
-	// The only field a term may select on is the node's name.
-	for _, req := range term.fields {
-		if m := requirementMiss(req, map[string]string{req.Key: n.Name}); m != "" {
-			misses = append(misses, m)
-		}
-	}
-	return misses, missed
-}
-
-// requirementMiss says how labels fail req, or "" when they meet it.
-func requirementMiss(req corev1.NodeSelectorRequirement, labels map[string]string) string {
-	v, has := labels[req.Key]
-	found := fmt.Sprintf("has %s=%s", req.Key, v)
-	switch req.Operator {
-	case corev1.NodeSelectorOpIn:
-		if has && slices.Contains(req.Values, v) {
-			return ""
-		}
-		if len(req.Values) == 1 {
-			if has {
-				return fmt.Sprintf("%s, not %s", found, req.Values[0])
-			}
-			return fmt.Sprintf("lacks %s=%s", req.Key, req.Values[0])
-		}
-		if has {
-			return fmt.Sprintf("%s, not one of %s", found, shownValues(req.Values))
-		}
-		return fmt.Sprintf("lacks %s (one of %s)", req.Key, shownValues(req.Values))
-	case corev1.NodeSelectorOpNotIn:
-		if !has || !slices.Contains(req.Values, v) {
-			return ""
-		}
-		return found + ", which the pod excludes"
-	case corev1.NodeSelectorOpExists:
-		if has {
-			return ""
-		}
-		return "lacks " + req.Key
-	case corev1.NodeSelectorOpDoesNotExist:
-		if !has {
-			return ""
-		}
-		return found + ", which the pod excludes"
-	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
-		if len(req.Values) != 1 {
-			return fmt.Sprintf("%s %s takes one value", req.Key, req.Operator)
-		}
-		limit, errL := strconv.ParseInt(req.Values[0], 10, 64)
-		got, errG := strconv.ParseInt(v, 10, 64)
-		if has && errL == nil && errG == nil &&
-			((req.Operator == corev1.NodeSelectorOpGt && got > limit) || (req.Operator == corev1.NodeSelectorOpLt && got < limit)) {
-			return ""
-		}
-		if !has {
-			return "lacks " + req.Key
-		}
-		return fmt.Sprintf("%s, not %s %s", found, req.Operator, req.Values[0])
-	}
-	return fmt.Sprintf("%s has operator %q, which the scheduler rejects", req.Key, req.Operator)
-}
-
-// shownValues names the first maxValuesShown values.
-func shownValues(values []string) string {
-	if len(values) > maxValuesShown {
-		return strings.Join(values[:maxValuesShown], ", ") + fmt.Sprintf(", ... (%d)", len(values))
-	}
-	return strings.Join(values, ", ")
-}
-
-// agentFixes are the node agent's fix lines for the failed checks behind the missed kube-fstack
-// labels, as doctor prints them (fix <check>: <what to do>), one per label; or that the node has
-// no report, when it misses one of those labels.
-func agentFixes(n *metav1.PartialObjectMetadata, missed []corev1.NodeSelectorRequirement) []string {
-	var wanted []string
-	for _, req := range missed {
-		if strings.HasPrefix(req.Key, fsv1.NodeLabelPrefix) && !slices.Contains(wanted, req.Key) {
-			wanted = append(wanted, req.Key)
-		}
-	}
-	if len(wanted) == 0 {
-		return nil
-	}
-	raw, ok := n.Annotations[fsv1.NodeReportAnnotation]
-	if !ok {
-		return []string{"no node agent report on the node: is kube-fstack's node agent (the CNI DaemonSet) running there?"}
-	}
-	report, err := nodecheck.ParseReport(raw)
-	if err != nil {
-		return []string{"the node's report annotation does not parse"}
-	}
-	var fixes []string
-	for _, label := range wanted {
-		for _, c := range report.Checks {
-			if c.Label == label && c.Status == nodecheck.Fail && c.Fix != "" {
-				fixes = append(fixes, cut(fmt.Sprintf("fix %s: %s", c.Name, c.Fix), maxFixLen))
-				break
-			}
-		}
-	}
-	return fixes
-}
-
-// cut shortens s to n bytes, on a rune boundary, marking the cut.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := n - 3
-	for i > 0 && s[i]&0xC0 == 0x80 {
-		i--
-	}
-	return s[:i] + "..."
-}
-
-// unschedulableNote is the Event's note: the failing nodes, up to maxNodesListed of them and as
-// many as fit eventNoteMax, then how many more; "" when no node fails the selection (the
-// scheduler's reasons, taints or resources, are all there is to say).
-func unschedulableNote(stack string, failing []nodeFailure, fitting int) string {
-	if len(failing) == 0 {
-		return ""
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d node(s) lack what StackInstance %s needs", len(failing), stack)
-	if fitting > 0 {
-		fmt.Fprintf(&b, " (%d meet it and are unschedulable for other reasons: see FailedScheduling)", fitting)
-	}
-	b.WriteString(": ")
-	more := "and %d more (kubectl fstack doctor lists every node)"
-	reserve := len(" | "+more) + 10
-	listed := 0
-	for i, f := range failing {
-		seg := f.Node + ": " + strings.Join(f.Misses, ", ")
-		for _, fix := range f.Fixes {
-			seg += "; " + fix
-		}
-		seg += "; run kubectl fstack doctor " + f.Node
-		if i > 0 {
-			seg = " | " + seg
-		}
-		// The last node needs no room kept for the count of the rest.
-		fits := b.Len()+len(seg)+reserve <= eventNoteMax || (i == len(failing)-1 && b.Len()+len(seg) <= eventNoteMax)
-		if listed > 0 && (listed == maxNodesListed || !fits) {
-			break
-		}
-		b.WriteString(seg)
-		listed++
-	}
-	if rest := len(failing) - listed; rest > 0 {
-		fmt.Fprintf(&b, " | "+more, rest)
-	}
-	return b.String()
 }
