@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -66,13 +67,16 @@ type UnschedulableReconciler struct {
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 
-	seq  atomic.Uint64
-	mu   sync.Mutex
-	told map[types.UID]*explained
+	seq atomic.Uint64
+	mu  sync.Mutex
+	// told is keyed by the pod's name, so that a pod deleted while being explained is forgotten
+	// on its next recheck, which finds it gone.
+	told map[types.NamespacedName]*explained
 }
 
 // explained is what was last said about one pending pod.
 type explained struct {
+	uid  types.UID
 	note string
 	// budget bounds one pod's explanations when nodes' labels flap: the same message is never
 	// repeated, and a changing one costs at most a few events an hour.
@@ -83,7 +87,7 @@ func newExplainBudget() *rate.Limiter { return rate.NewLimiter(rate.Every(10*tim
 
 // SetupWithManager watches the cached pods' PodScheduled condition.
 func (r *UnschedulableReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.told = map[types.UID]*explained{}
+	r.told = map[types.NamespacedName]*explained{}
 	limiter := workqueue.NewTypedMaxOfRateLimiter(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, time.Minute),
 		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: newBucket(unschedulableQPS, unschedulableBurst)})
@@ -102,12 +106,12 @@ func (r *UnschedulableReconciler) becameUnschedulable() predicate.Funcs {
 		CreateFunc:  func(e event.CreateEvent) bool { return podUnschedulable(e.Object) },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 		DeleteFunc: func(e event.DeleteEvent) bool {
-			r.forget(e.Object.GetUID())
+			r.forget(client.ObjectKeyFromObject(e.Object))
 			return false
 		},
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			if !podUnschedulable(e.ObjectNew) || e.ObjectNew.GetDeletionTimestamp() != nil {
-				r.forget(e.ObjectNew.GetUID())
+				r.forget(client.ObjectKeyFromObject(e.ObjectNew))
 				return false
 			}
 			return !podUnschedulable(e.ObjectOld)
@@ -115,9 +119,9 @@ func (r *UnschedulableReconciler) becameUnschedulable() predicate.Funcs {
 	}
 }
 
-func (r *UnschedulableReconciler) forget(uid types.UID) {
+func (r *UnschedulableReconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
-	delete(r.told, uid)
+	delete(r.told, key)
 	r.mu.Unlock()
 }
 
@@ -137,10 +141,13 @@ func podUnschedulable(obj client.Object) bool {
 func (r *UnschedulableReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cached := &corev1.Pod{}
 	if err := r.Cache.Get(ctx, req.NamespacedName, cached); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if cached.DeletionTimestamp != nil || !podUnschedulable(cached) {
-		r.forget(cached.UID)
+		r.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	pod := &corev1.Pod{}
@@ -159,10 +166,10 @@ func (r *UnschedulableReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	}
 	failing, fitting := nodefit.Failures(&pod.Spec, nodes.Items)
 	text := nodefit.Note(pod.Namespace+"/"+pod.Labels[fsv1.StackLabel], failing, fitting, eventNoteMax)
-	if prev, say := r.toSay(pod.UID, text); say {
+	if prev, say := r.toSay(req.NamespacedName, pod.UID, text); say {
 		e := podEvent{corev1.EventTypeWarning, EventNoNodeForStack, text}
 		if err := writePodEvent(ctx, r.Writer, r.Instance, r.now(), r.seq.Add(1), pod, e); err != nil {
-			r.unsay(pod.UID, text, prev)
+			r.unsay(req.NamespacedName, text, prev)
 			log.FromContext(ctx).Error(err, "record event", "pod", req.NamespacedName, "reason", e.reason)
 			return ctrl.Result{}, err
 		}
@@ -172,13 +179,13 @@ func (r *UnschedulableReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 
 // toSay reports whether text is news about the pod (and within its budget), remembering it as
 // said; prev is what was said before, for unsay.
-func (r *UnschedulableReconciler) toSay(uid types.UID, text string) (prev string, say bool) {
+func (r *UnschedulableReconciler) toSay(key types.NamespacedName, uid types.UID, text string) (prev string, say bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e := r.told[uid]
-	if e == nil {
-		e = &explained{budget: newExplainBudget()}
-		r.told[uid] = e
+	e := r.told[key]
+	if e == nil || e.uid != uid {
+		e = &explained{uid: uid, budget: newExplainBudget()}
+		r.told[key] = e
 	}
 	prev = e.note
 	if text == "" {
@@ -194,10 +201,10 @@ func (r *UnschedulableReconciler) toSay(uid types.UID, text string) (prev string
 }
 
 // unsay forgets that text was said, when its Event could not be written, so the retry says it.
-func (r *UnschedulableReconciler) unsay(uid types.UID, text, prev string) {
+func (r *UnschedulableReconciler) unsay(key types.NamespacedName, text, prev string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if e := r.told[uid]; e != nil && e.note == text {
+	if e := r.told[key]; e != nil && e.note == text {
 		e.note = prev
 	}
 }
