@@ -152,6 +152,9 @@ type podKey struct{ namespace, name string }
 type podStatuses struct {
 	got  map[podKey]*podcontract.DataplaneStatus
 	errs map[podKey]error
+	// unschedulable says, for a pod the scheduler could not place, which nodes lack what
+	// (nodefit.Summary).
+	unschedulable map[podKey]string
 }
 
 // readStatuses asks every running pod of pods for its /status, statusParallel at a time.

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -16,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
+	"github.com/kube-fstack/kube-fstack/internal/nodefit"
 )
 
 type statusOptions struct {
@@ -150,6 +153,9 @@ func (o *statusOptions) run(ctx context.Context, stdout, stderr io.Writer, name 
 		}
 	}
 	st := readStatuses(ctx, reader, all)
+	if st.unschedulable, err = unschedulableWhy(ctx, c, all); err != nil {
+		fmt.Fprintln(stderr, "warning:", safe(err.Error()))
+	}
 	l := newStackStatusList()
 	for i := range stacks {
 		l.addStack(&stacks[i], podsOf[i], st)
@@ -213,4 +219,34 @@ func nsText(ns string) string {
 		return "any namespace"
 	}
 	return fmt.Sprintf("namespace %q", ns)
+}
+
+// unschedulableWhy says, for each injected pod the scheduler could not place, which nodes fail
+// its required node selection and what they lack (nodefit), the Nodes read once and as metadata
+// (a Node's status is large, and its labels and the agent's report are all this needs). Pods
+// placed or going away cost nothing.
+func unschedulableWhy(ctx context.Context, c client.Client, pods []*corev1.Pod) (map[podKey]string, error) {
+	var pending []*corev1.Pod
+	for _, p := range pods {
+		if p.Spec.NodeName == "" && p.DeletionTimestamp == nil && p.Annotations[fsv1.StatusAnnotation] != "" &&
+			slices.ContainsFunc(p.Status.Conditions, nodefit.Unschedulable) {
+			pending = append(pending, p)
+		}
+	}
+	if len(pending) == 0 {
+		return nil, nil
+	}
+	nodes := &metav1.PartialObjectMetadataList{}
+	nodes.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
+	if err := c.List(ctx, nodes); err != nil {
+		return nil, fmt.Errorf("list the nodes to say why %d pod(s) cannot be scheduled: %w", len(pending), err)
+	}
+	out := map[podKey]string{}
+	for _, p := range pending {
+		failing, _ := nodefit.Failures(&p.Spec, nodes.Items)
+		if s := nodefit.Summary(failing); s != "" {
+			out[podKey{p.Namespace, p.Name}] = s
+		}
+	}
+	return out, nil
 }

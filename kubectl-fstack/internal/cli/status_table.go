@@ -66,6 +66,9 @@ type PodStatus struct {
 	Program *inject.ProgramStatus `json:"program,omitempty"`
 	// Apps are the pod's other containers: their restarts, and those their launcher made in place.
 	Apps []AppStatus `json:"apps,omitempty"`
+	// Unschedulable says, for a pod the scheduler could not place, how many nodes fail its
+	// required node selection, the first of them and the labels it lacks.
+	Unschedulable string `json:"unschedulable,omitempty"`
 	// StatusError says why the supervisor's /status (in-place restarts, health, ports) could not
 	// be read for a running pod: then those fields are absent.
 	StatusError string `json:"statusError,omitempty"`
@@ -142,6 +145,7 @@ func (l *StackStatusList) addStack(si *fsv1.StackInstance, pods []corev1.Pod, st
 		}
 		ps.Apps = appStatuses(p)
 		k := podKey{p.Namespace, p.Name}
+		ps.Unschedulable = st.unschedulable[k]
 		if sv := st.got[k]; sv != nil {
 			ps.addSupervisor(sv)
 		} else if err := st.errs[k]; err != nil {
@@ -282,6 +286,8 @@ func dataplaneColumns(p PodStatus) (state, restarts string) {
 		state += "Waiting: " + orDash(d.Reason)
 	case d.State == "terminated":
 		state += fmt.Sprintf("Terminated: %s (exit %d)", orDash(d.Reason), *d.ExitCode)
+	case p.Unschedulable != "":
+		state += "Unschedulable: " + podcontract.Clip(p.Unschedulable, maxReasonText)
 	case d.Reason != "":
 		state += d.Reason
 	default:

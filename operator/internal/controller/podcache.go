@@ -8,6 +8,7 @@ import (
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/inject"
+	"github.com/kube-fstack/kube-fstack/internal/nodefit"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
@@ -29,7 +30,8 @@ const maxCachedHash = 64
 // node it runs on (the node check metrics), its IP and the status token of its dataplane
 // container (the dataplane health events read /status there, with the token) and the name and
 // readiness of the dataplane's status, an init container's or a program's regular one; for the EndpointSlice
-// controller its Ready condition, its containers' named ports and the addresses annotation (cut
+// controller its Ready condition, for the unschedulable explainer its PodScheduled condition
+// while that is False for Unschedulable, its containers' named ports and the addresses annotation (cut
 // to podcontract.MaxAddressesBytes, which a value ParseAddresses accepts never reaches), all
 // served.Addresses reads of it. Every pod with the stack
 // label reaches the cache, in any namespace, and a pod writes its own labels and annotations
@@ -64,7 +66,12 @@ func TrimPod(obj any) (any, error) {
 	// ports (a Service's named targetPort).
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
-			t.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status}}
+			t.Status.Conditions = append(t.Status.Conditions, corev1.PodCondition{Type: c.Type, Status: c.Status})
+		}
+		// The unschedulable explainer starts on this condition alone; the scheduler's message
+		// (rewritten on every attempt) is left out, so its retries change nothing cached.
+		if nodefit.Unschedulable(c) {
+			t.Status.Conditions = append(t.Status.Conditions, corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason})
 		}
 	}
 	t.Spec.Containers = namedPorts(p.Spec.Containers)

@@ -261,16 +261,21 @@ func (r *PodHealthReconciler) decide(uid types.UID, h *podHealth, ready bool, st
 
 // write creates one events.k8s.io Event about pod.
 func (r *PodHealthReconciler) write(ctx context.Context, pod *corev1.Pod, e podEvent) error {
-	if r.Writer == nil {
+	return writePodEvent(ctx, r.Writer, r.Instance, r.now(), r.seq.Add(1), pod, e)
+}
+
+// writePodEvent creates one events.k8s.io Event about pod; seq tells apart two events written
+// in the same nanosecond.
+func writePodEvent(ctx context.Context, w client.Writer, instance string, now time.Time, seq uint64, pod *corev1.Pod, e podEvent) error {
+	if w == nil {
 		return nil
 	}
-	now := r.now()
 	ev := &eventsv1.Event{
 		// Named as the recorder names them, the pod's name and the time, with a sequence for
 		// two events of one reconcile.
 		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace,
-			Name: fmt.Sprintf("%s.%x.%d", pod.Name[:min(len(pod.Name), 200)], now.UnixNano(), r.seq.Add(1))},
-		EventTime: metav1.NewMicroTime(now), ReportingController: reportingController, ReportingInstance: r.Instance,
+			Name: fmt.Sprintf("%s.%x.%d", pod.Name[:min(len(pod.Name), 200)], now.UnixNano(), seq)},
+		EventTime: metav1.NewMicroTime(now), ReportingController: reportingController, ReportingInstance: instance,
 		Action: "Observe", Reason: e.reason, Type: e.kind, Note: note(e.note),
 		Regarding: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
 			ResourceVersion: pod.ResourceVersion},
@@ -278,7 +283,7 @@ func (r *PodHealthReconciler) write(ctx context.Context, pod *corev1.Pod, e podE
 	if ev.ReportingInstance == "" {
 		ev.ReportingInstance = reportingController
 	}
-	return r.Writer.Create(ctx, ev)
+	return w.Create(ctx, ev)
 }
 
 // reportingController is the operator's name in its Events, as its recorder's.

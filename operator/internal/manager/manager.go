@@ -187,6 +187,11 @@ func setupControllers(mgr ctrl.Manager, o Options) error {
 	if err := health.SetupWithManager(mgr); err != nil {
 		return err
 	}
+	explain := &controller.UnschedulableReconciler{Cache: mgr.GetCache(), Live: mgr.GetAPIReader(), Writer: mgr.GetClient(),
+		Instance: "kube-fstack-" + instance}
+	if err := explain.SetupWithManager(mgr); err != nil {
+		return err
+	}
 	addrs := &controller.AddressClaimReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("kube-fstack"),
 		Namespace: o.Namespace, Inject: o.Inject, Grace: o.ClaimGrace}
 	if err := addrs.SetupWithManager(mgr); err != nil {
