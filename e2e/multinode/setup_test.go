@@ -99,3 +99,21 @@ func mustSetup(t *testing.T) *cluster {
 	e.waitReady(t, app, 2, 4*time.Minute)
 	return e
 }
+
+// TestMultiNode runs the steps in order, each on what the one before left: the disruptive ones
+// last. `go test -run TestMultiNode/Drain` runs one.
+func TestMultiNode(t *testing.T) {
+	for _, step := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"SpreadOverWorkers", testStackSpreadsOverWorkers},
+		{"ServiceFromEveryNode", testServiceFromEveryNode},
+		{"NodeWithoutSwitch", testNodeWithoutSwitchGetsNoStackPod},
+		{"Drain", testDrainLosesNothing},
+		{"CNIDaemonSetUpgrade", testCNIDaemonSetUpgradeUnderLoad},
+		{"WorkerLost", testWorkerLost},
+	} {
+		t.Run(step.name, step.run)
+	}
+}

@@ -70,7 +70,7 @@ func (e *cluster) readyEndpoints(t *testing.T) []endpoint {
 // The stack's two replicas land one per worker (topology spread), each with its own address of
 // the pool, held by one AddressClaim for the whole cluster; the Service's EndpointSlice lists
 // each address with the node its pod runs on.
-func TestStackSpreadsOverWorkers(t *testing.T) {
+func testStackSpreadsOverWorkers(t *testing.T) {
 	e := mustSetup(t)
 	_, workers := e.nodes(t)
 	pods := e.waitReady(t, app, 2, 2*time.Minute)
@@ -138,7 +138,7 @@ func TestStackSpreadsOverWorkers(t *testing.T) {
 // (kube-proxy on that node leads the ClusterIP to a served address), and through a NodePort of
 // the control plane, which runs no replica. The stand-in answers ping only, so TCP is counted
 // where it arrives: every connection attempt is one more packet received by a dataplane.
-func TestServiceFromEveryNode(t *testing.T) {
+func testServiceFromEveryNode(t *testing.T) {
 	e := mustSetup(t)
 	controlPlane, workers := e.nodes(t)
 	pods := e.waitReady(t, app, 2, 2*time.Minute)

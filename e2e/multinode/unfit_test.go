@@ -46,7 +46,7 @@ func (e *cluster) events(t *testing.T, namespace, object, reason string) []strin
 // its events say which requirement that node misses, and `kubectl fstack doctor` names the node
 // and the fix. With the switch back the pod runs there, and the replica the node already ran
 // serves again (its port comes back from OVSDB, its rules from the flow keeper).
-func TestNodeWithoutSwitchGetsNoStackPod(t *testing.T) {
+func testNodeWithoutSwitchGetsNoStackPod(t *testing.T) {
 	e := mustSetup(t)
 	_, workers := e.nodes(t)
 	node := workers[len(workers)-1]
