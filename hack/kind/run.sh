@@ -53,7 +53,7 @@ MSG
 show "kubectl get nodes"
 show "kubectl -n fstack-demo get pods -o wide"
 show "kubectl fstack status -A"
-show "kubectl -n fstack-demo get endpointslices -l kubernetes.io/service-name=nginx-fstack -o jsonpath='{range .items[*].endpoints[*]}{.addresses[0]} on {.nodeName}{\"\\\\n\"}{end}'"
+show "kubectl -n fstack-demo get endpointslices -l kubernetes.io/service-name=nginx-fstack -o jsonpath='{range .items[*].endpoints[*]}{.addresses[0]} on {.nodeName}{\"\\n\"}{end}'"
 printf '\nFrom the data network (the host bridge %s, %s):\n' "$DATA_BRIDGE" "$DATA_GATEWAY"
 for a in $addrs; do show "ping -c 2 -i 0.2 $a"; done
 if [ "$DATAPLANE" = real ]; then
