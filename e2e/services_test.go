@@ -1,14 +1,8 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-fstack/kube-fstack/e2e/framework"
-	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/test/nodetest"
 )
@@ -169,27 +162,11 @@ func rxPackets(t *testing.T, p *corev1.Pod) int64 {
 	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(p), cur); err != nil {
 		t.Fatal(err)
 	}
-	url := fmt.Sprintf("http://%s%s", net.JoinHostPort(cur.Status.PodIP, fmt.Sprint(podcontract.SupervisorPort)), podcontract.MetricsPath)
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(url)
+	n, err := framework.NICRxPackets(cur.Status.PodIP)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(io.LimitReader(resp.Body, 4<<20))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "fstack_nic_rx_packets_total{") && strings.Contains(line, `port="0"`) {
-			f := strings.Fields(line)
-			v, err := strconv.ParseFloat(f[len(f)-1], 64)
-			if err != nil {
-				t.Fatalf("%s: %q: %v", url, line, err)
-			}
-			return int64(v)
-		}
-	}
-	t.Fatalf("%s has no fstack_nic_rx_packets_total of port 0", url)
-	return 0
+	return n
 }
 
 // rolloutManifests: a stack whose pods take their own address from a pool, with the lab CPU

@@ -10,18 +10,13 @@
 package multinode
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -35,7 +30,6 @@ import (
 
 	fstackv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/e2e/framework"
-	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/served"
 )
 
@@ -291,31 +285,15 @@ func ping(addr string) bool {
 	return err == nil
 }
 
-// rxPackets reads the dataplane's fstack_nic_rx_packets_total of port 0 from its metrics, on the
-// pod's address (the host routes every node's podCIDR, hack/kind/up.sh).
+// rxPackets reads the dataplane's packets received on port 0 (the host routes every node's
+// podCIDR, hack/kind/up.sh).
 func rxPackets(t *testing.T, p *corev1.Pod) int64 {
 	t.Helper()
-	url := fmt.Sprintf("http://%s%s", net.JoinHostPort(p.Status.PodIP, strconv.Itoa(podcontract.SupervisorPort)), podcontract.MetricsPath)
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(url)
+	n, err := framework.NICRxPackets(p.Status.PodIP)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(io.LimitReader(resp.Body, 4<<20))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "fstack_nic_rx_packets_total{") && strings.Contains(line, `port="0"`) {
-			f := strings.Fields(line)
-			v, err := strconv.ParseFloat(f[len(f)-1], 64)
-			if err != nil {
-				t.Fatalf("%s: %q: %v", url, line, err)
-			}
-			return int64(v)
-		}
-	}
-	t.Fatalf("%s has no fstack_nic_rx_packets_total of port 0", url)
-	return 0
+	return n
 }
 
 func rxTotal(t *testing.T, pods []corev1.Pod) int64 {
