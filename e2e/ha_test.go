@@ -8,18 +8,15 @@ import (
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-fstack/kube-fstack/e2e/framework"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
 
-// leaseName is the operator's leader-election Lease (manager.ctrlOptions' LeaderElectionID).
-const leaseName = "kube-fstack-operator.kubefstack.io"
+const leaseName = framework.OperatorLease
 
 // creates made in a row before the kill, and at least after it: the loop must be running when
 // the replica goes, and go on through the replacement's start.
@@ -97,14 +94,11 @@ func leaderPod(t *testing.T, selector map[string]string) string {
 
 func leaderHolder(t *testing.T) string {
 	t.Helper()
-	lease := &coordinationv1.Lease{}
-	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: env.Namespace, Name: leaseName}, lease); err != nil {
-		t.Fatalf("the leader Lease: %v", err)
+	holder, err := framework.LeaseHolder(context.Background(), env.Client, env.Namespace)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if lease.Spec.HolderIdentity == nil {
-		return ""
-	}
-	return *lease.Spec.HolderIdentity
+	return holder
 }
 
 func podReady(p *corev1.Pod) bool {

@@ -1,7 +1,11 @@
 package framework
 
+// What both suites read of the cluster beyond its objects: a dataplane's counters and the
+// operator's leader.
+
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -9,6 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 )
@@ -40,4 +47,20 @@ func NICRxPackets(podIP string) (int64, error) {
 		return 0, fmt.Errorf("%s: %w", url, err)
 	}
 	return 0, fmt.Errorf("%s has no fstack_nic_rx_packets_total of port 0", url)
+}
+
+// OperatorLease is the operator's leader-election Lease (manager.ctrlOptions' LeaderElectionID).
+const OperatorLease = "kube-fstack-operator.kubefstack.io"
+
+// LeaseHolder is the holder of the operator's Lease in namespace ("" when none holds it): the
+// leader's pod name, an underscore and a unique suffix.
+func LeaseHolder(ctx context.Context, c client.Client, namespace string) (string, error) {
+	lease := &coordinationv1.Lease{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: OperatorLease}, lease); err != nil {
+		return "", fmt.Errorf("the leader Lease %s/%s: %w", namespace, OperatorLease, err)
+	}
+	if lease.Spec.HolderIdentity == nil {
+		return "", nil
+	}
+	return *lease.Spec.HolderIdentity, nil
 }

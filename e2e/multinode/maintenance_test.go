@@ -8,9 +8,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kube-fstack/kube-fstack/e2e/framework"
@@ -293,18 +291,15 @@ func injected(p *corev1.Pod) bool {
 	return false
 }
 
-const leaseName = "kube-fstack-operator.kubefstack.io"
+const leaseName = framework.OperatorLease
 
 func (e *cluster) leaseHolder(t *testing.T) string {
 	t.Helper()
-	lease := &coordinationv1.Lease{}
-	if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: e.opNS, Name: leaseName}, lease); err != nil {
-		t.Fatalf("the leader Lease: %v", err)
+	holder, err := framework.LeaseHolder(context.Background(), e.c, e.opNS)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if lease.Spec.HolderIdentity == nil {
-		return ""
-	}
-	return *lease.Spec.HolderIdentity
+	return holder
 }
 
 // leader is the operator pod holding the lease (its identity starts with the pod's name) and
