@@ -111,15 +111,6 @@ for a in $stack_ips; do
   wait_for "a ping reply from $a through br-fstack" 30 ping -c 1 -W 1 "$a"
 done
 
-# show CMD...: print the command as a user would type it, run it, indent its output; fail the run
-# when it fails (each one is a claim this script makes).
-show() {
-  printf '\n  $ %s\n' "$*"
-  local out
-  out="$(eval "$*" 2>&1)" || { printf '%s\n' "$out" | sed 's/^/    /'; die "that command failed: the data path this run claims does not work"; }
-  printf '%s\n' "$out" | sed 's/^/    /'
-}
-
 case "$image" in
   "$REAL_IMAGE") kind="the real F-Stack image ($image, built from dataplane-image/Dockerfile)" ;;
   *standin*) kind="the stand-in ($image: DPDK testpmd in F-Stack's place, answering ping only; make run DATAPLANE=real for F-Stack)" ;;

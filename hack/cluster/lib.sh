@@ -153,6 +153,15 @@ wait_for() {
 
 kc() { kubectl --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
 
+# show CMD...: print the command as a user would type it, run it, indent its output; fail the run
+# when it fails (each one is a claim make run makes: hack/run.sh, hack/kind/run.sh).
+show() {
+  printf '\n  $ %s\n' "$*"
+  local out
+  out="$(eval "$*" 2>&1)" || { printf '%s\n' "$out" | sed 's/^/    /'; die "that command failed: the data path this run claims does not work"; }
+  printf '%s\n' "$out" | sed 's/^/    /'
+}
+
 # RUNTIME_DIRECTORY keeps ovs-vswitchd's DPDK runtime dir (telemetry and multi-process sockets)
 # in OVS_DIR too; by default it is /var/run/dpdk/<prefix>, which DPDK never removes.
 ovs_env() {

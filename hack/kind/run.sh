@@ -37,12 +37,6 @@ addrs="$(kk -n fstack-demo get pods -l app=nginx-fstack -o 'jsonpath={range .ite
 [ -n "$addrs" ] || die "the demo pods carry no kubefstack.io/addresses annotation"
 for a in $addrs; do wait_for "a ping reply from $a across the data network" 30 ping -c 1 -W 1 "$a"; done
 
-show() {
-  printf '\n  $ %s\n' "$*"
-  local out
-  out="$(eval "$*" 2>&1)" || { printf '%s\n' "$out" | sed 's/^/    /'; die "that command failed: the data path this run claims does not work"; }
-  printf '%s\n' "$out" | sed 's/^/    /'
-}
 export KUBECONFIG="$KUBECONFIG_KIND" PATH="$ROOT/bin:$K8S_BIN:$PATH"
 cat <<MSG
 
