@@ -35,16 +35,5 @@ KUBECONFIG="$KUBECONFIG_ADMIN" "$HELM" upgrade --install "$RELEASE" "$ROOT/chart
     kc -n "$RELEASE_NAMESPACE" logs -l "app.kubernetes.io/instance=$RELEASE" --all-containers --tail=50 >&2 || true
     die "helm install of the chart failed (see above)"
   }
-# A rebuilt image under the same tag needs new pods; helm sees no change in the manifests.
-images_now="$(stat -c %Y "$ROOT/.cache/images/operator.oci.tar" "$ROOT/.cache/images/cni.oci.tar" | xargs)"
-if [ "$(cat "$RUN/installed-images" 2>/dev/null)" != "$images_now" ]; then
-  if [ -f "$RUN/installed-images" ]; then
-    log "images changed: restarting the operator and the CNI installer"
-    kc -n "$RELEASE_NAMESPACE" rollout restart deployment,daemonset -l "app.kubernetes.io/instance=$RELEASE" >/dev/null
-    for r in $(kc -n "$RELEASE_NAMESPACE" get deployment,daemonset -l "app.kubernetes.io/instance=$RELEASE" -o name); do
-      kc -n "$RELEASE_NAMESPACE" rollout status "$r" --timeout=180s >/dev/null
-    done
-  fi
-  echo "$images_now" >"$RUN/installed-images"
-fi
+restart_on_new_images "$RUN/installed-images" kc
 log "chart installed in $((SECONDS - t0))s: $(kc -n "$RELEASE_NAMESPACE" get pods --no-headers | awk '{printf "%s %s %s; ", $1, $2, $3}')"

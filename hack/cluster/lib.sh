@@ -153,6 +153,24 @@ wait_for() {
 
 kc() { kubectl --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
 
+# restart_on_new_images STATE KUBECTL...: helm sees no change in the manifests when an image is
+# rebuilt under the same tag, so the release's operator and CNI installer are restarted when the
+# image archives changed since the install STATE records (not on the first install).
+restart_on_new_images() {
+  local state="$1" now r ns="${RELEASE_NAMESPACE:-kube-fstack-system}" sel="app.kubernetes.io/instance=${RELEASE:-kube-fstack}"
+  shift
+  now="$(stat -c %Y "$ROOT/.cache/images/operator.oci.tar" "$ROOT/.cache/images/cni.oci.tar" | xargs)"
+  [ "$(cat "$state" 2>/dev/null)" != "$now" ] || return 0
+  if [ -f "$state" ]; then
+    log "images changed: restarting the operator and the CNI installer"
+    "$@" -n "$ns" rollout restart deployment,daemonset -l "$sel" >/dev/null
+    for r in $("$@" -n "$ns" get deployment,daemonset -l "$sel" -o name); do
+      "$@" -n "$ns" rollout status "$r" --timeout=180s >/dev/null
+    done
+  fi
+  echo "$now" >"$state"
+}
+
 # show CMD...: print the command as a user would type it, run it, indent its output; fail the run
 # when it fails (each one is a claim make run makes: hack/run.sh, hack/kind/run.sh).
 show() {

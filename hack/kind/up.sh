@@ -191,20 +191,7 @@ install_chart() {
   KUBECONFIG="$KUBECONFIG_KIND" "$ROOT/bin/helm-${HELM_VERSION:-v3.22.0}" upgrade --install "${RELEASE:-kube-fstack}" "$ROOT/charts/kube-fstack" \
     -n "$rns" -f "$HERE/multinode-values.yaml" --wait --timeout 5m "${INSTALL_ARGS[@]}" >/dev/null \
     || { kk -n "$rns" get pods -o wide >&2 || true; die "helm install of the chart failed"; }
-  # A rebuilt image under the same tag needs new pods; helm sees no change in the manifests.
-  local images_now
-  images_now="$(stat -c %Y "$ROOT/.cache/images/operator.oci.tar" "$ROOT/.cache/images/cni.oci.tar" | xargs)"
-  if [ "$(cat "$KIND_STATE/installed-images" 2>/dev/null)" != "$images_now" ]; then
-    if [ -f "$KIND_STATE/installed-images" ]; then
-      log "images changed: restarting the operator and the CNI installer"
-      kk -n "$rns" rollout restart deployment,daemonset -l "app.kubernetes.io/instance=${RELEASE:-kube-fstack}" >/dev/null
-      local r
-      for r in $(kk -n "$rns" get deployment,daemonset -l "app.kubernetes.io/instance=${RELEASE:-kube-fstack}" -o name); do
-        kk -n "$rns" rollout status "$r" --timeout=180s >/dev/null
-      done
-    fi
-    echo "$images_now" >"$KIND_STATE/installed-images"
-  fi
+  restart_on_new_images "$KIND_STATE/installed-images" kk
 }
 
 main() {
