@@ -236,7 +236,7 @@ func shimFree(t *testing.T, p *corev1.Pod) string {
 
 // checkKilledWorkersRecoverInPlace: the sample Nginx (httpGet readiness, tcpSocket liveness)
 // under the suite's stack, whose shim mode is the default kernel-event+multi-sc, loses its one
-// worker to SIGKILL, three times. The stand-in shim reproduces F-Stack's multi-SC fork hook
+// worker to SIGKILL, three times, and the shim's free contexts end as they began. The stand-in shim reproduces F-Stack's multi-SC fork hook
 // (dataplane-image/standin/shim/fork.c): every worker the master respawns dies with SIGSEGV at
 // once, then fork fails and the master has none, still holding its listener. The launcher's
 // watch sees it, stops Nginx and starts it again in its container, and Nginx serves again;
@@ -244,6 +244,8 @@ func shimFree(t *testing.T, p *corev1.Pod) string {
 func checkKilledWorkersRecoverInPlace(t *testing.T) {
 	mustApply(t, nginxSample(t))
 	p := waitNginxReady(t)
+	waitNginxWorkers(t, p, 1, "one per F-Stack instance")
+	free := shimFree(t, p)
 	var broken int
 	var killed int
 	p = faultsInPlace(t, p, "kill -9 of the nginx worker", func(t *testing.T, _ int, p *corev1.Pod) {
@@ -263,6 +265,15 @@ func checkKilledWorkersRecoverInPlace(t *testing.T) {
 		}
 		return nginxServes(p)
 	})
+	// Each SIGKILLed worker and each master the launcher had to SIGKILL held a shim context:
+	// they come back (patch 0007, the stand-in's supervisor as fstack), where on main each was
+	// lost until the dataplane restarted.
+	if err := framework.Poll("the shim's free contexts as before the kills ("+free+")", 30*time.Second, 200*time.Millisecond, func() (bool, string, error) {
+		now := shimFree(t, p)
+		return now == free, "free " + now, nil
+	}); err != nil {
+		t.Error(err)
+	}
 	logs, _ := env.Kubectl("logs", "-n", p.Namespace, p.Name, "-c", "nginx")
 	for _, want := range []string{"workers up for", "it cannot serve; stopping it, then starting it again", "restarting the app in place"} {
 		if !strings.Contains(logs, want) {

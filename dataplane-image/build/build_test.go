@@ -75,6 +75,16 @@ func TestPatchStepRestoresTheKernelGuardSoDPDKConfiguresWithoutHeaders(t *testin
 		t.Errorf("adapter/syscall/ff_hook_syscall.c is not patched:\n%s", hook)
 	}
 
+	// A context records its holders, and fstack's loop gives back those of dead holders.
+	zone := r.read(filepath.Join(r.tree, "adapter/syscall/ff_so_zone.c"))
+	if !strings.Contains(zone, "ff_reclaim_dead_contexts(void)") || !strings.Contains(zone, "ff_so_context_add_owner(sc, getpid());") {
+		t.Errorf("adapter/syscall/ff_so_zone.c is not patched:\n%s", zone)
+	}
+	if !strings.Contains(ops, "ff_reclaim_dead_contexts();") || !strings.Contains(hook, "ff_so_context_add_owner(sc, pid);") ||
+		!strings.Contains(r.read(filepath.Join(r.tree, "adapter/syscall/ff_socket_ops.h")), "int32_t owners[FF_SC_OWNERS_MAX];") {
+		t.Errorf("the context reclaim is not patched in everywhere:\n%s\n%s", ops, hook)
+	}
+
 	// The tools' lcore runs on the CPU the wrapper names (fstack-tool), not CPU 0.
 	ipc := r.read(filepath.Join(r.tree, "tools/compat/ff_ipc.c"))
 	if !strings.Contains(ipc, `getenv("KUBE_FSTACK_TOOL_CPU")`) || !strings.Contains(ipc, `"ff-ipc", lcores, "-n4",`) ||

@@ -117,7 +117,17 @@ func (d *Dir) MkdirOpen(name string, mode os.FileMode) (sub *Dir, created bool, 
 // comes, and fstat then refuses it; on a regular file O_NONBLOCK changes nothing. Every file a
 // pod can write and a root process reads goes through here (or ReadFile).
 func (d *Dir) OpenRegular(rel string) (*os.File, error) {
-	fd, err := d.openBeneath(rel, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	return d.openRegular(rel, unix.O_RDONLY)
+}
+
+// OpenRegularRW opens the regular file rel beneath d for reading and writing, with OpenRegular's
+// guarantees: for a root process that updates a file a pod shares with it.
+func (d *Dir) OpenRegularRW(rel string) (*os.File, error) {
+	return d.openRegular(rel, unix.O_RDWR)
+}
+
+func (d *Dir) openRegular(rel string, access int) (*os.File, error) {
+	fd, err := d.openBeneath(rel, access|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -198,6 +208,16 @@ func OpenRegularBeneath(dir, rel string) (*os.File, error) {
 	}
 	defer d.Close()
 	return d.OpenRegular(rel)
+}
+
+// OpenRegularRWBeneath opens rel beneath the trusted directory dir as Dir.OpenRegularRW does.
+func OpenRegularRWBeneath(dir, rel string) (*os.File, error) {
+	d, err := OpenDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.OpenRegularRW(rel)
 }
 
 // Lstat describes name in d without following it.

@@ -45,8 +45,11 @@ func TestRestartsForAJustifiedContextRequest(t *testing.T) {
 		return strings.Contains(h.log.String(), "enough are free now: not restarting") && os.IsNotExist(err)
 	})
 
-	// 30 slots leaked by killed apps: the request is honoured.
-	mustDo(t, os.WriteFile(slots, append(make([]byte, 2), []byte(strings.Repeat("\x01", 30))...), 0o666))
+	// 30 slots held by holders unknown to the dataplane (recorded as pid 0, which is never
+	// reclaimed): the request is honoured.
+	held := make([]byte, 32+32*16)
+	copy(held[2:], strings.Repeat("\x01", 30))
+	mustDo(t, os.WriteFile(slots, held, 0o666))
 	eventually(t, "the metric", func() bool { return strings.Contains(h.metricsText(s), `fstack_shim_contexts_free{process="0"} 2`) })
 	mustDo(t, shimctx.Write(own, shimctx.RequestFile, &shimctx.Request{Generation: 1, Container: "nginx", Need: []int{3}}))
 	if err := waitResult(t, res); !errors.Is(err, ErrRestartRequested) {

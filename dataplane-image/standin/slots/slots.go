@@ -6,8 +6,10 @@
 package slots
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -16,13 +18,25 @@ import (
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/contexts"
 	"github.com/kube-fstack/kube-fstack/internal/fsutil"
 	"github.com/kube-fstack/kube-fstack/internal/shimctx"
+	"golang.org/x/sys/unix"
 )
 
 // Kind is the --shim-contexts value of the slot files.
 const Kind = "standin"
 
-// maxSlots is the slots per instance, as F-Stack's zone has at most 32 contexts.
-const maxSlots = 32
+// The slot file: maxSlots bytes (0 free, 1 held), then a holder record of ownerSize bytes per
+// slot, {int32 pid, 4 unused, uint64 the inode of the holder's pid namespace}, little-endian,
+// which the stand-in shim writes when it takes the slot (contexts.c).
+const (
+	// maxSlots is the slots per instance, as F-Stack's zone has at most 32 contexts.
+	maxSlots  = 32
+	ownerOff  = maxSlots
+	ownerSize = 16
+	fileSize  = maxSlots + maxSlots*ownerSize
+)
+
+// reclaimEvery is how often dead holders' slots are given back: fstack looks once a second.
+const reclaimEvery = time.Second
 
 // Maker makes a generation's source in the primary's runtime directory (runtimeDir/prefix), its
 // files appearing delay after each reset: the supervisor's Config.ContextKinds entry of Kind.
@@ -46,6 +60,12 @@ type source struct {
 	mu      sync.Mutex
 	pending *time.Timer
 	err     error // creating the files failed
+
+	// lastReclaim is when dead holders were last looked for; ownNS is this process's pid
+	// namespace, where a holder's pid means what it says.
+	lastReclaim time.Time
+	ownNS       uint64
+	alive       func(pid int) bool
 }
 
 // NewSource reads the stand-in's slot files in dir, which appear delay after a reset.
@@ -86,7 +106,7 @@ func (s *source) Reset(_, instances int) error {
 
 func (s *source) create(instances int) error {
 	for k := 0; k < instances; k++ {
-		if err := fsutil.WriteAtomic(filepath.Join(s.dir, SlotFile(k)), make([]byte, maxSlots), 0o666); err != nil {
+		if err := fsutil.WriteAtomic(filepath.Join(s.dir, SlotFile(k)), make([]byte, fileSize), 0o666); err != nil {
 			return fmt.Errorf("stand-in shim contexts: %w", err)
 		}
 	}
@@ -96,26 +116,110 @@ func (s *source) create(instances int) error {
 func (s *source) Read() ([]shimctx.Instance, error) {
 	s.mu.Lock()
 	n, err := s.n, s.err
+	reclaim := time.Since(s.lastReclaim) >= reclaimEvery
+	if reclaim {
+		s.lastReclaim = time.Now()
+	}
 	s.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
 	out := make([]shimctx.Instance, n)
 	for k := range out {
-		// The slot files are in the runtime dir, which the apps' secondaries write.
-		b, err := fsutil.ReadFileBeneath(s.dir, SlotFile(k), maxSlots)
+		b, err := s.readSlots(k, reclaim)
 		if err != nil {
 			return nil, err
 		}
-		if len(b) != maxSlots {
-			return nil, fmt.Errorf("%s has %d bytes, want %d", SlotFile(k), len(b), maxSlots)
-		}
 		out[k].Capacity = maxSlots
-		for _, c := range b {
+		for _, c := range b[:maxSlots] {
 			if c == 0 {
 				out[k].Free++
 			}
 		}
 	}
 	return out, nil
+}
+
+// readSlots reads instance k's file and, when reclaim is set, gives back the slots whose
+// holders are gone, as F-Stack's fstack does in its loop (patch 0007): the stand-in plays the
+// primary here. The file is in the runtime dir, which the apps' secondaries write: it is opened
+// only as a regular file beneath the dir, its lock is never waited for, and a holder counts only
+// when it was recorded in this process's pid namespace.
+func (s *source) readSlots(k int, reclaim bool) ([]byte, error) {
+	f, err := fsutil.OpenRegularRWBeneath(s.dir, SlotFile(k))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	locked := reclaim && s.tryLock(f)
+	b := make([]byte, fileSize+1)
+	n, err := f.ReadAt(b, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	if n != fileSize {
+		return nil, fmt.Errorf("%s has %d bytes or more, want %d", SlotFile(k), n, fileSize)
+	}
+	b = b[:fileSize]
+	if locked {
+		s.reclaimDead(f, b)
+	}
+	return b, nil
+}
+
+// tryLock takes the file's lock as the shim does (flock), without waiting: a process that
+// holds it for long only delays the reclaim to the next reading.
+func (s *source) tryLock(f *os.File) bool {
+	for try := 0; try < 3; try++ {
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err == nil {
+			return true
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return false
+}
+
+// reclaimDead frees, in b and in the file (whose lock the caller holds), each held slot whose
+// recorded holder is no longer alive.
+func (s *source) reclaimDead(f *os.File, b []byte) {
+	if s.ownNS == 0 {
+		s.ownNS = pidNamespace()
+		if s.ownNS == 0 {
+			return
+		}
+	}
+	alive := s.alive
+	if alive == nil {
+		alive = processAlive
+	}
+	for i := 0; i < maxSlots; i++ {
+		rec := b[ownerOff+i*ownerSize : ownerOff+(i+1)*ownerSize]
+		pid := int(int32(binary.LittleEndian.Uint32(rec)))
+		if b[i] != 1 || pid <= 0 || binary.LittleEndian.Uint64(rec[8:]) != s.ownNS || alive(pid) {
+			continue
+		}
+		none := make([]byte, ownerSize)
+		if _, err := f.WriteAt(none, int64(ownerOff+i*ownerSize)); err != nil {
+			return
+		}
+		if _, err := f.WriteAt([]byte{0}, int64(i)); err != nil {
+			return
+		}
+		b[i] = 0
+		copy(rec, none)
+	}
+}
+
+// processAlive: only ESRCH says a process is gone (EPERM is one that exists, a zombie counts).
+func processAlive(pid int) bool {
+	return !errors.Is(unix.Kill(pid, 0), unix.ESRCH)
+}
+
+// pidNamespace is the inode of this process's pid namespace; 0 when it cannot be read.
+func pidNamespace() uint64 {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/pid", &st); err != nil {
+		return 0
+	}
+	return st.Ino
 }

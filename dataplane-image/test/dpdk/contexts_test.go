@@ -55,6 +55,33 @@ func TestAppRestartsNeverExhaustTheShim(t *testing.T) {
 	}
 }
 
+// In the pod's one PID namespace (shareProcessNamespace, as injected), a SIGKILLed app's shim
+// context comes back within a second, as the image's F-Stack gives it back (patch 0007; the
+// stand-in's supervisor plays fstack's loop): 34 bare starts (no launcher, so nothing asks for a
+// dataplane restart), each SIGKILLed, all get a context, and the dataplane stays on its first
+// generation. On main the 33rd found none and silently fell back to kernel sockets. (In
+// TestAppRestartsNeverExhaustTheShim the app has a PID namespace of its own, where a holder's pid
+// means nothing to the dataplane: those slots stay held, and the launcher's coupling is what
+// saves the app.)
+// Real: the supervisor with testpmd behind OVS, the stand-in library, mount and PID namespaces.
+// Not real: F-Stack's zones.
+func TestSIGKILLedAppsContextsComeBack(t *testing.T) {
+	p := newPod(t, "fsdpk", "10.99.7.22", 1)
+	p.sharePIDNamespace(t)
+	app := newApp(t, p)
+	d := p.startDataplane(t, "1", "--shim-contexts=standin", "--contexts-interval=50ms")
+	d.waitReady(t)
+	for i := 1; i <= 34; i++ {
+		if out := app.startAndKill(t, false); !strings.Contains(out, "holds shim context") {
+			t.Fatalf("SIGKILLed start %d did not get a shim context:\n%s", i, out)
+		}
+		waitMetrics(t, d, fmt.Sprintf("all 32 free again after SIGKILLed start %d", i), `fstack_shim_contexts_free{process="0"} 32`)
+	}
+	if g := p.file(podcontract.GenerationFile); g != "1" {
+		t.Fatalf("generation %q after the SIGKILLs, want 1 (no dataplane restart)", g)
+	}
+}
+
 // The supervisor finds a memzone through a real primary's telemetry and reads it from the
 // primary's memory: the path of the F-Stack zone reader, checked on testpmd's mbuf pool (a
 // struct rte_mempool starts with its name).
@@ -158,9 +185,9 @@ func (a *testApp) start(t *testing.T, launcher bool) (*exec.Cmd, *syncbuf.Buffer
 		cmd = append(cmd, podcontract.EnvPreload+"="+a.lib, podcontract.EnvShimInstances+"=1")
 	}
 	cmd = append(cmd, "bash", "-c", ": 3<>/dev/tcp/127.0.0.1/1 2>/dev/null; echo app-started; exec sleep 1000")
-	args := append(append([]string{"--mount", "--pid", "--fork", "--mount-proc", "--propagation", "private", "--", "sh", "-c", containerScript, "sh"},
-		a.p.appArgs("app", "")...), cmd...)
-	c := exec.Command("unshare", args...)
+	ns := a.p.namespaces()
+	args := append(append(ns[1:], a.p.appArgs("app", "")...), cmd...)
+	c := exec.Command(ns[0], args...)
 	var out syncbuf.Buffer
 	c.Stdout, c.Stderr = &out, &out
 	must(t, c.Start())

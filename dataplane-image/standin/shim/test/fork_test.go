@@ -46,7 +46,8 @@ func slots(t *testing.T) string {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "kube_fstack_standin_contexts_0"), make([]byte, 32), 0o644); err != nil {
+	// 32 slot bytes and a 16-byte holder record per slot (slots.go).
+	if err := os.WriteFile(filepath.Join(dir, "kube_fstack_standin_contexts_0"), make([]byte, 32+32*16), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return rt

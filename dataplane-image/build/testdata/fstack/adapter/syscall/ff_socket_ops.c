@@ -1,7 +1,13 @@
 /* Stand-in for F-Stack v1.25's adapter/syscall/ff_socket_ops.c: only the lines of
  * ff_handle_each_context that kube-fstack's zone-lock patch (dataplane-image/patches) changes or
- * uses as context. */
+ * uses as context; and the context-reclaim patch's. */
 static void ff_handle_each_context(void) {
+    uint16_t i, nb_handled, tmp;
+    static uint64_t loop_count = 0;
+    static uint64_t cur_tsc, diff_tsc, drain_tsc = 0;
+
+    if (unlikely(drain_tsc == 0 && ff_global_cfg.dpdk.pkt_tx_delay)) {
+        drain_tsc = (rte_get_tsc_hz() + US_PER_S - 1) / US_PER_S * ff_global_cfg.dpdk.pkt_tx_delay;
 /* ... */
 
     cur_tsc = rte_rdtsc();
