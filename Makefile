@@ -227,7 +227,7 @@ bench-cluster: $(HELM) ## Pod create -> Ready on the local cluster, injected, no
 	hack/bench-cluster.sh
 
 .PHONY: bench-datapath
-bench-datapath: ## HTTP load (wrk) at a stack's Nginx through F-Stack and at the same Nginx on the kernel, interleaved: req/s, p50/p99, CPU, ratios (docs/benchmarks.md).
+bench-datapath: ## HTTP load (wrk) at a stack's Nginx through F-Stack, the same Nginx on the kernel, and optionally F-Stack's own Nginx (PROGRAM_SELECTOR) and F-Stack started by hand (BYHAND=shim,nginx), interleaved: req/s, p50/p99, CPU, ratios (docs/benchmarks.md).
 	hack/bench-datapath.sh
 
 ##@ Lint

@@ -17,8 +17,16 @@
 #   CLIENT                    a command prefix that runs the load generator where the data network
 #                             is reachable (default: this node; e.g. "ssh host" or
 #                             "kubectl exec -n ns client-pod --"); it needs wrk (Debian: wrk)
+#   PROGRAM_SELECTOR          pods (in STACK_NS) of a second stack that runs F-Stack's own Nginx
+#                             (spec.program, e.g. app=fstack-nginx from
+#                             config/samples/local-cluster/fstack-nginx.yaml): arm fstack-nginx
+#   BYHAND                    shim, nginx or shim,nginx: F-Stack started by hand on this node, outside
+#                             Kubernetes (hack/bench-byhand.sh; the local cluster, real image): arms
+#                             byhand-shim and byhand-nginx, and the ratios stack/byhand-shim and
+#                             fstack-nginx/byhand-nginx, kube-fstack's own overhead, against their goal
 #   RUNS (5), DURATION (10 s), CONNECTIONS (32), THREADS (1)
-# The kernel arm is a copy of the stack pod's app container (image, command, its ConfigMap and
+# The kernel arm is a copy of the stack pod's app container (a stock Nginx: a pod of F-Stack's own
+# program cannot be the model, and the script says so) (image, command, its ConfigMap and
 # Secret volumes) without the stack label, so nothing is injected, with the stack pod's total
 # CPU limit and no exclusive CPUs; it is deleted at the end. Results are ratios of one run: on a
 # shared or small machine (2 cores: client, F-Stack's busy-polling lcore, Nginx and the node
@@ -29,6 +37,8 @@ ROOT="$(cd "$HERE/.." && pwd)"
 
 STACK_NS=${STACK_NS:-fstack-demo}
 STACK_SELECTOR=${STACK_SELECTOR:-app=nginx-fstack}
+PROGRAM_SELECTOR=${PROGRAM_SELECTOR:-}
+BYHAND=${BYHAND:-}
 RUNS=${RUNS:-5}
 DURATION=${DURATION:-10}
 CONNECTIONS=${CONNECTIONS:-32}
@@ -78,21 +88,53 @@ make_kernel_pod() {
   [ "$cpu" -gt 0 ] || limit="no CPU limit, as the stack pod's"
   log "kernel arm: pod $KERNEL_POD (the app container of $stack_pod, $limit, not injected)"
 }
-cleanup() { k delete pod "$KERNEL_POD" --ignore-not-found --wait=false >/dev/null 2>&1 || true; }
+byhand_modes=()
+IFS=, read -ra byhand_modes <<<"$BYHAND"
+cleanup() {
+  k delete pod "$KERNEL_POD" --ignore-not-found --wait=false >/dev/null 2>&1 || true
+  if [ ${#byhand_modes[@]} -gt 0 ]; then "$HERE/bench-byhand.sh" stop "${byhand_modes[@]}" || true; fi
+}
 trap cleanup EXIT
 make_kernel_pod
 if [ -z "${KERNEL_URL:-}" ]; then
   KERNEL_URL="http://$(k get pod "$KERNEL_POD" -o 'jsonpath={.status.podIP}')/"
 fi
 
-# cpu_ns POD CONTAINER...: CPU time the containers have used, in nanoseconds (cgroup v1 or v2).
+# The arms, run by run in this order: name, URL, where its CPU is read ("pod NAME" or "podman"),
+# and the containers whose CPU time counts.
+arm_names=(stack kernel) arm_urls=("$STACK_URL" "$KERNEL_URL") arm_where=("pod $stack_pod" "pod $KERNEL_POD")
+arm_containers=("$app $dataplane" "$app")
+if [ -n "$PROGRAM_SELECTOR" ]; then
+  program_pod=$(k get pods -l "$PROGRAM_SELECTOR" -o 'jsonpath={range .items[?(@.status.phase=="Running")]}{.metadata.name}{"\n"}{end}' | awk 'NR == 1')
+  [ -n "$program_pod" ] || die "no running pod in namespace $STACK_NS with labels $PROGRAM_SELECTOR (F-Stack's own Nginx): kubectl apply -f config/samples/local-cluster/fstack-nginx.yaml"
+  k wait --for=condition=Ready "pod/$program_pod" --timeout=120s >/dev/null || die "pod $STACK_NS/$program_pod is not Ready"
+  url=$(k get pod "$program_pod" -o json | python3 "$HERE/lib/bench_datapath.py" served-url) || die "cannot tell which address pod $STACK_NS/$program_pod serves"
+  arm_names+=(fstack-nginx) arm_urls+=("$url") arm_where+=("pod $program_pod") arm_containers+=("$dataplane")
+fi
+for mode in "${byhand_modes[@]}"; do
+  case $mode in shim | nginx) ;; *) die "BYHAND=$BYHAND: want shim, nginx or shim,nginx" ;; esac
+  log "starting F-Stack by hand ($mode, hack/bench-byhand.sh)"
+  url=$("$HERE/bench-byhand.sh" start "$mode") || die "F-Stack by hand ($mode) did not start"
+  containers=$("$HERE/bench-byhand.sh" containers "$mode")
+  # Paused but while measured: its lcore busy-polls, and the pods' lcores share its CPU.
+  # shellcheck disable=SC2086 # a list of names
+  podman pause $containers >/dev/null
+  arm_names+=("byhand-$mode") arm_urls+=("$url") arm_where+=(podman) arm_containers+=("$containers")
+done
+
+# cpu_ns WHERE CONTAINER...: CPU time the containers have used, in nanoseconds (cgroup v1 or v2);
+# WHERE is "pod NAME" (kubectl exec) or "podman" (a by-hand arm's containers).
 cpu_ns() {
-  local pod=$1 total=0 c v
+  local where=$1 total=0 c v
   shift
+  # shellcheck disable=SC2016 # expanded by the container's shell
+  local read='if [ -r /sys/fs/cgroup/cpu.stat ]; then awk "/^usage_usec/ {print \$2 * 1000}" /sys/fs/cgroup/cpu.stat; else cat /sys/fs/cgroup/cpuacct/cpuacct.usage; fi'
   for c in "$@"; do
-    # shellcheck disable=SC2016 # expanded by the container's shell
-    v=$(k exec "$pod" -c "$c" -- sh -c 'if [ -r /sys/fs/cgroup/cpu.stat ]; then awk "/^usage_usec/ {print \$2 * 1000}" /sys/fs/cgroup/cpu.stat; else cat /sys/fs/cgroup/cpuacct/cpuacct.usage; fi' 2>/dev/null) \
-      || die "cannot read the CPU usage of $pod/$c (kubectl exec)"
+    if [ "$where" = podman ]; then
+      v=$(podman exec "$c" sh -c "$read" 2>/dev/null) || die "cannot read the CPU usage of podman container $c"
+    else
+      v=$(k exec "${where#pod }" -c "$c" -- sh -c "$read" 2>/dev/null) || die "cannot read the CPU usage of ${where#pod }/$c (kubectl exec)"
+    fi
     total=$((total + ${v%.*}))
   done
   echo "$total"
@@ -106,21 +148,24 @@ load() {
   printf '%s\n' "$out" | python3 "$HERE/lib/bench_datapath.py" wrk || die "wrk against $1: cannot read its output: $out"
 }
 
-for url in "$STACK_URL" "$KERNEL_URL"; do
+for url in "${arm_urls[@]}"; do
   # shellcheck disable=SC2086
   $CLIENT sh -c "command -v curl >/dev/null && curl -fsS -o /dev/null --max-time 5 '$url' || true"
 done
 results=$(mktemp)
-log "stack: $STACK_URL (pod $stack_pod); kernel: $KERNEL_URL; $RUNS runs per arm of ${DURATION}s, $CONNECTIONS connections, interleaved"
+log "arms: $(for i in "${!arm_names[@]}"; do printf '%s %s; ' "${arm_names[$i]}" "${arm_urls[$i]}"; done)$RUNS runs per arm of ${DURATION}s, $CONNECTIONS connections, interleaved"
 for run in $(seq "$RUNS"); do
-  for arm in stack kernel; do
-    if [ "$arm" = stack ]; then url=$STACK_URL pod=$stack_pod containers=("$app" "$dataplane"); else url=$KERNEL_URL pod=$KERNEL_POD containers=("$app"); fi
-    c0=$(cpu_ns "$pod" "${containers[@]}")
+  for i in "${!arm_names[@]}"; do
+    arm=${arm_names[$i]} url=${arm_urls[$i]} where=${arm_where[$i]}
+    read -ra containers <<<"${arm_containers[$i]}"
+    if [ "$where" = podman ]; then podman unpause "${containers[@]}" >/dev/null; fi
+    c0=$(cpu_ns "$where" "${containers[@]}")
     t0=$(date +%s%N)
     res=$(load "$url")
     read -r rps p50 p99 note <<<"$res"
     t1=$(date +%s%N)
-    c1=$(cpu_ns "$pod" "${containers[@]}")
+    c1=$(cpu_ns "$where" "${containers[@]}")
+    if [ "$where" = podman ]; then podman pause "${containers[@]}" >/dev/null; fi
     cpus=$(python3 -c "print(round(($c1 - $c0) / ($t1 - $t0), 2))")
     log "run $run $arm: $rps req/s, p50 ${p50} ms, p99 ${p99} ms, ${cpus} CPUs${note:+ ($note)}"
     echo "$arm $rps $p50 $p99 $cpus" >>"$results"

@@ -177,3 +177,33 @@ func TestBenchDatapathMeasuresTheServedAddress(t *testing.T) {
 		t.Fatalf("a pod serving nothing: want a refusal saying to set STACK_URL, got err=%v: %s", err, out)
 	}
 }
+
+// Issue 40 §2: the run's F-Stack-by-hand arms give kube-fstack's own overhead, held to its goal
+// (>= 0.97x the requests/s, p99 <= 1.1x), for the shim and for F-Stack's Nginx.
+func TestBenchDatapathOverheadAgainstFStackByHand(t *testing.T) {
+	results := filepath.Join(t.TempDir(), "results")
+	writeFile(t, results, "stack 30000 1.0 2.0 1.5\nkernel 10000 2.0 8.0 0.5\nbyhand-shim 30500 1.0 1.9 1.4\n"+
+		"fstack-nginx 40000 0.8 3.0 1.2\nbyhand-nginx 50000 0.7 2.0 1.2\n", 0o644)
+	out, err := benchHelper(t, "", "summary", results)
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, want := range []string{"stack/byhand-shim", "stack against F-Stack by hand: goal met (requests/s 0.98x",
+		"fstack-nginx/byhand-nginx", "fstack-nginx against F-Stack by hand: GOAL NOT MET (requests/s 0.80x", "p99 1.50x",
+		"fstack-nginx/kernel", "byhand-shim/kernel"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// Issue 40 §2: F-Stack's own Nginx (spec.program) cannot be the kernel arm's model: its container
+// is F-Stack's, which serves nothing on the kernel. The bench says so instead of measuring a pod
+// that never becomes ready.
+func TestBenchDatapathRefusesAProgramPodAsTheKernelModel(t *testing.T) {
+	pod := `{"metadata": {"name": "fstack-nginx-1", "namespace": "fstack-demo"}, "spec": {"containers": [{"name": "fstack-dataplane", "image": "fstack-nginx"}]}}`
+	out, err := benchHelper(t, pod, "kernel-pod", "0", "k", "fstack-dataplane")
+	if err == nil || !strings.Contains(out, "PROGRAM_SELECTOR") || !strings.Contains(out, "spec.program") {
+		t.Fatalf("want a refusal pointing at PROGRAM_SELECTOR, got err=%v: %s", err, out)
+	}
+}
