@@ -24,6 +24,9 @@
 #                             Kubernetes (hack/bench-byhand.sh; the local cluster, real image): arms
 #                             byhand-shim and byhand-nginx, and the ratios stack/byhand-shim and
 #                             fstack-nginx/byhand-nginx, kube-fstack's own overhead, against their goal
+#   SHORT=1                   short connections: every request on a new connection (wrk with
+#                             "Connection: close"), F-Stack's "Nginx Short Connection" case; the
+#                             default keeps connections alive
 #   RUNS (5), DURATION (10 s), CONNECTIONS (32), THREADS (1)
 # The kernel arm is a copy of the stack pod's app container (a stock Nginx: a pod of F-Stack's own
 # program cannot be the model, and the script says so) (image, command, its ConfigMap and
@@ -144,7 +147,9 @@ cpu_ns() {
 load() {
   local out
   # shellcheck disable=SC2086 # CLIENT is a command prefix, split on purpose
-  out=$($CLIENT wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency "$1" 2>&1) || die "wrk against $1 failed: $out"
+  local short=()
+  if [ "${SHORT:-0}" = 1 ]; then short=(-H "Connection: close"); fi
+  out=$($CLIENT wrk -t"$THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --latency "${short[@]}" "$1" 2>&1) || die "wrk against $1 failed: $out"
   printf '%s\n' "$out" | python3 "$HERE/lib/bench_datapath.py" wrk || die "wrk against $1: cannot read its output: $out"
 }
 
@@ -153,7 +158,7 @@ for url in "${arm_urls[@]}"; do
   $CLIENT sh -c "command -v curl >/dev/null && curl -fsS -o /dev/null --max-time 5 '$url' || true"
 done
 results=$(mktemp)
-log "arms: $(for i in "${!arm_names[@]}"; do printf '%s %s; ' "${arm_names[$i]}" "${arm_urls[$i]}"; done)$RUNS runs per arm of ${DURATION}s, $CONNECTIONS connections, interleaved"
+log "arms: $(for i in "${!arm_names[@]}"; do printf '%s %s; ' "${arm_names[$i]}" "${arm_urls[$i]}"; done)$RUNS runs per arm of ${DURATION}s, $CONNECTIONS connections, interleaved$([ "${SHORT:-0}" = 1 ] && echo ", short connections (Connection: close)")"
 for run in $(seq "$RUNS"); do
   for i in "${!arm_names[@]}"; do
     arm=${arm_names[$i]} url=${arm_urls[$i]} where=${arm_where[$i]}
