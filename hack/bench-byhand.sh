@@ -25,7 +25,7 @@ LCORE_CPU=${LCORE_CPU:-1}
 APP_CPU=${APP_CPU:-0}
 DATAPLANE_IMAGE=${DATAPLANE_IMAGE:-localhost/kube-fstack/dataplane:dev}
 FSTACK_NGINX_IMAGE=${FSTACK_NGINX_IMAGE:-localhost/kube-fstack/fstack-nginx:dev}
-NGINX_ARCHIVE=${NGINX_ARCHIVE:-$ROOT/.cache/images/nginx.oci.tar}
+NGINX_ARCHIVE=${NGINX_ARCHIVE:-$CACHE/images/nginx.oci.tar}
 SHIM_MODE=${SHIM_MODE:-kernel-event+multi-sc}
 BYHAND_DIR="$RUN/byhand"
 # Addresses of the data network no pool of the samples hands out.
@@ -115,7 +115,9 @@ EOF
 podman_run() {
   local name=$1 dir=$BYHAND_DIR/$2
   shift 2
-  podman run -d --name "$name" --privileged --network none --ulimit host \
+  # podman's default limits exceed this host's (its runc cannot raise them): the host's own
+  # open-files limit, and kind's process limit (hack/kind/up.sh).
+  podman run -d --name "$name" --privileged --network none --ulimit "nofile=$(ulimit -Hn):$(ulimit -Hn)" --ulimit nproc=1024:1024 \
     -v "$dir/run:/var/run/dpdk" -v "$dir/huge:/dev/hugepages" -v "$dir:/var/run/byhand" "$@" >/dev/null \
     || bh_die "podman run $name failed"
 }
@@ -153,8 +155,8 @@ start() {
       # The shim demo's nginx.conf, as the pods run it.
       kc -n fstack-demo get configmap nginx-fstack-conf -o 'jsonpath={.data.nginx\.conf}' >"$dir/nginx.conf" \
         || bh_die "no ConfigMap fstack-demo/nginx-fstack-conf: make run applies the demo"
-      podman_run kfs-byhand-shim-fstack shim "$DATAPLANE_IMAGE" \
-        sh -c "cp -a /opt/kube-fstack/shim/$SHIM_MODE /var/run/byhand/shim && cd /var/run/byhand && exec /var/run/byhand/shim/fstack -c /var/run/byhand/config.ini --proc-type=primary --proc-id=0"
+      podman_run kfs-byhand-shim-fstack shim --entrypoint sh "$DATAPLANE_IMAGE" \
+        -c "cp -a /opt/kube-fstack/shim /var/run/byhand/shim && cd /var/run/byhand && exec /var/run/byhand/shim/$SHIM_MODE/fstack -c /var/run/byhand/config.ini --proc-type=primary --proc-id=0"
       ;;
     nginx)
       podman image exists "$FSTACK_NGINX_IMAGE" || bh_die "no image $FSTACK_NGINX_IMAGE: make image-fstack-nginx"
@@ -169,9 +171,9 @@ start() {
     "options:vhost-server-path=$sock" >/dev/null || bh_die "ovs-vsctl add-port $port failed"
   if [ "$mode" = shim ]; then
     wait_link "$port" kfs-byhand-shim-fstack
-    podman_run kfs-byhand-shim-nginx shim -e LD_PRELOAD=/var/run/byhand/shim/libff_syscall.so \
+    podman_run kfs-byhand-shim-nginx shim -e "LD_PRELOAD=/var/run/byhand/shim/$SHIM_MODE/libff_syscall.so" \
       -e FF_INITIAL_LCORE_ID="$(printf '%x' $((1 << APP_CPU)))" -e FF_NB_FSTACK_INSTANCE=1 -e FF_PROC_ID=0 \
-      "oci-archive:$NGINX_ARCHIVE" taskset -c "$APP_CPU" nginx -c /var/run/byhand/nginx.conf -g 'daemon off; worker_processes 1;'
+      --entrypoint taskset "oci-archive:$NGINX_ARCHIVE" -c "$APP_CPU" nginx -c /var/run/byhand/nginx.conf -g 'daemon off; worker_processes 1;'
   fi
   wait_http "http://${ADDR[$mode]}/"
   echo "http://${ADDR[$mode]}/"
