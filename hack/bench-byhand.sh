@@ -9,7 +9,8 @@
 #   hack/bench-byhand.sh containers MODE   the arm's podman containers (for CPU accounting)
 # start prints the URL it serves. Each arm is what F-Stack's own docs do (adapter/syscall's
 # README, config.ini): privileged podman containers, a config.ini from F-Stack's sample with
-# only the port's address, lcore and vhost-user vdev filled in, `fstack` started first, then
+# only the port's address, lcore and vhost-user vdev filled in, and the two polling settings
+# the pods' StackInstance chose (idle_sleep, pkt_tx_delay: the same F-Stack tuning on both sides), `fstack` started first, then
 # Nginx with LD_PRELOAD=libff_syscall.so and FF_INITIAL_LCORE_ID; a vhost-user port of the same
 # OVS bridge the pods use (no CNI, no anti-spoofing flows: that is kube-fstack's). The same
 # images as the pods' (the local cluster's real dataplane and fstack-nginx images, the stock
@@ -44,12 +45,20 @@ containers() {
 }
 port_name() { echo "kfsbh-$1"; }
 
+# stack_of MODE: the StackInstance whose pods the arm is compared with.
+stack_of() { if [ "$1" = shim ]; then echo local-vhost; else echo local-fstack-nginx; fi; }
+
 # config_ini MODE: F-Stack's sample config.ini (config.ini in F-Stack's tree) with this node's
 # facts: the lcore, the vhost-user vdev (the server end, OVS connects as the client, as pods do)
-# and the port's address. Everything else is F-Stack's default.
+# and the port's address, and the polling the pods' StackInstance chose. Everything else is
+# F-Stack's default.
 config_ini() {
-  local mode=$1 mask
+  local mode=$1 mask idle delay stack
   mask=$(printf '%x' $((1 << LCORE_CPU)))
+  stack=$(stack_of "$mode")
+  idle=$(kc -n fstack-demo get stackinstance "$stack" -o 'jsonpath={.spec.dpdk.idleSleepMicroseconds}') \
+    || bh_die "no StackInstance fstack-demo/$stack to take the polling settings from"
+  delay=$(kc -n fstack-demo get stackinstance "$stack" -o 'jsonpath={.spec.dpdk.pktTxDelayMicroseconds}')
   cat <<EOF
 [dpdk]
 lcore_mask=$mask
@@ -59,8 +68,8 @@ numa_on=1
 tx_csum_offoad_skip=0
 tso=0
 vlan_strip=1
-idle_sleep=0
-pkt_tx_delay=100
+idle_sleep=${idle:-0}
+pkt_tx_delay=${delay:-100}
 symmetric_rss=0
 port_list=0
 nb_vdev=1

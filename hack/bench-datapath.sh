@@ -119,9 +119,6 @@ for mode in "${byhand_modes[@]}"; do
   log "starting F-Stack by hand ($mode, hack/bench-byhand.sh)"
   url=$("$HERE/bench-byhand.sh" start "$mode") || die "F-Stack by hand ($mode) did not start"
   containers=$("$HERE/bench-byhand.sh" containers "$mode")
-  # Paused but while measured: its lcore busy-polls, and the pods' lcores share its CPU.
-  # shellcheck disable=SC2086 # a list of names
-  podman pause $containers >/dev/null
   arm_names+=("byhand-$mode") arm_urls+=("$url") arm_where+=(podman) arm_containers+=("$containers")
 done
 
@@ -156,6 +153,11 @@ load() {
 for url in "${arm_urls[@]}"; do
   # shellcheck disable=SC2086
   $CLIENT sh -c "command -v curl >/dev/null && curl -fsS -o /dev/null --max-time 5 '$url' || true"
+done
+# The by-hand arms are paused but while measured: their lcores poll the CPU the pods' lcores use.
+for i in "${!arm_names[@]}"; do
+  # shellcheck disable=SC2086 # a list of names
+  if [ "${arm_where[$i]}" = podman ]; then podman pause ${arm_containers[$i]} >/dev/null; fi
 done
 results=$(mktemp)
 log "arms: $(for i in "${!arm_names[@]}"; do printf '%s %s; ' "${arm_names[$i]}" "${arm_urls[$i]}"; done)$RUNS runs per arm of ${DURATION}s, $CONNECTIONS connections, interleaved$([ "${SHORT:-0}" = 1 ] && echo ", short connections (Connection: close)")"
