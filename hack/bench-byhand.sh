@@ -173,7 +173,7 @@ start() {
         || bh_die "no ConfigMap fstack-demo/fstack-nginx-conf: kubectl apply -f config/samples/local-cluster/fstack-nginx.yaml"
       # What F-Stack's Nginx docs add: one worker per F-Stack process, its config.ini, no daemon.
       { printf 'worker_processes 1;\nfstack_conf /var/run/byhand/config.ini;\ndaemon off;\nuser root;\n'; cat "$dir/nginx.conf.in"; } >"$dir/nginx.conf"
-      podman_run kfs-byhand-nginx nginx --entrypoint /usr/local/nginx_fstack/sbin/nginx "$FSTACK_NGINX_IMAGE" -c /var/run/byhand/nginx.conf
+      start_fstack_nginx
       ;;
   esac
   vsctl --may-exist add-port "$OVS_BRIDGE" "$port" -- set Interface "$port" type=dpdkvhostuserclient \
@@ -188,10 +188,29 @@ start() {
   echo "http://${ADDR[$mode]}/"
 }
 
+# start_fstack_nginx: F-Stack's Nginx, started again when its master gives up on its worker's
+# F-Stack initialisation ("primary worker process failed to initialize", seen on a loaded 2-core
+# node), as one does by hand.
+start_fstack_nginx() {
+  local try
+  for try in 1 2 3; do
+    podman rm -f kfs-byhand-nginx >/dev/null 2>&1 || true
+    podman_run kfs-byhand-nginx nginx --entrypoint /usr/local/nginx_fstack/sbin/nginx "$FSTACK_NGINX_IMAGE" -c /var/run/byhand/nginx.conf
+    sleep 5
+    [ "$(podman inspect -f '{{.State.Running}}' kfs-byhand-nginx 2>/dev/null)" = true ] && return 0
+    bh_log "F-Stack's Nginx exited at start (try $try): $(podman logs --tail 1 kfs-byhand-nginx 2>&1)"
+  done
+  bh_die "F-Stack's Nginx did not start: $(podman logs --tail 30 kfs-byhand-nginx 2>&1)"
+}
+
 wait_http() {
 
+  local c
   for _ in $(seq 150); do
     curl -fsS -o /dev/null --max-time 1 "$1" 2>/dev/null && return 0
+    for c in $(containers "$mode"); do
+      [ "$(podman inspect -f '{{.State.Running}}' "$c" 2>/dev/null)" = true ] || bh_die "$c exited: $(podman logs --tail 30 "$c" 2>&1)"
+    done
     sleep 0.2
   done
   bh_die "$1 does not answer after 30 s+: podman logs $(containers "$mode" | tr ' ' ',')"

@@ -41,7 +41,7 @@ func (s *Supervisor) contextMetrics() *contextMetrics {
 func (s *Supervisor) newContextMetrics() {
 	m := &contextMetrics{
 		free: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "fstack_shim_contexts_free",
-			Help: "Free shim contexts of each F-Stack instance (process, by proc_id; of 32): apps killed with SIGKILL never give theirs back."}, []string{"process"}),
+			Help: "Free shim contexts of each F-Stack instance (process, by proc_id; of 32): a context held only by processes killed with SIGKILL comes back within a second (F-Stack patch 0007)."}, []string{"process"}),
 		capacity: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "fstack_shim_contexts_capacity",
 			Help: "Shim contexts of each F-Stack instance (process, by proc_id)."}, []string{"process"}),
 		up: prometheus.NewGauge(prometheus.GaugeOpts{Name: "fstack_shim_contexts_read_up",
