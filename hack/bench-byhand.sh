@@ -48,8 +48,8 @@ port_name() { echo "kfsbh-$1"; }
 # stack_of MODE: the StackInstance whose pods the arm is compared with.
 stack_of() { if [ "$1" = shim ]; then echo local-vhost; else echo local-fstack-nginx; fi; }
 
-# config_ini MODE: F-Stack's sample config.ini (config.ini in F-Stack's tree) with this node's
-# facts: the lcore, the vhost-user vdev (the server end, OVS connects as the client, as pods do)
+# config_ini MODE: F-Stack's sample config.ini (config.ini in F-Stack v1.25's tree, its sections and
+# values as they are, without its example vlan_filter and rss_check) with this node's facts: the lcore, the vhost-user vdev (the server end, OVS connects as the client, as pods do)
 # and the port's address, and the polling the pods' StackInstance chose. Everything else is
 # F-Stack's default.
 config_ini() {
@@ -86,6 +86,12 @@ netmask=255.255.255.0
 broadcast=10.99.0.255
 gateway=$FSTACK_GATEWAY
 
+[pcap]
+enable=0
+snaplen=96
+savelen=16777216
+savepath=.
+
 [freebsd.boot]
 hz=100
 fd_reserve=1024
@@ -99,8 +105,11 @@ kern.features.inet6=1
 [freebsd.sysctl]
 kern.ipc.somaxconn=32768
 kern.ipc.maxsockbuf=16777216
+net.add_addr_allfibs=1
 net.link.ether.inet.maxhold=5
 net.inet.tcp.fast_finwait2_recycle=1
+net.inet.tcp.finwait2_timeout=5000
+net.inet.tcp.maxtcptw=128
 net.inet.tcp.sendspace=16384
 net.inet.tcp.recvspace=8192
 net.inet.tcp.cc.algorithm=cubic
@@ -113,9 +122,20 @@ net.inet.tcp.sack.enable=1
 net.inet.tcp.blackhole=1
 net.inet.tcp.msl=2000
 net.inet.tcp.delayed_ack=1
+net.inet.tcp.rfc1323=1
 net.inet.udp.blackhole=1
 net.inet.ip.redirect=0
 net.inet.ip.forwarding=0
+net.inet.ip.portrange.randomized=1
+net.inet.ip.portrange.randomtime=0
+net.inet6.ip6.auto_linklocal=1
+net.inet6.ip6.accept_rtadv=2
+net.inet6.icmp6.rediraccept=1
+net.inet6.ip6.forwarding=0
+net.inet.tcp.functions_default=freebsd
+net.inet.tcp.hpts.skip_swi=1
+net.inet.tcp.hpts.minsleep=250
+net.inet.tcp.hpts.maxsleep=51200
 EOF
 }
 
