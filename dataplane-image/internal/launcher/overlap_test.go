@@ -189,6 +189,23 @@ func TestSIGTERMDuringTheOverlapStopsBoth(t *testing.T) {
 	}
 }
 
+// A move of the dataplane's generation while both Nginx run stops both (each a DPDK secondary
+// of the primary that is gone), and the restart is recorded as the dataplane's. On main the two
+// never ran at once.
+func TestGenerationMoveDuringTheOverlapStopsBoth(t *testing.T) {
+	rl := runReloadable(t, 5, func(l *Launcher) { l.ReloadWait = time.Minute })
+	v1 := masterOf(t, rl, "v1")
+	rl.reloadTo(t, "hang")
+	hung := masterOf(t, rl, "hang")
+	waitFor(t, "both masters running", func() bool { return alivePid(v1) && alivePid(hung) })
+	write(t, rl.dir, podcontract.GenerationFile, "2\n")
+	waitFor(t, "both masters stopped", func() bool { return !alivePid(v1) && !alivePid(hung) })
+	waitFor(t, "the restart recorded", func() bool { return rl.restarts().ByReason[podcontract.AppRestartDataplane] == 1 })
+	if r := rl.restarts(); r.ByReason[podcontract.AppRestartReload] != 0 {
+		t.Errorf("record %+v: the reload that never served was counted", r)
+	}
+}
+
 // The old Nginx exiting on its own while the new one starts hands over to the new one at once:
 // it is not taken for the app's exit (no restart for it, no third start). On main the two
 // never ran at once.
