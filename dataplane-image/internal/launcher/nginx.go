@@ -145,7 +145,7 @@ func (l *Launcher) stopNginxIn(pid int, exited context.Context, killed string, s
 	left := groupMembers(pid)
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	<-exited.Done()
-	l.log().Warn(killed+": each process killed held a shim context that is now lost until the dataplane restarts", "killed", len(left), "pids", fmt.Sprint(left))
+	l.log().Warn(killed+": each process killed held a shim context, which F-Stack gives back within a second (patch 0007)", "killed", len(left), "pids", fmt.Sprint(left))
 	return "with SIGKILL"
 }
 

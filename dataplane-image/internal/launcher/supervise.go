@@ -312,7 +312,7 @@ func (l *Launcher) killLeftovers(pgid int) {
 	for len(groupMembers(pgid)) > 0 && time.Now().Before(deadline) {
 		time.Sleep(l.Poll)
 	}
-	l.log().Warn("the app's processes that outlived it were killed: each held a shim context that is now lost until the dataplane restarts", "killed", len(left), "pids", fmt.Sprint(left))
+	l.log().Warn("the app's processes that outlived it were killed: each held a shim context, which F-Stack gives back within a second (patch 0007)", "killed", len(left), "pids", fmt.Sprint(left))
 }
 
 // leftoverWait bounds the wait for SIGKILLed leftovers to die (a process in uninterruptible
