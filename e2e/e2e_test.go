@@ -247,12 +247,13 @@ func TestEndToEnd(t *testing.T) {
 	step(t, "F-Stack's Nginx (spec.program Nginx, its stand-in) is the pod's dataplane: the supervisor sets worker_processes and fstack_conf, counts the worker; Ready, ping, metrics up",
 		checkNativeProgram("Nginx", `-g worker_processes 1; fstack_conf /etc/f-stack/config.ini; daemon off;`, "process is up (an nginx worker)", "stand-in F-Stack's Nginx (not F-Stack): 1 workers"))
 
-	step(t, "the sample Nginx's httpGet readiness and tcpSocket liveness probes pass through the dataplane, though nothing answers on the pod IP; kubectl exec into it takes no shim context", func(t *testing.T) {
+	step(t, "the sample Nginx's httpGet readiness and tcpSocket liveness probes pass through the dataplane, though nothing answers on the pod IP, from the first (no Unhealthy event from its creation to two liveness periods after Ready); kubectl exec into it takes no shim context", func(t *testing.T) {
 		mustApply(t, nginxSample(t))
 		p := waitNginxReady(t)
 		checkProbesRewritten(t, p)
 		checkNoListenerOnPodIP(t, p)
 		checkExecTakesNoShimContext(t, p)
+		checkNoProbeFailedAtStart(t, p)
 		deleteNginxSample(t, p)
 	})
 

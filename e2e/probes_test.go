@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
@@ -165,6 +166,45 @@ func checkPodIdentityInLog(t *testing.T, p *corev1.Pod, logs string) {
 				t.Fatalf("a dataplane log line has %s=%q, want %q (the pod's downward-API files): %v", k, l[k], v, l)
 			}
 		}
+	}
+}
+
+// checkNoProbeFailedAtStart (issue 40 §3): the app's probes pass from the first one, since the
+// supervisor is ready only once the probe agent is attached; a new pod's kubelet records no
+// Unhealthy event (a failed probe) from its creation until two liveness periods after Ready,
+// so at least one liveness probe ran on the ready pod.
+func checkNoProbeFailedAtStart(t *testing.T, p *corev1.Pod) {
+	t.Helper()
+	ctx := context.Background()
+	var readyAt time.Time
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			readyAt = c.LastTransitionTime.Time
+		}
+	}
+	live := container(p, "nginx").LivenessProbe
+	if readyAt.IsZero() || live == nil || live.PeriodSeconds <= 0 {
+		t.Fatalf("pod %s: Ready since %v, liveness probe %+v", p.Name, readyAt, live)
+	}
+	// The Ready condition's time has a second's precision: one more covers it.
+	time.Sleep(time.Until(readyAt.Add(time.Duration(2*live.PeriodSeconds+1) * time.Second)))
+	evs, err := env.Clientset.CoreV1().Events(p.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(p.UID)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failed, seen []string
+	for _, e := range evs.Items {
+		line := fmt.Sprintf("%s %s (x%d, last %s): %s", e.Type, e.Reason, max(e.Count, 1), e.LastTimestamp.UTC().Format(time.RFC3339), e.Message)
+		seen = append(seen, line)
+		if e.Reason == "Unhealthy" {
+			failed = append(failed, line)
+		}
+	}
+	if len(failed) > 0 {
+		t.Fatalf("pod %s (Ready at %s) had failed probes: %q\nits events: %q", p.Name, readyAt.UTC().Format(time.RFC3339), failed, seen)
+	}
+	if len(seen) == 0 {
+		t.Fatalf("pod %s has no events at all: the list cannot show a probe's failure", p.Name)
 	}
 }
 

@@ -95,25 +95,66 @@ func PlaceLcores(cpus []int, need int, switchCPUs []int, shared bool) []int {
 	return chosen
 }
 
-// PlacementWarnings says what the chosen lcore CPUs share: the switch's PMD, and under
-// cpuPolicy Shared, the app's CPUs when none of cpus is left for it.
-func PlacementWarnings(cpus, lcores, switchCPUs []int, shared bool) []string {
+// PlacementWarnings says what the chosen lcore CPUs share: the switch's PMD, and the app's
+// workers when appCPUs (the app containers' cpuset where the supervisor knows it, the shared
+// pool under cpuPolicy Shared; nil where it does not, and where no app runs under the shim)
+// has no CPU the launcher can keep them on. It asks AppCPUs, which the launcher follows, so the
+// warning and what the launcher does cannot disagree.
+func PlacementWarnings(lcores, switchCPUs, appCPUs []int) []string {
 	var w []string
-	var polled []string
-	for _, c := range lcores {
-		if slices.Contains(switchCPUs, c) {
-			polled = append(polled, fmt.Sprint(c))
+	if s := switchWarning(lcores, switchCPUs); s != "" {
+		w = append(w, s)
+	}
+	if len(appCPUs) > 0 {
+		if _, apart := AppCPUs(appCPUs, &Placement{LcoreCPUs: lcores, SwitchCPUs: switchCPUs}); !apart {
+			w = append(w, fmt.Sprintf("cpuPolicy Shared: the shared pool (CPUs %s) has no CPU beside the lcores' for the app, whose workers then share them; "+
+				"a node with more shared CPUs, or cpuPolicy Exclusive, separates them", JoinCPUs(appCPUs)))
 		}
 	}
-	if len(polled) > 0 {
-		w = append(w, fmt.Sprintf("lcore CPU %s is also polled by the switch's PMD thread (OVS pmd-cpu-mask): each gets part of the CPU; "+
-			"give the dataplane CPUs the switch does not poll (kubelet's reservedSystemCPUs for the PMD)", strings.Join(polled, ",")))
-	}
-	if shared && len(lcores) >= len(cpus) {
-		w = append(w, fmt.Sprintf("cpuPolicy Shared: the shared pool (CPUs %s) has no CPU beside the lcores' for the app, whose workers then share them; "+
-			"a node with more shared CPUs, or cpuPolicy Exclusive, separates them", JoinCPUs(cpus)))
-	}
 	return w
+}
+
+// switchWarning says which lcore CPUs the switch's PMD threads also poll, or "".
+func switchWarning(lcores, switchCPUs []int) string {
+	polled := map[int]bool{}
+	for _, c := range switchCPUs {
+		polled[c] = true
+	}
+	var both []string
+	for _, c := range lcores {
+		if polled[c] {
+			both = append(both, fmt.Sprint(c))
+		}
+	}
+	if len(both) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("lcore CPU %s is also polled by the switch's PMD thread (OVS pmd-cpu-mask): each gets part of the CPU; "+
+		"give the dataplane CPUs the switch does not poll (kubelet's reservedSystemCPUs for the PMD)", strings.Join(both, ","))
+}
+
+// SharedCPUs says in one printable line what the lcores share, for people: the Warning Event
+// the operator records on the pod and the pod's row in `kubectl fstack status` both say it in
+// these words (each cut to its own length). "" when nothing is shared. p comes from the pod
+// (its /status), so the line is made printable here; the supervisor's warnings are all of it,
+// but an lcore the placement itself shows on a switch CPU is said even when they omit it.
+func (p *Placement) SharedCPUs() string {
+	if p == nil {
+		return ""
+	}
+	var said []string
+	for _, w := range p.Warnings {
+		if strings.TrimSpace(w) != "" {
+			said = append(said, w)
+		}
+	}
+	if s := switchWarning(p.LcoreCPUs, p.SwitchCPUs); s != "" && !slices.Contains(said, s) {
+		said = append(said, s)
+	}
+	if len(said) == 0 {
+		return ""
+	}
+	return "CPUs shared: " + Printable(strings.Join(said, "; "))
 }
 
 // AppCPUs orders the app container's CPUs (own, ascending) for its workers: those no lcore runs

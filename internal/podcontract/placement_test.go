@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -68,15 +69,74 @@ func TestAppCPUsKeepOffTheLcores(t *testing.T) {
 }
 
 func TestPlacementWarningsSayWhatIsShared(t *testing.T) {
-	if w := PlacementWarnings([]int{0, 1}, []int{1}, []int{0}, true); len(w) != 0 {
+	if w := PlacementWarnings([]int{1}, []int{0}, []int{0, 1}); len(w) != 0 {
 		t.Fatalf("lcore apart from the PMD with a CPU left for the app: warnings %q", w)
 	}
-	w := PlacementWarnings([]int{0}, []int{0}, []int{0}, true)
+	w := PlacementWarnings([]int{0}, []int{0}, []int{0})
 	if len(w) != 2 || !strings.Contains(w[0], "lcore CPU 0 is also polled by the switch") || !strings.Contains(w[1], "no CPU beside the lcores'") {
 		t.Fatalf("one CPU for everything: warnings %q", w)
 	}
-	if w := PlacementWarnings([]int{3}, []int{3}, nil, false); len(w) != 0 {
+	if w := PlacementWarnings([]int{3}, nil, nil); len(w) != 0 {
 		t.Fatalf("an exclusive CPU: warnings %q", w)
+	}
+}
+
+// The supervisor warns that the app's workers share the lcores' CPUs exactly when the launcher,
+// given the same cpuset (cpuPolicy Shared: both containers on the pool), finds no other CPU
+// for them; a program (spec.program) has no app under the shim and is never warned so.
+func TestPlacementWarningsSayWhereTheLauncherPutsTheApp(t *testing.T) {
+	for _, c := range []struct {
+		name                string
+		pool, lcores, polls []int
+	}{
+		{"one CPU", []int{0}, []int{0}, nil},
+		{"two CPUs, one lcore", []int{0, 1}, []int{1}, nil},
+		{"two CPUs, two lcores", []int{0, 1}, []int{0, 1}, nil},
+		{"the CPU left is the switch's", []int{0, 1}, []int{1}, []int{0}},
+		{"four CPUs, three lcores", []int{0, 1, 2, 3}, []int{1, 2, 3}, []int{3}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, apart := AppCPUs(c.pool, &Placement{LcoreCPUs: c.lcores, SwitchCPUs: c.polls})
+			said := slices.ContainsFunc(PlacementWarnings(c.lcores, c.polls, c.pool), func(w string) bool {
+				return strings.Contains(w, "no CPU beside the lcores' for the app")
+			})
+			if said == apart {
+				t.Errorf("the launcher keeps the app apart: %v; the supervisor warns it shares: %v", apart, said)
+			}
+			if w := PlacementWarnings(c.lcores, c.polls, nil); slices.ContainsFunc(w, func(w string) bool { return strings.Contains(w, "for the app") }) {
+				t.Errorf("no app under the shim (a program): warnings %q", w)
+			}
+		})
+	}
+}
+
+// One line says what the lcores share, whoever prints it (the operator's Event, kubectl fstack
+// status): the supervisor's warnings, printable, and an lcore on a switch CPU even where they
+// omit it.
+func TestSharedCPUsSaysItInOneLine(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		p    *Placement
+		want string
+	}{
+		{"no placement", nil, ""},
+		{"well placed", &Placement{LcoreCPUs: []int{1}, SwitchCPUs: []int{0}}, ""},
+		{"blank warnings", &Placement{LcoreCPUs: []int{1}, Warnings: []string{"", " "}}, ""},
+		{"two warnings", &Placement{LcoreCPUs: []int{1}, Warnings: []string{"a", "b"}}, "CPUs shared: a; b"},
+		{"control characters", &Placement{LcoreCPUs: []int{1}, Warnings: []string{"a\x1b[2J\nb\u202e"}}, `CPUs shared: a\x1b[2J\nb\u202e`},
+		{"switch CPU not in the warnings", &Placement{LcoreCPUs: []int{0, 1}, SwitchCPUs: []int{1}, Warnings: []string{"a"}},
+			"CPUs shared: a; " + switchWarning([]int{1}, []int{1})},
+		{"switch CPU in the warnings", &Placement{LcoreCPUs: []int{0}, SwitchCPUs: []int{0}, Warnings: PlacementWarnings([]int{0}, []int{0}, nil)},
+			"CPUs shared: " + switchWarning([]int{0}, []int{0})},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := c.p.SharedCPUs(); got != c.want {
+				t.Errorf("SharedCPUs() = %q, want %q", got, c.want)
+			}
+		})
+	}
+	if !strings.HasPrefix(switchWarning([]int{1}, []int{1}), "lcore CPU 1 is also polled by the switch's PMD thread") {
+		t.Errorf("switchWarning = %q", switchWarning([]int{1}, []int{1}))
 	}
 }
 

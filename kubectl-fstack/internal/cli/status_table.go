@@ -302,9 +302,10 @@ func dataplaneColumns(p PodStatus) (state, restarts string) {
 			}
 		}
 	}
-	if pl := d.Placement; pl != nil && len(pl.Warnings) > 0 && d.State == "running" {
-		// What busy-polling shares costs most of the throughput: said in the row, whole in -o json.
-		state += "; CPUs shared: " + podcontract.Clip(pl.Warnings[0], maxReasonText)
+	if shared := d.Placement.SharedCPUs(); shared != "" && d.State == "running" {
+		// What busy-polling shares costs most of the throughput: said in the row in the words
+		// of the pod's CPUsShared event, whole in -o json.
+		state += "; " + podcontract.Clip(shared, maxReasonText)
 	}
 	if p.Program != nil {
 		state += fmt.Sprintf(" (program %s, was container %s)", p.Program.Mode, p.Program.Container)

@@ -179,7 +179,7 @@ func TestStatusSaysWhatTheLcoresShare(t *testing.T) {
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, InitContainerStatuses: []corev1.ContainerStatus{
 			{Name: podcontract.DataplaneContainer, Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}}
 	sv := &podcontract.DataplaneStatus{Reason: "ready", Placement: &podcontract.Placement{LcoreCPUs: []int{0},
-		Warnings: podcontract.PlacementWarnings([]int{0}, []int{0}, []int{0}, true)}}
+		Warnings: podcontract.PlacementWarnings([]int{0}, []int{0}, []int{0})}}
 	l := newStackStatusList()
 	l.addStack(&fsv1.StackInstance{}, []corev1.Pod{pod}, podStatuses{got: map[podKey]*podcontract.DataplaneStatus{{"web", "p"}: sv}})
 	state, _ := dataplaneColumns(l.Items[0].Pods[0])
@@ -188,5 +188,17 @@ func TestStatusSaysWhatTheLcoresShare(t *testing.T) {
 	}
 	if l.Items[0].Pods[0].Dataplane.Placement == nil {
 		t.Error("-o json lacks the placement")
+	}
+
+	// The row says what the operator's CPUsShared event says (podcontract's one line), cut to
+	// the row's length: both warnings when they fit, an lcore on a switch CPU that the
+	// warnings omit, and a pod's control characters escaped.
+	sv.Placement = &podcontract.Placement{LcoreCPUs: []int{0, 1}, SwitchCPUs: []int{1}, Warnings: []string{"one\x1b[2J", "two"}}
+	l = newStackStatusList()
+	l.addStack(&fsv1.StackInstance{}, []corev1.Pod{pod}, podStatuses{got: map[podKey]*podcontract.DataplaneStatus{{"web", "p"}: sv}})
+	state, _ = dataplaneColumns(l.Items[0].Pods[0])
+	want := "Running, ready; " + podcontract.Clip(sv.Placement.SharedCPUs(), maxReasonText)
+	if state != want || !strings.HasPrefix(state, `Running, ready; CPUs shared: one\x1b[2J; two; lcore CPU 1 is also polled by the switch's PMD thread`) {
+		t.Errorf("dataplane column %q, want %q", state, want)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -43,6 +44,10 @@ const (
 	// EventRestartedInPlace: the supervisor restarted the dataplane's generation, or the
 	// launcher an app, inside its container, which the container's restartCount does not show.
 	EventRestartedInPlace = "RestartedInPlace"
+	// EventCPUsShared: at the pod's first readiness (or a return), its supervisor's placement
+	// says its lcores share a CPU with the switch's PMD or the app's workers; once per pod and
+	// placement.
+	EventCPUsShared = "CPUsShared"
 )
 
 // Bounds on what reading the pods' /status may cost the operator: it shares its CPU with the
@@ -55,7 +60,8 @@ const (
 	// every pod of a node unready together, which a couple of workers drain in seconds.
 	podHealthWorkers = 2
 	// podHealthQPS and podHealthBurst bound the reads (and the events after them) across all
-	// pods: a node's worth of pods flapping cannot turn into a flood of dials and API writes.
+	// pods: a node's worth of pods flapping, or a Deployment scaled up by hundreds (a read at
+	// each pod's first readiness), cannot turn into a flood of dials and API writes.
 	podHealthQPS   = 5
 	podHealthBurst = 20
 	// eventNoteMax is below events.k8s.io's 1 KiB limit on a note.
@@ -68,17 +74,19 @@ const (
 
 // PodHealthReconciler records Events on a bound pod when its dataplane goes unready after having
 // been ready, when it comes back, and when the supervisor's in-place restart counts grew, with
-// the reason its /status gives. It acts only on readiness transitions of pods already in the
-// operator's cache: a pod's creation and first readiness cost it nothing (no read, no write:
-// ARCHITECTURE's flat cost per pod), a fault costs one bounded GET to the pod and an Event or
-// two. A restart that never turned the pod unready is not seen here; the supervisor's metric
-// counts every one.
+// the reason its /status gives; and once, when the placement its /status gives says the lcores
+// share CPUs (CPUsShared). It acts only on readiness transitions of pods already in the
+// operator's cache: a pod's creation costs it nothing, its first readiness one bounded GET to
+// the pod after the pod is Ready (off the creation's path) and no API write unless the lcores
+// share a CPU (ARCHITECTURE's flat cost per pod); a fault costs one GET and an Event or two. A
+// restart that never turned the pod unready is not seen here; the supervisor's metric counts
+// every one.
 type PodHealthReconciler struct {
 	Reader client.Reader
 	// Writer creates the Events. They are written one by one rather than through the
 	// manager's recorder: events.k8s.io's recorder folds every event of the same pod and reason
 	// within 6 minutes into a series of the first one, whose note would hide the next fault's
-	// reason. The flood it guards against is bounded here instead (podEventBudget, the queue's
+	// reason. The flood it guards against is bounded here instead (podEventBudget, the reads'
 	// rate).
 	Writer client.Writer
 	// Instance names this replica in the Events (reportingInstance).
@@ -91,9 +99,11 @@ type PodHealthReconciler struct {
 	Now func() time.Time
 
 	httpClient *http.Client
-	seq        atomic.Uint64
-	mu         sync.Mutex
-	pods       map[types.UID]*podHealth
+	// reads spaces the reads of /status across all pods (podHealthQPS); nil: unbounded.
+	reads *rate.Limiter
+	seq   atomic.Uint64
+	mu    sync.Mutex
+	pods  map[types.UID]*podHealth
 }
 
 // podHealth is what the reconciler remembers of a pod between its transitions.
@@ -109,22 +119,30 @@ type podHealth struct {
 	// budget bounds the events of one pod: a pod whose link flaps all day costs a few events
 	// a minute, not one per flap.
 	budget *rate.Limiter
+	// first: the pod's first readiness is to be read (its placement), with no fault to report.
+	first bool
+	// readAt is the turn reserved for the next read within the reads' rate; zero: none.
+	readAt time.Time
+	// placementSaid names the CPUsShared event recorded for the pod, "" before any.
+	placementSaid string
 }
 
 // podEventBudget: 10 events at once (a fault's unready, restart and ready, three times over),
 // then one a minute.
 func newPodBudget() *rate.Limiter { return rate.NewLimiter(rate.Every(time.Minute), 10) }
 
-// podEvent is one Event to write about a pod.
-type podEvent struct{ kind, reason, note string }
+// podEvent is one Event to write about a pod. An event with a name is written once under
+// it: a second write (another replica, or this one after a restart) finds it there.
+type podEvent struct{ kind, reason, note, name string }
 
 // SetupWithManager watches the cached pods' readiness transitions.
 func (r *PodHealthReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.pods = map[types.UID]*podHealth{}
 	r.httpClient = newStatusClient()
-	limiter := workqueue.NewTypedMaxOfRateLimiter(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, time.Minute),
-		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: newBucket(podHealthQPS, podHealthBurst)})
+	// The queue's rate limiter paces only retries after an error: a watch event is queued
+	// with no wait, so the reads are paced in Reconcile (readTurn).
+	r.reads = newBucket(podHealthQPS, podHealthBurst)
+	limiter := workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, time.Minute)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("dataplane-health").
 		For(&corev1.Pod{}, builder.WithPredicates(r.transitions())).
@@ -146,8 +164,8 @@ func newStatusClient() *http.Client {
 }
 
 // transitions lets through a pod's update that turns its dataplane unready after ready, or
-// ready after an unready this reconciler saw; and deletes, to forget the pod. Creates and every
-// other update (the first readiness above all) are dropped here, before any work.
+// ready (the first time, for its placement, or after an unready this reconciler saw); and
+// deletes, to forget the pod. Creates and every other update are dropped here, before any work.
 func (r *PodHealthReconciler) transitions() predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },
@@ -178,8 +196,13 @@ func (r *PodHealthReconciler) transitions() predicate.Funcs {
 					h.down, h.downSince = true, r.now()
 				}
 				return true
+			case !was && is && h == nil:
+				// The first readiness this replica sees (a pod that was ready before it started
+				// is news too: its event's name keeps it from being said twice).
+				r.pods[cur.UID] = &podHealth{first: true, budget: newPodBudget()}
+				return true
 			case !was && is:
-				return h != nil && h.down
+				return h.down || h.first
 			}
 			return false
 		},
@@ -205,6 +228,9 @@ func (r *PodHealthReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if h == nil || pod.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
 	}
+	if wait := r.readTurn(h); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
 	ready := dataplaneReady(pod)
 	st, readErr := r.read(ctx, pod)
 	if readErr != nil {
@@ -228,6 +254,8 @@ func (r *PodHealthReconciler) decide(uid types.UID, h *podHealth, ready bool, st
 	if h != r.pods[uid] {
 		return nil // deleted meanwhile
 	}
+	first := h.first
+	h.first = false
 	var evs []podEvent
 	switch {
 	case !ready && h.down && !h.reported:
@@ -241,14 +269,25 @@ func (r *PodHealthReconciler) decide(uid types.UID, h *podHealth, ready bool, st
 		} else if readErr != nil {
 			reason += fmt.Sprintf("; its /status could not be read: %v", readErr)
 		}
-		evs = append(evs, podEvent{corev1.EventTypeWarning, EventDataplaneNotReady, "dataplane not ready: " + reason})
+		evs = append(evs, podEvent{kind: corev1.EventTypeWarning, reason: EventDataplaneNotReady, note: "dataplane not ready: " + reason})
 	case ready && h.down:
 		h.down, h.reported = false, false
-		evs = append(evs, podEvent{corev1.EventTypeNormal, EventDataplaneReady,
-			fmt.Sprintf("dataplane ready again after %s", r.now().Sub(h.downSince).Round(time.Second))})
+		evs = append(evs, podEvent{kind: corev1.EventTypeNormal, reason: EventDataplaneReady,
+			note: fmt.Sprintf("dataplane ready again after %s", r.now().Sub(h.downSince).Round(time.Second))})
 	}
-	if e := restartEvent(h, st); e != nil {
+	// At the first readiness the counts so far are the start's, not a fault's: they are only
+	// what the next fault's are counted from.
+	if e := restartEvent(h, st); e != nil && (!first || h.down) {
 		evs = append([]podEvent{*e}, evs...)
+	}
+	if ready {
+		if e := placementEvent(uid, h, st); e != nil {
+			evs = append(evs, *e)
+		}
+	}
+	if first && !h.down && h.placementSaid == "" {
+		// Well placed (or silent) at its first readiness: nothing to remember until a fault.
+		delete(r.pods, uid)
 	}
 	kept := evs[:0]
 	for _, e := range evs {
@@ -270,12 +309,15 @@ func writePodEvent(ctx context.Context, w client.Writer, instance string, now ti
 	if w == nil {
 		return nil
 	}
+	// Named as the recorder names them, the pod's name and the time, with a sequence for two
+	// events of one reconcile; or the pod's name and the event's own.
+	name := fmt.Sprintf("%s.%x.%d", pod.Name[:min(len(pod.Name), 200)], now.UnixNano(), seq)
+	if e.name != "" {
+		name = pod.Name[:min(len(pod.Name), 200)] + "." + e.name
+	}
 	ev := &eventsv1.Event{
-		// Named as the recorder names them, the pod's name and the time, with a sequence for
-		// two events of one reconcile.
-		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace,
-			Name: fmt.Sprintf("%s.%x.%d", pod.Name[:min(len(pod.Name), 200)], now.UnixNano(), seq)},
-		EventTime: metav1.NewMicroTime(now), ReportingController: reportingController, ReportingInstance: instance,
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: name},
+		EventTime:  metav1.NewMicroTime(now), ReportingController: reportingController, ReportingInstance: instance,
 		Action: "Observe", Reason: e.reason, Type: e.kind, Note: note(e.note),
 		Regarding: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
 			ResourceVersion: pod.ResourceVersion},
@@ -283,7 +325,11 @@ func writePodEvent(ctx context.Context, w client.Writer, instance string, now ti
 	if ev.ReportingInstance == "" {
 		ev.ReportingInstance = reportingController
 	}
-	return w.Create(ctx, ev)
+	err := w.Create(ctx, ev)
+	if e.name != "" && apierrors.IsAlreadyExists(err) {
+		return nil // said already, by this replica before a restart or by another
+	}
+	return err
 }
 
 // reportingController is the operator's name in its Events, as its recorder's.
@@ -335,7 +381,7 @@ func restartEvent(h *podHealth, st *podcontract.DataplaneStatus) *podEvent {
 	if len(parts) == 0 {
 		return nil
 	}
-	return &podEvent{corev1.EventTypeWarning, EventRestartedInPlace, strings.Join(parts, " | ")}
+	return &podEvent{kind: corev1.EventTypeWarning, reason: EventRestartedInPlace, note: strings.Join(parts, " | ")}
 }
 
 // read asks the pod's supervisor for its /status.

@@ -32,18 +32,23 @@ func healthPod(ready bool) *corev1.Pod {
 			InitContainerStatuses: []corev1.ContainerStatus{{Name: podcontract.DataplaneContainer, Ready: ready}}}}
 }
 
-// Only a pod that was ready and is not, and its return, reach the reconciler: creation and the
-// first readiness are dropped before any work (the pod-creation hot path stays free of it).
+// Only a pod that was ready and is not, its return, and its first readiness (for its
+// placement) reach the reconciler: its creation and every other update are dropped before any
+// work (the pod-creation hot path stays free of it).
 func TestPodHealthTransitions(t *testing.T) {
 	r := &PodHealthReconciler{pods: map[types.UID]*podHealth{}}
 	p := r.transitions()
 	up, down := healthPod(true), healthPod(false)
-	if p.Create(event.CreateEvent{Object: up}) || p.Generic(event.GenericEvent{Object: up}) {
+	if p.Create(event.CreateEvent{Object: up}) || p.Generic(event.GenericEvent{Object: up}) || len(r.pods) != 0 {
 		t.Error("a create or generic event passed")
 	}
-	if p.Update(event.UpdateEvent{ObjectOld: down, ObjectNew: up}) {
-		t.Error("the first readiness passed")
+	if p.Update(event.UpdateEvent{ObjectOld: down, ObjectNew: down}) || len(r.pods) != 0 {
+		t.Error("an update of a pod not yet ready passed")
 	}
+	if !p.Update(event.UpdateEvent{ObjectOld: down, ObjectNew: up}) || r.pods["u1"] == nil || !r.pods["u1"].first || r.pods["u1"].down {
+		t.Errorf("the first readiness did not pass, to read the placement: memory %+v", r.pods["u1"])
+	}
+	delete(r.pods, "u1") // read, well placed: forgotten, as Reconcile does
 	if p.Update(event.UpdateEvent{ObjectOld: up, ObjectNew: up}) {
 		t.Error("an update with no readiness change passed")
 	}
@@ -52,6 +57,10 @@ func TestPodHealthTransitions(t *testing.T) {
 	}
 	if !p.Update(event.UpdateEvent{ObjectOld: down, ObjectNew: up}) {
 		t.Error("the return after an unready did not pass")
+	}
+	r.pods["u1"].down = false // reconciled
+	if p.Update(event.UpdateEvent{ObjectOld: down, ObjectNew: up}) {
+		t.Error("a readiness neither first nor after an unready seen passed")
 	}
 	if p.Delete(event.DeleteEvent{Object: up}) || len(r.pods) != 0 {
 		t.Errorf("delete: memory %v", r.pods)

@@ -167,7 +167,7 @@ func (r *UnschedulableReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	failing, fitting := nodefit.Failures(&pod.Spec, nodes.Items)
 	text := nodefit.Note(pod.Namespace+"/"+pod.Labels[fsv1.StackLabel], failing, fitting, eventNoteMax)
 	if prev, say := r.toSay(req.NamespacedName, pod.UID, text); say {
-		e := podEvent{corev1.EventTypeWarning, EventNoNodeForStack, text}
+		e := podEvent{kind: corev1.EventTypeWarning, reason: EventNoNodeForStack, note: text}
 		if err := writePodEvent(ctx, r.Writer, r.Instance, r.now(), r.seq.Add(1), pod, e); err != nil {
 			r.unsay(req.NamespacedName, text, prev)
 			log.FromContext(ctx).Error(err, "record event", "pod", req.NamespacedName, "reason", e.reason)

@@ -15,6 +15,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	fsv1 "github.com/kube-fstack/kube-fstack/api/v1alpha1"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
 	"github.com/kube-fstack/kube-fstack/internal/test/fixtures"
 	"github.com/kube-fstack/kube-fstack/internal/test/testenv"
@@ -73,15 +74,19 @@ func (s *supervisorStandIn) readCount() int {
 
 // A bound pod's dataplane that goes unready after having been ready gets a Warning event with
 // the supervisor's reason and one for the restart it made in place; when it is ready again, a
-// Normal event and one for each count that grew since. The pod's creation and its first
-// readiness cost the operator no read of /status (nor any write): the stand-in counts the reads.
+// Normal event and one for each count that grew since. The pod's creation costs the operator no
+// read of /status, its first readiness one (for the placement) and no write for a well-placed
+// pod: the stand-in counts the reads.
 func TestDataplaneHealthEvents(t *testing.T) {
 	ctx := context.Background()
 	si := stack(t, "vhost-user", "health")
 	testenv.CreateIfAbsent(t, k8s, si)
+	supervisor.set(&podcontract.DataplaneStatus{Generation: 1, Ready: true, Reason: "ready",
+		Placement: &podcontract.Placement{LcoreCPUs: []int{3}, SwitchCPUs: []int{0}}})
 	before := supervisor.readCount()
 	pod := statusPod(t, "health-a", si.Name, "node-a", corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}, false, 0)
-	setDataplane(t, pod, true) // first readiness: no event, no read
+	setDataplane(t, pod, true) // first readiness: one read, no event
+	waitReads(t, before+1)
 
 	killed := time.Now().UTC().Truncate(time.Second)
 	supervisor.set(&podcontract.DataplaneStatus{Generation: 2, Ready: false,
@@ -107,9 +112,12 @@ func TestDataplaneHealthEvents(t *testing.T) {
 	waitEvent(t, pod, corev1.EventTypeWarning, controller.EventRestartedInPlace,
 		"the dataplane (a new F-Stack generation) restarted in place: 1 since last seen, 2 in all; last at "+again.Format(time.RFC3339)+": process_exit: F-Stack process 0 (primary) exited: signal: killed")
 	waitEvent(t, pod, corev1.EventTypeWarning, controller.EventRestartedInPlace, "the dataplane (a new F-Stack generation) restarted in place: 1 since last seen, 2 in all; last at "+again.Format(time.RFC3339)+": process_exit: F-Stack process 0 (primary) exited: signal: killed | app nginx restarted in place: 1 since last seen, 1 in all")
-	// Two transitions, two reads: the creation and first readiness made none.
-	if n := supervisor.readCount() - before; n != 2 {
-		t.Errorf("the operator read /status %d times; want 2 (one per transition)", n)
+	// Two transitions, two reads, and the first readiness's: the creation made none.
+	if n := supervisor.readCount() - before; n != 3 {
+		t.Errorf("the operator read /status %d times; want 3 (the first readiness and one per transition)", n)
+	}
+	if evs := eventsAbout(t, pod, controller.EventCPUsShared); len(evs) != 0 {
+		t.Errorf("a well-placed pod has %s events: %+v", controller.EventCPUsShared, evs)
 	}
 
 	// A dataplane image without /status: the event says the probe fails and why no reason.
@@ -122,6 +130,97 @@ func TestDataplaneHealthEvents(t *testing.T) {
 	if err := k8s.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Issue 40 §1: what the supervisor could not keep apart is said in the pod's events. A pod whose
+// /status placement says its lcores share CPUs gets one Warning CPUsShared event at its first
+// readiness, in the words of kubectl fstack status's row (podcontract's SharedCPUs), and not
+// again when a fault's return reads the same; a well-placed pod gets none.
+func TestSharedCPUsEvent(t *testing.T) {
+	ctx := context.Background()
+	// Two pods at once, so a pool: of the network's, addresses no other test's pool reaches.
+	si := fixtures.Stack(t, "vhost-user", fixtures.InNamespace(optedInNS, "placement"), func(si *fsv1.StackInstance) {
+		p := &si.Spec.Ports[0]
+		p.IPv4 = &fsv1.IPv4Address{From: fsv1.AddressPool, Gateway: "10.56.3.1",
+			Pool: &fsv1.IPPool{Ranges: []string{"10.56.3.200-10.56.3.201"}, PrefixLength: 24}}
+		p.IPv6 = nil
+	})
+	testenv.CreateIfAbsent(t, k8s, si)
+	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+
+	// Well placed: the lcore off the switch's CPU, a CPU left for the app.
+	supervisor.set(&podcontract.DataplaneStatus{Generation: 1, Ready: true, Reason: "ready",
+		Placement: &podcontract.Placement{LcoreCPUs: []int{1}, SwitchCPUs: []int{0}}})
+	before := supervisor.readCount()
+	good := statusPod(t, "placed-well", si.Name, "node-a", running, false, 0)
+	setDataplane(t, good, true)
+	waitReads(t, before+1)
+	// The first readiness's reconcile is over once a later one's event is written (the queue
+	// hands one pod to one worker at a time).
+	supervisor.set(&podcontract.DataplaneStatus{Generation: 1, Reason: "port 0 (attachment net1): link down for 1s"})
+	setDataplane(t, good, false)
+	waitEvent(t, good, corev1.EventTypeWarning, controller.EventDataplaneNotReady, "dataplane not ready: port 0")
+	if evs := eventsAbout(t, good, controller.EventCPUsShared); len(evs) != 0 {
+		t.Errorf("a well-placed pod has %s events: %+v", controller.EventCPUsShared, evs)
+	}
+
+	// The lab's two-CPU pool under cpuPolicy Shared with two lcores, one the PMD's: the
+	// supervisor's own warnings.
+	placement := &podcontract.Placement{LcoreCPUs: []int{0, 1}, SwitchCPUs: []int{0},
+		Warnings: podcontract.PlacementWarnings([]int{0, 1}, []int{0}, []int{0, 1})}
+	shared := &podcontract.DataplaneStatus{Generation: 1, Ready: true, Reason: "ready", Placement: placement}
+	supervisor.set(shared)
+	bad := statusPod(t, "cpus-shared", si.Name, "node-a", running, false, 0)
+	setDataplane(t, bad, true)
+	want := placement.SharedCPUs()
+	if len(placement.Warnings) != 2 || len(want) > 1000 {
+		t.Fatalf("the test's placement: warnings %q, note of %d bytes", placement.Warnings, len(want))
+	}
+	waitEvent(t, bad, corev1.EventTypeWarning, controller.EventCPUsShared, want)
+
+	// A fault and its return: the return's read shows the same placement, said already.
+	supervisor.set(&podcontract.DataplaneStatus{Generation: 1, Reason: "port 0 (attachment net1): link down for 1s", Placement: placement})
+	setDataplane(t, bad, false)
+	waitEvent(t, bad, corev1.EventTypeWarning, controller.EventDataplaneNotReady, "dataplane not ready: port 0")
+	supervisor.set(shared)
+	setDataplane(t, bad, true)
+	waitEvent(t, bad, corev1.EventTypeNormal, controller.EventDataplaneReady, "dataplane ready again after ")
+	evs := eventsAbout(t, bad, controller.EventCPUsShared)
+	if len(evs) != 1 || evs[0].Note != want || evs[0].Type != corev1.EventTypeWarning {
+		t.Fatalf("%s events about the pod: %+v; want one, saying %q", controller.EventCPUsShared, evs, want)
+	}
+	for _, p := range []*corev1.Pod{good, bad} {
+		if err := k8s.Delete(ctx, p, client.GracePeriodSeconds(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitReads waits until the stand-in supervisor has answered n reads in all.
+func waitReads(t *testing.T, n int) {
+	t.Helper()
+	testenv.Eventually(t, 20*time.Second, func() error {
+		if got := supervisor.readCount(); got < n {
+			return fmt.Errorf("%d reads of /status, want %d", got, n)
+		}
+		return nil
+	})
+}
+
+// eventsAbout lists the events about obj with the reason.
+func eventsAbout(t *testing.T, obj client.Object, reason string) []eventsv1.Event {
+	t.Helper()
+	list := &eventsv1.EventList{}
+	if err := k8s.List(context.Background(), list, client.InNamespace(obj.GetNamespace())); err != nil {
+		t.Fatal(err)
+	}
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Regarding.UID == obj.GetUID() && e.Reason == reason {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // setDataplane writes the dataplane's readiness as the kubelet would.

@@ -98,8 +98,15 @@ func place(s *fsv1.StackInstanceSpec, cpus []int, atts map[string]render.Attachm
 	slices.Sort(switchCPUs)
 	shared := s.DPDK.CPUPolicy == fsv1.CPUShared
 	lcores := podcontract.PlaceLcores(cpus, render.DataplaneCPUCount(int(s.Processes), int(s.DPDK.LcoresPerCPU)), switchCPUs, shared)
+	// Under Shared the app containers' cpuset is this one, the pool, so what their launchers
+	// will make of it is known here. A program (spec.program) is the F-Stack processes itself:
+	// no app runs under the shim, and none can share an lcore's CPU.
+	var appCPUs []int
+	if shared && s.Program == nil {
+		appCPUs = cpus
+	}
 	return lcores, &podcontract.Placement{LcoreCPUs: lcores, SwitchCPUs: switchCPUs,
-		Warnings: podcontract.PlacementWarnings(cpus, lcores, switchCPUs, shared)}
+		Warnings: podcontract.PlacementWarnings(lcores, switchCPUs, appCPUs)}
 }
 
 func (f *FactSource) cpus(processes, lcoresPerCPU int) ([]int, error) {

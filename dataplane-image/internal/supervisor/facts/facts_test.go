@@ -208,3 +208,33 @@ func TestGatherPlacesSharedLcoresOffTheSwitchAndTheApp(t *testing.T) {
 		t.Errorf("exclusive: lcore CPUs %v, warnings %q; want [4], none", facts.DataplaneCPUs, facts.Placement.Warnings)
 	}
 }
+
+// A program (spec.program) is the F-Stack processes itself, with no app under the shim: under
+// cpuPolicy Shared with every CPU of the pool an lcore, nothing shares them, and the placement
+// says nothing (its warnings become a Warning Event on the pod). A shim app in that pool would.
+func TestGatherWarnsOfTheAppOnlyWhereThereIsOne(t *testing.T) {
+	spec := vhostSpec(2)
+	spec.DPDK.CPUPolicy = fsv1.CPUShared
+	h := newHarness(t, spec)
+	h.writeDevinfo()
+	h.cpus = []int{0, 1}
+	facts, err := h.facts().Gather(checked(t, spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := facts.Placement.Warnings; len(w) != 1 || !strings.Contains(w[0], "no CPU beside the lcores' for the app") {
+		t.Errorf("a shim app on a pool of lcores: warnings %q, want the app's", w)
+	}
+
+	spec.Program = &fsv1.ProgramSpec{Mode: fsv1.ProgramPerProcess}
+	h = newHarness(t, spec)
+	h.writeDevinfo()
+	h.cpus = []int{0, 1}
+	facts, err = h.facts().Gather(checked(t, spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := facts.Placement.Warnings; len(w) != 0 {
+		t.Errorf("a program on a pool of lcores: warnings %q, want none", w)
+	}
+}
