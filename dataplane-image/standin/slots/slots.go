@@ -15,10 +15,11 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/supervisor/contexts"
 	"github.com/kube-fstack/kube-fstack/internal/fsutil"
 	"github.com/kube-fstack/kube-fstack/internal/shimctx"
-	"golang.org/x/sys/unix"
 )
 
 // Kind is the --shim-contexts value of the slot files.
