@@ -160,7 +160,7 @@ func nginxWorkers(t *testing.T, p *corev1.Pod) []int {
 // waitNginxWorkers waits until the pod has want Nginx workers: the pod can be Ready (the
 // dataplane's probes, a tcpSocket probe the master's listener answers) a moment before the
 // master has forked them, so one look right after Ready saw none now and then.
-func waitNginxWorkers(t *testing.T, p *corev1.Pod, want int, why string) []int {
+func waitNginxWorkers(t *testing.T, p *corev1.Pod, want int, why string) []int { //nolint:unparam // every stack of the suite has one F-Stack instance today; want says what the caller expects
 	t.Helper()
 	var workers []int
 	err := framework.Poll(fmt.Sprintf("%d nginx workers (%s)", want, why), time.Minute, time.Second, func() (bool, string, error) {
