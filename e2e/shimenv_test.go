@@ -22,7 +22,7 @@ func checkExecTakesNoShimContext(t *testing.T, p *corev1.Pod) {
 	slotFile := podcontract.DPDKRuntimeDir + "/rte/kube_fstack_standin_contexts_0"
 	out, _ := env.Kubectl("exec", "-n", p.Namespace, p.Name, "-c", "nginx", "--", "sh", "-c",
 		`echo "preload=[$`+podcontract.EnvPreload+`]"; bash -c 'exec 3<>/dev/tcp/127.0.0.1/80; echo "me=$$"; `+
-			`od -An -tu4 -w16 -j32 -N512 `+slotFile+` | while read -r pid rest; do echo "holder=$pid"; done; kill -9 $$'; echo "bash ended with $?"`)
+			`od -v -An -tu4 -w16 -j32 -N512 `+slotFile+` | while read -r pid rest; do echo "holder=$pid"; done; kill -9 $$'; echo "bash ended with $?"`)
 	if !strings.Contains(out, "bash ended with 137") {
 		t.Fatalf("the exec'd bash was not SIGKILLed after opening its socket:\n%s", out)
 	}
