@@ -85,6 +85,11 @@ func TestPatchStepRestoresTheKernelGuardSoDPDKConfiguresWithoutHeaders(t *testin
 		t.Errorf("the context reclaim is not patched in everywhere:\n%s\n%s", ops, hook)
 	}
 
+	// The shim's setsockopt sends the app's value, not whatever its shared buffer held.
+	if !strings.Contains(hook, "rte_memcpy(sh_optval, optval, optlen);") || !strings.Contains(hook, "args->optval = optval != NULL ? sh_optval : NULL;") {
+		t.Errorf("ff_hook_setsockopt is not patched:\n%s", hook)
+	}
+
 	// The tools' lcore runs on the CPU the wrapper names (fstack-tool), not CPU 0.
 	ipc := r.read(filepath.Join(r.tree, "tools/compat/ff_ipc.c"))
 	if !strings.Contains(ipc, `getenv("KUBE_FSTACK_TOOL_CPU")`) || !strings.Contains(ipc, `"ff-ipc", lcores, "-n4",`) ||
