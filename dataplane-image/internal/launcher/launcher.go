@@ -21,7 +21,8 @@
 //   - it ends an Nginx that keeps fewer workers than it configured, which serves nothing though
 //     F-Stack still answers on its listeners (workers.go), and starts it again;
 //   - it turns an Nginx reload, which under the shim leaves workers without a context, into a
-//     restart of Nginx in place (reload.go).
+//     restart of Nginx in place (reload.go): the new Nginx starts beside the old one, which is
+//     stopped once the new one serves (overlap.go).
 package launcher
 
 import (
@@ -95,6 +96,9 @@ type Launcher struct {
 	RestartWindow time.Duration
 	// NginxTest checks a configuration before a reload restarts Nginx with it (nil: nginx -t).
 	NginxTest func(ctx context.Context, argv []string) error
+	// ReloadWait bounds how long a reload's new Nginx has to bring its workers up beside the
+	// old one, which serves meanwhile (overlap.go; 0: reloadWait).
+	ReloadWait time.Duration
 	// restarts is this container's record (podcontract.AppRestartsFile); restartTimes are the
 	// restarts within the window.
 	restarts     *podcontract.Restarts
@@ -120,7 +124,7 @@ func New() *Launcher {
 		ShimDir: podcontract.ShimDir, StateDir: podcontract.AppStateDir, Container: name, WaitTimeout: 10 * time.Minute,
 		Poll: 50 * time.Millisecond, Grace: podcontract.AppGrace, QuitGrace: podcontract.AppQuitGrace, TermGrace: podcontract.AppTermGrace,
 		MovedGrace: movedGrace, DeadGrace: deadGrace, CPUs: cpuaffinity.Own, Log: os.Stderr, MinWorkerAge: time.Second, WorkerSettle: workerSettle,
-		MaxRestarts: 10, RestartWindow: 10 * time.Minute,
+		MaxRestarts: 10, RestartWindow: 10 * time.Minute, ReloadWait: reloadWait,
 	}
 }
 
