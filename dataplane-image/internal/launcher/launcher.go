@@ -32,8 +32,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/cpuaffinity"
@@ -80,6 +83,8 @@ type Launcher struct {
 	Logging logging.Options
 	logOnce sync.Once
 	logger  *slog.Logger
+	// sigs gets every signal the launcher receives while Run runs.
+	sigs chan os.Signal
 	// Getenv reads the stack's process count (podcontract.EnvInstances; nil: os.Getenv).
 	Getenv func(string) string
 	// NginxBuild learns nginx's compiled-in paths (nil: run `nginx -V`).
@@ -159,28 +164,83 @@ func (l *Launcher) Run(ctx context.Context, argv []string) int {
 		return ExitConfig
 	}
 	l.loadRestarts()
+	// Every signal is the launcher's from here to its exit: registered per run of the app, a
+	// SIGHUP between two runs (a reload while the app restarts in place) hit Go's default
+	// action and ended the container, and a SIGTERM there did not stop the wait.
+	l.sigs = make(chan os.Signal, 8)
+	signal.Notify(l.sigs)
+	defer signal.Stop(l.sigs)
 	for {
-		// The configuration first (and again at every restart: a reload's new file is read
-		// here): a refusal must not wait for the dataplane.
-		a, err := l.prepareApp(ctx, argv)
-		if err != nil {
-			l.fail(err)
-			return failureCode(err)
-		}
-		gen, env, err := l.startable(ctx, a)
-		if err != nil {
-			l.fail(err)
-			return failureCode(err)
-		}
-		if err := l.record(gen); err != nil {
-			l.fail(err)
-			return 1
+		a, env, gen, code, ok := l.prepareRun(ctx, argv)
+		if !ok {
+			return code
 		}
 		out := l.supervise(ctx, a, env, gen)
 		if out.final || !l.restartInPlace(out) {
 			return out.code
 		}
 	}
+}
+
+// prepareRun is what comes before each run of the app: the configuration first (and again at
+// every restart: a reload's new file is read here; a refusal must not wait for the dataplane),
+// then the dataplane, the shim and its contexts. Meanwhile no app runs to take the signals:
+// SIGTERM, SIGINT and SIGQUIT end the wait and the launcher (128 + the signal, as a shell
+// reports a command it stopped), and a SIGHUP needs nothing, since the app about to start reads
+// its configuration then. ok is false when the launcher exits with code.
+func (l *Launcher) prepareRun(ctx context.Context, argv []string) (a *app, env []string, gen string, code int, ok bool) {
+	ctx, stopped, done := l.signalsBetweenRuns(ctx)
+	defer done()
+	fail := func(err error) (*app, []string, string, int, bool) {
+		if sig := stopped(); sig != 0 {
+			l.log().Info("stopped before the app started", "signal", sig.String())
+			return nil, nil, "", 128 + int(sig), false
+		}
+		l.fail(err)
+		return nil, nil, "", failureCode(err), false
+	}
+	a, err := l.prepareApp(ctx, argv)
+	if err != nil {
+		return fail(err)
+	}
+	if gen, env, err = l.startable(ctx, a); err != nil {
+		return fail(err)
+	}
+	if sig := stopped(); sig != 0 {
+		return fail(nil)
+	}
+	if err := l.record(gen); err != nil {
+		l.fail(err)
+		return nil, nil, "", 1, false
+	}
+	return a, env, gen, 0, true
+}
+
+// signalsBetweenRuns reads the launcher's signals until done is called: the context it returns
+// ends on a signal that stops the container, which stopped then names.
+func (l *Launcher) signalsBetweenRuns(parent context.Context) (ctx context.Context, stopped func() syscall.Signal, done func()) {
+	ctx, cancel := context.WithCancel(parent)
+	var got atomic.Int32
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case sig := <-l.sigs:
+				switch sig {
+				case syscall.SIGTERM, syscall.SIGINT, syscall.SIGQUIT:
+					got.Store(int32(sig.(syscall.Signal)))
+					cancel()
+					return
+				case syscall.SIGHUP:
+					l.log().Info("SIGHUP while the app is not running: the app reads its configuration when it starts", "signal", sig.String())
+				}
+			}
+		}
+	}()
+	return ctx, func() syscall.Signal { return syscall.Signal(got.Load()) }, func() { cancel(); <-ended }
 }
 
 // startable waits for the dataplane's ready generation, proves the shim loads and checks the

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"sync"
 	"syscall"
 	"time"
@@ -55,9 +54,7 @@ func (l *Launcher) supervise(ctx context.Context, a *app, env []string, gen stri
 	}
 	s := &supervision{l: l, ctx: ctx, cur: r}
 	defer s.end()
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs)
-	defer signal.Stop(sigs)
+	sigs := l.sigs
 	tick := time.NewTicker(l.Poll)
 	defer tick.Stop()
 	for {
