@@ -83,10 +83,16 @@ func restartCounts(p *corev1.Pod) map[string]int32 {
 // must not move.
 func faultsInPlace(t *testing.T, p *corev1.Pod, kind string, fault func(t *testing.T, i int, p *corev1.Pod), recovered func(st *podcontract.Status, p *corev1.Pod) (bool, string)) *corev1.Pod {
 	t.Helper()
+	return faultsInPlaceN(t, p, 3, kind, fault, recovered)
+}
+
+// faultsInPlaceN is faultsInPlace with n faults.
+func faultsInPlaceN(t *testing.T, p *corev1.Pod, n int, kind string, fault func(t *testing.T, i int, p *corev1.Pod), recovered func(st *podcontract.Status, p *corev1.Pod) (bool, string)) *corev1.Pod {
+	t.Helper()
 	before := restartCounts(p)
 	first := time.Now()
 	var times []string
-	for i := 1; i <= 3; i++ {
+	for i := 1; i <= n; i++ {
 		begin := time.Now()
 		fault(t, i, p)
 		var got *corev1.Pod
@@ -113,7 +119,7 @@ func faultsInPlace(t *testing.T, p *corev1.Pod, kind string, fault func(t *testi
 		t.Logf("%s %d: serving again %s after the fault", kind, i, took)
 		p = got
 	}
-	t.Logf("%s: three faults in %s, recovered after %s; restart counts unchanged %v", kind, time.Since(first).Round(100*time.Millisecond), strings.Join(times, ", "), before)
+	t.Logf("%s: %d faults in %s, recovered after %s; restart counts unchanged %v", kind, n, time.Since(first).Round(100*time.Millisecond), strings.Join(times, ", "), before)
 	return p
 }
 
@@ -279,41 +285,6 @@ func checkKilledWorkersRecoverInPlace(t *testing.T) {
 		if !strings.Contains(logs, want) {
 			t.Errorf("the nginx container's log lacks %q:\n%s", want, logs)
 		}
-	}
-	deleteNginxSample(t, p)
-}
-
-// checkReloadsRestartNginxInPlace: `nginx -s reload` under the shim (three times, a few seconds
-// apart) restarts Nginx in place with the configuration re-read, and the shim's free contexts
-// are what they were (Nginx stopped cleanly each time). On main the reload's re-forked workers
-// died under the multi-SC shim and the pod served nothing until its liveness probe failed.
-func checkReloadsRestartNginxInPlace(t *testing.T) {
-	mustApply(t, nginxSample(t))
-	p := waitNginxReady(t)
-	waitNginxWorkers(t, p, 1, "one per F-Stack instance")
-	free := shimFree(t, p)
-	var reloads int
-	p = faultsInPlace(t, p, "nginx -s reload", func(t *testing.T, _ int, p *corev1.Pod) {
-		reloads = mustStatus(t, p).Restarts.Apps["nginx"].ByReason[podcontract.AppRestartReload]
-		if out, err := env.Kubectl("exec", "-n", p.Namespace, p.Name, "-c", "nginx", "--", "nginx", "-c", "/etc/nginx/kube-fstack/nginx.conf", "-s", "reload"); err != nil {
-			t.Fatalf("nginx -s reload: %v\n%s", err, out)
-		}
-	}, func(st *podcontract.Status, p *corev1.Pod) (bool, string) {
-		n := st.Restarts.Apps["nginx"].ByReason[podcontract.AppRestartReload]
-		if n <= reloads {
-			return false, fmt.Sprintf("nginx restarts for a reload %d (was %d)", n, reloads)
-		}
-		if len(nginxWorkers(t, p)) != 1 {
-			return false, "nginx's worker not back yet"
-		}
-		return nginxServes(p)
-	})
-	err := framework.Poll("the shim's free contexts as before the reloads ("+free+")", 30*time.Second, 200*time.Millisecond, func() (bool, string, error) {
-		now := shimFree(t, p)
-		return now == free, "free " + now, nil
-	})
-	if err != nil {
-		t.Error(err)
 	}
 	deleteNginxSample(t, p)
 }

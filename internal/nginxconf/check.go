@@ -27,6 +27,10 @@ type Plan struct {
 	Globals  []string
 	// Workers is the number of worker processes nginx will start.
 	Workers int
+	// Exclusive are the listens a second nginx cannot open while this one runs (an address none
+	// of whose listens has reuseport, a unix socket), as "file:line: listen": a reload that
+	// starts the new nginx beside the old one needs none, in either configuration.
+	Exclusive []string
 }
 
 func (p *Plan) refuse(d *Directive, format string, args ...any) {

@@ -108,11 +108,36 @@ func TestDebianDefaultIsRefusedWithWhatToWrite(t *testing.T) {
 	}
 }
 
-// With one instance reuseport is not needed (the local cluster's stack), sendfile still is.
+// With one instance reuseport is not needed (the local cluster's stack), sendfile still is; the
+// listens without it are noted all the same, since a second nginx could not share them.
 func TestOneInstanceNeedsNoReuseport(t *testing.T) {
 	p := check(t, strings.Replace(strings.Replace(debianConf, "sendfile on", "sendfile off", 1), "worker_processes auto;", "", 1), Shim{Instances: 1, CPUs: []int{0}})
 	if len(p.Refusals) != 0 {
 		t.Fatalf("refusals: %q", p.Refusals)
+	}
+	if len(p.Exclusive) != 2 || !strings.Contains(p.Exclusive[0], `"listen 80 default_server"`) || !strings.Contains(p.Exclusive[1], `"listen [::]:80 default_server"`) {
+		t.Fatalf("exclusive listens %q, want Debian's two", p.Exclusive)
+	}
+}
+
+// The listens a second nginx could not open beside a running one: an address none of whose
+// listens has reuseport, a unix socket, a server on the default *:80. One reuseport per address
+// is enough, as nginx takes one listen's options for each.
+func TestExclusiveListens(t *testing.T) {
+	for _, c := range []struct {
+		conf string
+		want []string
+	}{
+		{"http { server { listen 80 reuseport; } server { listen 80; listen 8080 reuseport; } }", nil},
+		{"http { server { listen 80; } }", []string{`nginx.conf:2: "listen 80"`}},
+		{"http { server { listen 80 reuseport; listen unix:/run/a.sock; } }", []string{`nginx.conf:2: "listen unix:/run/a.sock"`}},
+		{"http {\n server { server_name a; }\n}", []string{`nginx.conf:3: "server"`}},
+		{"stream { server { listen 53 udp reuseport; } server { listen 54 udp; } }", []string{`nginx.conf:2: "listen 54 udp"`}},
+	} {
+		p := check(t, "events { multi_accept on; }\n"+c.conf+"\n", Shim{Instances: 1, CPUs: []int{0}})
+		if !reflect.DeepEqual(p.Exclusive, c.want) {
+			t.Errorf("%s: exclusive %q, want %q", c.conf, p.Exclusive, c.want)
+		}
 	}
 }
 

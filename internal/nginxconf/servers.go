@@ -8,13 +8,11 @@ import (
 // Blocks whose contents are data (keys and values), not directives.
 var dataBlocks = map[string]bool{"types": true, "map": true, "geo": true, "split_clients": true, "charset_map": true, "match": true}
 
-// checkServers judges the listen and sendfile directives of an http, stream or mail block.
+// checkServers judges the listen and sendfile directives of an http, stream or mail block, and
+// notes the listens that a second nginx could not share with this one.
 func (p *Plan) checkServers(proto *Directive, shim Shim) {
 	if proto.Name == "http" {
 		p.checkSendfile(proto.Block)
-	}
-	if shim.Instances <= 1 {
-		return
 	}
 	// nginx takes a listen socket's options from one of the listen directives of that
 	// address, so one reuseport per address is what is needed (a second one is an error).
@@ -33,6 +31,7 @@ func (p *Plan) checkServers(proto *Directive, shim Shim) {
 			listens++
 			key, ok := listenKey(d.Args)
 			if !ok {
+				p.exclusive(d)
 				continue
 			}
 			if first[key] == nil {
@@ -42,15 +41,29 @@ func (p *Plan) checkServers(proto *Directive, shim Shim) {
 			reuse[key] = reuse[key] || hasArg(d.Args[1:], "reuseport")
 		}
 		if listens == 0 && proto.Name == "http" {
-			p.refuse(srv, "a server without listen makes nginx listen on *:80 without reuseport: with %d F-Stack instances the workers of all but one segfault in a respawn loop and connections hashed to them are dropped; write \"listen 80 reuseport;\" in it", shim.Instances)
+			p.exclusive(srv)
+			if shim.Instances > 1 {
+				p.refuse(srv, "a server without listen makes nginx listen on *:80 without reuseport: with %d F-Stack instances the workers of all but one segfault in a respawn loop and connections hashed to them are dropped; write \"listen 80 reuseport;\" in it", shim.Instances)
+			}
 		}
 	}
 	for _, key := range order {
-		if !reuse[key] {
-			d := first[key]
+		if reuse[key] {
+			continue
+		}
+		d := first[key]
+		p.exclusive(d)
+		if shim.Instances > 1 {
 			p.refuse(d, "no listen of %s has reuseport: with %d F-Stack instances the workers of all but one segfault in a respawn loop and the connections hashed to them are dropped; write \"%s reuseport;\" (once per address)", key, shim.Instances, d.String())
 		}
 	}
+}
+
+// exclusive notes a listen (or a server listening on the default) that a second nginx could
+// not open beside this one: without reuseport on both sockets its bind() fails (EADDRINUSE),
+// on F-Stack as on the kernel, and so does a second bind() of a unix socket's path.
+func (p *Plan) exclusive(d *Directive) {
+	p.Exclusive = append(p.Exclusive, fmt.Sprintf("%s: %q", d.Where(), d.String()))
 }
 
 // checkSendfile refuses "sendfile on" anywhere in http: the shim does not hook sendfile(), which

@@ -136,43 +136,70 @@ func TestAppCrashLoopSpendsTheBudget(t *testing.T) {
 	}
 }
 
-// reloadNginx is a stand-in for Nginx's master: it writes its pid where the configuration's pid
-// directive says (as nginx does), notes each start with its configuration's version line, and
-// leaves on SIGQUIT removing its pid file.
-func reloadNginx(t *testing.T, l *Launcher, dir string) (bin, starts, pidPath string) {
+// reloadNginx is a stand-in for Nginx's master. It notes its start with its configuration's
+// version (events: "start PID VERSION"), writes its pid where the configuration's pid directive
+// says, notes the version in starts and forks its two workers, as nginx does in that order; on
+// SIGQUIT (SIGTERM) it notes "quit PID" ("term PID"), stops its workers and leaves, removing
+// its pid file as nginx does whatever the file holds by then. A version starting with "hang"
+// makes a master that never gets past its start (as one stuck in its EAL initialisation, deaf
+// to SIGQUIT), one starting with "exit" a master that exits 1 once it wrote its pid file (as one
+// that cannot bind its port).
+func reloadNginx(t *testing.T, l *Launcher, dir string) (bin, starts, events, pidPath string) {
 	t.Helper()
-	starts, pidPath = filepath.Join(dir, "starts"), filepath.Join(dir, "nginx.pid")
+	starts, events, pidPath = filepath.Join(dir, "starts"), filepath.Join(dir, "events"), filepath.Join(dir, "nginx.pid")
 	conf := filepath.Join(dir, "nginx.conf")
-	bin = fakeNginx(t, l, dir, `echo $$ > `+pidPath+`
-head -1 `+conf+` | tr -d '# ' >> `+starts+`
-trap 'rm -f `+pidPath+`; exit 0' QUIT
-while :; do sleep 0.05; done
+	bin = fakeNginx(t, l, dir, `v=$(head -1 `+conf+` | tr -d '# ')
+echo "start $$ $v" >> `+events+`
+case $v in
+hang*) trap '' QUIT; exec sleep 1000 ;;
+exit*) echo $$ > `+pidPath+`; exit 1 ;;
+esac
+trap 'echo "quit $$" >> `+events+`; kill $w1 $w2 2>/dev/null; rm -f `+pidPath+`; exit 0' QUIT
+trap 'echo "term $$" >> `+events+`; kill $w1 $w2 2>/dev/null; rm -f `+pidPath+`; exit 0' TERM
+echo $$ > `+pidPath+`
+echo $v >> `+starts+`
+sleep 1000 & w1=$!
+sleep 1000 & w2=$!
+while :; do wait; done
 `, "# v1\npid "+pidPath+";\n"+goodConf)
-	return bin, starts, pidPath
+	return bin, starts, events, pidPath
 }
 
-// reloadable is a launcher running reloadNginx's stand-in with a restart budget, its
-// configuration always passing nginx -t.
+// reloadable is a launcher running reloadNginx's stand-in with a restart budget and its worker
+// watch on, its configuration always passing nginx -t.
 type reloadable struct {
-	l               *Launcher
-	dir             string
-	log             *syncbuf.Buffer
-	starts, pidPath string
-	res             chan int
-	cancel          context.CancelFunc
-	self            string // the launcher's pid, as nginx's pid file holds it once taken over
+	l                       *Launcher
+	dir                     string
+	log                     *syncbuf.Buffer
+	starts, events, pidPath string
+	res                     chan int
+	cancel                  context.CancelFunc
+	self                    string // the launcher's pid, as nginx's pid file holds it once taken over
 }
 
-func runReloadable(t *testing.T, budget int) *reloadable {
+// runReloadable starts it; setup, when given, adjusts the launcher first.
+func runReloadable(t *testing.T, budget int, setup ...func(*Launcher)) *reloadable {
 	t.Helper()
 	l, dir, log := inPlace(t, budget)
 	l.NginxTest = func(context.Context, []string) error { return nil }
+	l.MinWorkerAge, l.WorkerSettle, l.ReloadWait = 200*time.Millisecond, time.Second, 5*time.Second
 	ready(t, dir, "1")
-	bin, starts, pidPath := reloadNginx(t, l, dir)
+	bin, starts, events, pidPath := reloadNginx(t, l, dir)
+	for _, f := range setup {
+		f(l)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	res := make(chan int, 1)
-	go func() { res <- l.Run(ctx, []string{bin}) }()
-	return &reloadable{l: l, dir: dir, log: log, starts: starts, pidPath: pidPath, res: res, cancel: cancel, self: strconv.Itoa(os.Getpid())}
+	res, done := make(chan int, 1), make(chan struct{})
+	go func() {
+		defer close(done)
+		res <- l.Run(ctx, []string{bin})
+	}()
+	// A test that fails midway leaves no Nginx stand-in behind.
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return &reloadable{l: l, dir: dir, log: log, starts: starts, events: events, pidPath: pidPath, res: res, cancel: cancel, self: strconv.Itoa(os.Getpid())}
 }
 
 // `nginx -s reload` signals the pid in nginx's pid file, which the launcher has taken over: the
@@ -199,6 +226,11 @@ func TestReloadRestartsNginxInPlaceWithTheNewConfiguration(t *testing.T) {
 	reload()
 	waitFor(t, "nginx started again with v2", func() bool { return strings.Join(lines(starts), " ") == "v1 v2" })
 	waitFor(t, "the pid file taken over again", func() bool { return strings.Join(lines(pidPath), "") == self })
+	// Recorded once the old Nginx is gone.
+	waitFor(t, "the reload recorded", func() bool {
+		r, _ := podcontract.ReadAppRestarts(filepath.Dir(l.StateDir), l.Container)
+		return r != nil && r.Total > 0
+	})
 	r := record(t, l)
 	if r.Total != 1 || r.ByReason[podcontract.AppRestartReload] != 1 {
 		t.Errorf("record %+v", r)
@@ -278,9 +310,10 @@ func TestReloadsDoNotSpendTheCrashLoopBudget(t *testing.T) {
 		t.Fatalf("the launcher exited %d after 3 reloads with a budget of 1", code)
 	default:
 	}
-	if r := record(t, l); r.ByReason[podcontract.AppRestartReload] != 3 {
-		t.Errorf("record %+v, want 3 reloads counted", r)
-	}
+	waitFor(t, "3 reloads counted", func() bool {
+		r, _ := podcontract.ReadAppRestarts(filepath.Dir(l.StateDir), l.Container)
+		return r != nil && r.ByReason[podcontract.AppRestartReload] == 3
+	})
 	cancel()
 	<-res
 }

@@ -21,7 +21,8 @@
 //   - it ends an Nginx that keeps fewer workers than it configured, which serves nothing though
 //     F-Stack still answers on its listeners (workers.go), and starts it again;
 //   - it turns an Nginx reload, which under the shim leaves workers without a context, into a
-//     restart of Nginx in place (reload.go).
+//     restart of Nginx in place (reload.go): the new Nginx starts beside the old one, which is
+//     stopped once the new one serves (overlap.go).
 package launcher
 
 import (
@@ -31,8 +32,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/kube-fstack/kube-fstack/dataplane-image/internal/cpuaffinity"
@@ -79,6 +83,8 @@ type Launcher struct {
 	Logging logging.Options
 	logOnce sync.Once
 	logger  *slog.Logger
+	// sigs gets every signal the launcher receives while Run runs.
+	sigs chan os.Signal
 	// Getenv reads the stack's process count (podcontract.EnvInstances; nil: os.Getenv).
 	Getenv func(string) string
 	// NginxBuild learns nginx's compiled-in paths (nil: run `nginx -V`).
@@ -95,6 +101,9 @@ type Launcher struct {
 	RestartWindow time.Duration
 	// NginxTest checks a configuration before a reload restarts Nginx with it (nil: nginx -t).
 	NginxTest func(ctx context.Context, argv []string) error
+	// ReloadWait bounds how long a reload's new Nginx has to bring its workers up beside the
+	// old one, which serves meanwhile (overlap.go; 0: reloadWait).
+	ReloadWait time.Duration
 	// restarts is this container's record (podcontract.AppRestartsFile); restartTimes are the
 	// restarts within the window.
 	restarts     *podcontract.Restarts
@@ -120,7 +129,7 @@ func New() *Launcher {
 		ShimDir: podcontract.ShimDir, StateDir: podcontract.AppStateDir, Container: name, WaitTimeout: 10 * time.Minute,
 		Poll: 50 * time.Millisecond, Grace: podcontract.AppGrace, QuitGrace: podcontract.AppQuitGrace, TermGrace: podcontract.AppTermGrace,
 		MovedGrace: movedGrace, DeadGrace: deadGrace, CPUs: cpuaffinity.Own, Log: os.Stderr, MinWorkerAge: time.Second, WorkerSettle: workerSettle,
-		MaxRestarts: 10, RestartWindow: 10 * time.Minute,
+		MaxRestarts: 10, RestartWindow: 10 * time.Minute, ReloadWait: reloadWait,
 	}
 }
 
@@ -155,28 +164,83 @@ func (l *Launcher) Run(ctx context.Context, argv []string) int {
 		return ExitConfig
 	}
 	l.loadRestarts()
+	// Every signal is the launcher's from here to its exit: registered per run of the app, a
+	// SIGHUP between two runs (a reload while the app restarts in place) hit Go's default
+	// action and ended the container, and a SIGTERM there did not stop the wait.
+	l.sigs = make(chan os.Signal, 8)
+	signal.Notify(l.sigs)
+	defer signal.Stop(l.sigs)
 	for {
-		// The configuration first (and again at every restart: a reload's new file is read
-		// here): a refusal must not wait for the dataplane.
-		a, err := l.prepareApp(ctx, argv)
-		if err != nil {
-			l.fail(err)
-			return failureCode(err)
-		}
-		gen, env, err := l.startable(ctx, a)
-		if err != nil {
-			l.fail(err)
-			return failureCode(err)
-		}
-		if err := l.record(gen); err != nil {
-			l.fail(err)
-			return 1
+		a, env, gen, code, ok := l.prepareRun(ctx, argv)
+		if !ok {
+			return code
 		}
 		out := l.supervise(ctx, a, env, gen)
 		if out.final || !l.restartInPlace(out) {
 			return out.code
 		}
 	}
+}
+
+// prepareRun is what comes before each run of the app: the configuration first (and again at
+// every restart: a reload's new file is read here; a refusal must not wait for the dataplane),
+// then the dataplane, the shim and its contexts. Meanwhile no app runs to take the signals:
+// SIGTERM, SIGINT and SIGQUIT end the wait and the launcher (128 + the signal, as a shell
+// reports a command it stopped), and a SIGHUP needs nothing, since the app about to start reads
+// its configuration then. ok is false when the launcher exits with code.
+func (l *Launcher) prepareRun(ctx context.Context, argv []string) (a *app, env []string, gen string, code int, ok bool) {
+	ctx, stopped, done := l.signalsBetweenRuns(ctx)
+	defer done()
+	fail := func(err error) (*app, []string, string, int, bool) {
+		if sig := stopped(); sig != 0 {
+			l.log().Info("stopped before the app started", "signal", sig.String())
+			return nil, nil, "", 128 + int(sig), false
+		}
+		l.fail(err)
+		return nil, nil, "", failureCode(err), false
+	}
+	a, err := l.prepareApp(ctx, argv)
+	if err != nil {
+		return fail(err)
+	}
+	if gen, env, err = l.startable(ctx, a); err != nil {
+		return fail(err)
+	}
+	if sig := stopped(); sig != 0 {
+		return fail(nil)
+	}
+	if err := l.record(gen); err != nil {
+		l.fail(err)
+		return nil, nil, "", 1, false
+	}
+	return a, env, gen, 0, true
+}
+
+// signalsBetweenRuns reads the launcher's signals until done is called: the context it returns
+// ends on a signal that stops the container, which stopped then names.
+func (l *Launcher) signalsBetweenRuns(parent context.Context) (ctx context.Context, stopped func() syscall.Signal, done func()) {
+	ctx, cancel := context.WithCancel(parent)
+	var got atomic.Int32
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case sig := <-l.sigs:
+				switch sig {
+				case syscall.SIGTERM, syscall.SIGINT, syscall.SIGQUIT:
+					got.Store(int32(sig.(syscall.Signal)))
+					cancel()
+					return
+				case syscall.SIGHUP:
+					l.log().Info("SIGHUP while the app is not running: the app reads its configuration when it starts", "signal", sig.String())
+				}
+			}
+		}
+	}()
+	return ctx, func() syscall.Signal { return syscall.Signal(got.Load()) }, func() { cancel(); <-ended }
 }
 
 // startable waits for the dataplane's ready generation, proves the shim loads and checks the

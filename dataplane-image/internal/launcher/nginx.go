@@ -31,6 +31,8 @@ type app struct {
 	workers int
 	// pidFile is where nginx writes its master's pid (reload.go takes it over); "" unknown.
 	pidFile string
+	// exclusive are nginx's listens a second nginx cannot open beside it (overlap.go).
+	exclusive []string
 }
 
 // prepareApp judges an Nginx command's configuration (docs/fstack-rules.md §6) and adds the -g fix-ups;
@@ -74,7 +76,7 @@ func (l *Launcher) prepareApp(ctx context.Context, argv []string) (*app, error) 
 	if len(p.Plan.Globals) > 0 {
 		l.log().Info("nginx: running", "argv", fmt.Sprintf("%q", p.Argv))
 	}
-	a.argv, a.nginx, a.workers, a.pidFile = p.Argv, true, p.Plan.Workers, p.PidFile
+	a.argv, a.nginx, a.workers, a.pidFile, a.exclusive = p.Argv, true, p.Plan.Workers, p.PidFile, p.Plan.Exclusive
 	// The master and worker i (on instance (FF_PROC_ID+i) mod N) each hold a context.
 	for i := 0; i < p.Plan.Workers; i++ {
 		a.need[(procID+i)%n]++
@@ -105,14 +107,15 @@ func withoutPreload(env []string) []string {
 // stopNginx gives Nginx its graceful path first: SIGQUIT to the master (finish requests, close
 // listeners, exit), then SIGTERM (fast shutdown), then SIGKILL to the whole process group, each
 // step bounded. Under the shim workers often keep spinning after SIGQUIT, and every process
-// killed leaks one of its instance's 32 shim contexts, so the log says what it took.
-func (l *Launcher) stopNginx(pid int, exited context.Context) {
-	l.stopNginxIn(pid, exited, "nginx needed SIGKILL", stopStep{syscall.SIGQUIT, l.QuitGrace}, stopStep{syscall.SIGTERM, l.TermGrace})
+// killed leaks one of its instance's 32 shim contexts, so the log says what it took. It returns
+// how Nginx stopped, for a reload's record.
+func (l *Launcher) stopNginx(pid int, exited context.Context) string {
+	return l.stopNginxIn(pid, exited, "nginx needed SIGKILL", stopStep{syscall.SIGQUIT, l.QuitGrace}, stopStep{syscall.SIGTERM, l.TermGrace})
 }
 
 // stopDeadNginx stops an Nginx with no worker up: SIGTERM, SIGKILL after DeadGrace.
-func (l *Launcher) stopDeadNginx(pid int, exited context.Context) {
-	l.stopNginxIn(pid, exited, "nginx with no worker up killed", stopStep{syscall.SIGTERM, l.DeadGrace})
+func (l *Launcher) stopDeadNginx(pid int, exited context.Context) string {
+	return l.stopNginxIn(pid, exited, "nginx with no worker up killed", stopStep{syscall.SIGTERM, l.DeadGrace})
 }
 
 // stopStep is a signal to Nginx's master and how long its process group gets to go.
@@ -122,14 +125,20 @@ type stopStep struct {
 }
 
 // stopNginxIn sends each step's signal until the process group is gone, then SIGKILL to the
-// group, which the log says with killed.
-func (l *Launcher) stopNginxIn(pid int, exited context.Context, killed string, steps ...stopStep) {
+// group, which the log says with killed. A master already reaped gets no signal: its pid may
+// be another process's by now (a reload's old Nginx can exit on its own).
+func (l *Launcher) stopNginxIn(pid int, exited context.Context, killed string, steps ...stopStep) string {
 	begin := time.Now()
+	if exited.Err() != nil && len(groupMembers(pid)) == 0 {
+		return "on its own"
+	}
 	for _, step := range steps {
-		_ = syscall.Kill(pid, step.sig)
+		if exited.Err() == nil {
+			_ = syscall.Kill(pid, step.sig)
+		}
 		if l.waitGroupGone(pid, exited, step.bound) {
 			l.log().Info("nginx stopped", "signal", step.sig.String(), logging.KeyPID, pid, "elapsed", time.Since(begin).Round(time.Millisecond).String())
-			return
+			return "on " + sigName(step.sig)
 		}
 		l.log().Warn("nginx still running", "after", step.bound.String(), "signal", step.sig.String(), logging.KeyPID, pid)
 	}
@@ -137,6 +146,18 @@ func (l *Launcher) stopNginxIn(pid int, exited context.Context, killed string, s
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	<-exited.Done()
 	l.log().Warn(killed+": each process killed held a shim context, which F-Stack gives back within a second (patch 0007)", "killed", len(left), "pids", fmt.Sprint(left))
+	return "with SIGKILL"
+}
+
+// sigName is a signal's name as nginx's documentation writes it (SIGQUIT).
+func sigName(sig syscall.Signal) string {
+	switch sig {
+	case syscall.SIGQUIT:
+		return "SIGQUIT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return sig.String()
 }
 
 // waitGroupGone waits until the master has exited and no process of its group is left (workers

@@ -12,6 +12,7 @@ import (
 	"github.com/kube-fstack/kube-fstack/internal/fsutil"
 	"github.com/kube-fstack/kube-fstack/internal/logging"
 	"github.com/kube-fstack/kube-fstack/internal/podcontract"
+	"github.com/kube-fstack/kube-fstack/internal/shimctx"
 )
 
 // Reloading Nginx under the shim. A reload (SIGHUP to the master: `nginx -s reload`, a
@@ -20,8 +21,8 @@ import (
 // until the kubelet's liveness probe killed the container. So a reload becomes a restart of
 // Nginx in place: the new configuration is read and judged (internal/nginxconf) and tested
 // (nginx -t) while the old Nginx still serves; a configuration that fails either is logged and
-// the old Nginx keeps serving, as nginx itself does; otherwise Nginx is stopped gracefully and
-// started again against the same generation.
+// the old Nginx keeps serving, as nginx itself does; otherwise the new Nginx is started beside
+// the old one, which is stopped once the new one serves (overlap.go).
 //
 // The reload reaches the launcher through the pid file: once the master has written its pid
 // there, the launcher writes its own, so `nginx -s reload` (which signals the pid in the file)
@@ -72,6 +73,24 @@ func (p *pidFile) masterStarted() bool {
 	return p != nil && (p.held || p.deadline.IsZero())
 }
 
+// reassert writes the launcher's pid again once the file no longer names it: an Nginx master
+// deletes its pid file when it exits, the old master of a reload too (after the new one's pid
+// was taken over), and a new master that fails may leave its own pid there.
+func (p *pidFile) reassert() {
+	if p == nil || !p.held {
+		return
+	}
+	self := strconv.Itoa(os.Getpid())
+	if b, err := os.ReadFile(p.path); err == nil && strings.TrimSpace(string(b)) == self {
+		return
+	}
+	if err := fsutil.WriteAtomic(p.path, []byte(self+"\n"), 0o644); err != nil {
+		p.l.log().Warn("cannot write the launcher's pid into nginx's pid file again: nginx -s reload would reach no one", "file", p.path, logging.KeyErr, err)
+		return
+	}
+	p.l.log().Info("nginx's pid file names the launcher again (an nginx master that exited removed it)", "file", p.path)
+}
+
 // release removes the pid file when it still names the launcher, which is going away.
 func (p *pidFile) release() {
 	if p == nil || !p.held {
@@ -82,23 +101,43 @@ func (p *pidFile) release() {
 	}
 }
 
-// reload judges and tests the configuration Nginx would now read; when it passes, it stops the
-// running Nginx gracefully and returns the outcome that restarts it (true). When it does not,
-// the running Nginx goes on serving (false).
-func (l *Launcher) reload(ctx context.Context, a *app, pid int, exited context.Context, why string) (outcome, bool) {
+// stopForReload is the reload that cannot overlap (blocked says why): the running Nginx is
+// stopped gracefully and the outcome restarts it in place with the new configuration, through
+// the whole start path (which asks the dataplane for a restart when too few contexts are free
+// even then).
+func (l *Launcher) stopForReload(r *appRun, why, blocked string) (outcome, bool) {
 	begin := time.Now()
-	next, err := l.prepareApp(ctx, a.orig)
-	if err == nil {
-		err = l.testNginx(ctx, next.argv)
-	}
-	if err != nil {
-		l.log().Error("reload: the new configuration is refused; nginx keeps serving with the one it runs", "cause", why, logging.KeyErr, err)
-		return outcome{}, false
-	}
-	l.log().Info("reload: nginx under the shim cannot re-fork its workers; restarting it in place with the new configuration", "cause", why, logging.KeyPID, pid)
-	l.stopNginx(pid, exited)
+	l.log().Warn("reload: "+blocked+": stopping the running nginx first, then starting it with the new configuration (nothing listens in between)", "cause", why, logging.KeyPID, r.cmd.Process.Pid)
+	l.stopNginx(r.cmd.Process.Pid, r.exited)
 	return outcome{code: ExitAppBroken, reason: podcontract.AppRestartReload,
-		msg: fmt.Sprintf("nginx reloaded (%s); stopped in %s", why, time.Since(begin).Round(time.Millisecond))}, true
+		msg: fmt.Sprintf("nginx reloaded (%s), not overlapped (%s); stopped in %s", why, blocked, time.Since(begin).Round(time.Millisecond))}, true
+}
+
+// overlapReadingWait bounds the wait for a fresh count of the shim contexts before a reload's
+// new Nginx starts: the dataplane counts them every 100 ms.
+const overlapReadingWait = 2 * time.Second
+
+// overlapContexts says why a reload's new Nginx (need) cannot start beside the running one,
+// which holds its own contexts until it stops, or "". Short for the overlap only, the reload
+// stops the running one first instead: a dataplane restart would stop both.
+func (l *Launcher) overlapContexts(ctx context.Context, gen string, need []int) string {
+	ctx, cancel := context.WithTimeout(ctx, overlapReadingWait)
+	defer cancel()
+	st, err := l.freshState(ctx, gen, shimctx.Now())
+	switch {
+	case err != nil:
+		return "no fresh count of the shim contexts (" + err.Error() + ")"
+	case st == nil:
+		return "" // a dataplane that publishes none: as at any start, unchecked
+	case st.Error != "":
+		l.log().Warn("reload: the dataplane cannot count the shim contexts: starting the new nginx without checking them", logging.KeyErr, st.Error)
+		return ""
+	}
+	if short := st.Short(need); len(short) > 0 {
+		return fmt.Sprintf("too few free shim contexts for a new nginx beside the running one (%s)", strings.Join(short, ", "))
+	}
+	l.log().Info("reload: shim contexts for the new nginx beside the running one", "free", freeList(st), "need", fmt.Sprint(need), logging.KeyGeneration, gen)
+	return ""
 }
 
 // testNginx runs nginx -t with the command's options, without the shim.

@@ -63,6 +63,15 @@ func (l *Launcher) restartInPlace(out outcome) bool {
 	if spends {
 		l.restartTimes = append(l.restartTimes, now)
 	}
+	l.recordRestart(out, now)
+	l.log().Warn("restarting the app in place", "reason", out.reason, "restarts", l.restarts.Total, "cause", out.msg)
+	return true
+}
+
+// recordRestart adds a restart in place to the container's record, which the dataplane exports:
+// the ones restartInPlace makes, and a reload that overlapped, recorded once its old Nginx
+// stopped.
+func (l *Launcher) recordRestart(out outcome, now time.Time) {
 	if l.restarts == nil {
 		l.restarts = &podcontract.Restarts{}
 	}
@@ -70,6 +79,4 @@ func (l *Launcher) restartInPlace(out outcome) bool {
 	if err := podcontract.WriteAppRestarts(l.StateDir, l.restarts); err != nil {
 		l.log().Warn("cannot record the restart for the dataplane's metrics and status", logging.KeyErr, err)
 	}
-	l.log().Warn("restarting the app in place", "reason", out.reason, "restarts", l.restarts.Total, "cause", out.msg)
-	return true
 }

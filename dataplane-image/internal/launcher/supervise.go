@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -25,10 +25,10 @@ type outcome struct {
 
 func final(code int) outcome { return outcome{code: code, final: true} }
 
-// appRun is one run of the app, from its start to the outcome supervise returns.
+// appRun is one run of the app, from its start to its exit: supervise holds one, and two
+// while a reload's new Nginx starts beside the old one (overlap.go).
 type appRun struct {
 	l   *Launcher
-	ctx context.Context // the launcher's: done when the container is stopped
 	a   *app
 	gen string // the dataplane's generation the app was started against
 	cmd *exec.Cmd
@@ -42,31 +42,38 @@ type appRun struct {
 }
 
 // supervise runs the app until it exits, the container is stopped, the dataplane's generation
-// moves on, it cannot serve, or (Nginx) it is asked to reload: it starts the app, then answers
-// each event with the step below that names it, until one has the run's outcome.
+// moves on, or it cannot serve: it starts the app, then answers each event with the step below
+// that names it, until one has the outcome. A reload of Nginx starts the new Nginx beside the
+// running one and stops the old one once the new one serves (overlap.go), so for a while the
+// supervision holds two runs.
 func (l *Launcher) supervise(ctx context.Context, a *app, env []string, gen string) outcome {
-	r, err := l.startApp(ctx, a, env, gen)
+	r, err := l.startApp(a, env, gen)
 	if err != nil {
 		l.log().Error("cannot start the app", "argv0", a.argv[0], logging.KeyErr, err)
 		return final(127)
 	}
-	defer r.pid.release()
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs)
-	defer signal.Stop(sigs)
+	s := &supervision{l: l, ctx: ctx, cur: r}
+	defer s.end()
+	sigs := l.sigs
 	tick := time.NewTicker(l.Poll)
 	defer tick.Stop()
 	for {
 		out, done := outcome{}, true
 		select {
-		case <-r.exited.Done():
-			out = r.appExited()
-		case s := <-sigs:
-			out, done = r.passSignal(s)
+		case <-s.cur.exited.Done():
+			out, done = s.curExited()
+		case <-s.nextExited():
+			s.newExited()
+			done = false
+		case <-s.retired():
+			s.retirementDone()
+			done = false
+		case sig := <-sigs:
+			out, done = s.passSignal(sig)
 		case <-ctx.Done():
-			out = r.containerStopped()
+			out = s.containerStopped()
 		case <-tick.C:
-			out, done = r.look()
+			out, done = s.look()
 		}
 		if done {
 			return out
@@ -75,7 +82,7 @@ func (l *Launcher) supervise(ctx context.Context, a *app, env []string, gen stri
 }
 
 // startApp starts the app as the launcher's child, with the watches of its run.
-func (l *Launcher) startApp(ctx context.Context, a *app, env []string, gen string) (*appRun, error) {
+func (l *Launcher) startApp(a *app, env []string, gen string) (*appRun, error) {
 	argv := a.argv
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = env, os.Stdin, os.Stdout, os.Stderr
@@ -85,7 +92,7 @@ func (l *Launcher) startApp(ctx context.Context, a *app, env []string, gen strin
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	r := &appRun{l: l, ctx: ctx, a: a, gen: gen, cmd: cmd}
+	r := &appRun{l: l, a: a, gen: gen, cmd: cmd}
 	r.watch = l.appWatch(a)
 	r.pid = l.newPidFile(a, cmd.Process.Pid)
 	// The app's exit, once it is reaped, is the cause that ends exited.
@@ -108,58 +115,134 @@ func (r *appRun) appExited() outcome {
 	return outcome{code: code, reason: podcontract.AppRestartExited, msg: fmt.Sprintf("the app exited: %s", describeExit(r.cmd.ProcessState))}
 }
 
+// curExited is the outcome of the serving app's exit; while a reload's new Nginx starts, the
+// new one takes over instead.
+func (s *supervision) curExited() (outcome, bool) {
+	if s.next != nil && !s.cur.stopping {
+		s.oldExited()
+		return outcome{}, false
+	}
+	return s.cur.appExited(), true
+}
+
 // passSignal passes a signal the launcher received on to the app, except that Nginx is stopped
-// its graceful way on SIGTERM and SIGINT and restarted in place on SIGHUP (reload.go); true
-// when that ends the run.
-func (r *appRun) passSignal(s os.Signal) (outcome, bool) {
-	l, a, pid := r.l, r.a, r.cmd.Process.Pid
-	if a.nginx && (s == syscall.SIGTERM || s == syscall.SIGINT) {
-		l.log().Info("stopping nginx: SIGQUIT, then SIGTERM after quitGrace, then SIGKILL after termGrace more", "signal", s.String(), logging.KeyPID, pid, "quitGrace", l.QuitGrace.String(), "termGrace", l.TermGrace.String())
-		l.stopNginx(pid, r.exited)
+// its graceful way on SIGTERM and SIGINT and reloaded on SIGHUP (overlap.go); true when that
+// ends the run. While two Nginx run, both get it, and both are stopped.
+func (s *supervision) passSignal(sig os.Signal) (outcome, bool) {
+	l, r := s.l, s.cur
+	if r.a.nginx && (sig == syscall.SIGTERM || sig == syscall.SIGINT) {
+		l.log().Info("stopping nginx: SIGQUIT, then SIGTERM after quitGrace, then SIGKILL after termGrace more", "signal", sig.String(), logging.KeyPID, r.cmd.Process.Pid, "quitGrace", l.QuitGrace.String(), "termGrace", l.TermGrace.String())
+		s.stopAll(func(r *appRun) { l.stopNginx(r.cmd.Process.Pid, r.exited) }, 0)
 		return final(exitCode(r.cmd.ProcessState)), true
 	}
-	if a.nginx && s == syscall.SIGHUP {
-		return l.reload(r.ctx, a, pid, r.exited, "SIGHUP to the launcher (nginx -s reload reads the launcher's pid from "+a.pidFile+")")
+	if r.a.nginx && sig == syscall.SIGHUP {
+		return s.reload("SIGHUP to the launcher (nginx -s reload reads the launcher's pid from " + r.a.pidFile + ")")
 	}
-	if s == syscall.SIGTERM || s == syscall.SIGINT || s == syscall.SIGQUIT {
-		r.stopping = true
-	}
-	if s != syscall.SIGCHLD && s != syscall.SIGURG {
-		_ = r.cmd.Process.Signal(s)
+	for _, r := range s.live() {
+		if sig == syscall.SIGTERM || sig == syscall.SIGINT || sig == syscall.SIGQUIT {
+			r.stopping = true
+		}
+		if sig != syscall.SIGCHLD && sig != syscall.SIGURG {
+			_ = r.cmd.Process.Signal(sig)
+		}
 	}
 	return outcome{}, false
 }
 
 // containerStopped stops the app because the container is stopped.
-func (r *appRun) containerStopped() outcome {
-	if r.a.nginx {
-		r.l.stopNginx(r.cmd.Process.Pid, r.exited)
-	} else {
-		r.l.stop(r.cmd, r.exited)
-	}
-	return final(exitCode(r.cmd.ProcessState))
+func (s *supervision) containerStopped() outcome {
+	l := s.l
+	s.stopAll(func(r *appRun) {
+		if r.a.nginx {
+			l.stopNginx(r.cmd.Process.Pid, r.exited)
+		} else {
+			l.stop(r.cmd, r.exited)
+		}
+	}, 0)
+	return final(exitCode(s.cur.cmd.ProcessState))
 }
 
-// look is the run's periodic look: has the dataplane's generation moved, can the app still
-// serve; true when either ends the run.
-func (r *appRun) look() (outcome, bool) {
-	if out, done := r.generationMoved(); done {
+// look is the periodic look: has the dataplane's generation moved; does a reload's new Nginx
+// serve yet; can the app still serve; true when one of them ends the run. A reload asked for
+// while another was under way starts once that one is done.
+func (s *supervision) look() (outcome, bool) {
+	if out, done := s.generationMoved(); done {
 		return out, true
 	}
-	return r.cannotServe()
+	if s.retiring != nil && s.retiring.run.exited.Err() != nil {
+		// The old master deleted the pid file as it exited: the next reload must reach the
+		// launcher at once, not after its workers are gone too.
+		s.cur.pid.reassert()
+	}
+	if s.next != nil {
+		s.lookNext()
+		return outcome{}, false
+	}
+	if out, done := s.cur.cannotServe(); done {
+		return out, true
+	}
+	if s.pending != "" && s.retiring == nil {
+		why := s.pending
+		s.pending = ""
+		return s.reload(why)
+	}
+	return outcome{}, false
 }
 
 // generationMoved stops the app when the dataplane started a new generation: a DPDK secondary
-// cannot survive its primary's restart.
-func (r *appRun) generationMoved() (outcome, bool) {
-	l := r.l
+// cannot survive its primary's restart. Every run goes, the old Nginx of a reload too.
+func (s *supervision) generationMoved() (outcome, bool) {
+	l, r := s.l, s.cur
 	now := l.read(podcontract.GenerationFile)
 	if now == r.gen {
 		return outcome{}, false
 	}
 	l.log().Info("the dataplane restarted: stopping the app so it starts again against the new dataplane", logging.KeyGeneration, r.gen, "now", now, logging.KeyPID, r.cmd.Process.Pid)
-	l.stopWithin(r.cmd, r.exited, l.MovedGrace)
+	s.stopAll(func(r *appRun) { l.stopWithin(r.cmd, r.exited, l.MovedGrace) }, l.MovedGrace)
 	return outcome{code: ExitDataplaneRestarted, reason: podcontract.AppRestartDataplane, msg: fmt.Sprintf("the dataplane's generation moved from %s to %s", r.gen, now)}, true
+}
+
+// live are the runs that may still be running: the serving one and a reload's new one.
+func (s *supervision) live() []*appRun {
+	if s.next != nil {
+		return []*appRun{s.cur, s.next.run}
+	}
+	return []*appRun{s.cur}
+}
+
+// stopAll stops the live runs with stop, side by side (the container's grace covers one stop,
+// not two in a row), and waits for a run being stopped in the background, its group killed
+// after hurry when hurry is set.
+func (s *supervision) stopAll(stop func(*appRun), hurry time.Duration) {
+	var wg sync.WaitGroup
+	for _, r := range s.live() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			stop(r)
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.waitRetired(hurry)
+	}()
+	wg.Wait()
+	s.next = nil
+}
+
+// end leaves nothing of the supervision behind: a reload's new Nginx still starting when the
+// serving one ended is stopped, a run being stopped is waited for, and the pid file, when it
+// names the launcher, is removed.
+func (s *supervision) end() {
+	if s.next != nil {
+		n := s.next.run
+		s.next = nil
+		s.l.stopNginx(n.cmd.Process.Pid, n.exited)
+		s.l.killLeftovers(n.cmd.Process.Pid)
+	}
+	s.waitRetired(0)
+	s.cur.pid.release()
 }
 
 // cannotServe takes nginx's pid file over once its master wrote it (reload.go) and stops an

@@ -82,6 +82,12 @@ func (w *workerWatch) masterUp() {
 	}
 }
 
+// serving says whether the master had all its workers up at the last look: what a reload waits
+// for before it stops the old Nginx.
+func (w *workerWatch) serving() bool {
+	return w != nil && w.started && w.up >= w.want
+}
+
 // observe takes one look at master's children at now. It returns why the app cannot serve once
 // fewer than want workers have been up for settle, and "" otherwise.
 func (w *workerWatch) observe(master int, now time.Time) string {
