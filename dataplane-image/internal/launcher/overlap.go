@@ -19,8 +19,9 @@ import (
 // one is stopped (gracefully: SIGQUIT, SIGTERM, SIGKILL) only once the new one's workers are up,
 // in the background, while the loop supervises the new one.
 //
-// Both listen on the same ports with reuseport, which the shim maps to FreeBSD's SO_REUSEPORT,
-// whose lookup gives a SYN to one listener (of two on the wildcard address, the older): new
+// Both listen on the same ports with reuseport, which the shim maps to FreeBSD's SO_REUSEPORT
+// (set for real only with the image's patch 0008: upstream's shim set every option to zero, and
+// the second bind failed with EADDRINUSE), whose lookup gives a SYN to one listener (of two on the wildcard address, the older): new
 // connections go to the old Nginx until its workers close their listening sockets on SIGQUIT,
 // and to the new one from then on. With net.inet.tcp.blackhole=1 a SYN that finds no listener
 // is dropped, not reset, and the client retries after a second; the overlap leaves no such
