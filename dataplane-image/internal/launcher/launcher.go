@@ -189,25 +189,21 @@ func (l *Launcher) Run(ctx context.Context, argv []string) int {
 // reports a command it stopped), and a SIGHUP needs nothing, since the app about to start reads
 // its configuration then. ok is false when the launcher exits with code.
 func (l *Launcher) prepareRun(ctx context.Context, argv []string) (a *app, env []string, gen string, code int, ok bool) {
-	ctx, stopped, done := l.signalsBetweenRuns(ctx)
-	defer done()
-	fail := func(err error) (*app, []string, string, int, bool) {
-		if sig := stopped(); sig != 0 {
-			l.log().Info("stopped before the app started", "signal", sig.String())
-			return nil, nil, "", 128 + int(sig), false
-		}
+	wait, stopped, done := l.signalsBetweenRuns(ctx)
+	a, err := l.prepareApp(wait, argv)
+	if err == nil {
+		gen, env, err = l.startable(wait, a)
+	}
+	// Once done, no signal is read here: one that came before is seen below, one after waits for
+	// supervise.
+	done()
+	if sig := stopped(); sig != 0 {
+		l.log().Info("stopped before the app started", "signal", sig.String())
+		return nil, nil, "", 128 + int(sig), false
+	}
+	if err != nil {
 		l.fail(err)
 		return nil, nil, "", failureCode(err), false
-	}
-	a, err := l.prepareApp(ctx, argv)
-	if err != nil {
-		return fail(err)
-	}
-	if gen, env, err = l.startable(ctx, a); err != nil {
-		return fail(err)
-	}
-	if sig := stopped(); sig != 0 {
-		return fail(nil)
 	}
 	if err := l.record(gen); err != nil {
 		l.fail(err)
