@@ -1,41 +1,23 @@
 package launcher
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kube-fstack/kube-fstack/internal/test/syncbuf"
 )
-
-// lockedLog is a log the test reads while the launcher writes it.
-type lockedLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *lockedLog) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedLog) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
 
 // waitingLauncher runs a launcher whose dataplane is not ready yet, so no app runs, until it logs
 // that it waits (its signals are its own by then).
-func waitingLauncher(t *testing.T, script string) (*Launcher, string, *lockedLog, chan int) {
+func waitingLauncher(t *testing.T, script string) (*Launcher, string, *syncbuf.Buffer, chan int) {
 	t.Helper()
 	l, dir, _ := newTest(t, 0)
-	log := &lockedLog{}
+	log := &syncbuf.Buffer{}
 	l.Log, l.WaitTimeout = log, time.Minute
 	res := make(chan int, 1)
 	go func() { res <- l.Run(context.Background(), []string{"sh", "-c", script}) }()
